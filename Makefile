@@ -1,0 +1,28 @@
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check uv==0.13.9
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/python -m lakestats.demo
+
+test: setup
+	$(BIN)/ruff check lakestats tests bench
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python bench/analyze_tpch.py
+	$(BIN)/python bench/lookup.py
+
+clean:
+	rm -rf $(VENV) warehouse .pytest_cache

@@ -1,0 +1,88 @@
+"""Analyze TPC-H lineitem (scale 1) with lakestats and its competitors, in one run.
+
+Layouts: partitioned by ship year (7 partitions) and by ship year+month (~80).
+For each, median of 3: a plain Spark scan of all columns (``noop`` write), Spark
+``ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS`` without and with
+``spark.sql.statistics.histogram.enabled``, DuckDB ``SUMMARIZE`` with 2 threads, and
+``lakestats analyze`` (all three files for every partition, 1,000 bins). Prints the
+ratios against lakestats.
+
+    python bench/analyze_tpch.py [--scale 1] [--runs 3] [--layouts year,month]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shutil
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+import lakestats.api as ls
+from bench.common import machine, median_time, partitioned, tpch_lineitem
+from lakestats.compute.session import get_spark
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--layouts", default="year,month")
+    args = parser.parse_args()
+
+    source = tpch_lineitem(args.scale)
+    spark = get_spark("local[2]")
+    print(f"# analyze_tpch  {dt.date.today()}  scale {args.scale:g}  {machine()}")
+    for layout in args.layouts.split(","):
+        table_dir = partitioned(source, layout)
+        partitions = len({p.parent for p in table_dir.rglob("*.parquet")})
+        name = f"lineitem_{layout}"
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.catalog.createTable(name, path=str(table_dir), source="parquet")
+        spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+
+        def scan() -> None:
+            spark.read.parquet(str(table_dir)).write.format("noop").mode("overwrite").save()
+
+        def spark_analyze(histograms: bool) -> None:
+            flag = "true" if histograms else "false"
+            spark.conf.set("spark.sql.statistics.histogram.enabled", flag)
+            spark.sql(f"ANALYZE TABLE {name} COMPUTE STATISTICS FOR ALL COLUMNS")
+            spark.conf.set("spark.sql.statistics.histogram.enabled", "false")
+
+        def duckdb_summarize() -> None:
+            con = duckdb.connect()
+            con.execute("SET threads = 2")
+            con.execute(
+                f"SUMMARIZE SELECT * FROM read_parquet('{table_dir}/**/*.parquet', "
+                "hive_partitioning = true)"
+            ).fetchall()
+            con.close()
+
+        root = Path(tempfile.mkdtemp(prefix="lakestats-bench-"))
+
+        def lakestats_analyze() -> None:
+            ls.open_table(str(table_dir), stats_root=str(root)).analyze(spark=spark)
+
+        results = {}
+        try:
+            results["spark scan (noop)"] = median_time(scan, args.runs)
+            results["spark ANALYZE"] = median_time(lambda: spark_analyze(False), args.runs)
+            results["spark ANALYZE + histograms"] = median_time(
+                lambda: spark_analyze(True), args.runs
+            )
+            results["duckdb SUMMARIZE (2 threads)"] = median_time(duckdb_summarize, args.runs)
+            results["lakestats analyze"] = median_time(lakestats_analyze, args.runs)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        ours = results["lakestats analyze"]
+        print(f"\n## lineitem by {layout}: {partitions} partitions")
+        print(f"{'contender':32s} {'median s':>9s} {'lakestats / it':>15s}")
+        for label, seconds in results.items():
+            print(f"{label:32s} {seconds:9.2f} {ours / seconds:15.2f}")
+
+
+if __name__ == "__main__":
+    main()

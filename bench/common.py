@@ -1,0 +1,65 @@
+"""Shared helpers for the benchmarks: TPC-H data, timing, printing."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def tpch_lineitem(scale: float) -> Path:
+    """lineitem at ``scale`` from tpchgen-cli, generated once under bench/data."""
+    out = DATA / f"tpch-sf{scale:g}"
+    target = out / "lineitem.parquet"
+    if not target.exists():
+        out.mkdir(parents=True, exist_ok=True)
+        cli = shutil.which("tpchgen-cli") or str(Path(sys.executable).parent / "tpchgen-cli")
+        subprocess.run(
+            [cli, "parquet", "-s", f"{scale:g}", "--tables=lineitem", f"--output-dir={out}"],
+            check=True,
+        )
+    return target
+
+
+def partitioned(source: Path, layout: str) -> Path:
+    """lineitem as a hive-partitioned Parquet directory by ship year or year+month."""
+    out = source.parent / f"lineitem_by_{layout}"
+    if (out / "_SUCCESS").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    table = pq.read_table(source)
+    table = table.append_column("ship_year", pc.year(table["l_shipdate"]))
+    columns = ["ship_year"]
+    if layout == "month":
+        table = table.append_column("ship_month", pc.month(table["l_shipdate"]))
+        columns.append("ship_month")
+    pq.write_to_dataset(table, out, partition_cols=columns, compression="snappy")
+    (out / "_SUCCESS").touch()
+    return out
+
+
+def median_time(action: Callable[[], object], runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine() -> str:
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}"
+    )

@@ -1,0 +1,217 @@
+"""The ``lakestats`` command line: a thin layer over ``lakestats.api``.
+
+Every failure prints one line (``lakestats: error: …``) and exits non-zero; set
+``LAKESTATS_DEBUG=1`` to see the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from lakestats import api
+from lakestats.errors import InvalidArgumentError, LakestatsError
+from lakestats.stats.keys import to_json
+
+
+def _columns(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if not names:
+        raise InvalidArgumentError("--columns is empty: list column names separated by commas")
+    return names
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    return value
+
+
+def _table(args: argparse.Namespace) -> api.LakestatsTable:
+    return api.open_table(
+        args.table, stats_root=args.stats_root, catalog=args.catalog, warehouse=args.warehouse
+    )
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))
+
+
+def _jsonable_row(row: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {"name": row.pop("column")}
+    row.pop("column_path", None)
+    for key, value in row.items():
+        out[key] = to_json(value)
+    return out
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    table = _table(args)
+    result = table.analyze(
+        columns=_columns(args.columns),
+        bins=args.bins,
+        max_frequencies=args.max_frequencies,
+        max_slice_bytes=args.max_slice_mb * 1024 * 1024,
+        snapshot_id=args.snapshot,
+        progress=not args.json and sys.stderr.isatty(),
+    )
+    summary = {
+        "version": result.version,
+        "snapshot_id": result.snapshot_id,
+        "partitions_computed": result.partitions_computed,
+        "partitions_reused": result.partitions_reused,
+        "row_count": result.row_count,
+        "bytes_written": result.bytes_written,
+        "stats_root": result.stats_root,
+    }
+    if args.json:
+        _print_json(summary)
+    else:
+        print(
+            f"analyzed {result.partitions_computed} partitions ({result.row_count} rows), "
+            f"reused {result.partitions_reused}; statistics version {result.version} "
+            f"at {result.stats_root}"
+        )
+    return 0
+
+
+def cmd_partitions(args: argparse.Namespace) -> int:
+    partitions = _table(args).partitions()
+    if args.json:
+        _print_json(partitions)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    view = Table("partition", "rows", "statistics file")
+    for p in partitions:
+        view.add_row(p["name"] or "(all)", str(p["row_count"]), p["statistics_path"])
+    Console().print(view)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    table = _table(args)
+    reader = table.reader()
+    entry = reader.partition(args.partition)
+    rows = [
+        _jsonable_row(r)
+        for r in reader.column_statistics(entry.name or None, _columns(args.columns))
+    ]
+    if args.json:
+        _print_json({"partition": entry.values, "row_count": entry.row_count, "columns": rows})
+        return 0
+    from lakestats.preview import render_statistics
+
+    render_statistics(rows, title=f"{args.table} {entry.name or ''} ({entry.row_count} rows)")
+    return 0
+
+
+def cmd_frequencies(args: argparse.Namespace) -> int:
+    pairs = _table(args).frequencies(args.column, args.partition, args.top)
+    data = [{"value": to_json(v), "frequency": f} for v, f in pairs]
+    if args.json:
+        _print_json(data)
+    else:
+        for item in data:
+            print(f"{item['frequency']:>12}  {item['value']}")
+    return 0
+
+
+def cmd_histogram(args: argparse.Namespace) -> int:
+    bins = _table(args).histogram(args.column, args.partition, args.start, args.stop)
+    data = [
+        {"lower": to_json(b["lower"]), "upper": to_json(b["upper"]), "count": b["count"]}
+        for b in bins
+    ]
+    if args.json:
+        _print_json(data)
+    else:
+        for item in data:
+            print(f"[{item['lower']}, {item['upper']})  {item['count']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lakestats", description="Column statistics for data-lake tables."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("table", help="catalog identifier (db.table) or table path/URI")
+        p.add_argument("--stats-root", help="statistics root URI (default <table>/_lakestats)")
+        p.add_argument("--catalog", help="pyiceberg catalog name (default: embedded SQLite)")
+        p.add_argument("--warehouse", help="embedded catalog's warehouse directory")
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("analyze", help="compute statistics for every partition (Spark)")
+    common(p)
+    p.add_argument("--columns", help="only these columns, comma-separated")
+    p.add_argument("--bins", type=_positive, default=1000, help="histogram bins (default 1000)")
+    p.add_argument(
+        "--max-frequencies",
+        type=_positive,
+        default=10_000,
+        help="exact frequencies up to this many distinct values (default 10000)",
+    )
+    p.add_argument(
+        "--max-slice-mb",
+        type=_positive,
+        default=256,
+        help="split partitions larger than this into slices (default 256)",
+    )
+    p.add_argument("--snapshot", type=int, help="table snapshot id (default: current)")
+    p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser("partitions", help="list partitions with statistics")
+    common(p)
+    p.set_defaults(func=cmd_partitions)
+
+    p = sub.add_parser("show", help="statistics of one partition")
+    common(p)
+    p.add_argument("--partition", help="k=v[,k2=v2]")
+    p.add_argument("--columns", help="only these columns, comma-separated")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("frequencies", help="value frequencies of one column")
+    common(p)
+    p.add_argument("--column", required=True)
+    p.add_argument("--partition", help="k=v[,k2=v2]")
+    p.add_argument("--top", type=_positive, help="only the k most frequent values")
+    p.set_defaults(func=cmd_frequencies)
+
+    p = sub.add_parser("histogram", help="histogram bins of one column")
+    common(p)
+    p.add_argument("--column", required=True)
+    p.add_argument("--partition", help="k=v[,k2=v2]")
+    p.add_argument("--start", type=_positive, default=0, help="first bin (default 0)")
+    p.add_argument("--stop", type=_positive, help="bin after the last one (default: all)")
+    p.set_defaults(func=cmd_histogram)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except LakestatsError as exc:
+        if os.environ.get("LAKESTATS_DEBUG"):
+            raise
+        print(f"lakestats: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("lakestats: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The Spark jobs. Spark is imported only in this package."""

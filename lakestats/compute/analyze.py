@@ -1,0 +1,221 @@
+"""The analyze job: one Spark task per partition (or per slice of a large one).
+
+The driver plans partitions and slices, ships one ``Job`` to the executors inside a
+``mapInArrow`` over ``spark.range(n, numPartitions=n)`` (one id per task), and collects
+only small summaries. Executors read their slice, compute statistics and write files
+themselves. Partitions split into slices get a second, equally small stage that merges
+the slices' staged states. Only when every partition succeeded does the driver publish
+the version manifest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from lakestats import fs
+from lakestats.compute.progress import run_with_progress
+from lakestats.compute.tasks import SUMMARY_SCHEMA, AnalyzeOptions, Job, merge_partition, run_slice
+from lakestats.errors import ColumnNotFoundError, InvalidArgumentError, LakestatsError
+from lakestats.formats.base import TableFormat
+from lakestats.stats.leaves import leaves_of
+from lakestats.stats.registry import registered_statistics
+from lakestats.store import layout, manifest
+
+
+@dataclass(frozen=True)
+class AnalyzeResult:
+    version: int
+    snapshot_id: int | None
+    partitions_computed: int
+    partitions_reused: int
+    row_count: int
+    bytes_written: int
+    stats_root: str
+
+
+def _batches(rows: list[dict[str, object]]) -> pa.RecordBatch:
+    schema = pa.schema(
+        [
+            ("task_id", pa.int64()),
+            ("partition", pa.int64()),
+            ("kind", pa.string()),
+            ("row_count", pa.int64()),
+            ("bytes_written", pa.int64()),
+            ("seconds", pa.float64()),
+            ("error", pa.string()),
+        ]
+    )
+    return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _stage_one(job: Job, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for task_id in batch.column(0).to_pylist():
+            yield _batches([run_slice(job, task_id)])
+
+
+def _stage_two(
+    job: Job, counts: dict[int, int], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for partition in batch.column(0).to_pylist():
+            yield _batches([merge_partition(job, partition, counts[partition])])
+
+
+def validate_options(options: AnalyzeOptions) -> None:
+    if not 1 <= options.bins <= 100_000:
+        raise InvalidArgumentError(f"--bins must be between 1 and 100000, got {options.bins}")
+    if options.max_frequencies < 0:
+        raise InvalidArgumentError(
+            f"--max-frequencies must be 0 or more, got {options.max_frequencies}"
+        )
+    if options.max_slice_bytes < 1:
+        raise InvalidArgumentError("the slice size must be positive")
+
+
+def select_columns(schema: pa.Schema, columns: tuple[str, ...] | None) -> tuple[list, list | None]:
+    leaves = leaves_of(schema)
+    if not columns:
+        return leaves, None
+    wanted = []
+    for name in columns:
+        matches = [leaf for leaf in leaves if leaf.name == name or leaf.path[0] == name]
+        if not matches:
+            raise ColumnNotFoundError(
+                f"column {name!r} is not in the table; its columns are: "
+                f"{', '.join(schema.names[:20])}{' …' if len(schema.names) > 20 else ''}"
+            )
+        wanted.extend(m for m in matches if m not in wanted)
+    ordered = [leaf for leaf in leaves if leaf in wanted]
+    top = [n for n in schema.names if any(leaf.path[0] == n for leaf in ordered)]
+    return ordered, top
+
+
+def analyze(
+    table: TableFormat,
+    stats_root: str,
+    options: AnalyzeOptions,
+    spark: SparkSession,
+    snapshot_id: int | None = None,
+    s3: fs.S3Options | None = None,
+    progress: bool = True,
+) -> AnalyzeResult:
+    validate_options(options)
+    snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
+    schema = table.schema(snapshot)
+    leaves, read_columns = select_columns(schema, options.columns)
+    previous = manifest.latest_version_number(stats_root, s3)
+    plans = table.plan(snapshot)
+    run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    slices, slice_partition = [], []
+    for index, plan in enumerate(plans):
+        for part in table.slices(plan, options.max_slice_bytes):
+            slices.append(part)
+            slice_partition.append(index)
+    # biggest first, so the last wave of tasks is short
+    order = sorted(range(len(slices)), key=lambda i: -sum(f.size_bytes for f in slices[i].files))
+    slices = [slices[i] for i in order]
+    slice_partition = [slice_partition[i] for i in order]
+    paths = [layout.partition_dir(list(plan.key)) for plan in plans]
+    job = Job(
+        reader=table.reader(snapshot),
+        read_columns=read_columns,
+        leaves=leaves,
+        options=options,
+        statistics=registered_statistics(),
+        root=stats_root,
+        run_id=run_id,
+        s3=s3,
+        slices=slices,
+        partition_paths=paths,
+        slice_partition=slice_partition,
+    )
+    summaries: list = []
+    try:
+        if slices:
+            frame = spark.range(0, len(slices), 1, numPartitions=len(slices))
+            stage = frame.mapInArrow(functools.partial(_stage_one, job), SUMMARY_SCHEMA)
+            summaries = run_with_progress(
+                spark, "analyzing partitions", len(slices), stage.collect, progress
+            )
+        _raise_errors(summaries)
+        counts: dict[int, int] = {}
+        for part, partition in zip(slices, slice_partition, strict=True):
+            counts[partition] = part.count
+        multi = sorted(p for p, c in counts.items() if c > 1)
+        if multi:
+            frame = spark.createDataFrame([(p,) for p in multi], "partition long").repartition(
+                len(multi)
+            )
+            stage = frame.mapInArrow(functools.partial(_stage_two, job, counts), SUMMARY_SCHEMA)
+            merged = run_with_progress(spark, "merging slices", len(multi), stage.collect, progress)
+            _raise_errors(merged)
+            summaries = [s for s in summaries if s["kind"] == "done"] + merged
+    except LakestatsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors; keep one line
+        raise LakestatsError(f"analyze failed on Spark: {_last_line(exc)}") from exc
+    finally:
+        fs.delete_dir(layout.staging_dir(stats_root, run_id), s3)
+    rows: dict[int, int] = {}
+    written = 0
+    for summary in summaries:
+        if summary["kind"] == "done":
+            rows[summary["partition"]] = summary["row_count"]
+        written += summary["bytes_written"] or 0
+    entries = [
+        manifest.PartitionEntry(
+            path=paths[i],
+            name=plan.name,
+            values=plan.values,
+            row_count=rows.get(i, 0),
+            size_bytes=plan.size_bytes,
+            files=layout.partition_files(paths[i], run_id),
+            fingerprint=plan.fingerprint(),
+            run_id=run_id,
+        )
+        for i, plan in enumerate(plans)
+    ]
+    version = manifest.Version(
+        version=0,
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        table={
+            "format": table.format_name,
+            "identifier": table.identifier,
+            "location": table.location,
+        },
+        snapshot_id=snapshot,
+        schema_id=table.schema_id(snapshot),
+        options={k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()},
+        columns=[{"name": leaf.name, "type": str(leaf.type)} for leaf in leaves],
+        partitions=entries,
+        run_id=run_id,
+        partitions_computed=len(plans),
+        partitions_reused=0,
+        extra={"custom_statistics": [s.name for s in job.statistics]},
+    )
+    number = manifest.publish(stats_root, version, previous, s3)
+    return AnalyzeResult(number, snapshot, len(plans), 0, version.row_count, written, stats_root)
+
+
+def _raise_errors(summaries: list) -> None:
+    errors = [s["error"] for s in summaries if s["kind"] == "error"]
+    if errors:
+        more = f" (and {len(errors) - 1} more partitions failed)" if len(errors) > 1 else ""
+        raise LakestatsError(f"{errors[0]}{more}")
+
+
+def _last_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    for line in reversed(text):
+        line = line.strip()
+        if line and not line.startswith(("at ", "File ", "JVM stacktrace")):
+            return line
+    return type(exc).__name__

@@ -1,0 +1,65 @@
+"""A rich progress bar fed by Spark's status tracker while a job runs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+@contextmanager
+def spark_progress(spark, description: str, total: int, enabled: bool = True):  # noqa: ANN001, ANN201
+    """Show completed/total tasks of the running jobs until the block ends."""
+    if not enabled:
+        yield
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    try:
+        tracker = spark.sparkContext.statusTracker()
+    except Exception:  # noqa: BLE001 - Spark Connect has no status tracker
+        yield
+        return
+    stop = threading.Event()
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as progress:
+        task = progress.add_task(description, total=total)
+
+        def poll() -> None:
+            done_before = 0
+            while not stop.wait(0.2):
+                done = 0
+                for stage_id in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(stage_id)
+                    if info is not None:
+                        done += info.numCompletedTasks
+                done_before = max(done_before, done)
+                progress.update(task, completed=min(done_before, total))
+
+        thread = threading.Thread(target=poll, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=1)
+            progress.update(task, completed=total)
+
+
+def run_with_progress(
+    spark,
+    description: str,
+    total: int,
+    action: Callable[[], T],  # noqa: ANN001
+    enabled: bool = True,
+) -> T:
+    with spark_progress(spark, description, total, enabled):
+        return action()

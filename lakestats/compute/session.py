@@ -1,0 +1,34 @@
+"""The SparkSession lakestats uses when the caller does not bring one."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def get_spark(master: str | None = None) -> SparkSession:
+    """The active session, or a local one (``LAKESTATS_SPARK_MASTER``, default local[*]).
+
+    Python workers run the interpreter of the driver, so executors import the same
+    lakestats and pyarrow.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master or os.environ.get("LAKESTATS_SPARK_MASTER", "local[*]"))
+        .appName("lakestats")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.driver.memory", os.environ.get("LAKESTATS_DRIVER_MEMORY", "4g"))
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
+        .config("spark.python.worker.reuse", "true")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

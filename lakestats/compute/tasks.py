@@ -1,0 +1,124 @@
+"""What one Spark task does, free of Spark so it is testable on its own.
+
+A task reads one slice of one partition through the format's ``PartitionReader``,
+folds every column into a ``ColumnAccumulator`` and either writes the partition's
+three files (a partition of one slice) or writes its partial state to the staging
+area for ``merge_partition`` (a partition split into several slices).
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from dataclasses import dataclass, field
+
+from lakestats import fs
+from lakestats.errors import LakestatsError
+from lakestats.formats.base import PartitionReader, Slice
+from lakestats.stats.accumulator import ColumnAccumulator
+from lakestats.stats.leaves import Leaf, leaf_array
+from lakestats.stats.registry import SummaryStatistic
+from lakestats.store import layout, writer
+
+SUMMARY_SCHEMA = (
+    "task_id long, partition long, kind string, row_count long, bytes_written long, "
+    "seconds double, error string"
+)
+
+
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    columns: tuple[str, ...] | None = None
+    bins: int = 1000
+    max_frequencies: int = 10_000
+    max_slice_bytes: int = 256 * 1024 * 1024
+
+
+@dataclass
+class Job:
+    """Everything executors need; pickled once into the tasks' closure."""
+
+    reader: PartitionReader
+    read_columns: list[str] | None
+    leaves: list[Leaf]
+    options: AnalyzeOptions
+    statistics: list[SummaryStatistic]
+    root: str
+    run_id: str
+    s3: fs.S3Options | None
+    slices: list[Slice]
+    partition_paths: list[str]  # per partition index
+    slice_partition: list[int] = field(default_factory=list)  # task -> partition index
+
+    def files(self, partition: int) -> dict[str, str]:
+        return layout.partition_files(self.partition_paths[partition], self.run_id)
+
+    def state_uri(self, partition: int, index: int) -> str:
+        return fs.join(layout.staging_dir(self.root, self.run_id), f"{partition}", f"{index}.pkl")
+
+
+def _summary(
+    task_id: int,
+    partition: int,
+    kind: str,
+    rows: int = 0,
+    written: int = 0,
+    started: float = 0.0,
+    error: str | None = None,
+) -> dict[str, object]:
+    return {
+        "task_id": task_id,
+        "partition": partition,
+        "kind": kind,
+        "row_count": rows,
+        "bytes_written": written,
+        "seconds": time.perf_counter() - started,
+        "error": error,
+    }
+
+
+def _finalize_and_write(job: Job, partition: int, accumulators: list[ColumnAccumulator]) -> int:
+    results = [a.finalize(job.options.bins, job.options.max_frequencies) for a in accumulators]
+    uris = {k: layout.absolute(job.root, v) for k, v in job.files(partition).items()}
+    custom = [(s.name, s.result_type) for s in job.statistics]
+    return writer.write_partition(results, custom, job.options.bins, uris, job.s3)
+
+
+def run_slice(job: Job, task_id: int) -> dict[str, object]:
+    started = time.perf_counter()
+    part = job.slices[task_id]
+    partition = job.slice_partition[task_id]
+    try:
+        table = job.reader.read(part, job.read_columns)
+        accumulators = [ColumnAccumulator(leaf, list(job.statistics)) for leaf in job.leaves]
+        for accumulator in accumulators:
+            accumulator.observe(leaf_array(table, accumulator.leaf))
+        rows = table.num_rows
+        del table
+        if part.count == 1:
+            written = _finalize_and_write(job, partition, accumulators)
+            return _summary(task_id, partition, "done", rows, written, started)
+        state = pickle.dumps(accumulators, protocol=5)
+        fs.write_bytes_atomic(job.state_uri(partition, part.index), state, job.s3)
+        return _summary(task_id, partition, "partial", rows, len(state), started)
+    except LakestatsError as exc:
+        return _summary(task_id, partition, "error", started=started, error=str(exc))
+
+
+def merge_partition(job: Job, partition: int, slice_count: int) -> dict[str, object]:
+    started = time.perf_counter()
+    try:
+        merged: list[ColumnAccumulator] | None = None
+        for index in range(slice_count):
+            state = pickle.loads(fs.read_bytes(job.state_uri(partition, index), job.s3))
+            if merged is None:
+                merged = state
+            else:
+                for mine, theirs in zip(merged, state, strict=True):
+                    mine.merge(theirs)
+        assert merged is not None
+        written = _finalize_and_write(job, partition, merged)
+        rows = merged[0].row_count if merged else 0
+        return _summary(partition, partition, "done", rows, written, started)
+    except LakestatsError as exc:
+        return _summary(partition, partition, "error", started=started, error=str(exc))

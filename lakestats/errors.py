@@ -1,0 +1,61 @@
+"""One root exception, so callers catch ``LakestatsError`` and get a one-line message.
+
+Every message says what was wrong and what to do about it; the CLI prints it as is
+and exits non-zero, the HTTP layer maps it to a 4xx.
+"""
+
+from __future__ import annotations
+
+
+class LakestatsError(Exception):
+    """Root of every error lakestats raises on purpose."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class TableNotFoundError(LakestatsError):
+    """The table identifier or path names nothing."""
+
+
+class NotATableError(LakestatsError):
+    """The path exists but holds no table of a known format."""
+
+
+class UnsupportedFeatureError(LakestatsError):
+    """The table uses a feature no reader here supports; we refuse rather than guess."""
+
+
+class ColumnNotFoundError(LakestatsError):
+    """A requested column is not in the table."""
+
+
+class PartitionNotFoundError(LakestatsError):
+    """A requested partition has no statistics (or does not exist)."""
+
+
+class StatisticsNotFoundError(LakestatsError):
+    """The table has not been analyzed (under that statistics root)."""
+
+
+class InvalidArgumentError(LakestatsError):
+    """An option has a value outside what it accepts."""
+
+
+class StorageError(LakestatsError):
+    """The statistics root cannot be read or written."""
+
+
+class DataFileError(LakestatsError):
+    """A data file of the table cannot be read (corrupt, truncated, missing)."""
+
+
+class ConflictError(LakestatsError):
+    """Another analyze published first; retry."""

@@ -1,0 +1,131 @@
+"""The ``TableFormat`` interface every table format implements.
+
+A format opens a table, lists its snapshots, plans partitions (values, data files,
+delete files, row counts, sizes) and hands out a picklable ``PartitionReader`` that
+Spark executors use to read one partition (or one slice of it) as Arrow.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class DataFile:
+    path: str  # URI
+    size_bytes: int
+    record_count: int | None = None
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """One partition of one snapshot: what to read and what it is called."""
+
+    key: tuple[tuple[str, str], ...]  # (field name, human-readable value) in spec order
+    values: dict[str, object]  # JSON-ready partition values
+    data_files: tuple[DataFile, ...]
+    delete_files: tuple[DataFile, ...] = ()
+    row_count: int | None = None
+    spec_id: int = 0
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.size_bytes for f in self.data_files)
+
+    @property
+    def name(self) -> str:
+        """``k=v,k2=v2`` (what ``--partition`` takes); empty when unpartitioned."""
+        return ",".join(f"{k}={v}" for k, v in self.key)
+
+    def fingerprint(self) -> str:
+        """Changes whenever the partition's files change (for incremental analyze)."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for f in sorted(self.data_files, key=lambda f: f.path) + sorted(
+            self.delete_files, key=lambda f: f.path
+        ):
+            digest.update(f"{f.path}|{f.size_bytes}|{f.record_count}\n".encode())
+        return digest.hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Part of a partition read by one Spark task: some of its files."""
+
+    partition: PartitionPlan
+    files: tuple[DataFile, ...]
+    index: int = 0
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    snapshot_id: int
+    timestamp_ms: int
+    schema_id: int | None = None
+    parent_id: int | None = None
+    summary: dict[str, str] = field(default_factory=dict)
+
+
+class PartitionReader(ABC):
+    """Picklable: reads a slice of a partition as an Arrow table on an executor."""
+
+    @abstractmethod
+    def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        """The rows of ``part`` (deletes applied), top-level ``columns`` in table order."""
+
+
+class TableFormat(ABC):
+    """An opened table of one format."""
+
+    format_name: str = ""
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """The table's root URI (statistics go to ``<location>/_lakestats`` by default)."""
+
+    @property
+    @abstractmethod
+    def identifier(self) -> str:
+        """How the user named the table."""
+
+    @abstractmethod
+    def schema(self, snapshot_id: int | None = None) -> pa.Schema:
+        """The table's Arrow schema (partition columns included), in table order."""
+
+    def schema_id(self, snapshot_id: int | None = None) -> int | None:
+        return None
+
+    def snapshots(self) -> list[SnapshotInfo]:
+        return []
+
+    def current_snapshot_id(self) -> int | None:
+        return None
+
+    @abstractmethod
+    def plan(self, snapshot_id: int | None = None) -> list[PartitionPlan]:
+        """Every partition of the snapshot (default: current) with its files."""
+
+    @abstractmethod
+    def reader(self, snapshot_id: int | None = None) -> PartitionReader:
+        """A picklable reader for the partitions of that snapshot."""
+
+    @staticmethod
+    def slices(partition: PartitionPlan, max_slice_bytes: int) -> list[Slice]:
+        """Split a partition into slices of at most ``max_slice_bytes`` of data files."""
+        groups: list[list[DataFile]] = [[]]
+        size = 0
+        for data_file in sorted(partition.data_files, key=lambda f: f.path):
+            if groups[-1] and size + data_file.size_bytes > max_slice_bytes:
+                groups.append([])
+                size = 0
+            groups[-1].append(data_file)
+            size += data_file.size_bytes
+        return [
+            Slice(partition, tuple(group), index, len(groups)) for index, group in enumerate(groups)
+        ]

@@ -1,0 +1,273 @@
+"""Apache Iceberg tables through pyiceberg: catalog tables and metadata paths.
+
+Partitions are the (spec id, partition tuple) groups of the snapshot's data files,
+named by their human-readable partition path (``l_shipdate_year=1995``). Executors
+read a slice with pyiceberg's own ``ArrowScan`` (field-id projection, name mapping,
+position deletes), rebuilt from the table metadata that travels with the job.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import pyarrow as pa
+
+from lakestats import fs
+from lakestats.errors import (
+    DataFileError,
+    LakestatsError,
+    NotATableError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+from lakestats.formats.base import (
+    DataFile,
+    PartitionPlan,
+    PartitionReader,
+    Slice,
+    SnapshotInfo,
+    TableFormat,
+)
+from lakestats.stats.keys import to_json
+
+DEFAULT_CATALOG = "lakestats"
+
+
+def default_warehouse() -> str:
+    return os.path.abspath(os.environ.get("LAKESTATS_WAREHOUSE", "warehouse"))
+
+
+def load_catalog(name: str | None = None, warehouse: str | None = None):  # noqa: ANN201
+    """A pyiceberg catalog: the named one from pyiceberg's configuration, or the embedded
+    SQLite catalog under ``./warehouse`` (``LAKESTATS_WAREHOUSE`` overrides)."""
+    from pyiceberg.catalog import load_catalog as pyiceberg_load
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    if name:
+        return pyiceberg_load(name)
+    root = warehouse or default_warehouse()
+    os.makedirs(root, exist_ok=True)
+    return SqlCatalog(
+        DEFAULT_CATALOG,
+        uri=f"sqlite:///{os.path.join(root, 'catalog.db')}",
+        warehouse=f"file://{root}",
+    )
+
+
+@lru_cache(maxsize=8)
+def _metadata(metadata_json: str):  # noqa: ANN202
+    from pyiceberg.table.metadata import TableMetadataUtil
+
+    return TableMetadataUtil.parse_raw(metadata_json)
+
+
+@dataclass(frozen=True)
+class IcebergReader(PartitionReader):
+    metadata_json: str
+    metadata_location: str
+    io_properties: dict[str, str]
+    schema_id: int
+    native: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
+
+    def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io import load_file_io
+        from pyiceberg.io.pyarrow import ArrowScan
+
+        metadata = _metadata(self.metadata_json)
+        schema = next(s for s in metadata.schemas if s.schema_id == self.schema_id)
+        projected = schema if columns is None else schema.select(*columns)
+        io = load_file_io(self.io_properties, self.metadata_location)
+        tasks = [self.native[f.path] for f in part.files]
+        try:
+            return ArrowScan(metadata, io, projected, AlwaysTrue()).to_table(tasks)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise DataFileError(
+                f"cannot read a data file of partition {part.partition.name or '(all)'}: "
+                f"{str(exc).splitlines()[0]}; repair or remove the file"
+            ) from exc
+
+
+class IcebergTable(TableFormat):
+    format_name = "iceberg"
+
+    def __init__(self, table, identifier: str) -> None:  # noqa: ANN001
+        self._table = table
+        self._identifier = identifier
+
+    @classmethod
+    def from_catalog(
+        cls, identifier: str, catalog_name: str | None = None, warehouse: str | None = None
+    ) -> IcebergTable:
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        catalog = load_catalog(catalog_name, warehouse)
+        try:
+            return cls(catalog.load_table(identifier), identifier)
+        except (NoSuchTableError, NoSuchNamespaceError) as exc:
+            raise TableNotFoundError(
+                f"table {identifier!r} not found in catalog {catalog.name!r}: check the name, "
+                "or pass a table directory path"
+            ) from exc
+        except ValueError as exc:
+            raise TableNotFoundError(f"{identifier!r} is not a table identifier: {exc}") from exc
+
+    @classmethod
+    def from_path(cls, uri: str, s3: fs.S3Options | None = None) -> IcebergTable:
+        from pyiceberg.table import StaticTable
+
+        metadata_file = uri if uri.endswith(".metadata.json") else latest_metadata_file(uri, s3)
+        try:
+            return cls(StaticTable.from_metadata(metadata_file), uri)
+        except (OSError, ValueError) as exc:
+            raise NotATableError(f"cannot read Iceberg metadata {metadata_file}: {exc}") from exc
+
+    @property
+    def location(self) -> str:
+        return fs.normalize(self._table.location())
+
+    @property
+    def identifier(self) -> str:
+        return self._identifier
+
+    def _snapshot(self, snapshot_id: int | None):  # noqa: ANN202
+        if snapshot_id is None:
+            return self._table.current_snapshot()
+        snapshot = self._table.snapshot_by_id(snapshot_id)
+        if snapshot is None:
+            known = [s.snapshot_id for s in self._table.metadata.snapshots]
+            raise LakestatsError(
+                f"snapshot {snapshot_id} not found in {self._identifier}; known snapshots: "
+                f"{known[-5:]}"
+            )
+        return snapshot
+
+    def schema_id(self, snapshot_id: int | None = None) -> int | None:
+        snapshot = self._snapshot(snapshot_id)
+        if snapshot is not None and snapshot.schema_id is not None:
+            return snapshot.schema_id
+        return self._table.metadata.current_schema_id
+
+    def _iceberg_schema(self, snapshot_id: int | None):  # noqa: ANN202
+        wanted = self.schema_id(snapshot_id)
+        return next(s for s in self._table.metadata.schemas if s.schema_id == wanted)
+
+    def schema(self, snapshot_id: int | None = None) -> pa.Schema:
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        return schema_to_pyarrow(self._iceberg_schema(snapshot_id), include_field_ids=False)
+
+    def snapshots(self) -> list[SnapshotInfo]:
+        return [
+            SnapshotInfo(
+                s.snapshot_id,
+                s.timestamp_ms,
+                s.schema_id,
+                s.parent_snapshot_id,
+                dict(s.summary.additional_properties) if s.summary else {},
+            )
+            for s in self._table.metadata.snapshots
+        ]
+
+    def current_snapshot_id(self) -> int | None:
+        snapshot = self._table.current_snapshot()
+        return snapshot.snapshot_id if snapshot else None
+
+    def _tasks(self, snapshot_id: int | None) -> list:
+        snapshot = self._snapshot(snapshot_id)
+        if snapshot is None:
+            return []
+        try:
+            return list(self._table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
+        except ValueError as exc:
+            if "equality delete" in str(exc).lower():
+                raise UnsupportedFeatureError(
+                    f"{self._identifier} has Iceberg equality delete files, which this "
+                    "version cannot apply yet; statistics would count deleted rows"
+                ) from exc
+            raise
+
+    def plan(self, snapshot_id: int | None = None) -> list[PartitionPlan]:
+        tasks = self._tasks(snapshot_id)
+        schema = self._iceberg_schema(snapshot_id)
+        specs = self._table.metadata.specs()
+        groups: dict[tuple, list] = {}
+        for task in tasks:
+            groups.setdefault((task.file.spec_id, task.file.partition), []).append(task)
+        plans = []
+        for (spec_id, record), group in groups.items():
+            spec = specs[spec_id]
+            key, values = [], {}
+            partition_type = spec.partition_type(schema)
+            for pos, (pfield, nfield) in enumerate(
+                zip(spec.fields, partition_type.fields, strict=True)
+            ):
+                raw = record[pos]
+                human = pfield.transform.to_human_string(nfield.field_type, raw)
+                key.append((pfield.name, human))
+                values[pfield.name] = (
+                    to_json(raw)
+                    if pfield.transform.__class__.__name__ == "IdentityTransform"
+                    else human
+                )
+            data_files = tuple(
+                DataFile(t.file.file_path, t.file.file_size_in_bytes, t.file.record_count)
+                for t in group
+            )
+            deletes = tuple(
+                DataFile(d.file_path, d.file_size_in_bytes, d.record_count)
+                for t in group
+                for d in t.delete_files
+            )
+            plans.append(
+                PartitionPlan(
+                    key=tuple(key),
+                    values=values,
+                    data_files=data_files,
+                    delete_files=deletes,
+                    row_count=None if deletes else sum(t.file.record_count for t in group),
+                    spec_id=spec_id,
+                )
+            )
+        plans.sort(key=lambda p: (p.spec_id, p.name))
+        return plans
+
+    def reader(self, snapshot_id: int | None = None) -> PartitionReader:
+        native = {t.file.file_path: t for t in self._tasks(snapshot_id)}
+        return IcebergReader(
+            metadata_json=self._table.metadata.model_dump_json(),
+            metadata_location=self._table.metadata_location,
+            io_properties=dict(self._table.io.properties),
+            schema_id=self.schema_id(snapshot_id),
+            native=native,
+        )
+
+
+def latest_metadata_file(uri: str, s3: fs.S3Options | None = None) -> str:
+    """The newest ``metadata/*.metadata.json`` of a table directory."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = fs.resolve(uri, s3)
+    metadata_dir = posixpath.join(path, "metadata")
+    hint = posixpath.join(metadata_dir, "version-hint.text")
+    infos = filesystem.get_file_info(pafs.FileSelector(metadata_dir, allow_not_found=True))
+    names = [posixpath.basename(i.path) for i in infos if i.path.endswith(".metadata.json")]
+    if not names:
+        raise NotATableError(f"{uri} has no Iceberg metadata files under metadata/")
+    if filesystem.get_file_info(hint).type == pafs.FileType.File:
+        with filesystem.open_input_stream(hint) as stream:
+            version = stream.read().decode().strip()
+        for candidate in (f"v{version}.metadata.json", f"{version}.metadata.json"):
+            if candidate in names:
+                return fs.join(fs.normalize(uri), "metadata", candidate)
+
+    def version_of(name: str) -> int:
+        match = re.match(r"v?(\d+)[.-]", name)
+        return int(match.group(1)) if match else -1
+
+    best = max(names, key=lambda n: (version_of(n), n))
+    return fs.join(fs.normalize(uri), "metadata", best)

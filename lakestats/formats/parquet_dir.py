@@ -1,0 +1,142 @@
+"""Plain Parquet directories with hive-style ``key=value/`` partitions.
+
+The partition columns are part of the table (after the file columns, as Spark and
+pyarrow read them); their types are inferred as pyarrow's hive discovery infers them.
+An unpartitioned directory is one partition.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+
+from lakestats import fs
+from lakestats.errors import DataFileError, NotATableError
+from lakestats.formats.base import DataFile, PartitionPlan, PartitionReader, Slice, TableFormat
+from lakestats.stats.keys import to_json
+
+_HIDDEN = ("_", ".")
+
+
+def _uri(base_uri: str, base_path: str, path: str) -> str:
+    relative = posixpath.relpath(path, base_path)
+    return fs.join(base_uri, *relative.split("/"))
+
+
+@dataclass(frozen=True)
+class ParquetDirReader(PartitionReader):
+    file_schema: pa.Schema  # columns stored in the files
+    partition_schema: pa.Schema
+    s3: fs.S3Options | None = None
+
+    def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        wanted_files = [n for n in self.file_schema.names if columns is None or n in columns]
+        filesystem, _ = fs.resolve(part.files[0].path, self.s3) if part.files else (None, None)
+        paths = [fs.resolve(f.path, self.s3)[1] for f in part.files]
+        try:
+            dataset = pads.dataset(
+                paths, schema=self.file_schema, format="parquet", filesystem=filesystem
+            )
+            table = dataset.to_table(columns=wanted_files)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise DataFileError(
+                f"cannot read a data file of partition {part.partition.name or '(all)'}: "
+                f"{str(exc).splitlines()[0]}; repair or remove the file"
+            ) from exc
+        values = dict(part.partition.key)
+        for field in self.partition_schema:
+            if columns is not None and field.name not in columns:
+                continue
+            raw = values.get(field.name)
+            scalar = None if raw in (None, "__HIVE_DEFAULT_PARTITION__") else raw
+            array = pa.array([scalar] * table.num_rows, pa.string()).cast(field.type)
+            table = table.append_column(field, array)
+        return table
+
+
+class ParquetDirectory(TableFormat):
+    format_name = "parquet"
+
+    def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
+        self._uri = fs.normalize(uri)
+        self._s3 = s3
+        self._fs, self._path = fs.resolve(self._uri, s3)
+        selector = pafs.FileSelector(self._path, recursive=True)
+        infos = [
+            info
+            for info in self._fs.get_file_info(selector)
+            if info.type == pafs.FileType.File
+            and not any(
+                part.startswith(_HIDDEN)
+                for part in posixpath.relpath(info.path, self._path).split("/")
+            )
+        ]
+        self._files = sorted(infos, key=lambda info: info.path)
+        if not self._files:
+            raise NotATableError(
+                f"{uri} holds no Parquet files: point at a table directory "
+                "(Iceberg, Delta, Hudi, Paimon or Parquet)"
+            )
+        try:
+            dataset = pads.dataset(
+                [info.path for info in self._files],
+                format="parquet",
+                filesystem=self._fs,
+                partitioning=pads.HivePartitioning.discover(infer_dictionary=False),
+                partition_base_dir=self._path,
+            )
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise NotATableError(f"{uri} is not a readable Parquet directory: {exc}") from exc
+        self._schema = dataset.schema
+        keys = [self._partition_key(info.path) for info in self._files]
+        names = [name for name, _ in keys[0]] if keys else []
+        self._partition_schema = pa.schema(
+            [self._schema.field(n) for n in names if n in self._schema.names]
+        )
+        file_fields = [f for f in self._schema if f.name not in names]
+        self._file_schema = pa.schema(file_fields)
+
+    def _partition_key(self, path: str) -> tuple[tuple[str, str], ...]:
+        relative = posixpath.relpath(path, self._path).split("/")[:-1]
+        parts = []
+        for part in relative:
+            if "=" in part:
+                name, _, value = part.partition("=")
+                parts.append((unquote(name), unquote(value)))
+        return tuple(parts)
+
+    @property
+    def location(self) -> str:
+        return self._uri
+
+    @property
+    def identifier(self) -> str:
+        return self._uri
+
+    def schema(self, snapshot_id: int | None = None) -> pa.Schema:
+        return pa.schema([*self._file_schema, *self._partition_schema])
+
+    def plan(self, snapshot_id: int | None = None) -> list[PartitionPlan]:
+        groups: dict[tuple, list[pafs.FileInfo]] = {}
+        for info in self._files:
+            groups.setdefault(self._partition_key(info.path), []).append(info)
+        plans = []
+        for key, infos in sorted(groups.items()):
+            values = {}
+            for name, raw in key:
+                dtype = self._partition_schema.field(name).type
+                scalar = None if raw == "__HIVE_DEFAULT_PARTITION__" else raw
+                values[name] = to_json(pa.array([scalar], pa.string()).cast(dtype)[0].as_py())
+            files = tuple(
+                DataFile(_uri(self._uri, self._path, info.path), info.size) for info in infos
+            )
+            plans.append(PartitionPlan(key=key, values=values, data_files=files))
+        return plans
+
+    def reader(self, snapshot_id: int | None = None) -> PartitionReader:
+        return ParquetDirReader(self._file_schema, self._partition_schema, self._s3)

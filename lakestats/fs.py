@@ -1,0 +1,155 @@
+"""One filesystem layer: every path is a URI resolved through ``pyarrow.fs``.
+
+Local paths and ``file://`` URIs go to the local filesystem, ``s3://`` to
+``S3FileSystem``. S3 options come from ``S3Options`` (serializable, so executors
+build the same filesystem without relying on the driver's environment) and default
+to the standard AWS variables plus ``AWS_ENDPOINT_URL`` for S3-compatible servers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import posixpath
+import uuid
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+
+from lakestats.errors import StorageError
+
+
+@dataclass(frozen=True)
+class S3Options:
+    """Connection settings for ``s3://`` URIs."""
+
+    endpoint_url: str | None = None
+    region: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+
+    @classmethod
+    def from_env(cls) -> S3Options:
+        return cls(
+            endpoint_url=(
+                os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+            ),
+            region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
+            access_key=os.environ.get("AWS_ACCESS_KEY_ID"),
+            secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY"),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> S3Options:
+        return cls(**json.loads(text))
+
+
+@lru_cache(maxsize=16)
+def _s3(options: S3Options) -> pafs.FileSystem:
+    kwargs: dict[str, object] = {}
+    if options.endpoint_url:
+        parsed = urlparse(options.endpoint_url)
+        kwargs["endpoint_override"] = parsed.netloc or parsed.path
+        kwargs["scheme"] = parsed.scheme or "https"
+    if options.region:
+        kwargs["region"] = options.region
+    if options.access_key:
+        kwargs["access_key"] = options.access_key
+        kwargs["secret_key"] = options.secret_key
+    return pafs.S3FileSystem(**kwargs)
+
+
+_LOCAL = pafs.LocalFileSystem()
+
+
+def is_remote(uri: str) -> bool:
+    return "://" in uri and not uri.startswith("file://")
+
+
+def normalize(uri: str) -> str:
+    """Make a URI canonical: local paths absolute, schemes kept."""
+    if uri.startswith("file://"):
+        return os.path.abspath(uri[len("file://") :])
+    if "://" in uri:
+        return uri.rstrip("/")
+    return os.path.abspath(os.path.expanduser(uri))
+
+
+def resolve(uri: str, s3: S3Options | None = None) -> tuple[pafs.FileSystem, str]:
+    """Return the filesystem and the path inside it for ``uri``."""
+    uri = normalize(uri)
+    if "://" not in uri:
+        return _LOCAL, uri
+    scheme, _, rest = uri.partition("://")
+    if scheme in ("s3", "s3a"):
+        return _s3(s3 or S3Options.from_env()), rest
+    raise StorageError(
+        f"unsupported URI scheme {scheme!r} in {uri!r}: use a local path or s3://bucket/key"
+    )
+
+
+def join(base: str, *parts: str) -> str:
+    if "://" in base:
+        scheme, _, rest = base.partition("://")
+        return f"{scheme}://{posixpath.join(rest, *parts)}"
+    return os.path.join(base, *parts)
+
+
+def exists(uri: str, s3: S3Options | None = None) -> bool:
+    fs, path = resolve(uri, s3)
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def is_dir(uri: str, s3: S3Options | None = None) -> bool:
+    fs, path = resolve(uri, s3)
+    return fs.get_file_info(path).type == pafs.FileType.Directory
+
+
+def read_bytes(uri: str, s3: S3Options | None = None) -> bytes:
+    fs, path = resolve(uri, s3)
+    try:
+        with fs.open_input_stream(path) as stream:
+            return stream.read()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
+            raise FileNotFoundError(uri) from exc
+        raise StorageError(f"cannot read {uri}: {exc}") from exc
+
+
+def write_bytes_atomic(uri: str, data: bytes, s3: S3Options | None = None) -> None:
+    """Write ``data`` so readers see either nothing or all of it.
+
+    Object stores make a single PUT atomic; on a local disk we write a temporary
+    sibling and rename it over the target.
+    """
+    fs, path = resolve(uri, s3)
+    try:
+        parent = posixpath.dirname(path) if "://" in normalize(uri) else os.path.dirname(path)
+        fs.create_dir(parent, recursive=True)
+        if isinstance(fs, pafs.LocalFileSystem):
+            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+            with fs.open_output_stream(tmp) as out:
+                out.write(data)
+            os.replace(tmp, path)
+        else:
+            with fs.open_output_stream(path) as out:
+                out.write(data)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot write {uri}: {exc.strerror or exc}; check that the statistics root is "
+            "writable or pass another one with --stats-root"
+        ) from exc
+
+
+def delete_dir(uri: str, s3: S3Options | None = None) -> None:
+    fs, path = resolve(uri, s3)
+    with contextlib.suppress(FileNotFoundError, OSError):
+        fs.delete_dir(path)

@@ -1,0 +1,1 @@
+"""Pure Arrow/NumPy statistics kernels: no Spark in this package."""

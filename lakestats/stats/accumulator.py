@@ -1,0 +1,396 @@
+"""Per-column accumulators: observe slices, merge exactly, finalize into statistics.
+
+Everything a partition's statistics need is derived from two exact, mergeable
+pieces of state per column: the row/null counts and the **exact value counts** (each
+distinct non-null value with its number of occurrences). Distinct count, min, max,
+percentiles, moments, lengths, frequencies, histogram and sketches are all computed
+from the value counts at ``finalize``, so slices of a large partition merge exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.types as pat
+
+from lakestats.stats import hashing, keys, sketches
+from lakestats.stats import histogram as hist
+from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, VALUE_KINDS, Kind, kind_of
+from lakestats.stats.leaves import Leaf
+from lakestats.stats.percentiles import PERCENTILES, nearest_rank_indices, percentile_names
+from lakestats.stats.registry import SummaryStatistic
+
+
+@dataclass
+class ColumnResult:
+    """The finalized statistics of one column of one partition."""
+
+    row: dict[str, object]
+    frequency_keys: pa.Array | None = None  # binary keys, in stored order
+    frequency_counts: np.ndarray | None = None
+    histogram: np.ndarray | None = None  # int64 counts per bin
+
+
+@dataclass
+class ColumnAccumulator:
+    leaf: Leaf
+    statistics: list[SummaryStatistic] = field(default_factory=list)
+    row_count: int = 0
+    null_count: int = 0
+    _values: list[pa.Array] = field(default_factory=list)
+    _counts: list[pa.Array] = field(default_factory=list)
+    _lengths: list[np.ndarray] = field(default_factory=list)
+    _custom: dict[str, object] = field(default_factory=dict)
+    _custom_invalid: set[str] = field(default_factory=set)
+    _sorted_values: bool = False  # value counts are in increasing value order
+    slices: int = 0
+
+    @property
+    def kind(self) -> Kind:
+        return kind_of(self.leaf.type)
+
+    def observe(self, array: pa.ChunkedArray | pa.Array) -> None:
+        """Fold one slice's values of this column into the state."""
+        self.slices += 1
+        self.row_count += len(array)
+        self.null_count += array.null_count
+        kind = self.kind
+        if kind == Kind.NULL:
+            self.null_count += len(array) - array.null_count
+            return
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+        if pat.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        non_null = array.drop_null() if array.null_count else array
+        if kind == Kind.NESTED:
+            self._lengths.append(_element_counts(non_null))
+        elif kind in VALUE_KINDS:
+            self._count_values(non_null, kind)
+        for statistic in self.statistics:
+            if statistic.kinds is not None and kind.value not in statistic.kinds:
+                continue
+            value = statistic.compute(non_null)
+            if statistic.name in self._custom:
+                if statistic.merge is None:
+                    self._custom_invalid.add(statistic.name)
+                else:
+                    value = statistic.merge(self._custom[statistic.name], value)
+            self._custom[statistic.name] = value
+
+    def _count_values(self, non_null: pa.Array, kind: Kind) -> None:
+        """Append the exact value counts of one slice (sorted when NumPy can sort it)."""
+        dtype = non_null.type
+        if (
+            kind in (Kind.INTEGER, Kind.TEMPORAL)
+            and not pat.is_uint64(dtype)
+            or (kind == Kind.DECIMAL and dtype.precision <= 18)
+        ):
+            numbers = _unscaled_int64(non_null) if kind == Kind.DECIMAL else keys.integers(non_null)
+            unique, counts = np.unique(numbers, return_counts=True)
+            if kind == Kind.DECIMAL:
+                values = _decimal_from_unscaled(pa.array(unique), dtype)
+            elif kind == Kind.TEMPORAL:
+                storage = keys.physical_int_storage(dtype)
+                values = pa.array(unique.astype(storage.to_pandas_dtype())).view(dtype)
+            else:
+                values = pa.array(unique).cast(dtype)
+            self._sorted_values = not self._values
+        elif kind == Kind.FLOATING:
+            floats = keys.canonical_floats(non_null).to_numpy(zero_copy_only=False)
+            unique, counts = np.unique(floats, return_counts=True, equal_nan=True)
+            values = pa.array(unique, pa.float64())
+            self._sorted_values = not self._values
+        else:
+            if pat.is_large_string(dtype) or pat.is_string_view(dtype):
+                non_null = non_null.cast(pa.string())
+            elif pat.is_large_binary(dtype) or pat.is_binary_view(dtype):
+                non_null = non_null.cast(pa.binary())
+            counted = pc.value_counts(non_null)
+            values, counts = counted.field(0), counted.field(1)
+            self._sorted_values = False
+        self._values.append(values)
+        self._counts.append(
+            pa.array(counts, pa.int64()) if isinstance(counts, np.ndarray) else counts
+        )
+
+    def merge(self, other: ColumnAccumulator) -> None:
+        """Fold another accumulator of the same column (another slice) into this one."""
+        self.slices += other.slices
+        self.row_count += other.row_count
+        self.null_count += other.null_count
+        self._values.extend(other._values)
+        self._counts.extend(other._counts)
+        self._sorted_values = False
+        self._lengths.extend(other._lengths)
+        for statistic in self.statistics:
+            if statistic.name not in other._custom:
+                continue
+            if statistic.name in self._custom:
+                if statistic.merge is None:
+                    self._custom_invalid.add(statistic.name)
+                else:
+                    self._custom[statistic.name] = statistic.merge(
+                        self._custom[statistic.name], other._custom[statistic.name]
+                    )
+            else:
+                self._custom[statistic.name] = other._custom[statistic.name]
+        self._custom_invalid |= other._custom_invalid
+
+    def value_counts(self) -> tuple[pa.Array, np.ndarray]:
+        """The exact distinct values and their counts, merged across slices."""
+        if not self._values:
+            return pa.array([], type=_value_type(self.leaf.type)), np.zeros(0, dtype=np.int64)
+        if len(self._values) > 1:
+            table = pa.table(
+                {"v": pa.concat_arrays(self._values), "c": pa.concat_arrays(self._counts)}
+            )
+            grouped = table.group_by("v").aggregate([("c", "sum")])
+            self._sorted_values = False
+            self._values = [grouped.column("v").combine_chunks()]
+            self._counts = [grouped.column("c_sum").combine_chunks()]
+        return self._values[0], self._counts[0].to_numpy(zero_copy_only=False)
+
+    def finalize(self, bins: int, max_frequencies: int) -> ColumnResult:
+        kind = self.kind
+        row: dict[str, object] = {
+            "column": self.leaf.name,
+            "column_path": list(self.leaf.path),
+            "type": str(self.leaf.type),
+            "row_count": self.row_count,
+            "null_count": self.null_count,
+        }
+        for statistic in self.statistics:
+            value = self._custom.get(statistic.name)
+            row[statistic.name] = None if statistic.name in self._custom_invalid else value
+        result = ColumnResult(row)
+        if kind == Kind.NESTED:
+            lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0)
+            if len(lengths):
+                row.update(
+                    min_length=int(lengths.min()),
+                    max_length=int(lengths.max()),
+                    avg_length=float(lengths.mean()),
+                )
+            return result
+        if kind not in VALUE_KINDS:
+            return result
+        values, counts = self.value_counts()
+        non_null = self.row_count - self.null_count
+        distinct = len(values)
+        row["distinct_count"] = distinct
+        row["all_distinct"] = distinct == non_null and non_null > 0
+        nan_count = 0
+        if kind == Kind.FLOATING and distinct:
+            nan_mask = pc.is_nan(values).to_numpy(zero_copy_only=False)
+            if nan_mask.any():
+                nan_count = int(counts[nan_mask].sum())
+                values = values.filter(pa.array(~nan_mask))
+                counts_ordered = counts[~nan_mask]
+            else:
+                counts_ordered = counts
+        else:
+            counts_ordered = counts
+        if kind == Kind.FLOATING:
+            row["nan_count"] = nan_count
+        if len(values):
+            self._summaries(row, result, kind, values, counts_ordered, bins)
+        result.frequency_keys, result.frequency_counts = self._frequencies(
+            row, kind, *self.value_counts(), max_frequencies
+        )
+        return result
+
+    def _summaries(
+        self,
+        row: dict,
+        result: ColumnResult,
+        kind: Kind,
+        values: pa.Array,
+        counts: np.ndarray,
+        bins: int,
+    ) -> None:
+        """Min, max, percentiles, moments, lengths, histogram and sketches (NaN removed)."""
+        if kind in ORDERED_NUMERIC:
+            numeric = _numeric(values, kind)
+            if self._sorted_values:
+                order = np.arange(len(values))
+            elif kind == Kind.DECIMAL and values.type.precision <= 18:
+                order = np.argsort(_unscaled_int64(values), kind="stable")
+            elif kind == Kind.DECIMAL:
+                order = pc.sort_indices(values).to_numpy(zero_copy_only=False)
+            else:
+                order = np.argsort(numeric, kind="stable")
+            sorted_values = values.take(pa.array(order))
+            sorted_counts = counts[order]
+            ends = keys.encode(sorted_values.take(pa.array([0, len(values) - 1])))
+            row["min"], row["max"] = ends[0].as_py(), ends[1].as_py()
+            picks = nearest_rank_indices(sorted_counts, PERCENTILES)
+            picked = keys.encode(sorted_values.take(pa.array(picks, type=pa.int64())))
+            for name, key in zip(percentile_names(), picked.to_pylist(), strict=True):
+                row[name] = key
+            result.histogram = self._histogram(row, kind, values, numeric, counts, bins)
+            row["kll_sketch"] = sketches.kll_of(numeric.astype(np.float64), counts)
+            if kind in MOMENT_KINDS:
+                weights = counts.astype(np.float64)
+                x = numeric.astype(np.float64)
+                total = float(weights.sum())
+                with np.errstate(invalid="ignore", over="ignore"):
+                    value_sum = float(np.dot(x, weights))
+                    mean = value_sum / total
+                    m2 = float(np.dot(weights, (x - mean) ** 2)) if np.isfinite(mean) else np.nan
+                variance = m2 / (total - 1) if total > 1 else None
+                row.update(
+                    sum=value_sum,
+                    mean=mean,
+                    variance=variance,
+                    stddev=float(np.sqrt(variance)) if variance is not None else None,
+                )
+        else:
+            lo, hi = pc.min_max(values).values()
+            ends = keys.encode(pa.array([lo.as_py(), hi.as_py()], type=values.type))
+            row["min"], row["max"] = ends[0].as_py(), ends[1].as_py()
+            if kind == Kind.BOOLEAN:
+                truth = values.to_numpy(zero_copy_only=False).astype(bool)
+                row["true_count"] = int(counts[truth].sum())
+            else:
+                lengths = (
+                    pc.utf8_length(values) if kind == Kind.STRING else pc.binary_length(values)
+                ).to_numpy(zero_copy_only=False)
+                row["min_length"] = int(lengths.min())
+                row["max_length"] = int(lengths.max())
+                row["avg_length"] = float(np.dot(lengths, counts) / counts.sum())
+        row["hll_sketch"] = sketches.hll_of(_hashable(values, kind))
+
+    def _histogram(
+        self,
+        row: dict,
+        kind: Kind,
+        values: pa.Array,
+        numeric: np.ndarray,
+        counts: np.ndarray,
+        bins: int,
+    ) -> np.ndarray | None:
+        built: hist.Histogram | None
+        if kind == Kind.FLOATING:
+            built = hist.float_histogram(numeric, counts, bins)
+            lower_key = keys.encode(pa.array([built.lower], pa.float64())) if built else None
+        elif kind == Kind.DECIMAL and values.type.precision > 18:
+            unscaled = [keys.unscaled_of(v, values.type.scale) for v in values.to_pylist()]
+            built = hist.wide_integer_histogram(unscaled, counts, bins)
+            lower_key = _decimal_key(built.lower, values.type) if built else None
+        else:
+            ints = _unscaled_int64(values) if kind == Kind.DECIMAL else numeric.astype(np.int64)
+            built = hist.integer_histogram(ints, counts, bins)
+            if built is None:
+                lower_key = None
+            elif kind == Kind.DECIMAL:
+                lower_key = _decimal_key(built.lower, values.type)
+            else:
+                storage = (
+                    keys.physical_int_storage(values.type) if kind == Kind.TEMPORAL else values.type
+                )
+                lower_key = keys.encode(
+                    pa.array([built.lower], storage).cast(values.type)
+                    if kind == Kind.INTEGER
+                    else pa.array([built.lower], storage).view(values.type)
+                )
+        if built is None:
+            return None
+        row["histogram_lower"] = lower_key[0].as_py()
+        row["histogram_width"] = built.width
+        row["histogram_bins"] = len(built.counts)
+        return built.counts
+
+    def _frequencies(
+        self, row: dict, kind: Kind, values: pa.Array, counts: np.ndarray, max_frequencies: int
+    ) -> tuple[pa.Array | None, np.ndarray | None]:
+        distinct = len(values)
+        row["frequencies_truncated"] = False
+        row["frequencies_omitted"] = 0
+        if distinct == 0 or row.get("all_distinct"):
+            row["frequencies_count"] = 0
+            return None, None
+        table = pa.table({"v": values, "c": pa.array(counts, pa.int64())})
+        sort_keys = [("c", "descending"), ("v", "ascending")]
+        if distinct > max_frequencies:
+            order = pc.select_k_unstable(table, k=max_frequencies, sort_keys=sort_keys)
+            table = table.take(order)
+            row["frequencies_truncated"] = True
+            row["frequencies_omitted"] = distinct - max_frequencies
+        table = table.take(pc.sort_indices(table, sort_keys=sort_keys))
+        row["frequencies_count"] = table.num_rows
+        return keys.encode(table.column("v")), table.column("c").to_numpy()
+
+
+def _element_counts(values: pa.Array) -> np.ndarray:
+    """Number of elements of each list or map value (no nulls)."""
+    if pat.is_fixed_size_list(values.type):
+        return np.full(len(values), values.type.list_size, dtype=np.int64)
+    offsets = values.offsets.to_numpy(zero_copy_only=False)
+    return np.diff(offsets).astype(np.int64)
+
+
+def _value_type(dtype: pa.DataType) -> pa.DataType:
+    if pat.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if pat.is_floating(dtype):
+        return pa.float64()
+    if pat.is_large_string(dtype) or pat.is_string_view(dtype):
+        return pa.string()
+    if pat.is_large_binary(dtype) or pat.is_binary_view(dtype):
+        return pa.binary()
+    return dtype
+
+
+def _numeric(values: pa.Array, kind: Kind) -> np.ndarray:
+    """Values as a NumPy array ordered like the values (int64 or float64)."""
+    if kind == Kind.FLOATING:
+        return values.to_numpy(zero_copy_only=False)
+    if kind == Kind.DECIMAL:
+        return values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    return keys.integers(values)
+
+
+def _unscaled_int64(values: pa.Array) -> np.ndarray:
+    """Unscaled int64 of decimals of precision ≤ 18 (the low word of each value)."""
+    width = values.type.bit_width // 64
+    words = np.frombuffer(values.buffers()[1], dtype="<i8")
+    words = words[values.offset * width : (values.offset + len(values)) * width]
+    return words.reshape(len(values), width)[:, 0].copy()
+
+
+def _decimal_from_unscaled(unscaled: pa.Array, dtype: pa.DataType) -> pa.Array:
+    """Decimal values from their unscaled int64 (the inverse of ``_unscaled_int64``)."""
+    ints = unscaled.to_numpy(zero_copy_only=False).astype(np.int64)
+    width = dtype.bit_width // 64
+    words = np.empty((len(ints), width), dtype=np.int64)
+    words[:, 0] = ints
+    words[:, 1:] = (ints >> 63)[:, None]
+    return pa.Array.from_buffers(dtype, len(ints), [None, pa.py_buffer(words.tobytes())])
+
+
+def _decimal_key(unscaled: int, dtype: pa.DataType) -> pa.Array:
+
+    value = keys.decimal_from_unscaled(unscaled, dtype.scale)
+    return keys.encode(pa.array([value], type=dtype))
+
+
+def _hashable(values: pa.Array, kind: Kind) -> list:
+    """Distinct values in the form the HLL sketch hashes (consistent across partitions).
+
+    Integers (and temporal storage, and decimals of precision ≤ 18 as unscaled
+    integers) and floats go to the sketch as they are; strings, binary and wide
+    decimals as the stable 64-bit hash of their bytes (``lakestats.stats.hashing``).
+    """
+    if kind in (Kind.INTEGER, Kind.TEMPORAL):
+        return keys.integers(values).tolist()
+    if kind == Kind.FLOATING:
+        return values.to_numpy(zero_copy_only=False).tolist()
+    if kind == Kind.DECIMAL and values.type.precision <= 18:
+        return _unscaled_int64(values).tolist()
+    if kind in (Kind.STRING, Kind.BINARY):
+        return hashing.hash_binary(values).view(np.int64).tolist()
+    return hashing.hash_binary(keys.encode(values)).view(np.int64).tolist()

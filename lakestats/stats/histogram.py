@@ -1,0 +1,92 @@
+"""Equi-width histograms built from exact value counts.
+
+Bins cover [min, max] of the column's finite values with equal width; bin ``i`` is
+``[lower + i * width, lower + (i + 1) * width)`` and the last bin also holds ``max``.
+Integer, temporal and decimal columns use integer widths (in storage units: days,
+microseconds, unscaled decimal units) that are multiples of the greatest common
+divisor of the values' distances from the minimum, so a column with fewer distinct
+lattice points than bins gets one bin per point and fewer bins. Floating-point ``-inf``
+values are counted in the first bin and ``+inf`` in the last; NaN is not counted.
+``lower``, ``width`` and the number of bins are stored in ``statistics.parquet``
+(``histogram_lower``, ``histogram_width``, ``histogram_bins``), so every edge can be
+recomputed exactly as the writer computed it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Histogram:
+    lower: object  # in the domain the values were given in (int or float)
+    width: float
+    counts: np.ndarray  # int64, one per bin
+
+
+def integer_histogram(values: np.ndarray, counts: np.ndarray, bins: int) -> Histogram | None:
+    """Histogram of int64 ``values`` (distinct, any order) weighted by ``counts``.
+
+    The width is a multiple of the greatest common divisor of the values' distances
+    from the minimum, so values on a lattice (dates stored as timestamps at midnight,
+    decimals with unused digits) get bins that each hold some of them.
+    """
+    if len(values) == 0:
+        return None
+    lo, hi = int(values.min()), int(values.max())
+    offsets = values.view(np.uint64) - np.uint64(lo & ((1 << 64) - 1))
+    step = int(np.gcd.reduce(offsets)) or 1
+    points = (hi - lo) // step + 1
+    width = step * max(1, -(-points // bins))
+    nbins = (hi - lo) // width + 1
+    index = (offsets // np.uint64(width)).astype(np.int64)
+    return Histogram(
+        lo, float(width), np.bincount(index, weights=counts, minlength=nbins).astype(np.int64)
+    )
+
+
+def wide_integer_histogram(values: list[int], counts: np.ndarray, bins: int) -> Histogram | None:
+    """Histogram of arbitrary-size Python integers (decimals wider than 18 digits)."""
+    if not values:
+        return None
+    lo, hi = min(values), max(values)
+    width = max(1, -(-(hi - lo + 1) // bins))
+    nbins = -(-(hi - lo + 1) // width)
+    index = np.fromiter(((v - lo) // width for v in values), dtype=np.int64, count=len(values))
+    return Histogram(
+        lo, float(width), np.bincount(index, weights=counts, minlength=nbins).astype(np.int64)
+    )
+
+
+def float_histogram(values: np.ndarray, counts: np.ndarray, bins: int) -> Histogram | None:
+    """Histogram of float64 ``values`` (no NaN) weighted by ``counts``."""
+    finite = np.isfinite(values)
+    if not finite.any():
+        if len(values) == 0:
+            return None
+        # only infinities: one bin that holds them all
+        return Histogram(float(values.min()), 0.0, np.array([int(counts.sum())], dtype=np.int64))
+    lo, hi = float(values[finite].min()), float(values[finite].max())
+    width = (hi - lo) / bins
+    if not math.isfinite(width):
+        width = hi / bins - lo / bins
+    if width == 0.0:
+        return Histogram(lo, 0.0, np.array([int(counts.sum())], dtype=np.int64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        raw = np.floor((values - lo) / width)
+    raw = np.nan_to_num(raw, nan=0.0, posinf=bins - 1, neginf=0)
+    index = np.clip(raw, 0, bins - 1).astype(np.int64)
+    return Histogram(lo, width, np.bincount(index, weights=counts, minlength=bins).astype(np.int64))
+
+
+def bin_edges(lower: float, width: float, nbins: int, upper: float) -> list[tuple[float, float]]:
+    """The ``(lower, upper)`` edges of every bin, as the writer computed them."""
+    if nbins == 0:
+        return []
+    if width == 0.0:
+        return [(lower, upper)]
+    edges = [(lower + i * width, lower + (i + 1) * width) for i in range(nbins)]
+    return edges

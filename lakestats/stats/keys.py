@@ -1,0 +1,204 @@
+"""Order-preserving binary keys: how typed values are stored in the statistics files.
+
+Min, max, percentiles and frequency values of columns of every type share one Parquet
+column of type ``binary``. Each value is encoded so that comparing two keys byte by byte
+(unsigned, shorter-prefix first) orders them exactly as the typed values order:
+
+* integers, dates, times, timestamps, durations: 8 bytes, big-endian, sign bit flipped
+  (unsigned 64-bit integers: 8 bytes big-endian, no flip);
+* floating point: the IEEE-754 double, big-endian, with the sign bit flipped for
+  positive numbers and all bits flipped for negative ones; ``-0.0`` is stored as ``0.0``
+  and every NaN as the one canonical NaN, which sorts above ``+inf``;
+* decimals: the 128- or 256-bit two's-complement unscaled integer, big-endian, sign
+  bit flipped (comparable within one column, whose scale is fixed);
+* booleans: one byte, 0 or 1;
+* strings: their UTF-8 bytes (byte order is code-point order); binary: the bytes.
+
+The column's Arrow type (``type`` in ``statistics.parquet``) says how to decode a key;
+``decode`` returns Python values and ``to_json`` the JSON form the CLI prints.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.types as pat
+
+from lakestats.stats.kinds import Kind, kind_of
+
+_SIGN64 = np.uint64(1 << 63)
+_CANONICAL_NAN = np.float64("nan")
+
+
+def canonical_floats(values: pa.Array) -> pa.Array:
+    """Float64 values with ``-0.0`` folded into ``0.0`` and every NaN made identical."""
+    as_double = values.cast(pa.float64()) if values.type != pa.float64() else values
+    array = as_double.to_numpy(zero_copy_only=False)
+    array = array + 0.0  # -0.0 + 0.0 == +0.0
+    array[np.isnan(array)] = _CANONICAL_NAN
+    mask = None if as_double.null_count == 0 else as_double.is_null().to_numpy(zero_copy_only=False)
+    return pa.array(array, type=pa.float64(), mask=mask)
+
+
+def _fixed_to_binary(raw: np.ndarray, width: int) -> pa.Array:
+    fixed = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(width), raw.nbytes // width, [None, pa.py_buffer(raw.tobytes())]
+    )
+    return fixed.cast(pa.binary())
+
+
+def encode(values: pa.Array) -> pa.Array:
+    """Encode a non-null Arrow array into order-preserving binary keys."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    dtype = values.type
+    if pat.is_dictionary(dtype):
+        values = values.dictionary_decode()
+        dtype = values.type
+    kind = kind_of(dtype)
+    n = len(values)
+    if kind in (Kind.INTEGER, Kind.TEMPORAL):
+        if pat.is_uint64(dtype):
+            ints = values.to_numpy(zero_copy_only=False).astype(np.uint64)
+            return _fixed_to_binary(ints.astype(">u8"), 8)
+        ints = _integers(values)
+        keyed = ints.view(np.uint64) ^ _SIGN64
+        return _fixed_to_binary(keyed.astype(">u8"), 8)
+    if kind == Kind.FLOATING:
+        floats = canonical_floats(values).to_numpy(zero_copy_only=False)
+        bits = floats.view(np.uint64)
+        negative = (bits >> np.uint64(63)).astype(bool)
+        keyed = np.where(negative, ~bits, bits | _SIGN64)
+        return _fixed_to_binary(keyed.astype(">u8"), 8)
+    if kind == Kind.DECIMAL:
+        width = 16 if pat.is_decimal128(dtype) or dtype.bit_width == 128 else 32
+        if dtype.bit_width not in (128, 256):  # decimal32/64: widen first
+            values = values.cast(pa.decimal128(dtype.precision, dtype.scale))
+            width = 16
+        words = np.frombuffer(values.buffers()[1], dtype="<u8")
+        words = words[values.offset * (width // 8) : (values.offset + n) * (width // 8)]
+        words = words.reshape(n, width // 8)[:, ::-1].copy()  # most significant word first
+        words[:, 0] ^= _SIGN64
+        return _fixed_to_binary(words.astype(">u8"), width)
+    if kind == Kind.BOOLEAN:
+        return _fixed_to_binary(values.to_numpy(zero_copy_only=False).astype(np.uint8), 1)
+    if kind == Kind.STRING:
+        return values.cast(pa.large_string()).cast(pa.large_binary()).cast(pa.binary())
+    if kind == Kind.BINARY:
+        return values.cast(pa.binary())
+    raise TypeError(f"no key encoding for type {dtype}")
+
+
+def _integers(values: pa.Array) -> np.ndarray:
+    """The int64 view of integer and temporal values (dates as days, timestamps in unit)."""
+    dtype = values.type
+    if pat.is_temporal(dtype):
+        storage = pa.int32() if (pat.is_date32(dtype) or pat.is_time32(dtype)) else pa.int64()
+        values = values.view(storage)
+    return values.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def integers(values: pa.Array) -> np.ndarray:
+    """Public alias: integer/temporal values as int64 (used by histograms and sketches)."""
+    return _integers(values)
+
+
+def decode(key: bytes | None, dtype: pa.DataType) -> object:
+    """Decode one key into the Python value of ``dtype`` (``None`` stays ``None``)."""
+    if key is None:
+        return None
+    kind = kind_of(dtype)
+    if pat.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if kind in (Kind.INTEGER, Kind.TEMPORAL):
+        raw = int.from_bytes(key, "big")
+        value = raw if pat.is_uint64(dtype) else raw - (1 << 63)
+        if kind == Kind.INTEGER:
+            return value
+        return from_integer(value, dtype)
+    if kind == Kind.FLOATING:
+        bits = int.from_bytes(key, "big")
+        bits = bits ^ (1 << 63) if bits >> 63 else ~bits & ((1 << 64) - 1)
+        return float(np.array([bits], dtype=np.uint64).view(np.float64)[0])
+    if kind == Kind.DECIMAL:
+        raw = int.from_bytes(key, "big") - (1 << (len(key) * 8 - 1))
+        return decimal_from_unscaled(raw, dtype.scale)
+    if kind == Kind.BOOLEAN:
+        return key != b"\x00"
+    if kind == Kind.STRING:
+        return key.decode("utf-8")
+    return bytes(key)
+
+
+_EXACT = decimal.Context(prec=100)
+
+
+def decimal_from_unscaled(unscaled: int, scale: int) -> decimal.Decimal:
+    """The exact decimal ``unscaled * 10**-scale`` (no rounding to 28 digits)."""
+    return decimal.Decimal(unscaled).scaleb(-scale, context=_EXACT)
+
+
+def unscaled_of(value: decimal.Decimal, scale: int) -> int:
+    """The unscaled integer of ``value`` at ``scale``."""
+    return int(value.scaleb(scale, context=_EXACT))
+
+
+def from_integer(value: int, dtype: pa.DataType) -> object:
+    """The Python value of a temporal type from its integer storage."""
+    return pa.array([value], type=physical_int_storage(dtype)).view(dtype)[0].as_py()
+
+
+def physical_int_storage(dtype: pa.DataType) -> pa.DataType:
+    if pat.is_date32(dtype) or pat.is_time32(dtype):
+        return pa.int32()
+    return pa.int64()
+
+
+def to_json(value: object) -> object:
+    """The JSON form of a decoded value (the CLI's and the HTTP API's convention).
+
+    Numbers stay numbers; NaN and infinities become "NaN", "Infinity", "-Infinity";
+    dates, times and timestamps ISO-8601; decimals strings; binary base64.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, np.generic):
+        return to_json(value.item())
+    return str(value)
+
+
+def parse_literal(text: str, dtype: pa.DataType) -> object:
+    """Parse a user-typed literal (``--value``) into a value of ``dtype``."""
+    if pat.is_dictionary(dtype):
+        dtype = dtype.value_type
+    kind = kind_of(dtype)
+    if kind == Kind.STRING:
+        return text
+    if kind == Kind.BINARY:
+        return base64.b64decode(text)
+    if kind == Kind.BOOLEAN:
+        return text.strip().lower() in ("true", "1", "yes")
+    if kind == Kind.DECIMAL:
+        return decimal.Decimal(text)
+    array = pc.cast(pa.array([text]), dtype)
+    return array[0].as_py()

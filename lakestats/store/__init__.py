@@ -1,0 +1,1 @@
+"""The object-store layout, the three files' schemas, manifests and lookups."""

@@ -1,0 +1,85 @@
+"""The schemas of the three statistics files: the one place they are defined.
+
+``statistics.parquet``: one row per column (struct leaves flattened), in table order,
+one column per summary statistic below, then one column per user-defined statistic.
+``min``, ``max``, ``p01`` … ``p99`` and ``histogram_lower`` are order-preserving binary
+keys (``lakestats.stats.keys``) decoded with the column's ``type``.
+
+``frequencies.parquet``: ``column``, ``value`` (binary key), ``frequency``; ordered by
+column (table order), then decreasing frequency, ties by increasing value.
+
+``histograms.parquet``: ``bin`` then one ``int64`` count column per numeric, decimal
+and temporal table column, one row per bin in increasing bin minimum; a column with
+fewer bins than rows is padded with nulls. Bin edges come from ``histogram_lower``,
+``histogram_width`` and ``histogram_bins`` in ``statistics.parquet``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lakestats.stats.percentiles import percentile_names
+
+FORMAT_VERSION = 1
+
+STATISTICS_SCHEMA = pa.schema(
+    [
+        pa.field("column", pa.string(), nullable=False),
+        pa.field("column_path", pa.list_(pa.string())),
+        pa.field("type", pa.string(), nullable=False),
+        pa.field("row_count", pa.int64(), nullable=False),
+        pa.field("null_count", pa.int64(), nullable=False),
+        pa.field("nan_count", pa.int64()),
+        pa.field("distinct_count", pa.int64()),
+        pa.field("all_distinct", pa.bool_()),
+        pa.field("min", pa.binary()),
+        pa.field("max", pa.binary()),
+        pa.field("sum", pa.float64()),
+        pa.field("mean", pa.float64()),
+        pa.field("variance", pa.float64()),
+        pa.field("stddev", pa.float64()),
+        pa.field("min_length", pa.int64()),
+        pa.field("avg_length", pa.float64()),
+        pa.field("max_length", pa.int64()),
+        pa.field("true_count", pa.int64()),
+        *[pa.field(name, pa.binary()) for name in percentile_names()],
+        pa.field("frequencies_count", pa.int64()),
+        pa.field("frequencies_truncated", pa.bool_()),
+        pa.field("frequencies_omitted", pa.int64()),
+        pa.field("histogram_lower", pa.binary()),
+        pa.field("histogram_width", pa.float64()),
+        pa.field("histogram_bins", pa.int32()),
+        pa.field("hll_sketch", pa.binary()),
+        pa.field("kll_sketch", pa.binary()),
+    ]
+)
+
+SKETCH_COLUMNS = ("hll_sketch", "kll_sketch")
+"""Large columns a lookup does not read unless asked."""
+
+STATISTICS_ROW_GROUP = 128
+"""Rows (table columns) per row group: a lookup of a few columns reads few groups."""
+
+FREQUENCIES_SCHEMA = pa.schema(
+    [
+        pa.field("column", pa.string(), nullable=False),
+        pa.field("value", pa.binary(), nullable=False),
+        pa.field("frequency", pa.int64(), nullable=False),
+    ]
+)
+
+FREQUENCIES_ROW_GROUP = 8192
+"""Rows per row group; the index in the file's metadata maps a column to its groups."""
+
+HISTOGRAM_BIN_FIELD = pa.field("bin", pa.int32(), nullable=False)
+
+
+def statistics_schema(custom: list[tuple[str, pa.DataType]]) -> pa.Schema:
+    schema = STATISTICS_SCHEMA
+    for name, dtype in custom:
+        schema = schema.append(pa.field(name, dtype))
+    return schema
+
+
+def histograms_schema(columns: list[str]) -> pa.Schema:
+    return pa.schema([HISTOGRAM_BIN_FIELD, *[pa.field(name, pa.int64()) for name in columns]])

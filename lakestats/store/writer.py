@@ -1,0 +1,114 @@
+"""Write one partition's three files from its finalized column results.
+
+Called on Spark executors: each task writes its own files straight to the statistics
+root through the filesystem layer; nothing passes through the driver.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakestats import fs
+from lakestats.errors import StorageError
+from lakestats.stats.accumulator import ColumnResult
+from lakestats.store import schemas
+
+
+def statistics_table(
+    results: list[ColumnResult], custom: list[tuple[str, pa.DataType]]
+) -> pa.Table:
+    schema = schemas.statistics_schema(custom)
+    columns = {name: [result.row.get(name) for result in results] for name in schema.names}
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def frequencies_table(results: list[ColumnResult]) -> pa.Table:
+    names, values, counts, indices = [], [], [], []
+    for index, result in enumerate(results):
+        if result.frequency_keys is None or len(result.frequency_keys) == 0:
+            continue
+        n = len(result.frequency_keys)
+        names.append(pa.array([result.row["column"]] * n, pa.string()))
+        indices.append(np.full(n, index, dtype=np.int32))
+        values.append(result.frequency_keys.cast(pa.binary()))
+        counts.append(result.frequency_counts.astype(np.int64))
+    if not names:
+        return schemas.FREQUENCIES_SCHEMA.append(
+            pa.field("column_index", pa.int32(), nullable=False)
+        ).empty_table()
+    return pa.table(
+        {
+            "column": pa.concat_arrays(names),
+            "value": pa.concat_arrays(values),
+            "frequency": pa.array(np.concatenate(counts)),
+            "column_index": pa.array(np.concatenate(indices)),
+        },
+        schema=schemas.FREQUENCIES_SCHEMA.append(
+            pa.field("column_index", pa.int32(), nullable=False)
+        ),
+    )
+
+
+def histograms_table(results: list[ColumnResult], bins: int) -> pa.Table:
+    names = [r.row["column"] for r in results if r.row.get("histogram_bins") is not None]
+    with_histograms = [r for r in results if r.row.get("histogram_bins") is not None]
+    rows = max([bins, *[len(r.histogram) for r in with_histograms]]) if with_histograms else 0
+    arrays = [pa.array(np.arange(rows, dtype=np.int32))]
+    for result in with_histograms:
+        counts = result.histogram
+        mask = np.zeros(rows, dtype=bool)
+        mask[len(counts) :] = True
+        padded = np.zeros(rows, dtype=np.int64)
+        padded[: len(counts)] = counts
+        arrays.append(pa.array(padded, mask=mask))
+    return pa.Table.from_arrays(arrays, schema=schemas.histograms_schema(names))
+
+
+def _write(table: pa.Table, uri: str, s3: fs.S3Options | None, **options: object) -> int:
+    filesystem, path = fs.resolve(uri, s3)
+    try:
+        parent = path.rsplit("/", 1)[0]
+        filesystem.create_dir(parent, recursive=True)
+        with filesystem.open_output_stream(path) as out:
+            pq.write_table(table, out, compression="zstd", store_schema=False, **options)
+        return filesystem.get_file_info(path).size
+    except OSError as exc:
+        raise StorageError(
+            f"cannot write {uri}: {exc}; check that the statistics root is writable "
+            "or pass another one with --stats-root"
+        ) from exc
+
+
+def write_partition(
+    results: list[ColumnResult],
+    custom: list[tuple[str, pa.DataType]],
+    bins: int,
+    uris: dict[str, str],
+    s3: fs.S3Options | None,
+) -> int:
+    """Write the three files; returns the bytes written."""
+    written = _write(
+        statistics_table(results, custom),
+        uris["statistics"],
+        s3,
+        row_group_size=schemas.STATISTICS_ROW_GROUP,
+        write_statistics=False,
+    )
+    written += _write(
+        frequencies_table(results),
+        uris["frequencies"],
+        s3,
+        row_group_size=schemas.FREQUENCIES_ROW_GROUP,
+        write_statistics=["column_index"],
+        use_dictionary=["column"],
+    )
+    written += _write(
+        histograms_table(results, bins),
+        uris["histograms"],
+        s3,
+        write_statistics=False,
+        use_dictionary=False,
+    )
+    return written

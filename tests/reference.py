@@ -1,0 +1,167 @@
+"""Independent reference statistics computed with DuckDB, and the comparisons."""
+
+from __future__ import annotations
+
+import decimal
+import math
+from collections.abc import Callable
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from lakestats.stats.kinds import Kind, kind_of
+from lakestats.stats.leaves import leaves_of
+from lakestats.stats.percentiles import PERCENTILES
+
+ORDERED = (Kind.INTEGER, Kind.FLOATING, Kind.DECIMAL, Kind.TEMPORAL)
+
+
+def _sql_path(path: tuple[str, ...]) -> str:
+    head = '"' + path[0].replace('"', '""') + '"'
+    for part in path[1:]:
+        head += "['" + part.replace("'", "''") + "']"
+    return head
+
+
+def _close(a: object, b: object, rel: float = 1e-9) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) or isinstance(b, float):
+        a, b = float(a), float(b)
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == pytest.approx(b, rel=rel, abs=1e-9)
+    return a == b
+
+
+def check_partition(
+    table: pa.Table,
+    rows: list[dict],
+    frequencies: Callable[[str], list],
+    histogram: Callable[[str], list],
+    max_frequencies: int = 10_000,
+) -> None:
+    """Compare lakestats' statistics of ``table`` with DuckDB's, column by column."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.register("t", table)
+    by_name = {r["column"]: r for r in rows}
+    leaves = leaves_of(table.schema)
+    assert [r["column"] for r in rows] == [leaf.name for leaf in leaves]
+    for leaf in leaves:
+        row = by_name[leaf.name]
+        col = _sql_path(leaf.path)
+        kind = kind_of(leaf.type)
+        where = f"{col} IS NOT NULL"
+        if kind == Kind.FLOATING:
+            where += f" AND NOT isnan({col})"
+        total, non_null = con.execute(f"SELECT count(*), count({col}) FROM t").fetchone()
+        assert row["row_count"] == total, leaf.name
+        assert row["null_count"] == total - non_null, leaf.name
+        if kind in (Kind.NESTED, Kind.NULL, Kind.OTHER):
+            if kind == Kind.NESTED and non_null:
+                lo, avg, hi = con.execute(
+                    f"SELECT min(cardinality({col})), avg(cardinality({col})), max(cardinality({col})) FROM t"
+                    if "map" in str(leaf.type)
+                    else f"SELECT min(len({col})), avg(len({col})), max(len({col})) FROM t"
+                ).fetchone()
+                assert (row["min_length"], row["max_length"]) == (lo, hi), leaf.name
+                assert _close(row["avg_length"], avg), leaf.name
+            continue
+        distinct = con.execute(f"SELECT count(DISTINCT {col}) FROM t").fetchone()[0]
+        assert row["distinct_count"] == distinct, leaf.name
+        assert row["all_distinct"] == (distinct == non_null and non_null > 0), leaf.name
+        if kind == Kind.FLOATING:
+            nans = con.execute(f"SELECT count(*) FILTER (WHERE isnan({col})) FROM t").fetchone()[0]
+            assert row["nan_count"] == nans, leaf.name
+        lo, hi, counted = con.execute(
+            f"SELECT min({col}), max({col}), count(*) FROM t WHERE {where}"
+        ).fetchone()
+        if counted == 0:
+            assert row["min"] is None and row["max"] is None, leaf.name
+            continue
+        assert _close(row["min"], lo) and _close(row["max"], hi), (leaf.name, row["min"], lo)
+        if kind in ORDERED:
+            qs = ", ".join(str(p / 100) for p in PERCENTILES)
+            expected = con.execute(
+                f"SELECT quantile_disc({col}, [{qs}]) FROM t WHERE {where}"
+            ).fetchone()[0]
+            got = [row[f"p{p:02d}"] for p in PERCENTILES]
+            assert all(_close(g, e) for g, e in zip(got, expected, strict=True)), (
+                leaf.name,
+                got,
+                expected,
+            )
+        if kind in (Kind.INTEGER, Kind.FLOATING, Kind.DECIMAL):
+            s, mean, var, sd = con.execute(
+                f"SELECT sum({col}::DOUBLE), avg({col}::DOUBLE), var_samp({col}::DOUBLE), "
+                f"stddev_samp({col}::DOUBLE) FROM t WHERE {where}"
+            ).fetchone()
+            for name, value in (("sum", s), ("mean", mean), ("variance", var), ("stddev", sd)):
+                assert _close(row[name], value, rel=1e-7), (leaf.name, name, row[name], value)
+        if kind in (Kind.STRING, Kind.BINARY):
+            fn = "length" if kind == Kind.STRING else "octet_length"
+            lo_len, avg_len, hi_len = con.execute(
+                f"SELECT min({fn}({col})), avg({fn}({col})), max({fn}({col})) FROM t WHERE {where}"
+            ).fetchone()
+            assert (row["min_length"], row["max_length"]) == (lo_len, hi_len), leaf.name
+            assert _close(row["avg_length"], avg_len), leaf.name
+        if kind == Kind.BOOLEAN:
+            trues = con.execute(f"SELECT count(*) FILTER (WHERE {col}) FROM t").fetchone()[0]
+            assert row["true_count"] == trues, leaf.name
+        _check_frequencies(con, leaf.name, col, row, frequencies, max_frequencies, non_null)
+        if kind in ORDERED:
+            _check_histogram(con, leaf.name, col, kind, where, histogram(leaf.name), counted)
+
+
+def _check_frequencies(con, name, col, row, frequencies, limit, non_null) -> None:  # noqa: ANN001
+    stored = frequencies(name)
+    expected = con.execute(
+        f"SELECT {col}, count(*) AS n FROM t WHERE {col} IS NOT NULL GROUP BY ALL ORDER BY n DESC"
+    ).fetchall()
+    if row["all_distinct"]:
+        assert stored == [] and row["frequencies_count"] == 0, name
+        return
+    assert row["frequencies_count"] == len(stored) == min(len(expected), limit), name
+    assert row["frequencies_truncated"] == (len(expected) > limit), name
+    assert row["frequencies_omitted"] == max(0, len(expected) - limit), name
+    counts = [f for _, f in stored]
+    assert counts == sorted(counts, reverse=True), name
+    assert counts == [n for _, n in expected[: len(counts)]], name
+    truth = {_norm(v): n for v, n in expected}
+    for value, count in stored:
+        assert truth[_norm(value)] == count, (name, value)
+    assert sum(counts) <= non_null
+
+
+def _norm(value: object) -> object:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        return value + 0.0
+    if isinstance(value, decimal.Decimal):
+        return value.normalize()
+    return value
+
+
+def _check_histogram(con, name, col, kind, where, bins, counted) -> None:  # noqa: ANN001
+    assert bins, name
+    assert sum(b["count"] for b in bins) == counted, name
+    lowers = [b["lower"] for b in bins]
+    assert lowers == sorted(lowers), name
+    for i, b in enumerate(bins):
+        last = i == len(bins) - 1
+        lo, hi = b["lower"], b["upper"]
+        if kind == Kind.FLOATING:
+            # infinities live in the first and last bins
+            lo_cond = "TRUE" if i == 0 else f"{col} >= {lo!r}"
+            hi_cond = "TRUE" if last else f"{col} < {hi!r}"
+        else:
+            lo_cond = f"{col} >= ?"
+            hi_cond = f"{col} < ?" if not last else f"{col} <= (SELECT max({col}) FROM t)"
+        params = [] if kind == Kind.FLOATING else ([lo, hi] if not last else [lo])
+        expected = con.execute(
+            f"SELECT count(*) FROM t WHERE {where} AND {lo_cond} AND {hi_cond}", params
+        ).fetchone()[0]
+        assert b["count"] == expected, (name, i, b, expected)

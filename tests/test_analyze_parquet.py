@@ -1,0 +1,185 @@
+"""End to end on Spark: a hive-partitioned Parquet directory analyzed through the CLI,
+every partition's statistics looked up and compared with DuckDB."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+from lakestats import cli
+from lakestats.stats import keys
+from lakestats.store.reader import StatisticsReader
+from tests.conftest import mixed_table
+from tests.reference import check_partition
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def parquet_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("tables") / "mixed"
+    table = mixed_table(1500, seed=11)
+    part = pc.if_else(pc.less(table["id"], 1000), "big", "small")
+    part = pc.if_else(pc.equal(table["id"], 1499), "single", part)
+    table = table.append_column("part", part)
+    pq.write_to_dataset(table, root, partition_cols=["part"])
+    empty = root / "part=empty"
+    empty.mkdir()
+    pq.write_table(mixed_table(0), empty / "empty.parquet")
+    return root
+
+
+def _run(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_analyze_and_look_up_every_partition(spark, parquet_table: Path, capsys) -> None:  # noqa: ANN001
+    code, out, err = _run(capsys, "analyze", str(parquet_table), "--bins", "64", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["partitions_computed"] == 4
+    assert summary["row_count"] == 1500
+
+    code, out, _ = _run(capsys, "partitions", str(parquet_table), "--json")
+    listing = json.loads(out)
+    assert sorted(p["partition"]["part"] for p in listing) == ["big", "empty", "single", "small"]
+    for entry in listing:
+        for kind in ("statistics", "frequencies", "histograms"):
+            assert Path(entry[f"{kind}_path"]).is_file()
+
+    dataset = pads.dataset(parquet_table, format="parquet", partitioning="hive")
+    reader = StatisticsReader(str(parquet_table / "_lakestats"))
+    for entry in listing:
+        name = entry["partition"]["part"]
+        expected = dataset.to_table(filter=pc.field("part") == name)
+        assert entry["row_count"] == expected.num_rows
+        spec = f"part={name}"
+        rows = reader.column_statistics(spec)
+        check_partition(
+            expected,
+            rows,
+            lambda column, spec=spec: reader.frequencies(spec, column),
+            lambda column, spec=spec: reader.histogram(spec, column),
+        )
+
+
+def test_show_json_follows_the_cli_contract(spark, parquet_table: Path, capsys) -> None:  # noqa: ANN001
+    _run(capsys, "analyze", str(parquet_table))
+    code, out, _ = _run(
+        capsys,
+        "show",
+        str(parquet_table),
+        "--partition",
+        "part=big",
+        "--columns",
+        "f64,ünï,dec38,ts_tz,blob",
+        "--json",
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert data["row_count"] == 1000
+    names = [c["name"] for c in data["columns"]]
+    assert names == ["f64", "ünï", "dec38", "ts_tz", "blob"]
+    f64, text, dec, ts, blob = data["columns"]
+    table = pads.dataset(parquet_table, format="parquet", partitioning="hive").to_table(
+        filter=pc.field("part") == "big"
+    )
+    floats = table["f64"].drop_null()
+    finite = floats.filter(pc.invert(pc.is_nan(floats)))
+    assert f64["nan_count"] == pc.sum(pc.is_nan(floats)).as_py()
+    assert (f64["min"], f64["max"]) == tuple(
+        keys.to_json(v.as_py()) for v in pc.min_max(finite).values()
+    )
+    assert f64["mean"] in ("NaN", "Infinity", "-Infinity")  # ±inf in the data
+    assert dec["min"] == str(pc.min(table["dec38"]).as_py())
+    assert ts["min"] == pc.min(table["ts_tz"]).as_py().isoformat()
+    assert blob["min"] == keys.to_json(pc.min(table["blob"]).as_py())
+    assert text["max_length"] == 5000
+
+    code, out, _ = _run(
+        capsys,
+        "frequencies",
+        str(parquet_table),
+        "--partition",
+        "part=big",
+        "--column",
+        "ünï",
+        "--top",
+        "3",
+        "--json",
+    )
+    top = json.loads(out)
+    counts = pc.value_counts(table["ünï"].drop_null()).to_pylist()
+    counts.sort(key=lambda d: (-d["counts"], d["values"].encode()))
+    assert top == [{"value": d["values"], "frequency": d["counts"]} for d in counts[:3]]
+
+    code, out, _ = _run(
+        capsys,
+        "histogram",
+        str(parquet_table),
+        "--partition",
+        "part=big",
+        "--column",
+        "day",
+        "--json",
+    )
+    bins = json.loads(out)
+    assert sum(b["count"] for b in bins) == table["day"].drop_null().__len__()
+    assert bins[0]["lower"] == str(pc.min(table["day"]).as_py())
+
+
+def test_only_requested_columns(spark, parquet_table: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    code, out, err = _run(
+        capsys,
+        "analyze",
+        str(parquet_table),
+        "--stats-root",
+        str(tmp_path / "s"),
+        "--columns",
+        "id,nested",
+        "--json",
+    )
+    assert code == 0, err
+    reader = StatisticsReader(str(tmp_path / "s"))
+    assert [c["name"] for c in reader.columns] == ["id", "nested.x", "nested.`name.with.dot`"]
+    rows = reader.column_statistics("part=small")
+    assert rows[0]["row_count"] == 499
+
+
+def test_large_partition_is_sliced_and_merges_exactly(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """Many files per partition and a tiny slice size: slices merge to the same result."""
+    import lakestats.api as ls
+
+    root = tmp_path / "sliced"
+    table = mixed_table(1200, seed=5).drop_columns(["nested", "items", "props"])
+    for i in range(4):
+        pq.write_table(table.slice(i * 300, 300), root / f"f{i}.parquet") if root.exists() else (
+            root.mkdir(),
+            pq.write_table(table.slice(i * 300, 300), root / f"f{i}.parquet"),
+        )
+    handle = ls.open_table(str(root), stats_root=str(tmp_path / "a"))
+    handle.analyze(max_slice_bytes=1, bins=32)
+    whole = ls.open_table(str(root), stats_root=str(tmp_path / "b"))
+    whole.analyze(bins=32)
+    sliced_rows = handle.statistics()
+    whole_rows = whole.statistics()
+    for a, b in zip(sliced_rows, whole_rows, strict=True):
+        for key, value in a.items():
+            if isinstance(value, float):
+                assert value == pytest.approx(b[key], rel=1e-9, nan_ok=True), key
+            else:
+                assert value == b[key], key
+    check_partition(
+        pa.Table.from_batches(pq.ParquetDataset(root).read().to_batches()),
+        sliced_rows,
+        lambda c: handle.frequencies(c),
+        lambda c: handle.histogram(c),
+    )
