@@ -36,52 +36,54 @@ def main() -> None:
     spark = get_spark("local[2]")
     print(f"# analyze_tpch  {dt.date.today()}  scale {args.scale:g}  {machine()}")
     for layout in args.layouts.split(","):
-        table_dir = partitioned(source, layout)
-        partitions = len({p.parent for p in table_dir.rglob("*.parquet")})
-        name = f"lineitem_{layout}"
-        spark.sql(f"DROP TABLE IF EXISTS {name}")
-        spark.catalog.createTable(name, path=str(table_dir), source="parquet")
-        spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+        run_layout(spark, source, layout, args.runs)
 
-        def scan() -> None:
-            spark.read.parquet(str(table_dir)).write.format("noop").mode("overwrite").save()
 
-        def spark_analyze(histograms: bool) -> None:
-            flag = "true" if histograms else "false"
-            spark.conf.set("spark.sql.statistics.histogram.enabled", flag)
-            spark.sql(f"ANALYZE TABLE {name} COMPUTE STATISTICS FOR ALL COLUMNS")
-            spark.conf.set("spark.sql.statistics.histogram.enabled", "false")
+def run_layout(spark, source: Path, layout: str, runs: int) -> dict[str, float]:  # noqa: ANN001
+    table_dir = partitioned(source, layout)
+    partitions = len({p.parent for p in table_dir.rglob("*.parquet")})
+    name = f"lineitem_{layout}"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.catalog.createTable(name, path=str(table_dir), source="parquet")
+    spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
 
-        def duckdb_summarize() -> None:
-            con = duckdb.connect()
-            con.execute("SET threads = 2")
-            con.execute(
-                f"SUMMARIZE SELECT * FROM read_parquet('{table_dir}/**/*.parquet', "
-                "hive_partitioning = true)"
-            ).fetchall()
-            con.close()
+    def scan() -> None:
+        spark.read.parquet(str(table_dir)).write.format("noop").mode("overwrite").save()
 
-        root = Path(tempfile.mkdtemp(prefix="lakestats-bench-"))
+    def spark_analyze(histograms: bool) -> None:
+        spark.conf.set("spark.sql.statistics.histogram.enabled", str(histograms).lower())
+        spark.sql(f"ANALYZE TABLE {name} COMPUTE STATISTICS FOR ALL COLUMNS")
+        spark.conf.set("spark.sql.statistics.histogram.enabled", "false")
 
-        def lakestats_analyze() -> None:
-            ls.open_table(str(table_dir), stats_root=str(root)).analyze(spark=spark)
+    def duckdb_summarize() -> None:
+        con = duckdb.connect()
+        con.execute("SET threads = 2")
+        con.execute(
+            f"SUMMARIZE SELECT * FROM read_parquet('{table_dir}/**/*.parquet', "
+            "hive_partitioning = true)"
+        ).fetchall()
+        con.close()
 
-        results = {}
-        try:
-            results["spark scan (noop)"] = median_time(scan, args.runs)
-            results["spark ANALYZE"] = median_time(lambda: spark_analyze(False), args.runs)
-            results["spark ANALYZE + histograms"] = median_time(
-                lambda: spark_analyze(True), args.runs
-            )
-            results["duckdb SUMMARIZE (2 threads)"] = median_time(duckdb_summarize, args.runs)
-            results["lakestats analyze"] = median_time(lakestats_analyze, args.runs)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-        ours = results["lakestats analyze"]
-        print(f"\n## lineitem by {layout}: {partitions} partitions")
-        print(f"{'contender':32s} {'median s':>9s} {'lakestats / it':>15s}")
-        for label, seconds in results.items():
-            print(f"{label:32s} {seconds:9.2f} {ours / seconds:15.2f}")
+    root = Path(tempfile.mkdtemp(prefix="lakestats-bench-"))
+
+    def lakestats_analyze() -> None:
+        ls.open_table(str(table_dir), stats_root=str(root)).analyze(spark=spark)
+
+    results = {}
+    try:
+        results["spark scan (noop)"] = median_time(scan, runs)
+        results["spark ANALYZE"] = median_time(lambda: spark_analyze(False), runs)
+        results["spark ANALYZE + histograms"] = median_time(lambda: spark_analyze(True), runs)
+        results["duckdb SUMMARIZE (2 threads)"] = median_time(duckdb_summarize, runs)
+        results["lakestats analyze"] = median_time(lakestats_analyze, runs)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    ours = results["lakestats analyze"]
+    print(f"\n## lineitem by {layout}: {partitions} partitions, parquet directory")
+    print(f"{'contender':32s} {'median s':>9s} {'lakestats / it':>15s}")
+    for label, seconds in results.items():
+        print(f"{label:32s} {seconds:9.2f} {ours / seconds:15.2f}")
+    return results
 
 
 if __name__ == "__main__":

@@ -61,10 +61,9 @@ def check_partition(
         assert row["null_count"] == total - non_null, leaf.name
         if kind in (Kind.NESTED, Kind.NULL, Kind.OTHER):
             if kind == Kind.NESTED and non_null:
+                fn = "cardinality" if "map" in str(leaf.type) else "len"
                 lo, avg, hi = con.execute(
-                    f"SELECT min(cardinality({col})), avg(cardinality({col})), max(cardinality({col})) FROM t"
-                    if "map" in str(leaf.type)
-                    else f"SELECT min(len({col})), avg(len({col})), max(len({col})) FROM t"
+                    f"SELECT min({fn}({col})), avg({fn}({col})), max({fn}({col})) FROM t"
                 ).fetchone()
                 assert (row["min_length"], row["max_length"]) == (lo, hi), leaf.name
                 assert _close(row["avg_length"], avg), leaf.name
