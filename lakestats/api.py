@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lakestats import fs
+from lakestats.errors import TableNotFoundError
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
 from lakestats.store import layout
@@ -89,6 +90,8 @@ class LakestatsTable:
     # -- looking up ---------------------------------------------------------
     def reader(self) -> StatisticsReader:
         if self._reader is None:
+            if looks_like_path(self.name) and not fs.exists(fs.normalize(self.name), self.s3):
+                raise TableNotFoundError(f"no table at {self.name}: the path does not exist")
             self._reader = StatisticsReader(self.stats_root, s3=self.s3)
         return self._reader
 
