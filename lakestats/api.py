@@ -64,25 +64,24 @@ class LakestatsTable:
         progress: bool = False,
     ):  # noqa: ANN001, ANN201
         """Compute and publish statistics for every partition (a Spark job)."""
-        from lakestats.compute.analyze import analyze
-        from lakestats.compute.session import get_spark
+        from lakestats.compute.analyze import analyze, select_columns, validate_options
         from lakestats.compute.tasks import AnalyzeOptions
 
         options = AnalyzeOptions(
             tuple(columns) if columns else None, bins, max_frequencies, max_slice_bytes
         )
-        from lakestats.compute.analyze import validate_options
-
+        # everything that can be wrong with the request fails here, before a JVM starts
         validate_options(options)
         table = self.format
+        select_columns(table.schema(snapshot_id), options.columns)
+        root = self.stats_root
+        probe_writable(root, self.s3)
+        if spark is None:
+            from lakestats.compute.session import get_spark
+
+            spark = get_spark()
         result = analyze(
-            table,
-            self.stats_root,
-            options,
-            spark or get_spark(),
-            snapshot_id=snapshot_id,
-            s3=self.s3,
-            progress=progress,
+            table, root, options, spark, snapshot_id=snapshot_id, s3=self.s3, progress=progress
         )
         self._reader = None
         return result
@@ -128,6 +127,16 @@ class LakestatsTable:
         stop: int | None = None,
     ) -> list[dict[str, object]]:
         return self.reader().histogram(partition, column, start, stop)
+
+
+def probe_writable(root: str, s3: fs.S3Options | None = None) -> None:
+    """Fail fast, with one line, when the statistics root cannot be written."""
+    import uuid
+
+    probe = fs.join(root, "_staging", f"probe-{uuid.uuid4().hex}")
+    fs.write_bytes_atomic(probe, b"", s3)
+    filesystem, path = fs.resolve(probe, s3)
+    filesystem.delete_file(path)
 
 
 def open_table(

@@ -33,7 +33,8 @@ def generate_lineitem(warehouse: Path, scale: float = SCALE) -> pa.Table:
         cli = shutil.which("tpchgen-cli") or str(Path(sys.executable).parent / "tpchgen-cli")
         subprocess.run(
             [cli, "parquet", "-s", f"{scale:g}", "--tables=lineitem", f"--output-dir={out}"],
-            check=True, stdout=subprocess.DEVNULL,
+            check=True,
+            stdout=subprocess.DEVNULL,
         )
     table = pq.read_table(target)
     # fresh Iceberg field ids are assigned by the catalog; drop the file's own
@@ -86,8 +87,9 @@ def main() -> None:
         {"name": r["column"], **{k: to_json(v) for k, v in r.items() if k != "column"}}
         for r in rows
     ]
-    render_statistics(json_rows, title=f"{IDENTIFIER} {name}", top=top, histograms=histograms,
-                      console=console)
+    render_statistics(
+        json_rows, title=f"{IDENTIFIER} {name}", top=top, histograms=histograms, console=console
+    )
     console.print(
         "next: [cyan]lakestats show demo.lineitem --partition "
         f"{name} --json[/cyan] (run from {os.getcwd()})"

@@ -23,12 +23,24 @@ def render_statistics(
     """One line per column: type, nulls, distinct, min, max, mean, top values, histogram."""
     console = console or Console()
     view = Table(title=title, show_lines=False)
-    widths = {"column": (8, 16), "type": (6, 14), "nulls": (5, 9), "distinct": (8, 9),
-              "min": (6, 14), "max": (6, 14), "mean": (8, 10)}
+    widths = {
+        "column": (8, 16),
+        "type": (6, 14),
+        "nulls": (5, 9),
+        "distinct": (8, 9),
+        "min": (6, 14),
+        "max": (6, 14),
+        "mean": (8, 10),
+    }
     for header, (least, most) in widths.items():
-        view.add_column(header, no_wrap=True, overflow="ellipsis", min_width=least,
-                        max_width=most, justify="right" if header in ("nulls", "distinct")
-                        else "left")
+        view.add_column(
+            header,
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=least,
+            max_width=most,
+            justify="right" if header in ("nulls", "distinct") else "left",
+        )
     if top is not None:
         view.add_column("top values", no_wrap=True, overflow="ellipsis", max_width=34)
     if histograms is not None:

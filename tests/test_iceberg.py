@@ -71,9 +71,12 @@ def test_catalog_table_matches_pyiceberg(spark, iceberg_table, capsys, snapshot:
     reader = StatisticsReader(table.location().removeprefix("file://") + "/_lakestats")
     assert {p.name for p in reader.version.partitions} == set(expected)
     for name, rows in expected.items():
-        check_partition(rows, reader.column_statistics(name),
-                        lambda c, n=name: reader.frequencies(n, c),
-                        lambda c, n=name: reader.histogram(n, c))
+        check_partition(
+            rows,
+            reader.column_statistics(name),
+            lambda c, n=name: reader.frequencies(n, c),
+            lambda c, n=name: reader.histogram(n, c),
+        )
 
 
 def test_table_opened_by_path(spark, iceberg_table, tmp_path: Path, capsys) -> None:  # noqa: ANN001
