@@ -156,8 +156,5 @@ def _check_histogram(con, name, col, kind, where, bins, counted) -> None:  # noq
     for i, b in enumerate(bins):
         first, last = i == 0, i == len(bins) - 1
         start = 0 if (first and kind == Kind.FLOATING) else bisect.bisect_left(values, b["lower"])
-        if last:
-            stop = len(values)
-        else:
-            stop = bisect.bisect_left(values, b["upper"])
+        stop = len(values) if last else bisect.bisect_left(values, b["upper"])
         assert b["count"] == stop - start, (name, i, b, stop - start)
