@@ -108,6 +108,7 @@ def analyze(
     progress: bool = True,
 ) -> AnalyzeResult:
     validate_options(options)
+    s3 = s3 or fs.S3Options.from_env()  # executors use the driver's settings, not their env
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
     schema = table.schema(snapshot)
     leaves, read_columns = select_columns(schema, options.columns)
