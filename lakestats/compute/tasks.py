@@ -98,6 +98,8 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
         if part.count == 1:
             written = _finalize_and_write(job, partition, accumulators)
             return _summary(task_id, partition, "done", rows, written, started)
+        for accumulator in accumulators:
+            accumulator.statistics = []  # functions travel with the job, not the state
         state = pickle.dumps(accumulators, protocol=5)
         fs.write_bytes_atomic(job.state_uri(partition, part.index), state, job.s3)
         return _summary(task_id, partition, "partial", rows, len(state), started)
@@ -111,6 +113,8 @@ def merge_partition(job: Job, partition: int, slice_count: int) -> dict[str, obj
         merged: list[ColumnAccumulator] | None = None
         for index in range(slice_count):
             state = pickle.loads(fs.read_bytes(job.state_uri(partition, index), job.s3))
+            for accumulator in state:
+                accumulator.statistics = list(job.statistics)
             if merged is None:
                 merged = state
             else:
