@@ -1,7 +1,8 @@
 """The three files' on-disk schemas are pinned by golden files in tests/golden/.
 
-Regenerate after an intended change with ``LAKESTATS_REGEN_GOLDEN=1 pytest tests/test_golden_schemas.py``
-and review the diff: readers in the wild depend on these schemas.
+Regenerate after an intended change with
+``LAKESTATS_REGEN_GOLDEN=1 pytest tests/test_golden_schemas.py`` and review the diff:
+readers in the wild depend on these schemas.
 """
 
 from __future__ import annotations
@@ -22,19 +23,23 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def _files(tmp_path: Path) -> dict[str, Path]:
-    table = pa.table({
-        "id": pa.array([1, 2, 3, 3]),
-        "name": pa.array(["a", "b", "b", None]),
-        "price": pa.array([1.5, 2.5, None, 2.5]),
-        "day": pa.array([dt.date(2020, 1, d) for d in (1, 2, 3, 4)]),
-    })
+    table = pa.table(
+        {
+            "id": pa.array([1, 2, 3, 3]),
+            "name": pa.array(["a", "b", "b", None]),
+            "price": pa.array([1.5, 2.5, None, 2.5]),
+            "day": pa.array([dt.date(2020, 1, d) for d in (1, 2, 3, 4)]),
+        }
+    )
     results = []
     for leaf in leaves_of(table.schema):
         accumulator = ColumnAccumulator(leaf)
         accumulator.observe(leaf_array(table, leaf))
         results.append(accumulator.finalize(1000, 10_000))
-    uris = {kind: str(tmp_path / f"{kind}.parquet")
-            for kind in ("statistics", "frequencies", "histograms")}
+    uris = {
+        kind: str(tmp_path / f"{kind}.parquet")
+        for kind in ("statistics", "frequencies", "histograms")
+    }
     writer.write_partition(results, [], 1000, uris, None)
     return {kind: Path(uri) for kind, uri in uris.items()}
 

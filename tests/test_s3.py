@@ -30,13 +30,21 @@ def s3_endpoint():  # noqa: ANN201
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    options = fs.S3Options(endpoint_url=f"http://127.0.0.1:{port}", region="us-east-1",
-                           access_key="testing", secret_key="testing")
+    options = fs.S3Options(
+        endpoint_url=f"http://127.0.0.1:{port}",
+        region="us-east-1",
+        access_key="testing",
+        secret_key="testing",
+    )
     import boto3
 
-    boto3.client("s3", endpoint_url=options.endpoint_url, region_name="us-east-1",
-                 aws_access_key_id="testing", aws_secret_access_key="testing").create_bucket(
-        Bucket="lakestats-test")
+    boto3.client(
+        "s3",
+        endpoint_url=options.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).create_bucket(Bucket="lakestats-test")
     yield options
     server.stop()
 
@@ -54,8 +62,10 @@ def _table(root: Path) -> Path:
     rng = np.random.default_rng(1)
     for p in ("a", "b"):
         (root / f"k={p}").mkdir(parents=True)
-        pq.write_table(pa.table({"x": rng.integers(0, 50, 500), "y": rng.normal(size=500)}),
-                       root / f"k={p}" / "part.parquet")
+        pq.write_table(
+            pa.table({"x": rng.integers(0, 50, 500), "y": rng.normal(size=500)}),
+            root / f"k={p}" / "part.parquet",
+        )
     return root
 
 
@@ -69,14 +79,18 @@ def test_analyze_to_s3_and_look_up(spark, s3_env: fs.S3Options, tmp_path: Path, 
 
     assert cli.main(["partitions", str(table), "--stats-root", remote, "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert [p["statistics_path"].startswith("s3://lakestats-test/stats/t/partitions/k=")
-            for p in listing] == [True, True]
-    assert cli.main(["show", str(table), "--stats-root", remote, "--partition", "k=a",
-                     "--json"]) == 0
+    assert [
+        p["statistics_path"].startswith("s3://lakestats-test/stats/t/partitions/k=")
+        for p in listing
+    ] == [True, True]
+    assert (
+        cli.main(["show", str(table), "--stats-root", remote, "--partition", "k=a", "--json"]) == 0
+    )
     shown = json.loads(capsys.readouterr().out)
     expected = local.statistics("k=a")
-    assert [c["distinct_count"] for c in shown["columns"]] == \
-        [r["distinct_count"] for r in expected]
+    assert [c["distinct_count"] for c in shown["columns"]] == [
+        r["distinct_count"] for r in expected
+    ]
     assert shown["columns"][0]["min"] == expected[0]["min"]
 
     remote_table = ls.open_table(str(table), stats_root=remote, s3=s3_env)

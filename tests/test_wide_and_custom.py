@@ -49,12 +49,18 @@ def test_thousand_columns(spark, tmp_path: Path) -> None:  # noqa: ANN001
         row = handle.statistics("p=1", [name])[0]
         distinct, lo, hi, nulls = con.execute(
             f'SELECT count(DISTINCT "{name}"), min("{name}"), max("{name}"), '
-            f'count(*) - count("{name}") FROM t').fetchone()
-        assert (row["distinct_count"], row["min"], row["max"], row["null_count"]) == \
-            (distinct, lo, hi, nulls)
+            f'count(*) - count("{name}") FROM t'
+        ).fetchone()
+        assert (row["distinct_count"], row["min"], row["max"], row["null_count"]) == (
+            distinct,
+            lo,
+            hi,
+            nulls,
+        )
     top = handle.frequencies("s500", "p=0", top=2)
     expected = con.execute(
-        "SELECT s500, count(*) c FROM (SELECT * FROM t LIMIT 0) GROUP BY 1").fetchall()
+        "SELECT s500, count(*) c FROM (SELECT * FROM t LIMIT 0) GROUP BY 1"
+    ).fetchall()
     assert expected == []  # (sanity of the reference connection)
     counts = pc.value_counts(table.slice(0, 1000)["s500"].drop_null()).to_pylist()
     counts.sort(key=lambda d: (-d["counts"], d["values"]))
@@ -62,15 +68,22 @@ def test_thousand_columns(spark, tmp_path: Path) -> None:  # noqa: ANN001
 
 
 def test_user_defined_statistic_through_spark(spark, tmp_path: Path) -> None:  # noqa: ANN001
-    register_statistic(SummaryStatistic(
-        name="negative_count", result_type=pa.int64(),
-        compute=lambda values: int(pc.sum(pc.less(values, 0)).as_py() or 0),
-        merge=lambda a, b: a + b, kinds=("integer", "floating"),
-    ))
-    register_statistic(SummaryStatistic(
-        name="first_value", result_type=pa.string(),
-        compute=lambda values: str(values[0].as_py()) if len(values) else None,
-    ))
+    register_statistic(
+        SummaryStatistic(
+            name="negative_count",
+            result_type=pa.int64(),
+            compute=lambda values: int(pc.sum(pc.less(values, 0)).as_py() or 0),
+            merge=lambda a, b: a + b,
+            kinds=("integer", "floating"),
+        )
+    )
+    register_statistic(
+        SummaryStatistic(
+            name="first_value",
+            result_type=pa.string(),
+            compute=lambda values: str(values[0].as_py()) if len(values) else None,
+        )
+    )
     try:
         rng = np.random.default_rng(3)
         root = tmp_path / "t"

@@ -2,7 +2,7 @@
 
 Each lookup reads only what it needs from the object store:
 
-* statistics of some columns: the row groups holding those rows (128 columns per
+* statistics of some columns: the row groups holding those rows (1,024 columns per
   group), without the sketch columns unless asked;
 * top-k frequencies of a column: the first row group whose ``column_index`` range
   (from the footer's statistics) contains the column;
@@ -15,10 +15,12 @@ only column data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakestats import fs
@@ -120,10 +122,15 @@ class StatisticsReader:
     """Lookups against one published statistics version under a statistics root."""
 
     def __init__(
-        self, root: str, version: int | None = None, s3: fs.S3Options | None = None
+        self,
+        root: str,
+        version: int | None = None,
+        s3: fs.S3Options | None = None,
+        open_file: Callable[[pafs.FileSystem, str], object] | None = None,
     ) -> None:
         self.root = fs.normalize(root)
         self.s3 = s3
+        self._open = open_file or (lambda filesystem, path: filesystem.open_input_file(path))
         self.version = manifest.load_version(self.root, version, s3)
         self._column_index = {c["name"]: i for i, c in enumerate(self.version.columns)}
         self._files: dict[str, pq.ParquetFile] = {}
@@ -173,7 +180,7 @@ class StatisticsReader:
             return cached
         filesystem, path = fs.resolve(uri, self.s3)
         try:
-            handle = pq.ParquetFile(filesystem.open_input_file(path))
+            handle = pq.ParquetFile(self._open(filesystem, path), pre_buffer=True)
         except FileNotFoundError as exc:
             raise StatisticsNotFoundError(
                 f"statistics file {uri} is missing: the statistics were expired or "

@@ -57,8 +57,9 @@ STATISTICS_SCHEMA = pa.schema(
 SKETCH_COLUMNS = ("hll_sketch", "kll_sketch")
 """Large columns a lookup does not read unless asked."""
 
-STATISTICS_ROW_GROUP = 128
-"""Rows (table columns) per row group: a lookup of a few columns reads few groups."""
+STATISTICS_ROW_GROUP = 1024
+"""Rows (table columns) per row group. One group for up to 1,024 columns: its non-sketch
+column chunks are contiguous, so a lookup of any columns costs one coalesced read."""
 
 FREQUENCIES_SCHEMA = pa.schema(
     [
