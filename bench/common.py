@@ -44,7 +44,10 @@ def partitioned(source: Path, layout: str) -> Path:
     if layout == "month":
         table = table.append_column("ship_month", pc.month(table["l_shipdate"]))
         columns.append("ship_month")
-    pq.write_to_dataset(table, out, partition_cols=columns, compression="snappy")
+    table = table.sort_by([(c, "ascending") for c in columns])
+    # one file and row groups of up to 1M rows per partition, as a compacted table has
+    pq.write_to_dataset(table, out, partition_cols=columns, compression="snappy",
+                        min_rows_per_group=1 << 20, max_rows_per_group=1 << 20)
     (out / "_SUCCESS").touch()
     return out
 

@@ -90,3 +90,10 @@ def test_table_opened_by_path(spark, iceberg_table, tmp_path: Path, capsys) -> N
     total = sum(p["row_count"] for p in listing)
     assert total == table.scan().to_arrow().num_rows
     assert {tuple(p["partition"]) for p in listing} == {("region", "day_year")}
+
+    metadata_file = table.metadata_location.removeprefix("file://")
+    root = tmp_path / "by-metadata-file"
+    assert cli.main(["analyze", metadata_file, "--stats-root", str(root), "--columns", "id"]) == 0
+    capsys.readouterr()
+    assert cli.main(["partitions", metadata_file, "--stats-root", str(root), "--json"]) == 0
+    assert sum(p["row_count"] for p in json.loads(capsys.readouterr().out)) == total

@@ -14,6 +14,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from lakestats import fs
 from lakestats.errors import DataFileError, NotATableError
@@ -35,28 +36,42 @@ class ParquetDirReader(PartitionReader):
     s3: fs.S3Options | None = None
 
     def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
-        wanted_files = [n for n in self.file_schema.names if columns is None or n in columns]
-        filesystem, _ = fs.resolve(part.files[0].path, self.s3) if part.files else (None, None)
-        paths = [fs.resolve(f.path, self.s3)[1] for f in part.files]
-        try:
-            dataset = pads.dataset(
-                paths, schema=self.file_schema, format="parquet", filesystem=filesystem
-            )
-            table = dataset.to_table(columns=wanted_files)
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise DataFileError(
-                f"cannot read a data file of partition {part.partition.name or '(all)'}: "
-                f"{str(exc).splitlines()[0]}; repair or remove the file"
-            ) from exc
+        wanted = [n for n in self.file_schema.names if columns is None or n in columns]
+        target = pa.schema([self.file_schema.field(n) for n in wanted])
+        tables = [self._read_file(part, data_file.path, target) for data_file in part.files]
+        table = pa.concat_tables(tables) if tables else target.empty_table()
         values = dict(part.partition.key)
         for field in self.partition_schema:
             if columns is not None and field.name not in columns:
                 continue
             raw = values.get(field.name)
             scalar = None if raw in (None, "__HIVE_DEFAULT_PARTITION__") else raw
-            array = pa.array([scalar] * table.num_rows, pa.string()).cast(field.type)
+            typed = pa.array([scalar], pa.string()).cast(field.type)[0]
+            array = pa.repeat(typed, table.num_rows)
             table = table.append_column(field, array)
         return table
+
+
+    def _read_file(self, part: Slice, uri: str, target: pa.Schema) -> pa.Table:
+        """One data file as ``target``: missing columns become nulls, types are unified."""
+        filesystem, path = fs.resolve(uri, self.s3)
+        try:
+            handle = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True)
+            present = set(handle.schema_arrow.names)
+            table = handle.read(columns=[n for n in target.names if n in present])
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise DataFileError(
+                f"cannot read data file {uri} of partition {part.partition.name or '(all)'}: "
+                f"{str(exc).splitlines()[0]}; repair or remove the file"
+            ) from exc
+        if table.schema.equals(target):
+            return table
+        arrays = [
+            table.column(f.name) if f.name in table.column_names
+            else pa.nulls(table.num_rows, f.type)
+            for f in target
+        ]
+        return pa.Table.from_arrays(arrays, schema=target.remove_metadata()).cast(target)
 
 
 class ParquetDirectory(TableFormat):
