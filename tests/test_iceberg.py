@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 
 
 def _iceberg_data(n: int, seed: int) -> pa.Table:
-    table = mixed_table(n, seed).drop_columns(["nested"])
+    table = mixed_table(n, seed).drop_columns(["nested", "nothing"])  # no null type in v2
     table = table.append_column("region", pc.if_else(pc.less(table["id"], n // 3), "east", "west"))
     return table
 
