@@ -46,8 +46,14 @@ def partitioned(source: Path, layout: str) -> Path:
         columns.append("ship_month")
     table = table.sort_by([(c, "ascending") for c in columns])
     # one file and row groups of up to 1M rows per partition, as a compacted table has
-    pq.write_to_dataset(table, out, partition_cols=columns, compression="snappy",
-                        min_rows_per_group=1 << 20, max_rows_per_group=1 << 20)
+    pq.write_to_dataset(
+        table,
+        out,
+        partition_cols=columns,
+        compression="snappy",
+        min_rows_per_group=1 << 20,
+        max_rows_per_group=1 << 20,
+    )
     (out / "_SUCCESS").touch()
     return out
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lakestats import fs
-from lakestats.errors import TableNotFoundError
+from lakestats.errors import InvalidArgumentError, StatisticsNotFoundError, TableNotFoundError
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
-from lakestats.store import layout
+from lakestats.store import layout, manifest
 from lakestats.store.reader import StatisticsReader
 
 
@@ -94,6 +94,60 @@ class LakestatsTable:
             self._reader = StatisticsReader(self.stats_root, s3=self.s3)
         return self._reader
 
+    def table_statistics(
+        self, snapshot_id: int | None = None, columns: list[str] | None = None
+    ) -> dict[str, object]:
+        """Table-level statistics for a snapshot (default: current), marked stale when they
+        were computed for an earlier snapshot; columns changed since are left out."""
+        version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
+        reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
+        info = staleness(self.format, version, snapshot_id)
+        keep = [
+            c["name"] for c in version.columns if c["name"] not in info["columns_not_inherited"]
+        ]
+        wanted = [c for c in (columns or keep) if c in keep]
+        rows = reader.column_statistics(None, wanted)
+        return {
+            **info,
+            "version": version.version,
+            "row_count": version.merged_record_count,
+            "columns": rows,
+        }
+
+    def partitions_containing(self, column: str, value: str) -> list[dict[str, object]]:
+        """Partitions holding ``value`` (given as text, parsed with the column's type)."""
+        from lakestats.stats.keys import parse_literal
+        from lakestats.store.reader import parse_type
+
+        reader = self.reader()
+        dtype = parse_type(reader.columns[reader.column_index(column)]["type"])
+        try:
+            typed = parse_literal(value, dtype)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            raise InvalidArgumentError(
+                f"{value!r} is not a value of column {column!r} ({dtype}): {exc}"
+            ) from exc
+        return reader.partitions_containing(column, typed)
+
+    def history(self) -> list[dict[str, object]]:
+        out = []
+        for number in manifest.version_numbers(self.stats_root, self.s3):
+            v = manifest.load_version(self.stats_root, number, self.s3)
+            out.append(
+                {
+                    "version": v.version,
+                    "snapshot_id": v.snapshot_id,
+                    "schema_id": v.schema_id,
+                    "merged_record_count": v.merged_record_count,
+                    "merged_record_size": v.merged_record_size,
+                    "partitions_computed": v.partitions_computed,
+                    "partitions_reused": v.partitions_reused,
+                    "created_at": v.created_at,
+                    "kind": v.kind,
+                }
+            )
+        return out
+
     def partitions(self) -> list[dict[str, object]]:
         reader = self.reader()
         return [
@@ -148,3 +202,84 @@ def open_table(
 ) -> LakestatsTable:
     """A handle on ``table`` (catalog identifier or path); nothing is read yet."""
     return LakestatsTable(table, stats_root, catalog, warehouse, s3)
+
+
+def staleness(
+    table: TableFormat, version: manifest.Version, snapshot_id: int | None
+) -> dict[str, object]:
+    """How far ``version`` lags behind ``snapshot_id`` (default: the table's current one).
+
+    Counts the snapshots committed after the version's snapshot up to the target, and the
+    partitions whose files differ; lists the columns whose type changed or that are gone
+    (their statistics are not inherited; unchanged columns keep theirs).
+    """
+    target = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
+    snapshots = {s.snapshot_id: s for s in table.snapshots()}
+    described = version.extra.get("columns_snapshot_id", version.snapshot_id)
+    behind = 0
+    if target is not None and described is not None and target != described:
+        start = snapshots.get(described)
+        end = snapshots.get(target)
+        if start is not None and end is not None:
+            behind = sum(
+                1
+                for s in snapshots.values()
+                if start.timestamp_ms < s.timestamp_ms <= end.timestamp_ms
+            )
+    plans = table.plan(target)
+    known = {(e.path, e.fingerprint) for e in version.partitions}
+    paths = {layout.partition_dir(list(p.key)): p.fingerprint() for p in plans}
+    changed = sum(1 for path, fp in paths.items() if (path, fp) not in known)
+    changed += sum(1 for e in version.partitions if e.path not in paths)
+    current = {leaf["name"]: leaf["type"] for leaf in _columns_of(table, target)}
+    dropped = [c["name"] for c in version.columns if current.get(c["name"]) != c["type"]]
+    return {
+        "snapshot_id": target,
+        "statistics_snapshot_id": described,
+        "stale": bool(behind or changed or dropped),
+        "snapshots_behind": behind,
+        "partitions_changed": changed,
+        "columns_not_inherited": dropped,
+    }
+
+
+def _columns_of(table: TableFormat, snapshot_id: int | None) -> list[dict[str, str]]:
+    from lakestats.stats.leaves import leaves_of
+
+    return [
+        {"name": leaf.name, "type": str(leaf.type)} for leaf in leaves_of(table.schema(snapshot_id))
+    ]
+
+
+def version_for_snapshot(
+    root: str, table: TableFormat, snapshot_id: int | None, s3: fs.S3Options | None = None
+) -> manifest.Version:
+    """The version of ``snapshot_id``, else the nearest earlier one (stale), else the latest."""
+    latest = manifest.load_version(root, None, s3)
+    if snapshot_id is None or latest.snapshot_id == snapshot_id:
+        return latest
+    snapshots = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
+    if snapshot_id not in snapshots:
+        raise InvalidArgumentError(
+            f"snapshot {snapshot_id} is not a snapshot of {table.identifier}; "
+            "see `lakestats history` for analyzed snapshots"
+        )
+    target_ts = snapshots[snapshot_id]
+    best: manifest.Version | None = None
+    for number in reversed(manifest.version_numbers(root, s3)):
+        version = manifest.load_version(root, number, s3)
+        if version.snapshot_id == snapshot_id:
+            return version
+        ts = version.snapshot_timestamp_ms or snapshots.get(version.snapshot_id)
+        if (
+            ts is not None
+            and ts <= target_ts
+            and (best is None or ts > (best.snapshot_timestamp_ms or 0))
+        ):
+            best = version
+    if best is None:
+        raise StatisticsNotFoundError(
+            f"no statistics version describes snapshot {snapshot_id} or an earlier one; "
+            "analyze that snapshot with --snapshot"
+        )
+    return best

@@ -99,6 +99,21 @@ def cmd_partitions(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     table = _table(args)
+    if not args.partition and (args.snapshot is not None or table.reader().version.table_files):
+        data = table.table_statistics(args.snapshot, _columns(args.columns))
+        data["columns"] = [_jsonable_row(r) for r in data["columns"]]
+        if args.json:
+            _print_json(data)
+            return 0
+        from lakestats.preview import render_statistics
+
+        stale = " [stale]" if data["stale"] else ""
+        render_statistics(
+            data["columns"],
+            title=f"{args.table} (table, snapshot "
+            f"{data['snapshot_id']}, {data['row_count']} rows){stale}",
+        )
+        return 0
     reader = table.reader()
     entry = reader.partition(args.partition)
     rows = [
@@ -139,6 +154,80 @@ def cmd_histogram(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_partitions_containing(args: argparse.Namespace) -> int:
+    holders = _table(args).partitions_containing(args.column, args.value)
+    if args.json:
+        _print_json(holders)
+    else:
+        for item in holders:
+            print(f"{item['frequency']:>12}  {item['name']}")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    history = _table(args).history()
+    if args.json:
+        _print_json(history)
+        return 0
+    for v in history:
+        print(
+            f"v{v['version']:<4} snapshot {v['snapshot_id']}  {v['merged_record_count']} rows  "
+            f"computed {v['partitions_computed']} reused {v['partitions_reused']}  "
+            f"{v['created_at']}"
+        )
+    return 0
+
+
+def cmd_expire(args: argparse.Namespace) -> int:
+    from lakestats.store.expire import apply_expiry, plan_expiry
+
+    if args.retain_last < 1:
+        raise InvalidArgumentError("--retain-last must be at least 1 (the latest version stays)")
+    table = _table(args)
+    snapshots = table.format.snapshots()
+    live = {s.snapshot_id for s in snapshots} if snapshots else None
+    plan = plan_expiry(
+        table.stats_root, live, args.retain_last, orphan_age_seconds=args.orphan_age_minutes * 60
+    )
+    if not args.dry_run:
+        apply_expiry(table.stats_root, plan)
+    data = {
+        "dry_run": args.dry_run,
+        "versions_removed": plan.versions_removed,
+        "versions_kept": plan.versions_kept,
+        "files_removed": len(plan.files_removed),
+    }
+    if args.json:
+        _print_json(data)
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        print(
+            f"{verb} versions {plan.versions_removed or 'none'} and "
+            f"{len(plan.files_removed)} files; kept versions {plan.versions_kept}"
+        )
+    return 0
+
+
+def cmd_export_paimon(args: argparse.Namespace) -> int:
+    from lakestats.paimon_export import paimon_statistics
+
+    print(json.dumps(paimon_statistics(_table(args), args.version), indent=2))
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from lakestats.sql import run_sql
+
+    result = run_sql(
+        args.statement, catalog=args.catalog, warehouse=args.warehouse, stats_root=args.stats_root
+    )
+    if args.json:
+        _print_json(result)
+    else:
+        print(result["message"])
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lakestats", description="Column statistics for data-lake tables."
@@ -175,9 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.set_defaults(func=cmd_partitions)
 
-    p = sub.add_parser("show", help="statistics of one partition")
+    p = sub.add_parser("show", help="statistics of the table or of one partition")
     common(p)
-    p.add_argument("--partition", help="k=v[,k2=v2]")
+    p.add_argument("--partition", help="k=v[,k2=v2] (default: table level)")
+    p.add_argument("--snapshot", type=int, help="table snapshot (default: current)")
     p.add_argument("--columns", help="only these columns, comma-separated")
     p.set_defaults(func=cmd_show)
 
@@ -195,6 +285,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start", type=_positive, default=0, help="first bin (default 0)")
     p.add_argument("--stop", type=_positive, help="bin after the last one (default: all)")
     p.set_defaults(func=cmd_histogram)
+
+    p = sub.add_parser("partitions-containing", help="partitions that hold a value")
+    common(p)
+    p.add_argument("--column", required=True)
+    p.add_argument("--value", required=True, help="the value, as text")
+    p.set_defaults(func=cmd_partitions_containing)
+
+    p = sub.add_parser("history", help="statistics versions, oldest first")
+    common(p)
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("expire", help="remove versions of expired snapshots and their files")
+    common(p)
+    p.add_argument(
+        "--retain-last",
+        type=_positive,
+        default=1,
+        help="always keep this many newest versions (default 1)",
+    )
+    p.add_argument(
+        "--orphan-age-minutes",
+        type=_positive,
+        default=60,
+        help="leave unreferenced files younger than this (default 60)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="only say what would go")
+    p.set_defaults(func=cmd_expire)
+
+    p = sub.add_parser("export-paimon", help="a version as Paimon's statistics JSON")
+    common(p)
+    p.add_argument("--version", type=int, help="statistics version (default: latest)")
+    p.set_defaults(func=cmd_export_paimon)
+
+    p = sub.add_parser("sql", help="ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN | FOR ...]")
+    p.add_argument("statement")
+    p.add_argument("--stats-root")
+    p.add_argument("--catalog")
+    p.add_argument("--warehouse")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_sql)
     return parser
 
 

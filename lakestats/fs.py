@@ -149,6 +149,32 @@ def write_bytes_atomic(uri: str, data: bytes, s3: S3Options | None = None) -> No
         ) from exc
 
 
+def create_exclusive(uri: str, data: bytes, s3: S3Options | None = None) -> bool:
+    """Create ``uri`` with ``data`` unless it exists; False when another writer was first.
+
+    Local disks make this atomic (a hard link, which never replaces). Object stores
+    without conditional writes in pyarrow get put-if-absent followed by a read-back that
+    detects a concurrent writer after the fact.
+    """
+    filesystem, path = resolve(uri, s3)
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as out:
+            out.write(data)
+        try:
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+    if exists(uri, s3):
+        return False
+    write_bytes_atomic(uri, data, s3)
+    return read_bytes(uri, s3) == data
+
+
 def delete_dir(uri: str, s3: S3Options | None = None) -> None:
     fs, path = resolve(uri, s3)
     with contextlib.suppress(FileNotFoundError, OSError):

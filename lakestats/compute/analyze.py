@@ -106,15 +106,168 @@ def analyze(
     snapshot_id: int | None = None,
     s3: fs.S3Options | None = None,
     progress: bool = True,
+    incremental: bool = True,
 ) -> AnalyzeResult:
+    """Analyze the partitions that changed since the last version, reduce, publish."""
     validate_options(options)
     s3 = s3 or fs.S3Options.from_env()  # executors use the driver's settings, not their env
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
     schema = table.schema(snapshot)
     leaves, read_columns = select_columns(schema, options.columns)
-    previous = manifest.latest_version_number(stats_root, s3)
+    columns = [{"name": leaf.name, "type": str(leaf.type)} for leaf in leaves]
+    option_record = {
+        k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()
+    }
     plans = table.plan(snapshot)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    paths = [layout.partition_dir(list(plan.key)) for plan in plans]
+    reusable = _reusable_entries(stats_root, s3, columns, option_record) if incremental else {}
+    statistics = registered_statistics()
+    if statistics:
+        reusable = {}  # user-defined statistics may have changed: recompute everything
+    entries: list[manifest.PartitionEntry | None] = []
+    todo: list[int] = []
+    for i, plan in enumerate(plans):
+        old = reusable.get((paths[i], plan.fingerprint()))
+        entries.append(old)
+        if old is None:
+            todo.append(i)
+    rows, written = _compute_partitions(
+        spark,
+        table,
+        snapshot,
+        [plans[i] for i in todo],
+        [paths[i] for i in todo],
+        leaves,
+        read_columns,
+        options,
+        statistics,
+        stats_root,
+        run_id,
+        s3,
+        progress,
+    )
+    for local, i in enumerate(todo):
+        entries[i] = manifest.PartitionEntry(
+            path=paths[i],
+            name=plans[i].name,
+            values=plans[i].values,
+            row_count=rows.get(local, 0),
+            size_bytes=plans[i].size_bytes,
+            files=layout.partition_files(paths[i], run_id),
+            fingerprint=plans[i].fingerprint(),
+            run_id=run_id,
+        )
+    final = [e for e in entries if e is not None]
+    table_files = None
+    if len(final) == 1 and not plans[0].key:
+        table_files = dict(final[0].files)  # unpartitioned: the table is its one partition
+    elif final:
+        from lakestats.compute.reduce import reduce_table
+
+        try:
+            table_files, table_bytes = run_with_progress(
+                spark,
+                "reducing to table level",
+                1,
+                lambda: reduce_table(
+                    spark,
+                    stats_root,
+                    s3,
+                    final,
+                    columns,
+                    options.bins,
+                    options.max_frequencies,
+                    run_id,
+                    statistics,
+                ),
+                progress,
+            )
+        except LakestatsError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors
+            raise LakestatsError(f"table-level reduction failed: {_last_line(exc)}") from exc
+        written += table_bytes
+    timestamps = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
+    version = manifest.Version(
+        version=0,
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        table={
+            "format": table.format_name,
+            "identifier": table.identifier,
+            "location": table.location,
+        },
+        snapshot_id=snapshot,
+        schema_id=table.schema_id(snapshot),
+        options=option_record,
+        columns=columns,
+        partitions=final,
+        run_id=run_id,
+        partitions_computed=len(todo),
+        partitions_reused=len(plans) - len(todo),
+        table_files=table_files,
+        merged_record_count=sum(e.row_count for e in final),
+        merged_record_size=sum(e.size_bytes for e in final),
+        snapshot_timestamp_ms=timestamps.get(snapshot) if snapshot is not None else None,
+        extra={"custom_statistics": [s.name for s in statistics]},
+    )
+    number = _publish_with_retry(stats_root, version, s3)
+    return AnalyzeResult(
+        number, snapshot, len(todo), len(plans) - len(todo), version.row_count, written, stats_root
+    )
+
+
+def _reusable_entries(
+    root: str, s3: fs.S3Options | None, columns: list[dict[str, str]], options: dict[str, object]
+) -> dict[tuple[str, str], manifest.PartitionEntry]:
+    """Partition entries of the latest version that are still valid for this analyze."""
+    if manifest.latest_version_number(root, s3) == 0:
+        return {}
+    previous = manifest.load_version(root, None, s3)
+    same = {k: v for k, v in previous.options.items() if k != "max_slice_bytes"} == {
+        k: v for k, v in options.items() if k != "max_slice_bytes"
+    }
+    if previous.kind != "full" or previous.columns != columns or not same:
+        return {}
+    return {(e.path, e.fingerprint): e for e in previous.partitions}
+
+
+def _publish_with_retry(root: str, version: manifest.Version, s3: fs.S3Options | None) -> int:
+    """Publish; when another analyze won the race, publish after it unless it already
+    published statistics of the same snapshot (then stop with a clear conflict)."""
+    from lakestats.errors import ConflictError
+
+    for _ in range(5):
+        try:
+            return manifest.publish(root, version, s3)
+        except ConflictError:
+            winner = manifest.load_version(root, None, s3)
+            if winner.snapshot_id == version.snapshot_id and winner.run_id != version.run_id:
+                raise ConflictError(
+                    f"another analyze published statistics version {winner.version} for the "
+                    f"same snapshot while this one ran; its result stands (nothing to do)"
+                ) from None
+    raise ConflictError(f"could not publish under {root}: too many concurrent analyses")
+
+
+def _compute_partitions(
+    spark: SparkSession,
+    table: TableFormat,
+    snapshot: int | None,
+    plans: list,
+    paths: list[str],
+    leaves: list,
+    read_columns: list | None,
+    options: AnalyzeOptions,
+    statistics: list,
+    stats_root: str,
+    run_id: str,
+    s3: fs.S3Options | None,
+    progress: bool,
+) -> tuple[dict[int, int], int]:
+    """Run the per-partition Spark job on ``plans``; row counts by plan index and bytes."""
+    if not plans:
+        return {}, 0
     slices, slice_partition = [], []
     for index, plan in enumerate(plans):
         for part in table.slices(plan, options.max_slice_bytes):
@@ -124,13 +277,12 @@ def analyze(
     order = sorted(range(len(slices)), key=lambda i: -sum(f.size_bytes for f in slices[i].files))
     slices = [slices[i] for i in order]
     slice_partition = [slice_partition[i] for i in order]
-    paths = [layout.partition_dir(list(plan.key)) for plan in plans]
     job = Job(
         reader=table.reader(snapshot),
         read_columns=read_columns,
         leaves=leaves,
         options=options,
-        statistics=registered_statistics(),
+        statistics=statistics,
         root=stats_root,
         run_id=run_id,
         s3=s3,
@@ -140,12 +292,11 @@ def analyze(
     )
     summaries: list = []
     try:
-        if slices:
-            frame = spark.range(0, len(slices), 1, numPartitions=len(slices))
-            stage = frame.mapInArrow(functools.partial(_stage_one, job), SUMMARY_SCHEMA)
-            summaries = run_with_progress(
-                spark, "analyzing partitions", len(slices), stage.collect, progress
-            )
+        frame = spark.range(0, len(slices), 1, numPartitions=len(slices))
+        stage = frame.mapInArrow(functools.partial(_stage_one, job), SUMMARY_SCHEMA)
+        summaries = run_with_progress(
+            spark, "analyzing partitions", len(slices), stage.collect, progress
+        )
         _raise_errors(summaries)
         counts: dict[int, int] = {}
         for part, partition in zip(slices, slice_partition, strict=True):
@@ -171,39 +322,7 @@ def analyze(
         if summary["kind"] == "done":
             rows[summary["partition"]] = summary["row_count"]
         written += summary["bytes_written"] or 0
-    entries = [
-        manifest.PartitionEntry(
-            path=paths[i],
-            name=plan.name,
-            values=plan.values,
-            row_count=rows.get(i, 0),
-            size_bytes=plan.size_bytes,
-            files=layout.partition_files(paths[i], run_id),
-            fingerprint=plan.fingerprint(),
-            run_id=run_id,
-        )
-        for i, plan in enumerate(plans)
-    ]
-    version = manifest.Version(
-        version=0,
-        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        table={
-            "format": table.format_name,
-            "identifier": table.identifier,
-            "location": table.location,
-        },
-        snapshot_id=snapshot,
-        schema_id=table.schema_id(snapshot),
-        options={k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()},
-        columns=[{"name": leaf.name, "type": str(leaf.type)} for leaf in leaves],
-        partitions=entries,
-        run_id=run_id,
-        partitions_computed=len(plans),
-        partitions_reused=0,
-        extra={"custom_statistics": [s.name for s in job.statistics]},
-    )
-    number = manifest.publish(stats_root, version, previous, s3)
-    return AnalyzeResult(number, snapshot, len(plans), 0, version.row_count, written, stats_root)
+    return rows, written
 
 
 def _raise_errors(summaries: list) -> None:

@@ -51,7 +51,6 @@ class ParquetDirReader(PartitionReader):
             table = table.append_column(field, array)
         return table
 
-
     def _read_file(self, part: Slice, uri: str, target: pa.Schema) -> pa.Table:
         """One data file as ``target``: missing columns become nulls, types are unified."""
         filesystem, path = fs.resolve(uri, self.s3)
@@ -67,7 +66,8 @@ class ParquetDirReader(PartitionReader):
         if table.schema.equals(target):
             return table
         arrays = [
-            table.column(f.name) if f.name in table.column_names
+            table.column(f.name)
+            if f.name in table.column_names
             else pa.nulls(table.num_rows, f.type)
             for f in target
         ]

@@ -322,6 +322,7 @@ class ColumnAccumulator:
             row["frequencies_omitted"] = distinct - max_frequencies
         table = table.take(pc.sort_indices(table, sort_keys=sort_keys))
         row["frequencies_count"] = table.num_rows
+        row["frequencies_min"] = int(table.column("c")[-1].as_py()) if table.num_rows else None
         return keys.encode(table.column("v")), table.column("c").to_numpy()
 
 

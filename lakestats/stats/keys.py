@@ -202,3 +202,62 @@ def parse_literal(text: str, dtype: pa.DataType) -> object:
         return decimal.Decimal(text)
     array = pc.cast(pa.array([text]), dtype)
     return array[0].as_py()
+
+
+def decode_array(encoded: pa.Array, dtype: pa.DataType) -> pa.Array:
+    """Vectorized ``decode``: binary keys back to an Arrow array of ``dtype``."""
+    if pat.is_dictionary(dtype):
+        dtype = dtype.value_type
+    kind = kind_of(dtype)
+    if kind == Kind.STRING:
+        return encoded.cast(pa.string())
+    if kind == Kind.BINARY:
+        return (
+            encoded.cast(pa.binary())
+            if not pat.is_fixed_size_binary(dtype)
+            else encoded.cast(dtype)
+        )
+    n = len(encoded)
+    raw = _fixed_bytes(encoded)
+    if kind == Kind.BOOLEAN:
+        return pa.array(raw.reshape(n, 1)[:, 0] != 0)
+    if kind in (Kind.INTEGER, Kind.TEMPORAL, Kind.FLOATING):
+        words = raw.view(">u8").astype(np.uint64)
+        if kind == Kind.FLOATING:
+            negative = (words >> np.uint64(63)) == 0
+            bits = np.where(negative, ~words, words ^ _SIGN64)
+            floats = bits.view(np.float64)
+            return (
+                pa.array(floats, pa.float64()).cast(dtype)
+                if dtype != pa.float64()
+                else pa.array(floats, pa.float64())
+            )
+        if pat.is_uint64(dtype):
+            return pa.array(words, pa.uint64())
+        ints = (words ^ _SIGN64).view(np.int64)
+        if kind == Kind.INTEGER:
+            return pa.array(ints).cast(dtype)
+        storage = physical_int_storage(dtype)
+        return pa.array(ints.astype(storage.to_pandas_dtype())).view(dtype)
+    if kind == Kind.DECIMAL:
+        width = len(raw) // n if n else 16
+        words = raw.view(">u8").astype(np.uint64).reshape(n, width // 8)
+        words[:, 0] ^= _SIGN64
+        little = words[:, ::-1].astype("<u8").tobytes()
+        storage = (
+            dtype if dtype.bit_width in (128, 256) else pa.decimal128(dtype.precision, dtype.scale)
+        )
+        out = pa.Array.from_buffers(storage, n, [None, pa.py_buffer(little)])
+        return out if storage == dtype else out.cast(dtype)
+    raise TypeError(f"no key decoding for type {dtype}")
+
+
+def _fixed_bytes(encoded: pa.Array) -> np.ndarray:
+    """The concatenated bytes of fixed-width keys."""
+    binary = encoded.cast(pa.large_binary())
+    offsets = np.frombuffer(binary.buffers()[1], dtype=np.int64)
+    offsets = offsets[binary.offset : binary.offset + len(binary) + 1]
+    data = binary.buffers()[2]
+    if data is None:
+        return np.zeros(0, dtype=np.uint8)
+    return np.frombuffer(data, dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])].copy()

@@ -22,6 +22,10 @@ class Kind(StrEnum):
 
 
 def kind_of(dtype: pa.DataType) -> Kind:
+    if not isinstance(dtype, pa.DataType):  # a type known only by name (nested types)
+        text = str(dtype)
+        nested = text.startswith(("list", "large_list", "fixed_size_list", "map"))
+        return Kind.NESTED if nested else Kind.OTHER
     if pat.is_dictionary(dtype):
         return kind_of(dtype.value_type)
     if pat.is_integer(dtype):

@@ -6,6 +6,7 @@
       latest.json                         pointer to the newest published version
       versions/v00000001.json             one manifest per published version
       partitions/<partition>/<run-id>/    the three files of one partition, one analyze run
+      table/<run-id>/                     the three table-level files of one analyze run
         statistics.parquet
         frequencies.parquet
         histograms.parquet
@@ -53,6 +54,11 @@ def partition_files(partition_path: str, run_id: str) -> dict[str, str]:
     return {
         kind: f"partitions/{partition_path}/{run_id}/{name}" for kind, name in FILE_NAMES.items()
     }
+
+
+def table_files(run_id: str) -> dict[str, str]:
+    """Relative paths of the table-level files written by one run."""
+    return {kind: f"table/{run_id}/{name}" for kind, name in FILE_NAMES.items()}
 
 
 def version_path(version: int) -> str:

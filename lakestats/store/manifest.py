@@ -42,6 +42,11 @@ class Version:
     run_id: str = ""
     partitions_computed: int = 0
     partitions_reused: int = 0
+    table_files: dict[str, str] | None = None  # table-level files, relative to the root
+    merged_record_count: int = 0  # rows after deletes/merges (Paimon's mergedRecordCount)
+    merged_record_size: int = 0  # bytes of the data files those rows live in
+    snapshot_timestamp_ms: int | None = None
+    kind: str = "full"  # "full": column statistics; "noscan": counts from metadata only
     format_version: int = FORMAT_VERSION
     extra: dict[str, object] = field(default_factory=dict)
 
@@ -85,23 +90,38 @@ def load_version(root: str, version: int | None = None, s3: fs.S3Options | None 
         ) from exc
 
 
-def publish(
-    root: str, version: Version, expected_previous: int, s3: fs.S3Options | None = None
-) -> int:
-    """Publish ``version`` as the next version number; fails if another run won."""
-    current = latest_version_number(root, s3)
-    if current != expected_previous:
-        raise ConflictError(
-            f"another analyze published statistics version {current} under {root} while "
-            "this one ran; run analyze again"
-        )
-    version.version = current + 1
+def version_numbers(root: str, s3: fs.S3Options | None = None) -> list[int]:
+    """Every published version number, ascending (from the ``versions/`` listing)."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = fs.resolve(fs.join(root, "versions"), s3)
+    infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    numbers = []
+    for info in infos:
+        name = info.path.rsplit("/", 1)[-1]
+        if name.startswith("v") and name.endswith(".json") and name[1:-5].isdigit():
+            numbers.append(int(name[1:-5]))
+    return sorted(numbers)
+
+
+def publish(root: str, version: Version, s3: fs.S3Options | None = None) -> int:
+    """Publish ``version`` as the next version number.
+
+    The version file is created exclusively (a local rename that refuses to replace, or
+    a put-then-verify on object stores), so when two analyses race for one number, one
+    wins and the other gets ``ConflictError``; ``latest.json`` is then pointed at it.
+    """
+    numbers = version_numbers(root, s3)
+    version.version = (numbers[-1] if numbers else 0) + 1
     target = layout.absolute(root, layout.version_path(version.version))
-    if fs.exists(target, s3):
+    data = version.to_json().encode()
+    if not fs.create_exclusive(target, data, s3):
         raise ConflictError(
-            f"statistics version {version.version} already exists under {root}; run analyze again"
+            f"another analyze published statistics version {version.version} under {root} "
+            "while this one ran"
         )
-    fs.write_bytes_atomic(target, version.to_json().encode(), s3)
-    pointer = json.dumps({"version": version.version, "snapshot_id": version.snapshot_id})
-    fs.write_bytes_atomic(fs.join(root, layout.LATEST), pointer.encode(), s3)
+    current = latest_version_number(root, s3)
+    if version.version > current:
+        pointer = json.dumps({"version": version.version, "snapshot_id": version.snapshot_id})
+        fs.write_bytes_atomic(fs.join(root, layout.LATEST), pointer.encode(), s3)
     return version.version

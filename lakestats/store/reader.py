@@ -152,6 +152,8 @@ class StatisticsReader:
         """Find a partition by ``k=v[,k2=v2]`` (or a dict); ``None`` if unpartitioned."""
         parts = self.version.partitions
         if spec is None or spec == "" or spec == {}:
+            if self.version.table_files:
+                return self.table_entry()
             if len(parts) == 1:
                 return parts[0]
             raise InvalidArgumentError(
@@ -171,6 +173,66 @@ class StatisticsReader:
         raise PartitionNotFoundError(
             f"no partition {spec!r} in the statistics; partitions look like: {examples}"
         )
+
+    def table_entry(self) -> manifest.PartitionEntry:
+        """The table-level files, addressed like a partition (``partition=None``)."""
+        if not self.version.table_files:
+            raise StatisticsNotFoundError(
+                f"statistics version {self.version.version} has no table-level files; "
+                "run `lakestats analyze` again"
+            )
+        return manifest.PartitionEntry(
+            path="table",
+            name="",
+            values={},
+            row_count=self.version.merged_record_count,
+            size_bytes=self.version.merged_record_size,
+            files=self.version.table_files,
+        )
+
+    def partitions_containing(self, column: str, value: object) -> list[dict[str, object]]:
+        """Partitions whose rows hold ``value`` in ``column``, with its count in each
+        (a lookup in the table-level frequencies' per-partition counts)."""
+        index = self.column_index(column)
+        entry = self.table_entry()
+        handle = self._file(entry, "frequencies")
+        dtype = parse_type(self.version.columns[index]["type"])
+        if isinstance(dtype, _Opaque):
+            raise InvalidArgumentError(f"column {column!r} has no frequencies")
+        key = keys.encode(pa.array([value], dtype))[0].as_py()
+        metadata = handle.metadata
+        position = handle.schema_arrow.get_field_index("column_index")
+        for g in range(metadata.num_row_groups):
+            stats = metadata.row_group(g).column(position).statistics
+            if stats is not None and not (stats.min <= index <= stats.max):
+                continue
+            table = handle.read_row_group(g)
+            mask = pc.and_(
+                pc.equal(table.column("column_index"), index),
+                pc.equal(table.column("value"), pa.scalar(key, pa.binary())),
+            )
+            hits = table.filter(mask).to_pylist()
+            if hits:
+                return self._holders(hits[0])
+        row = self.statistics_table(
+            None, [column], fields=["frequencies_exact", "frequencies_truncated"]
+        ).to_pylist()[0]
+        if row["frequencies_exact"] and not row["frequencies_truncated"]:
+            return []  # every value is stored: this one occurs nowhere
+        raise InvalidArgumentError(
+            f"column {column!r} keeps only its most frequent values at table level (or all "
+            f"its values are distinct), so which partitions hold {value!r} is not recorded"
+        )
+
+    def _holders(self, hit: dict[str, object]) -> list[dict[str, object]]:
+        parts = self.version.partitions
+        if hit["partition_counts"] is not None:
+            pairs = [(i, c) for i, c in enumerate(hit["partition_counts"]) if c]
+        else:
+            pairs = list(zip(hit["partition_ids"], hit["partition_id_counts"], strict=True))
+        return [
+            {"partition": parts[i].values, "name": parts[i].name, "frequency": c} for i, c in pairs
+        ]
 
     # -- files ----------------------------------------------------------------
     def _file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:

@@ -46,11 +46,20 @@ STATISTICS_SCHEMA = pa.schema(
         pa.field("frequencies_count", pa.int64()),
         pa.field("frequencies_truncated", pa.bool_()),
         pa.field("frequencies_omitted", pa.int64()),
+        pa.field("frequencies_min", pa.int64()),
         pa.field("histogram_lower", pa.binary()),
         pa.field("histogram_width", pa.float64()),
         pa.field("histogram_bins", pa.int32()),
         pa.field("hll_sketch", pa.binary()),
         pa.field("kll_sketch", pa.binary()),
+        # table level only (null in partition files): how exact the roll-up is
+        pa.field("distinct_count_exact", pa.bool_()),
+        pa.field("distinct_count_lower", pa.int64()),
+        pa.field("distinct_count_upper", pa.int64()),
+        pa.field("percentiles_exact", pa.bool_()),
+        pa.field("percentile_rank_error", pa.float64()),
+        pa.field("histogram_exact", pa.bool_()),
+        pa.field("frequencies_exact", pa.bool_()),
     ]
 )
 
@@ -71,6 +80,22 @@ FREQUENCIES_SCHEMA = pa.schema(
 
 FREQUENCIES_ROW_GROUP = 8192
 """Rows per row group; the index in the file's metadata maps a column to its groups."""
+
+TABLE_FREQUENCIES_SCHEMA = pa.schema(
+    [
+        *FREQUENCIES_SCHEMA,
+        pa.field("column_index", pa.int32(), nullable=False),
+        # upper bound of the frequency when some partitions kept only their top values
+        pa.field("frequency_upper", pa.int64()),
+        # which partitions hold the value (indices into the version's partition list):
+        # dense counts for values present in many partitions, sparse ids+counts otherwise
+        pa.field("partition_counts", pa.list_(pa.int64())),
+        pa.field("partition_ids", pa.list_(pa.int32())),
+        pa.field("partition_id_counts", pa.list_(pa.int64())),
+    ]
+)
+"""Table-level ``frequencies.parquet``: the partition file's columns plus bounds and, for
+categorical columns, each value's count per partition."""
 
 HISTOGRAM_BIN_FIELD = pa.field("bin", pa.int32(), nullable=False)
 

@@ -87,8 +87,13 @@ def write_partition(
     bins: int,
     uris: dict[str, str],
     s3: fs.S3Options | None,
+    frequencies: pa.Table | None = None,
 ) -> int:
-    """Write the three files; returns the bytes written."""
+    """Write the three files; returns the bytes written.
+
+    ``frequencies`` replaces the rows built from ``results`` (the table level builds its
+    own, with bounds and per-partition counts).
+    """
     written = _write(
         statistics_table(results, custom),
         uris["statistics"],
@@ -97,7 +102,7 @@ def write_partition(
         write_statistics=False,
     )
     written += _write(
-        frequencies_table(results),
+        frequencies if frequencies is not None else frequencies_table(results),
         uris["frequencies"],
         s3,
         row_group_size=schemas.FREQUENCIES_ROW_GROUP,

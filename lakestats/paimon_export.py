@@ -1,0 +1,37 @@
+"""Export a statistics version as Paimon's statistics JSON (the PIP's ``Stats`` file)."""
+
+from __future__ import annotations
+
+from lakestats.api import LakestatsTable
+from lakestats.stats.keys import to_json
+from lakestats.store import manifest
+from lakestats.store.reader import StatisticsReader
+
+
+def paimon_statistics(table: LakestatsTable, version: int | None = None) -> dict[str, object]:
+    """``snapshotId``, ``schemaId``, ``mergedRecordCount``, ``mergedRecordSize`` and
+    ``colStats`` (``distinctCount``, ``min``, ``max``, ``nullCount``, ``avgLen``, ``maxLen``;
+    min and max serialized as strings, as Paimon's ``serializedMin``/``serializedMax``)."""
+    v = manifest.load_version(table.stats_root, version, table.s3)
+    out: dict[str, object] = {
+        "snapshotId": v.snapshot_id,
+        "schemaId": v.schema_id,
+        "mergedRecordCount": v.merged_record_count,
+        "mergedRecordSize": v.merged_record_size,
+        "colStats": {},
+    }
+    if not v.table_files:
+        return out
+    reader = StatisticsReader(table.stats_root, v.version, s3=table.s3)
+    for row in reader.column_statistics(None):
+        stats: dict[str, object] = {
+            "distinctCount": row.get("distinct_count"),
+            "min": None if row.get("min") is None else str(to_json(row["min"])),
+            "max": None if row.get("max") is None else str(to_json(row["max"])),
+            "nullCount": row.get("null_count"),
+        }
+        if row.get("avg_length") is not None:
+            stats["avgLen"] = round(row["avg_length"])
+            stats["maxLen"] = row.get("max_length")
+        out["colStats"][row["column"]] = stats
+    return out

@@ -1,0 +1,116 @@
+"""``ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN | FOR COLUMNS a, b | FOR ALL COLUMNS]``.
+
+As the Paimon proposal describes: without ``FOR`` (or with ``NOSCAN``) only table-level
+counts are collected, from metadata, into a new version that carries the previous
+version's column statistics forward (marked with the snapshot they describe);
+``FOR COLUMNS`` / ``FOR ALL COLUMNS`` run ``analyze`` for those columns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import uuid
+
+import pyarrow.parquet as pq
+
+from lakestats import api, fs
+from lakestats.errors import InvalidArgumentError
+from lakestats.store import manifest
+
+_STATEMENT = re.compile(
+    r"^\s*ANALYZE\s+TABLE\s+(?P<table>`[^`]+`|\S+)\s+COMPUTE\s+STATISTICS"
+    r"(?:\s+(?P<noscan>NOSCAN)|\s+FOR\s+(?P<all>ALL\s+COLUMNS)|\s+FOR\s+COLUMNS\s+(?P<cols>.+?))?"
+    r"\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip().strip("`") for part in text.split(",") if part.strip()]
+
+
+def run_sql(
+    statement: str,
+    catalog: str | None = None,
+    warehouse: str | None = None,
+    stats_root: str | None = None,
+) -> dict[str, object]:
+    match = _STATEMENT.match(statement)
+    if not match:
+        raise InvalidArgumentError(
+            "only ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN | FOR COLUMNS a, b | "
+            f"FOR ALL COLUMNS] is supported, got: {statement.strip()[:80]}"
+        )
+    name = match.group("table").strip("`")
+    table = api.open_table(name, stats_root=stats_root, catalog=catalog, warehouse=warehouse)
+    if match.group("all") or match.group("cols"):
+        columns = _names(match.group("cols")) if match.group("cols") else None
+        result = table.analyze(columns=columns)
+        return {
+            "kind": "full",
+            "version": result.version,
+            "snapshot_id": result.snapshot_id,
+            "message": f"analyzed {name}: statistics version {result.version}",
+        }
+    return _count_only(table, name)
+
+
+def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
+    fmt = table.format
+    snapshot = fmt.current_snapshot_id()
+    plans = fmt.plan(snapshot)
+    rows = 0
+    for plan in plans:
+        if plan.delete_files:
+            raise InvalidArgumentError(
+                f"{name} has delete files, so its row count is not in its metadata; use "
+                "ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS"
+            )
+        if plan.row_count is not None:
+            rows += plan.row_count
+        else:
+            for f in plan.data_files:
+                filesystem, path = fs.resolve(f.path, table.s3)
+                with filesystem.open_input_file(path) as handle:
+                    rows += pq.ParquetFile(handle).metadata.num_rows
+    root = table.stats_root
+    previous = (
+        manifest.load_version(root, None, table.s3)
+        if manifest.latest_version_number(root, table.s3)
+        else None
+    )
+    timestamps = {s.snapshot_id: s.timestamp_ms for s in fmt.snapshots()}
+    version = manifest.Version(
+        version=0,
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        table={"format": fmt.format_name, "identifier": fmt.identifier, "location": fmt.location},
+        snapshot_id=snapshot,
+        schema_id=fmt.schema_id(snapshot),
+        options=previous.options if previous else {},
+        columns=previous.columns if previous else [],
+        partitions=previous.partitions if previous else [],
+        run_id=f"noscan-{uuid.uuid4().hex[:8]}",
+        partitions_computed=0,
+        partitions_reused=len(previous.partitions) if previous else 0,
+        table_files=previous.table_files if previous else None,
+        merged_record_count=rows,
+        merged_record_size=sum(p.size_bytes for p in plans),
+        snapshot_timestamp_ms=timestamps.get(snapshot) if snapshot is not None else None,
+        kind="noscan",
+        extra={
+            "columns_snapshot_id": (
+                previous.extra.get("columns_snapshot_id", previous.snapshot_id)
+                if previous
+                else None
+            )
+        },
+    )
+    number = manifest.publish(root, version, table.s3)
+    return {
+        "kind": "noscan",
+        "version": number,
+        "snapshot_id": snapshot,
+        "merged_record_count": rows,
+        "message": f"{name}: {rows} rows, statistics version {number} (counts only)",
+    }

@@ -1,0 +1,612 @@
+"""Reduce partition statistics to table statistics, without touching the data.
+
+Three pieces, each mergeable so Spark can compute them in parallel:
+
+* ``ScalarState``: one per column, from the partitions' ``statistics.parquet`` rows:
+  counts, min/max (by key bytes: keys are order-preserving), moments (Chan's parallel
+  formulas: exact up to floating point), lengths, true count, HLL union, KLL union, the
+  global histogram range, and whether every partition's frequencies are complete.
+* ``rebin``: a partition's equi-width histogram spread over the table's grid, each source
+  bin's count split in proportion to its overlap with the table bins (values are assumed
+  uniform inside a source bin; integer bins split by the integers they cover).
+* ``finalize_frequencies``: one column's merged frequency rows (value, total, per-partition
+  counts). When every partition listed all its values, the distinct count, percentiles,
+  histogram and frequencies are exact; otherwise frequencies are the most frequent known
+  values with upper bounds, and the rest comes from the sketches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import datasketches as ds
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakestats.stats import histogram as hist
+from lakestats.stats import keys
+from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, Kind, kind_of
+from lakestats.stats.percentiles import PERCENTILES, nearest_rank_indices, percentile_names
+from lakestats.stats.sketches import HLL_LG_K, KLL_K
+
+DENSE_FRACTION = 0.25
+"""A value present in at least this fraction of partitions gets a dense count vector."""
+
+
+@dataclass
+class Grid:
+    """The table histogram's bins: ``lower + i * width`` in the column's storage domain."""
+
+    lower: float | int
+    width: float | int
+    bins: int
+    integral: bool
+    bins_requested: int = 1000
+
+    def edges(self) -> np.ndarray:
+        return np.array(
+            [self.lower + i * self.width for i in range(self.bins + 1)], dtype=np.float64
+        )
+
+
+@dataclass
+class ScalarState:
+    """Mergeable table-level state of one column built from partition statistics rows."""
+
+    name: str
+    type: str
+    row_count: int = 0
+    null_count: int = 0
+    nan_count: int | None = None
+    moment_n: float = 0.0
+    mean: float = 0.0
+    m2: float = 0.0
+    sum: float | None = None
+    min_key: bytes | None = None
+    max_key: bytes | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    length_total: float = 0.0
+    length_n: int = 0
+    true_count: int | None = None
+    hll: bytes | None = None
+    kll: bytes | None = None
+    frequencies_complete: bool = True
+    frequency_slack: int = 0  # sum over incomplete partitions of their unseen-value bound
+    histogram_lo: float | None = None  # finite range of the partition histograms
+    histogram_hi: float | None = None
+    custom: dict[str, object] = field(default_factory=dict)
+    partitions: int = 0
+
+    def add(self, row: dict[str, object], dtype: pa.DataType) -> None:
+        """Fold one partition's statistics row (raw: keys and sketches as bytes)."""
+        self.partitions += 1
+        kind = kind_of(dtype)
+        self.row_count += row["row_count"]
+        self.null_count += row["null_count"]
+        if row.get("nan_count") is not None:
+            self.nan_count = (self.nan_count or 0) + row["nan_count"]
+        for key_name, better in (("min_key", min), ("max_key", max)):
+            value = row.get("min" if key_name == "min_key" else "max")
+            if value is not None:
+                current = getattr(self, key_name)
+                setattr(self, key_name, value if current is None else better(current, value))
+        if row.get("mean") is not None and kind in MOMENT_KINDS:
+            n = float(row["row_count"] - row["null_count"] - (row.get("nan_count") or 0))
+            variance = row.get("variance")
+            m2 = (variance or 0.0) * (n - 1) if n > 1 else 0.0
+            self._merge_moments(n, float(row["mean"]), m2, float(row.get("sum") or 0.0))
+        if row.get("min_length") is not None:
+            non_null = row["row_count"] - row["null_count"]
+            self.min_length = _min(self.min_length, row["min_length"])
+            self.max_length = _max(self.max_length, row["max_length"])
+            self.length_total += float(row["avg_length"]) * non_null
+            self.length_n += non_null
+        if row.get("true_count") is not None:
+            self.true_count = (self.true_count or 0) + row["true_count"]
+        if row.get("hll_sketch") is not None:
+            self._hll().update(ds.hll_sketch.deserialize(row["hll_sketch"]))
+        if row.get("kll_sketch") is not None:
+            self._kll().merge(ds.kll_doubles_sketch.deserialize(row["kll_sketch"]))
+        non_null = row["row_count"] - row["null_count"]
+        distinct = row.get("distinct_count")
+        if distinct is not None and non_null > 0:
+            stored = row.get("frequencies_count") or 0
+            if stored < distinct:
+                self.frequencies_complete = False
+                if row.get("all_distinct"):
+                    self.frequency_slack += 1
+                else:
+                    # a value not among a truncated partition's top values occurs there at
+                    # most as often as the least frequent stored one
+                    self.frequency_slack += int(row.get("frequencies_min") or non_null)
+        if row.get("histogram_bins"):
+            lo, hi = histogram_range(row, dtype)
+            self.histogram_lo = lo if self.histogram_lo is None else min(self.histogram_lo, lo)
+            self.histogram_hi = hi if self.histogram_hi is None else max(self.histogram_hi, hi)
+
+    # live sketch objects; serialized into ``hll``/``kll`` when pickled or finalized
+    def _hll(self) -> ds.hll_union:
+        live = self.__dict__.get("_live_hll")
+        if live is None:
+            live = ds.hll_union(HLL_LG_K)
+            if self.hll is not None:
+                live.update(ds.hll_sketch.deserialize(self.hll))
+            self.__dict__["_live_hll"] = live
+        return live
+
+    def _kll(self) -> ds.kll_doubles_sketch:
+        live = self.__dict__.get("_live_kll")
+        if live is None:
+            live = (
+                ds.kll_doubles_sketch.deserialize(self.kll)
+                if self.kll is not None
+                else ds.kll_doubles_sketch(KLL_K)
+            )
+            self.__dict__["_live_kll"] = live
+        return live
+
+    def _freeze(self) -> None:
+        live_hll = self.__dict__.pop("_live_hll", None)
+        if live_hll is not None:
+            self.hll = live_hll.get_result(ds.tgt_hll_type.HLL_8).serialize_compact()
+        live_kll = self.__dict__.pop("_live_kll", None)
+        if live_kll is not None:
+            self.kll = live_kll.serialize()
+
+    def __getstate__(self) -> dict[str, object]:
+        self._freeze()
+        return dict(self.__dict__)
+
+    def _merge_moments(self, n: float, mean: float, m2: float, total: float) -> None:
+        if n <= 0:
+            return
+        combined = self.moment_n + n
+        if self.moment_n and not (math.isfinite(mean) and math.isfinite(self.mean)):
+            # infinities: the mean is their weighted sum (inf, -inf or NaN), variance NaN
+            with np.errstate(invalid="ignore", over="ignore"):
+                self.mean = float(
+                    np.float64(self.mean) * (self.moment_n / combined)
+                    + np.float64(mean) * (n / combined)
+                )
+            self.m2 = math.nan
+            self.sum = (self.sum or 0.0) + total
+            self.moment_n = combined
+            return
+        with np.errstate(invalid="ignore", over="ignore"):
+            delta = mean - self.mean
+            self.mean = self.mean + delta * n / combined if self.moment_n else mean
+            self.m2 = (
+                self.m2 + m2 + delta * delta * self.moment_n * n / combined if self.moment_n else m2
+            )
+        self.sum = (self.sum or 0.0) + total
+        self.moment_n = combined
+
+    def merge(self, other: ScalarState) -> None:
+        """Fold another partial state of the same column."""
+        self.partitions += other.partitions
+        self.row_count += other.row_count
+        self.null_count += other.null_count
+        if other.nan_count is not None:
+            self.nan_count = (self.nan_count or 0) + other.nan_count
+        if other.min_key is not None:
+            self.min_key = (
+                other.min_key if self.min_key is None else min(self.min_key, other.min_key)
+            )
+        if other.max_key is not None:
+            self.max_key = (
+                other.max_key if self.max_key is None else max(self.max_key, other.max_key)
+            )
+        if other.moment_n:
+            self._merge_moments(other.moment_n, other.mean, other.m2, other.sum or 0.0)
+        self.min_length = _min(self.min_length, other.min_length)
+        self.max_length = _max(self.max_length, other.max_length)
+        self.length_total += other.length_total
+        self.length_n += other.length_n
+        if other.true_count is not None:
+            self.true_count = (self.true_count or 0) + other.true_count
+        other._freeze()
+        if other.hll is not None:
+            self._hll().update(ds.hll_sketch.deserialize(other.hll))
+        if other.kll is not None:
+            self._kll().merge(ds.kll_doubles_sketch.deserialize(other.kll))
+        self.frequencies_complete &= other.frequencies_complete
+        self.frequency_slack += other.frequency_slack
+        for bound in ("histogram_lo", "histogram_hi"):
+            mine, theirs = getattr(self, bound), getattr(other, bound)
+            if theirs is not None:
+                pick = min if bound == "histogram_lo" else max
+                setattr(self, bound, theirs if mine is None else pick(mine, theirs))
+
+    def grid(self, dtype: pa.DataType, bins: int) -> Grid | None:
+        """The table histogram grid over the union of the partitions' histogram ranges."""
+        if self.histogram_lo is None:
+            return None
+        kind = kind_of(dtype)
+        lo, hi = self.histogram_lo, self.histogram_hi
+        if kind == Kind.FLOATING:
+            width = (hi - lo) / bins
+            if width == 0 or not math.isfinite(width):
+                return Grid(lo, 0.0, 1, False, bins)
+            return Grid(lo, width, bins, False, bins)
+        lo, hi = int(lo), int(hi)  # integer storage; hi is inclusive
+        width = max(1, -(-(hi - lo + 1) // bins))
+        return Grid(lo, width, (hi - lo) // width + 1, True, bins)
+
+    def row(self, dtype: pa.DataType) -> dict[str, object]:
+        """The table-level statistics row (keys as bytes), before frequencies are merged."""
+        self._freeze()
+        kind = kind_of(dtype)
+        out: dict[str, object] = {
+            "column": self.name,
+            "type": self.type,
+            "row_count": self.row_count,
+            "null_count": self.null_count,
+            "nan_count": self.nan_count,
+            "min": self.min_key,
+            "max": self.max_key,
+            "true_count": self.true_count,
+            "min_length": self.min_length,
+            "max_length": self.max_length,
+            "avg_length": self.length_total / self.length_n if self.length_n else None,
+            "hll_sketch": self.hll,
+            "kll_sketch": self.kll,
+        }
+        if kind in MOMENT_KINDS and self.moment_n:
+            variance = self.m2 / (self.moment_n - 1) if self.moment_n > 1 else None
+            out.update(
+                sum=self.sum,
+                mean=self.mean,
+                variance=variance,
+                stddev=math.sqrt(variance) if variance is not None and variance >= 0 else None,
+            )
+        if self.hll is not None:
+            sketch = ds.hll_sketch.deserialize(self.hll)
+            out.update(
+                distinct_count=round(sketch.get_estimate()),
+                distinct_count_lower=math.floor(sketch.get_lower_bound(2)),
+                distinct_count_upper=math.ceil(sketch.get_upper_bound(2)),
+                distinct_count_exact=False,
+            )
+        if self.kll is not None and kind in ORDERED_NUMERIC:
+            sketch = ds.kll_doubles_sketch.deserialize(self.kll)
+            if not sketch.is_empty():
+                quantiles = [sketch.get_quantile(p / 100) for p in PERCENTILES]
+                encoded = keys.encode(_from_doubles(np.array(quantiles), dtype))
+                for name, key in zip(percentile_names(), encoded.to_pylist(), strict=True):
+                    out[name] = key
+                out["percentiles_exact"] = False
+                out["percentile_rank_error"] = ds.kll_doubles_sketch.get_normalized_rank_error(
+                    KLL_K, False
+                )
+        return out
+
+
+def histogram_range(row: dict[str, object], dtype: pa.DataType) -> tuple[float, float]:
+    """The finite value range a partition histogram covers, in storage units."""
+    kind = kind_of(dtype)
+    bins, width = row["histogram_bins"], row["histogram_width"]
+    lower = _storage_number(row["histogram_lower"], dtype)
+    if kind == Kind.FLOATING:
+        upper = lower + bins * width if width else lower
+        top = keys.decode(row["max"], dtype)
+        if math.isfinite(top):
+            upper = min(upper, top) if width else top
+        return lower, upper
+    return lower, lower + bins * int(width) - 1
+
+
+def rebin(row: dict[str, object], counts: np.ndarray, grid: Grid, dtype: pa.DataType) -> np.ndarray:
+    """A partition histogram's counts spread over ``grid`` in proportion to overlap."""
+    out = np.zeros(grid.bins, dtype=np.float64)
+    bins, width = row["histogram_bins"], row["histogram_width"]
+    lower = _storage_number(row["histogram_lower"], dtype)
+    counts = np.asarray(counts[:bins], dtype=np.float64)
+    if grid.integral:
+        step = int(width)
+        starts = lower + np.arange(bins, dtype=np.float64) * step
+        source_lo, source_hi = starts, starts + step  # integers [lo, hi)
+        if step == 1 and grid.width == 1:
+            index = (starts - grid.lower).astype(np.int64)
+            np.add.at(out, index, counts)
+            return out
+    else:
+        if width == 0:
+            index = (
+                0
+                if grid.width == 0
+                else min(grid.bins - 1, max(0, int((lower - grid.lower) // grid.width)))
+            )
+            out[index] += counts.sum()
+            return out
+        source_lo = lower + np.arange(bins, dtype=np.float64) * width
+        source_hi = source_lo + width
+    edges = grid.edges()
+    if grid.width == 0:
+        out[0] = counts.sum()
+        return out
+    for i in np.nonzero(counts)[0]:
+        lo, hi = source_lo[i], source_hi[i]
+        first = max(0, int((lo - grid.lower) // grid.width))
+        last = min(grid.bins - 1, int((hi - grid.lower) // grid.width))
+        if first >= last:
+            out[min(first, grid.bins - 1)] += counts[i]
+            continue
+        overlap = np.minimum(edges[first + 1 : last + 2], hi) - np.maximum(
+            edges[first : last + 1], lo
+        )
+        overlap = np.clip(overlap, 0, None)
+        total = overlap.sum()
+        if total <= 0:
+            out[first] += counts[i]
+        else:
+            out[first : last + 1] += counts[i] * overlap / total
+    return out
+
+
+def round_counts(values: np.ndarray, total: int) -> np.ndarray:
+    """Integer counts summing to ``total`` (largest remainders), from fractional ones."""
+    floor = np.floor(values).astype(np.int64)
+    missing = int(total - floor.sum())
+    if missing > 0:
+        order = np.argsort(-(values - floor), kind="stable")[:missing]
+        floor[order] += 1
+    return floor
+
+
+@dataclass
+class FrequencyResult:
+    """Finalized table-level frequencies (and exact extras) of one column."""
+
+    table: pa.Table  # the TABLE_FREQUENCIES_SCHEMA rows of this column
+    row: dict[str, object]  # statistics fields that override the scalar row
+    histogram: hist.Histogram | None = None  # exact, when every value is known
+
+
+def finalize_frequencies(
+    column_index: int,
+    name: str,
+    dtype: pa.DataType,
+    grouped: pa.Table,
+    state: ScalarState,
+    partitions: int,
+    max_frequencies: int,
+    grid: Grid | None,
+) -> FrequencyResult:
+    """One column's merged frequency rows -> stored frequencies and exact statistics.
+
+    ``grouped`` has ``value`` (key), ``total``, ``bound_present`` (sum of the unseen-value
+    bounds of the incomplete partitions that did list this value), ``partition_ids`` and
+    ``partition_id_counts`` (lists), one row per distinct value.
+    """
+    kind = kind_of(dtype)
+    row: dict[str, object] = {}
+    complete = state.frequencies_complete
+    distinct = grouped.num_rows
+    totals = grouped.column("total").to_numpy(zero_copy_only=False).astype(np.int64)
+    result_histogram = None
+    if complete:
+        row.update(
+            distinct_count=distinct,
+            distinct_count_lower=distinct,
+            distinct_count_upper=distinct,
+            distinct_count_exact=True,
+        )
+        non_null = state.row_count - state.null_count
+        row["all_distinct"] = distinct == non_null and non_null > 0
+        if kind in ORDERED_NUMERIC and distinct:
+            row_update, result_histogram = _exact_ordered(grouped, totals, dtype, grid)
+            row.update(row_update)
+    table = grouped.append_column("_order_total", pa.array(totals))
+    if not complete:
+        uppers = (
+            totals
+            + state.frequency_slack
+            - grouped.column("bound_present").to_numpy(zero_copy_only=False).astype(np.int64)
+        )
+        table = table.append_column("frequency_upper", pa.array(uppers, pa.int64()))
+    else:
+        table = table.append_column("frequency_upper", pa.nulls(distinct, pa.int64()))
+    if complete and row.get("all_distinct"):
+        table = table.slice(0, 0)
+    sort_keys = [("_order_total", "descending"), ("value", "ascending")]
+    truncated = table.num_rows > max_frequencies
+    if truncated:
+        table = table.take(pc.select_k_unstable(table, k=max_frequencies, sort_keys=sort_keys))
+    table = table.take(pc.sort_indices(table, sort_keys=sort_keys))
+    row["frequencies_exact"] = complete
+    row["frequencies_count"] = table.num_rows
+    row["frequencies_truncated"] = truncated or not complete
+    if not complete:
+        row["frequencies_omitted"] = None  # unknown: some partitions kept only top values
+    elif row.get("all_distinct"):
+        row["frequencies_omitted"] = 0
+    else:
+        row["frequencies_omitted"] = distinct - table.num_rows
+    dense, ids, id_counts = _partition_vectors(table, partitions)
+    n = table.num_rows
+    out = pa.table(
+        {
+            "column": pa.array([name] * n, pa.string()),
+            "value": table.column("value").cast(pa.binary()),
+            "frequency": table.column("_order_total").cast(pa.int64()),
+            "column_index": pa.array(np.full(n, column_index, dtype=np.int32)),
+            "frequency_upper": table.column("frequency_upper"),
+            "partition_counts": dense,
+            "partition_ids": ids,
+            "partition_id_counts": id_counts,
+        }
+    )
+    return FrequencyResult(out, row, result_histogram)
+
+
+def _partition_vectors(table: pa.Table, partitions: int) -> tuple[pa.Array, pa.Array, pa.Array]:
+    dense, ids, id_counts = [], [], []
+    for pids, pcounts in zip(
+        table.column("partition_ids").to_pylist(),
+        table.column("partition_id_counts").to_pylist(),
+        strict=True,
+    ):
+        if len(pids) >= DENSE_FRACTION * partitions and partitions > 1:
+            vector = [0] * partitions
+            for p, c in zip(pids, pcounts, strict=True):
+                vector[p] = c
+            dense.append(vector)
+            ids.append(None)
+            id_counts.append(None)
+        else:
+            order = np.argsort(pids, kind="stable")
+            dense.append(None)
+            ids.append([pids[i] for i in order])
+            id_counts.append([pcounts[i] for i in order])
+    return (
+        pa.array(dense, pa.list_(pa.int64())),
+        pa.array(ids, pa.list_(pa.int32())),
+        pa.array(id_counts, pa.list_(pa.int64())),
+    )
+
+
+def _exact_ordered(
+    grouped: pa.Table, totals: np.ndarray, dtype: pa.DataType, grid: Grid | None
+) -> tuple[dict[str, object], hist.Histogram | None]:
+    """Exact percentiles and histogram from complete value counts (keys sort like values)."""
+    kind = kind_of(dtype)
+    order = pc.sort_indices(grouped.column("value")).to_numpy(zero_copy_only=False)
+    sorted_keys = grouped.column("value").take(pa.array(order))
+    sorted_totals = totals[order]
+    values = keys.decode_array(
+        sorted_keys.combine_chunks() if isinstance(sorted_keys, pa.ChunkedArray) else sorted_keys,
+        dtype,
+    )
+    if kind == Kind.FLOATING:
+        keep = ~pc.is_nan(values.cast(pa.float64())).to_numpy(zero_copy_only=False)
+        values, sorted_totals = values.filter(pa.array(keep)), sorted_totals[keep]
+        sorted_keys = sorted_keys.filter(pa.array(keep))
+    out: dict[str, object] = {}
+    if len(values) == 0:
+        return out, None
+    picks = nearest_rank_indices(sorted_totals, PERCENTILES)
+    picked = sorted_keys.take(pa.array(picks, pa.int64())).to_pylist()
+    for name, key in zip(percentile_names(), picked, strict=True):
+        out[name] = key
+    out["percentiles_exact"] = True
+    out["percentile_rank_error"] = 0.0
+    # the exact histogram is built exactly as a partition's is, over the whole table
+    numbers = _storage_numbers(values, dtype)
+    bins = grid.bins_requested if grid is not None else 1000
+    if kind == Kind.FLOATING:
+        histogram = hist.float_histogram(numbers, sorted_totals, bins)
+    elif kind == Kind.DECIMAL and dtype.precision > 18:
+        histogram = hist.wide_integer_histogram(
+            [keys.unscaled_of(v, dtype.scale) for v in values.to_pylist()], sorted_totals, bins
+        )
+    else:
+        histogram = hist.integer_histogram(numbers.astype(np.int64), sorted_totals, bins)
+    return out, histogram
+
+
+def _storage_numbers(values: pa.Array, dtype: pa.DataType) -> np.ndarray:
+    kind = kind_of(dtype)
+    if kind == Kind.FLOATING:
+        return values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    if kind == Kind.DECIMAL:
+        return np.array(
+            [keys.unscaled_of(v, dtype.scale) for v in values.to_pylist()], dtype=np.float64
+        )
+    return keys.integers(values).astype(np.float64)
+
+
+def _storage_number(key: bytes, dtype: pa.DataType) -> float | int:
+    kind = kind_of(dtype)
+    value = keys.decode(key, dtype)
+    if kind == Kind.FLOATING:
+        return float(value)
+    if kind == Kind.DECIMAL:
+        return keys.unscaled_of(value, dtype.scale)
+    if kind == Kind.TEMPORAL:
+        return int.from_bytes(key, "big") - (1 << 63)
+    return int(value)
+
+
+def _from_doubles(values: np.ndarray, dtype: pa.DataType) -> pa.Array:
+    """KLL quantiles (doubles) as values of the column type (rounded for integers)."""
+    kind = kind_of(dtype)
+    if kind == Kind.FLOATING:
+        return pa.array(values, pa.float64()).cast(dtype)
+    if kind == Kind.DECIMAL:
+        import decimal
+
+        exact = decimal.Context(prec=100)
+        step = decimal.Decimal(1).scaleb(-dtype.scale)
+        return pa.array(
+            [decimal.Decimal(repr(float(v))).quantize(step, context=exact) for v in values], dtype
+        )
+    ints = np.round(values).astype(np.int64)
+    if kind == Kind.TEMPORAL:
+        storage = keys.physical_int_storage(dtype)
+        return pa.array(ints.astype(storage.to_pandas_dtype())).view(dtype)
+    return pa.array(ints).cast(dtype)
+
+
+def table_histogram(
+    state: ScalarState,
+    grid: Grid | None,
+    rebinned: np.ndarray | None,
+    exact: hist.Histogram | None,
+    dtype: pa.DataType,
+) -> tuple[dict, np.ndarray | None]:
+    """The histogram fields of the table row and the counts to store."""
+    if exact is not None:
+        lower = _grid_lower_key(
+            Grid(exact.lower, exact.width, len(exact.counts), kind_of(dtype) != Kind.FLOATING),
+            dtype,
+        )
+        return (
+            {
+                "histogram_lower": lower,
+                "histogram_width": float(exact.width),
+                "histogram_bins": len(exact.counts),
+                "histogram_exact": True,
+            },
+            exact.counts,
+        )
+    if grid is None:
+        return {}, None
+    total = state.row_count - state.null_count - (state.nan_count or 0)
+    counts = round_counts(rebinned if rebinned is not None else np.zeros(grid.bins), total)
+    lower = _grid_lower_key(grid, dtype)
+    return (
+        {
+            "histogram_lower": lower,
+            "histogram_width": float(grid.width),
+            "histogram_bins": grid.bins,
+            "histogram_exact": False,
+        },
+        counts,
+    )
+
+
+def _grid_lower_key(grid: Grid, dtype: pa.DataType) -> bytes:
+    kind = kind_of(dtype)
+    if kind == Kind.FLOATING:
+        return keys.encode(pa.array([float(grid.lower)], pa.float64()))[0].as_py()
+    if kind == Kind.DECIMAL:
+        value = keys.decimal_from_unscaled(int(grid.lower), dtype.scale)
+        return keys.encode(pa.array([value], dtype))[0].as_py()
+    if kind == Kind.TEMPORAL:
+        storage = keys.physical_int_storage(dtype)
+        return keys.encode(pa.array([int(grid.lower)], storage).view(dtype))[0].as_py()
+    return keys.encode(pa.array([int(grid.lower)], pa.int64()).cast(dtype))[0].as_py()
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+__all__ = ["Grid", "ScalarState", "finalize_frequencies", "hist", "rebin", "table_histogram"]

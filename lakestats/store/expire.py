@@ -1,0 +1,78 @@
+"""Expire statistics versions and delete the files nothing references any more."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+import pyarrow.fs as pafs
+
+from lakestats import fs
+from lakestats.store import layout, manifest
+
+
+@dataclass
+class ExpirePlan:
+    versions_removed: list[int] = field(default_factory=list)
+    versions_kept: list[int] = field(default_factory=list)
+    files_removed: list[str] = field(default_factory=list)  # relative to the root
+
+
+def plan_expiry(
+    root: str,
+    live_snapshots: set[int] | None,
+    retain_last: int = 1,
+    orphan_age_seconds: float = 3600.0,
+    s3: fs.S3Options | None = None,
+) -> ExpirePlan:
+    """Versions whose snapshot the table no longer has go (the newest ``retain_last`` always
+    stay); then every file under ``partitions/`` and ``table/`` that no kept version
+    references. Unreferenced files younger than ``orphan_age_seconds`` are left alone:
+    they may belong to an analyze still running."""
+    numbers = manifest.version_numbers(root, s3)
+    plan = ExpirePlan()
+    keep_newest = set(numbers[-retain_last:]) if retain_last > 0 else set()
+    referenced: set[str] = set()
+    removed_refs: set[str] = set()
+    for number in numbers:
+        version = manifest.load_version(root, number, s3)
+        refs = {path for e in version.partitions for path in e.files.values()}
+        refs |= set((version.table_files or {}).values())
+        gone = (
+            live_snapshots is not None
+            and version.snapshot_id is not None
+            and version.snapshot_id not in live_snapshots
+        )
+        if gone and number not in keep_newest:
+            plan.versions_removed.append(number)
+            removed_refs |= refs
+        else:
+            plan.versions_kept.append(number)
+            referenced |= refs
+    filesystem, base = fs.resolve(root, s3)
+    now = time.time()
+    for top in ("partitions", "table"):
+        selector = pafs.FileSelector(f"{base}/{top}", recursive=True, allow_not_found=True)
+        for info in filesystem.get_file_info(selector):
+            if info.type != pafs.FileType.File:
+                continue
+            relative = info.path[len(base) + 1 :]
+            if relative in referenced:
+                continue
+            young = info.mtime is not None and now - info.mtime.timestamp() < orphan_age_seconds
+            if relative in removed_refs or not young:
+                plan.files_removed.append(relative)
+    return plan
+
+
+def apply_expiry(root: str, plan: ExpirePlan, s3: fs.S3Options | None = None) -> None:
+    """Delete the planned files, then the expired versions. Kept versions' files are never
+    in the plan, so a crash part-way leaves every kept version whole."""
+    filesystem, base = fs.resolve(root, s3)
+    for relative in plan.files_removed:
+        with contextlib.suppress(FileNotFoundError):
+            filesystem.delete_file(f"{base}/{relative}")
+    for number in plan.versions_removed:
+        with contextlib.suppress(FileNotFoundError):
+            filesystem.delete_file(f"{base}/{layout.version_path(number)}")
