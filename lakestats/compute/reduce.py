@@ -30,6 +30,7 @@ from lakestats import fs
 from lakestats.stats.accumulator import ColumnResult
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.table_merge import (
+    HOLDER_SHIFT,
     FrequencyResult,
     Grid,
     ScalarState,
@@ -42,7 +43,17 @@ from lakestats.store.manifest import PartitionEntry
 from lakestats.store.reader import parse_type
 
 STATE_SCHEMA = "column_index int, state binary"
-FREQUENCY_ROW_SCHEMA = "column_index int, value binary, partition_index int, count long, bound long"
+SCALAR_FIELDS = [
+    "row_count", "null_count", "nan_count", "distinct_count", "all_distinct", "min", "max",
+    "sum", "mean", "variance", "min_length", "avg_length", "max_length", "true_count",
+    "frequencies_count", "frequencies_min", "histogram_lower", "histogram_width",
+    "histogram_bins", "hll_sketch", "kll_sketch",
+]
+FREQUENCY_ROW_SCHEMA = (
+    "column_index int, value binary, count long, bound long, holder_list array<long>"
+)
+CATEGORICAL = (Kind.STRING, Kind.BOOLEAN, Kind.BINARY)
+"""Columns whose table-level frequencies say which partitions hold each value."""
 FREQUENCY_GROUP_SCHEMA = "column_index int, payload binary"
 
 
@@ -74,7 +85,8 @@ class ReduceJob:
     def read(self, entry: PartitionEntry, kind: str, columns: list[str] | None = None) -> pa.Table:
         filesystem, path = fs.resolve(layout.absolute(self.root, entry.files[kind]), self.s3)
         with filesystem.open_input_file(path) as handle:
-            return pq.read_table(handle, columns=columns)
+            return pq.ParquetFile(handle, pre_buffer=True).read(columns=columns,
+                                                                 use_threads=False)
 
     def dtype(self, index: int) -> pa.DataType:
         return parse_type(self.columns[index]["type"])
@@ -85,8 +97,9 @@ def _states(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Re
         for group in batch.column(0).to_pylist():
             states = [ScalarState(c["name"], c["type"]) for c in job.columns]
             types = [job.dtype(i) for i in range(len(job.columns))]
+            wanted = [*SCALAR_FIELDS, *(s.name for s in job.statistics)]
             for p in job.group(group):
-                rows = job.read(job.partitions[p], "statistics").to_pylist()
+                rows = job.read(job.partitions[p], "statistics", wanted).to_pylist()
                 for state, row, dtype in zip(states, rows, types, strict=True):
                     state.add(row, dtype)
                     job.fold_custom(state, row)
@@ -150,19 +163,22 @@ def _sum_histograms(table: pa.Table) -> pa.Table:
 
 
 def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    meta = [
-        "distinct_count",
-        "frequencies_count",
-        "frequencies_min",
-        "all_distinct",
-        "row_count",
-        "null_count",
-    ]
+    """Every partition's frequency rows, combined per (column, value) inside the task.
+
+    Totals and bounds are summed as partitions are read; for categorical columns each
+    value also keeps its holders (partition index and count, packed in one int64)."""
+    meta = ["distinct_count", "frequencies_count", "frequencies_min", "all_distinct"]
+    categorical = np.array([kind_of(job.dtype(i)) in CATEGORICAL
+                            for i in range(len(job.columns))], dtype=bool)
     for batch in batches:
         for group in batch.column(0).to_pylist():
+            combined: pa.Table | None = None
+            pending: list[pa.Table] = []
+            holders: list[pa.Table] = []
             for p in job.group(group):
                 entry = job.partitions[p]
-                frequencies = job.read(entry, "frequencies", ["column_index", "value", "frequency"])
+                frequencies = job.read(entry, "frequencies",
+                                       ["column_index", "value", "frequency"])
                 if frequencies.num_rows == 0:
                     continue
                 rows = job.read(entry, "statistics", meta).to_pylist()
@@ -172,32 +188,59 @@ def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
                     if distinct is not None and (row["frequencies_count"] or 0) < distinct:
                         bounds[i] = 1 if row["all_distinct"] else (row["frequencies_min"] or 0)
                 index = frequencies.column("column_index").to_numpy(zero_copy_only=False)
-                yield pa.RecordBatch.from_pydict(
-                    {
-                        "column_index": frequencies.column("column_index").combine_chunks(),
-                        "value": frequencies.column("value").combine_chunks(),
-                        "partition_index": pa.array(np.full(len(index), p, dtype=np.int32)),
-                        "count": frequencies.column("frequency").combine_chunks(),
-                        "bound": pa.array(bounds[index]),
-                    }
-                )
+                counts = frequencies.column("frequency").to_numpy(zero_copy_only=False)
+                pending.append(pa.table({
+                    "column_index": frequencies.column("column_index"),
+                    "value": frequencies.column("value"),
+                    "count": frequencies.column("frequency"),
+                    "bound": pa.array(bounds[index]),
+                }))
+                keep = categorical[index]
+                if keep.any():
+                    packed = (np.int64(p) << HOLDER_SHIFT) | counts[keep].astype(np.int64)
+                    holders.append(pa.table({
+                        "column_index": pa.array(index[keep]),
+                        "value": frequencies.column("value").filter(pa.array(keep)),
+                        "holder": pa.array(packed),
+                    }))
+                if sum(t.num_rows for t in pending) > COMBINE_ROWS:
+                    combined = _combine([combined, *pending] if combined else pending)
+                    pending = []
+            if pending:
+                combined = _combine([combined, *pending] if combined else pending)
+            if combined is None:
+                continue
+            # holder lists travel as separate rows (count 0); Spark's groupBy joins them
+            yield from combined.append_column(
+                "holder_list", pa.nulls(combined.num_rows, pa.list_(pa.int64()))
+            ).to_batches()
+            if holders:
+                lists = pa.concat_tables(holders).group_by(["column_index", "value"]).aggregate(
+                    [("holder", "list")])
+                zeros = pa.array(np.zeros(lists.num_rows, dtype=np.int64))
+                yield from pa.table({
+                    "column_index": lists.column("column_index"),
+                    "value": lists.column("value"),
+                    "count": zeros,
+                    "bound": zeros,
+                    "holder_list": lists.column("holder_list"),
+                }).to_batches()
+
+
+COMBINE_ROWS = 2_000_000
+
+
+def _combine(tables: list[pa.Table]) -> pa.Table:
+    grouped = pa.concat_tables(tables).group_by(["column_index", "value"]).aggregate(
+        [("count", "sum"), ("bound", "sum")])
+    return grouped.rename_columns(["column_index", "value", "count", "bound"]).select(
+        ["column_index", "value", "count", "bound"])
 
 
 def _finalize_column(
     job: ReduceJob, states: dict[int, ScalarState], grids: dict[int, Grid], table: pa.Table
 ) -> pa.Table:
     index = int(table.column("column_index")[0].as_py())
-    holders = table.column("holders").combine_chunks()
-    offsets, flat = holders.offsets, holders.flatten()
-    table = (
-        table.drop_columns(["holders"])
-        .append_column(
-            "partition_ids", pa.ListArray.from_arrays(offsets, flat.field("partition_index"))
-        )
-        .append_column(
-            "partition_id_counts", pa.ListArray.from_arrays(offsets, flat.field("count"))
-        )
-    )
     result = finalize_frequencies(
         index,
         job.columns[index]["name"],
@@ -359,5 +402,6 @@ def _grouped_frequencies(frame: DataFrame, job: ReduceJob) -> DataFrame:
     return rows.groupBy("column_index", "value").agg(
         F.sum("count").alias("total"),
         F.sum("bound").alias("bound_present"),
-        F.collect_list(F.struct("partition_index", "count")).alias("holders"),
+        F.flatten(F.collect_list(F.coalesce("holder_list", F.array().cast("array<long>"))))
+        .alias("holders"),
     )

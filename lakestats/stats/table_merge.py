@@ -298,52 +298,26 @@ def histogram_range(row: dict[str, object], dtype: pa.DataType) -> tuple[float, 
     return lower, lower + bins * int(width) - 1
 
 
-def rebin(row: dict[str, object], counts: np.ndarray, grid: Grid, dtype: pa.DataType) -> np.ndarray:
-    """A partition histogram's counts spread over ``grid`` in proportion to overlap."""
-    out = np.zeros(grid.bins, dtype=np.float64)
+def rebin(row: dict[str, object], counts: np.ndarray, grid: Grid,
+          dtype: pa.DataType) -> np.ndarray:
+    """A partition histogram's counts spread over ``grid`` in proportion to overlap.
+
+    Values are taken as uniform inside each source bin: the source's piecewise-linear
+    cumulative count is interpolated at the grid's edges and differenced.
+    """
     bins, width = row["histogram_bins"], row["histogram_width"]
-    lower = _storage_number(row["histogram_lower"], dtype)
+    lower = float(_storage_number(row["histogram_lower"], dtype))
     counts = np.asarray(counts[:bins], dtype=np.float64)
-    if grid.integral:
-        step = int(width)
-        starts = lower + np.arange(bins, dtype=np.float64) * step
-        source_lo, source_hi = starts, starts + step  # integers [lo, hi)
-        if step == 1 and grid.width == 1:
-            index = (starts - grid.lower).astype(np.int64)
-            np.add.at(out, index, counts)
-            return out
-    else:
-        if width == 0:
-            index = (
-                0
-                if grid.width == 0
-                else min(grid.bins - 1, max(0, int((lower - grid.lower) // grid.width)))
-            )
-            out[index] += counts.sum()
-            return out
-        source_lo = lower + np.arange(bins, dtype=np.float64) * width
-        source_hi = source_lo + width
-    edges = grid.edges()
-    if grid.width == 0:
-        out[0] = counts.sum()
+    if grid.width == 0 or width == 0:
+        out = np.zeros(grid.bins, dtype=np.float64)
+        index = 0 if grid.width == 0 else int((lower - grid.lower) // grid.width)
+        out[min(grid.bins - 1, max(0, index))] += counts.sum()
         return out
-    for i in np.nonzero(counts)[0]:
-        lo, hi = source_lo[i], source_hi[i]
-        first = max(0, int((lo - grid.lower) // grid.width))
-        last = min(grid.bins - 1, int((hi - grid.lower) // grid.width))
-        if first >= last:
-            out[min(first, grid.bins - 1)] += counts[i]
-            continue
-        overlap = np.minimum(edges[first + 1 : last + 2], hi) - np.maximum(
-            edges[first : last + 1], lo
-        )
-        overlap = np.clip(overlap, 0, None)
-        total = overlap.sum()
-        if total <= 0:
-            out[first] += counts[i]
-        else:
-            out[first : last + 1] += counts[i] * overlap / total
-    return out
+    source_edges = lower + np.arange(bins + 1, dtype=np.float64) * float(width)
+    cumulative = np.concatenate([[0.0], np.cumsum(counts)])
+    target_edges = grid.edges()
+    target_edges[-1] = max(target_edges[-1], source_edges[-1])
+    return np.diff(np.interp(target_edges, source_edges, cumulative))
 
 
 def round_counts(values: np.ndarray, total: int) -> np.ndarray:
@@ -378,8 +352,8 @@ def finalize_frequencies(
     """One column's merged frequency rows -> stored frequencies and exact statistics.
 
     ``grouped`` has ``value`` (key), ``total``, ``bound_present`` (sum of the unseen-value
-    bounds of the incomplete partitions that did list this value), ``partition_ids`` and
-    ``partition_id_counts`` (lists), one row per distinct value.
+    bounds of the incomplete partitions that did list this value) and ``holders`` (packed
+    partition index and count, for categorical columns), one row per distinct value.
     """
     kind = kind_of(dtype)
     row: dict[str, object] = {}
@@ -442,13 +416,21 @@ def finalize_frequencies(
     return FrequencyResult(out, row, result_histogram)
 
 
+HOLDER_SHIFT = 40
+"""Holders are packed as ``partition_index << 40 | count`` in one int64."""
+
+
 def _partition_vectors(table: pa.Table, partitions: int) -> tuple[pa.Array, pa.Array, pa.Array]:
     dense, ids, id_counts = [], [], []
-    for pids, pcounts in zip(
-        table.column("partition_ids").to_pylist(),
-        table.column("partition_id_counts").to_pylist(),
-        strict=True,
-    ):
+    mask = (1 << HOLDER_SHIFT) - 1
+    for packed in table.column("holders").to_pylist():
+        if not packed:
+            dense.append(None)
+            ids.append(None)
+            id_counts.append(None)
+            continue
+        pids = [h >> HOLDER_SHIFT for h in packed]
+        pcounts = [h & mask for h in packed]
         if len(pids) >= DENSE_FRACTION * partitions and partitions > 1:
             vector = [0] * partitions
             for p, c in zip(pids, pcounts, strict=True):

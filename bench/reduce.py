@@ -1,0 +1,146 @@
+"""Table-level reduction cost: 100, 1,000 and 10,000 partitions x 100 columns; and the
+incremental analyze of TPC-H lineitem by month after appending to one partition.
+
+Part 1 writes 200 distinct partition file sets (100 columns: ints, floats, categorical
+strings, near-unique ids; 2,000 rows each) and builds manifests of N partitions that cycle
+through them (the reduction reads N x 3 files either way; the page cache helps it as it
+would on a warm object-store client). Prints the median time of the reduction alone and
+the time per partition, so linear growth shows as a flat last column.
+
+Part 2 (``--incremental``): full analyze of lineitem by month (84 partitions), then append
+a file to one partition and analyze again; prints both and their ratio.
+
+    python -m bench.reduce [--sizes 100,1000,10000] [--runs 3] [--incremental]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shutil
+import statistics
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import lakestats.api as ls
+from bench.common import DATA, machine, partitioned, tpch_lineitem
+from lakestats.compute.reduce import reduce_table
+from lakestats.compute.session import get_spark
+from lakestats.stats.accumulator import ColumnAccumulator
+from lakestats.stats.leaves import leaf_array, leaves_of
+from lakestats.store import layout, writer
+from lakestats.store.manifest import PartitionEntry
+
+COLUMNS = 100
+DISTINCT_SETS = 200
+
+
+def _partition_table(seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    n = 2000
+    columns = {}
+    for i in range(COLUMNS):
+        kind = i % 4
+        if kind == 0:
+            columns[f"int_{i}"] = rng.integers(0, 500, n)
+        elif kind == 1:
+            columns[f"float_{i}"] = rng.normal(100, 20, n)
+        elif kind == 2:
+            columns[f"cat_{i}"] = pa.array(rng.integers(0, 30, n).astype(str))
+        else:
+            columns[f"id_{i}"] = np.arange(n) + seed * n
+    return pa.table(columns)
+
+
+def build_partition_files(root: Path) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Write DISTINCT_SETS partitions' files; returns their file maps and the columns."""
+    marker = root / "_SUCCESS"
+    sets = [layout.partition_files(f"p={i}", "bench") for i in range(DISTINCT_SETS)]
+    columns = [{"name": leaf.name, "type": str(leaf.type)}
+               for leaf in leaves_of(_partition_table(0).schema)]
+    if marker.exists():
+        return sets, columns
+    for i, files in enumerate(sets):
+        table = _partition_table(i)
+        results = []
+        for leaf in leaves_of(table.schema):
+            accumulator = ColumnAccumulator(leaf)
+            accumulator.observe(leaf_array(table, leaf))
+            results.append(accumulator.finalize(1000, 10_000))
+        uris = {k: layout.absolute(str(root), v) for k, v in files.items()}
+        writer.write_partition(results, [], 1000, uris, None)
+    marker.touch()
+    return sets, columns
+
+
+def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
+    root = DATA / "reduce_partitions"
+    sets, columns = build_partition_files(root)
+    print(f"\n## table-level reduction, {COLUMNS} columns")
+    print(f"{'partitions':>10s} {'median s':>9s} {'ms / partition':>15s}")
+    for size in sizes:
+        entries = [
+            PartitionEntry(path=f"p={i}", name=f"p={i}", values={"p": i}, row_count=2000,
+                           size_bytes=0, files=sets[i % DISTINCT_SETS])
+            for i in range(size)
+        ]
+        times = []
+        for _ in range(runs if size <= 1000 else 1):
+            run_id = f"bench-{uuid.uuid4().hex[:6]}"
+            start = time.perf_counter()
+            reduce_table(spark, str(root), None, entries, columns, 1000, 10_000, run_id)
+            times.append(time.perf_counter() - start)
+            shutil.rmtree(root / "table" / run_id, ignore_errors=True)
+        median = statistics.median(times)
+        print(f"{size:>10d} {median:9.2f} {median / size * 1000:15.2f}")
+
+
+def incremental(spark, runs: int) -> None:  # noqa: ANN001
+    source = tpch_lineitem(1)
+    base = partitioned(source, "month")
+    work = DATA / "lineitem_by_month_incremental"
+    print("\n## incremental analyze, lineitem by month (84 partitions)")
+    fulls, increments = [], []
+    for _ in range(runs):
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(base, work)
+        handle = ls.open_table(str(work))
+        start = time.perf_counter()
+        handle.analyze(spark=spark)
+        fulls.append(time.perf_counter() - start)
+        target = work / "ship_year=1995" / "ship_month=6"
+        existing = pq.read_table(next(target.glob("*.parquet")))
+        pq.write_table(existing.slice(0, 1000), target / "appended.parquet")
+        start = time.perf_counter()
+        result = handle.analyze(spark=spark)
+        increments.append(time.perf_counter() - start)
+        assert result.partitions_computed == 1, result
+    full, inc = statistics.median(fulls), statistics.median(increments)
+    print(f"{'full analyze (84 partitions + reduce)':40s} {full:7.2f} s")
+    print(f"{'incremental (1 partition + reduce)':40s} {inc:7.2f} s")
+    print(f"{'incremental / full':40s} {inc / full:7.3f}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--incremental", action="store_true")
+    parser.add_argument("--no-scaling", action="store_true")
+    args = parser.parse_args()
+    print(f"# reduce  {dt.date.today()}  {machine()}")
+    spark = get_spark("local[2]")
+    if not args.no_scaling:
+        reduce_scaling(spark, [int(s) for s in args.sizes.split(",")], args.runs)
+    if args.incremental:
+        incremental(spark, args.runs)
+
+
+if __name__ == "__main__":
+    main()
