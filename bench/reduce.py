@@ -61,8 +61,10 @@ def build_partition_files(root: Path) -> tuple[list[dict[str, str]], list[dict[s
     """Write DISTINCT_SETS partitions' files; returns their file maps and the columns."""
     marker = root / "_SUCCESS"
     sets = [layout.partition_files(f"p={i}", "bench") for i in range(DISTINCT_SETS)]
-    columns = [{"name": leaf.name, "type": str(leaf.type)}
-               for leaf in leaves_of(_partition_table(0).schema)]
+    columns = [
+        {"name": leaf.name, "type": str(leaf.type)}
+        for leaf in leaves_of(_partition_table(0).schema)
+    ]
     if marker.exists():
         return sets, columns
     for i, files in enumerate(sets):
@@ -85,8 +87,14 @@ def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
     print(f"{'partitions':>10s} {'median s':>9s} {'ms / partition':>15s}")
     for size in sizes:
         entries = [
-            PartitionEntry(path=f"p={i}", name=f"p={i}", values={"p": i}, row_count=2000,
-                           size_bytes=0, files=sets[i % DISTINCT_SETS])
+            PartitionEntry(
+                path=f"p={i}",
+                name=f"p={i}",
+                values={"p": i},
+                row_count=2000,
+                size_bytes=0,
+                files=sets[i % DISTINCT_SETS],
+            )
             for i in range(size)
         ]
         times = []
@@ -120,11 +128,43 @@ def incremental(spark, runs: int) -> None:  # noqa: ANN001
         result = handle.analyze(spark=spark)
         increments.append(time.perf_counter() - start)
         assert result.partitions_computed == 1, result
+    histogram_error(handle, work)
     full, inc = statistics.median(fulls), statistics.median(increments)
     print(f"{'full analyze (84 partitions + reduce)':40s} {full:7.2f} s")
     print(f"{'incremental (1 partition + reduce)':40s} {inc:7.2f} s")
     print(f"{'incremental / full':40s} {inc / full:7.3f}")
     shutil.rmtree(work, ignore_errors=True)
+
+
+def histogram_error(handle: ls.LakestatsTable, table_dir: Path) -> None:
+    """Re-binned table histograms against exact histograms on the same bin edges."""
+    import pyarrow.dataset as pads
+
+    data = pads.dataset(table_dir, format="parquet", partitioning="hive").to_table()
+    print(f"{'column':18s} {'exact?':>6s} {'L1 error':>9s} {'max bin err':>12s}")
+    for row in handle.statistics(None):
+        if not row.get("histogram_bins"):
+            continue
+        bins = handle.histogram(row["column"])
+        values = data[row["column"]]
+        if pa.types.is_decimal(values.type):
+            values = values.cast(pa.float64())
+        elif pa.types.is_date(values.type):
+            values = values.cast(pa.int32()).cast(pa.float64())
+            bins = [{**b, "lower": _days(b["lower"]), "upper": _days(b["upper"])} for b in bins]
+        numbers = values.to_numpy(zero_copy_only=False).astype(np.float64)
+        edges = np.array([float(b["lower"]) for b in bins] + [float(bins[-1]["upper"])])
+        exact, _ = np.histogram(numbers, bins=edges)
+        got = np.array([b["count"] for b in bins])
+        l1 = np.abs(got - exact).sum() / (2 * len(numbers))
+        worst = np.abs(got - exact).max() / max(1, exact.max())
+        print(
+            f"{row['column']:18s} {str(bool(row['histogram_exact'])):>6s} {l1:9.4%} {worst:12.4%}"
+        )
+
+
+def _days(value: object) -> float:
+    return float((value - dt.date(1970, 1, 1)).days)
 
 
 def main() -> None:

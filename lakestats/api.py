@@ -72,6 +72,7 @@ class LakestatsTable:
         )
         # everything that can be wrong with the request fails here, before a JVM starts
         validate_options(options)
+        self._format = None  # re-read the table: it may have changed since it was opened
         table = self.format
         select_columns(table.schema(snapshot_id), options.columns)
         root = self.stats_root

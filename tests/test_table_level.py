@@ -180,3 +180,19 @@ def test_history_and_paimon_export(analyzed, capsys) -> None:  # noqa: ANN001
         "avgLen": 4,
         "maxLen": 4,
     }
+
+
+def test_statistics_system_view(spark, analyzed) -> None:  # noqa: ANN001
+    from lakestats.compute.spark_view import register_statistics_view
+
+    root, handle, whole = analyzed
+    view = register_statistics_view(spark, handle, name="sales")
+    rows = spark.sql(f"SELECT * FROM `{view}` ORDER BY version").collect()
+    assert rows[-1]["merged_record_count"] == whole.num_rows
+    city = rows[-1]["col_stats"]["city"]
+    assert (city["distinct_count"], city["min"], city["max"], city["null_count"]) == (
+        4,
+        "kyiv",
+        "rome",
+        0,
+    )

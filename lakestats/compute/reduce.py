@@ -35,6 +35,7 @@ from lakestats.stats.table_merge import (
     Grid,
     ScalarState,
     finalize_frequencies,
+    fold_statistics,
     rebin,
     table_histogram,
 )
@@ -44,10 +45,27 @@ from lakestats.store.reader import parse_type
 
 STATE_SCHEMA = "column_index int, state binary"
 SCALAR_FIELDS = [
-    "row_count", "null_count", "nan_count", "distinct_count", "all_distinct", "min", "max",
-    "sum", "mean", "variance", "min_length", "avg_length", "max_length", "true_count",
-    "frequencies_count", "frequencies_min", "histogram_lower", "histogram_width",
-    "histogram_bins", "hll_sketch", "kll_sketch",
+    "row_count",
+    "null_count",
+    "nan_count",
+    "distinct_count",
+    "all_distinct",
+    "min",
+    "max",
+    "sum",
+    "mean",
+    "variance",
+    "min_length",
+    "avg_length",
+    "max_length",
+    "true_count",
+    "frequencies_count",
+    "frequencies_min",
+    "histogram_lower",
+    "histogram_width",
+    "histogram_bins",
+    "hll_sketch",
+    "kll_sketch",
 ]
 FREQUENCY_ROW_SCHEMA = (
     "column_index int, value binary, count long, bound long, holder_list array<long>"
@@ -85,30 +103,50 @@ class ReduceJob:
     def read(self, entry: PartitionEntry, kind: str, columns: list[str] | None = None) -> pa.Table:
         filesystem, path = fs.resolve(layout.absolute(self.root, entry.files[kind]), self.s3)
         with filesystem.open_input_file(path) as handle:
-            return pq.ParquetFile(handle, pre_buffer=True).read(columns=columns,
-                                                                 use_threads=False)
+            return pq.ParquetFile(handle, pre_buffer=True).read(columns=columns, use_threads=False)
 
     def dtype(self, index: int) -> pa.DataType:
         return parse_type(self.columns[index]["type"])
 
 
 def _states(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    names = [c["name"] for c in job.columns]
+    texts = [c["type"] for c in job.columns]
+    types = [job.dtype(i) for i in range(len(job.columns))]
+    wanted = [*SCALAR_FIELDS, *(s.name for s in job.statistics)]
     for batch in batches:
         for group in batch.column(0).to_pylist():
-            states = [ScalarState(c["name"], c["type"]) for c in job.columns]
-            types = [job.dtype(i) for i in range(len(job.columns))]
-            wanted = [*SCALAR_FIELDS, *(s.name for s in job.statistics)]
-            for p in job.group(group):
-                rows = job.read(job.partitions[p], "statistics", wanted).to_pylist()
-                for state, row, dtype in zip(states, rows, types, strict=True):
-                    state.add(row, dtype)
-                    job.fold_custom(state, row)
+            members = job.group(group)
+            if not members:
+                continue
+            states: list[ScalarState] = []
+            for start in range(0, len(members), FOLD_BATCH):
+                tables = [
+                    job.read(job.partitions[p], "statistics", wanted)
+                    for p in members[start : start + FOLD_BATCH]
+                ]
+                folded = fold_statistics(tables, names, texts, types)
+                if job.statistics:
+                    for table in tables:
+                        for state, row in zip(folded, table.to_pylist(), strict=True):
+                            job.fold_custom(state, row)
+                if not states:
+                    states = folded
+                else:
+                    for mine, theirs in zip(states, folded, strict=True):
+                        mine.merge(theirs)
+                        if job.statistics:
+                            job.fold_custom(mine, theirs.custom)
             yield pa.RecordBatch.from_pydict(
                 {
                     "column_index": pa.array(range(len(states)), pa.int32()),
                     "state": pa.array([pickle.dumps(s, protocol=5) for s in states], pa.binary()),
                 }
             )
+
+
+FOLD_BATCH = 500
+"""Partitions folded column-wise at once (bounds the memory of one task)."""
 
 
 def _merge_states(job: ReduceJob, table: pa.Table) -> pa.Table:
@@ -136,7 +174,8 @@ def _histograms(
                 entry = job.partitions[p]
                 rows = job.read(entry, "statistics", fields).to_pylist()
                 names = [job.columns[i]["name"] for i in grids]
-                counts = job.read(entry, "histograms", None)
+                wanted = [n for i, n in zip(grids, names, strict=True) if rows[i]["histogram_bins"]]
+                counts = job.read(entry, "histograms", wanted)
                 present = set(counts.column_names)
                 for i, name in zip(grids, names, strict=True):
                     row = rows[i]
@@ -168,8 +207,9 @@ def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
     Totals and bounds are summed as partitions are read; for categorical columns each
     value also keeps its holders (partition index and count, packed in one int64)."""
     meta = ["distinct_count", "frequencies_count", "frequencies_min", "all_distinct"]
-    categorical = np.array([kind_of(job.dtype(i)) in CATEGORICAL
-                            for i in range(len(job.columns))], dtype=bool)
+    categorical = np.array(
+        [kind_of(job.dtype(i)) in CATEGORICAL for i in range(len(job.columns))], dtype=bool
+    )
     for batch in batches:
         for group in batch.column(0).to_pylist():
             combined: pa.Table | None = None
@@ -177,8 +217,7 @@ def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
             holders: list[pa.Table] = []
             for p in job.group(group):
                 entry = job.partitions[p]
-                frequencies = job.read(entry, "frequencies",
-                                       ["column_index", "value", "frequency"])
+                frequencies = job.read(entry, "frequencies", ["column_index", "value", "frequency"])
                 if frequencies.num_rows == 0:
                     continue
                 rows = job.read(entry, "statistics", meta).to_pylist()
@@ -189,20 +228,28 @@ def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
                         bounds[i] = 1 if row["all_distinct"] else (row["frequencies_min"] or 0)
                 index = frequencies.column("column_index").to_numpy(zero_copy_only=False)
                 counts = frequencies.column("frequency").to_numpy(zero_copy_only=False)
-                pending.append(pa.table({
-                    "column_index": frequencies.column("column_index"),
-                    "value": frequencies.column("value"),
-                    "count": frequencies.column("frequency"),
-                    "bound": pa.array(bounds[index]),
-                }))
+                pending.append(
+                    pa.table(
+                        {
+                            "column_index": frequencies.column("column_index"),
+                            "value": frequencies.column("value"),
+                            "count": frequencies.column("frequency"),
+                            "bound": pa.array(bounds[index]),
+                        }
+                    )
+                )
                 keep = categorical[index]
                 if keep.any():
                     packed = (np.int64(p) << HOLDER_SHIFT) | counts[keep].astype(np.int64)
-                    holders.append(pa.table({
-                        "column_index": pa.array(index[keep]),
-                        "value": frequencies.column("value").filter(pa.array(keep)),
-                        "holder": pa.array(packed),
-                    }))
+                    holders.append(
+                        pa.table(
+                            {
+                                "column_index": pa.array(index[keep]),
+                                "value": frequencies.column("value").filter(pa.array(keep)),
+                                "holder": pa.array(packed),
+                            }
+                        )
+                    )
                 if sum(t.num_rows for t in pending) > COMBINE_ROWS:
                     combined = _combine([combined, *pending] if combined else pending)
                     pending = []
@@ -215,26 +262,35 @@ def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
                 "holder_list", pa.nulls(combined.num_rows, pa.list_(pa.int64()))
             ).to_batches()
             if holders:
-                lists = pa.concat_tables(holders).group_by(["column_index", "value"]).aggregate(
-                    [("holder", "list")])
+                lists = (
+                    pa.concat_tables(holders)
+                    .group_by(["column_index", "value"])
+                    .aggregate([("holder", "list")])
+                )
                 zeros = pa.array(np.zeros(lists.num_rows, dtype=np.int64))
-                yield from pa.table({
-                    "column_index": lists.column("column_index"),
-                    "value": lists.column("value"),
-                    "count": zeros,
-                    "bound": zeros,
-                    "holder_list": lists.column("holder_list"),
-                }).to_batches()
+                yield from pa.table(
+                    {
+                        "column_index": lists.column("column_index"),
+                        "value": lists.column("value"),
+                        "count": zeros,
+                        "bound": zeros,
+                        "holder_list": lists.column("holder_list"),
+                    }
+                ).to_batches()
 
 
 COMBINE_ROWS = 2_000_000
 
 
 def _combine(tables: list[pa.Table]) -> pa.Table:
-    grouped = pa.concat_tables(tables).group_by(["column_index", "value"]).aggregate(
-        [("count", "sum"), ("bound", "sum")])
+    grouped = (
+        pa.concat_tables(tables)
+        .group_by(["column_index", "value"])
+        .aggregate([("count", "sum"), ("bound", "sum")])
+    )
     return grouped.rename_columns(["column_index", "value", "count", "bound"]).select(
-        ["column_index", "value", "count", "bound"])
+        ["column_index", "value", "count", "bound"]
+    )
 
 
 def _finalize_column(
@@ -358,6 +414,7 @@ def reduce_table(
     )
     frame = spark.range(0, groups, 1, numPartitions=groups)
 
+    clock = _Clock()
     state_rows = (
         frame.mapInArrow(functools.partial(_states, job), STATE_SCHEMA)
         .groupBy("column_index")
@@ -365,6 +422,7 @@ def reduce_table(
         .collect()
     )
     states = {row["column_index"]: pickle.loads(row["state"]) for row in state_rows}
+    clock.lap("scalars")
     grids = {}
     for index, state in states.items():
         grid = state.grid(job.dtype(index), bins)
@@ -380,6 +438,7 @@ def reduce_table(
             .collect()
         )
         rebinned = {r["column_index"]: np.frombuffer(r["state"], dtype=np.float64) for r in rows}
+        clock.lap("histograms")
 
     grouped = _grouped_frequencies(frame, job)
     finalized = grouped.groupBy("column_index").applyInArrow(
@@ -394,7 +453,28 @@ def reduce_table(
         )
         .collect()
     )
+    clock.lap("frequencies and write")
     return files, sum(r["bytes_written"] for r in written)
+
+
+class _Clock:
+    """Stage timings on stderr when ``LAKESTATS_TIMINGS`` is set (for benchmarks)."""
+
+    def __init__(self) -> None:
+        import os
+        import time
+
+        self._enabled = bool(os.environ.get("LAKESTATS_TIMINGS"))
+        self._time = time.perf_counter
+        self._last = self._time()
+
+    def lap(self, label: str) -> None:
+        now = self._time()
+        if self._enabled:
+            import sys
+
+            print(f"[lakestats] {label}: {now - self._last:.2f} s", file=sys.stderr)
+        self._last = now
 
 
 def _grouped_frequencies(frame: DataFrame, job: ReduceJob) -> DataFrame:
@@ -402,6 +482,7 @@ def _grouped_frequencies(frame: DataFrame, job: ReduceJob) -> DataFrame:
     return rows.groupBy("column_index", "value").agg(
         F.sum("count").alias("total"),
         F.sum("bound").alias("bound_present"),
-        F.flatten(F.collect_list(F.coalesce("holder_list", F.array().cast("array<long>"))))
-        .alias("holders"),
+        F.flatten(F.collect_list(F.coalesce("holder_list", F.array().cast("array<long>")))).alias(
+            "holders"
+        ),
     )

@@ -1,0 +1,52 @@
+"""The ``<table>$statistics`` system view: statistics versions as a Spark DataFrame.
+
+One row per version with the ``lakestats history`` fields plus ``col_stats``, a map from
+column name to its table-level ``distinct_count``, ``min``, ``max`` (as text),
+``null_count``, ``avg_len`` and ``max_len`` (the fields Paimon's statistics carry).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+
+from lakestats.api import LakestatsTable
+from lakestats.stats.keys import to_json
+from lakestats.store import manifest
+from lakestats.store.reader import StatisticsReader
+
+VIEW_SCHEMA = (
+    "version int, snapshot_id long, schema_id int, merged_record_count long, "
+    "merged_record_size long, partitions_computed int, partitions_reused int, "
+    "created_at string, kind string, col_stats map<string, struct<distinct_count: long, "
+    "min: string, max: string, null_count: long, avg_len: double, max_len: long>>"
+)
+
+
+def statistics_dataframe(spark: SparkSession, table: LakestatsTable) -> DataFrame:
+    rows = []
+    for item in table.history():
+        version = manifest.load_version(table.stats_root, item["version"], table.s3)
+        col_stats = {}
+        if version.table_files:
+            reader = StatisticsReader(table.stats_root, version.version, s3=table.s3)
+            for row in reader.column_statistics(None):
+                col_stats[row["column"]] = {
+                    "distinct_count": row.get("distinct_count"),
+                    "min": None if row.get("min") is None else str(to_json(row["min"])),
+                    "max": None if row.get("max") is None else str(to_json(row["max"])),
+                    "null_count": row.get("null_count"),
+                    "avg_len": row.get("avg_length"),
+                    "max_len": row.get("max_length"),
+                }
+        rows.append({**item, "col_stats": col_stats})
+    return spark.createDataFrame(rows, VIEW_SCHEMA)
+
+
+def register_statistics_view(
+    spark: SparkSession, table: LakestatsTable, name: str | None = None
+) -> str:
+    """Register ``<name>$statistics`` (query it as ``SELECT * FROM `t$statistics` ``)."""
+    base = name or table.name.rsplit("/", 1)[-1].replace(".", "_")
+    view = f"{base}$statistics"
+    statistics_dataframe(spark, table).createOrReplaceTempView(f"`{view}`")
+    return view
