@@ -78,3 +78,11 @@ def test_json_forms() -> None:
     assert keys.to_json(decimal.Decimal("1.50")) == "1.50"
     assert keys.to_json(dt.date(2020, 1, 2)) == "2020-01-02"
     assert keys.to_json(b"\x00\x01") == "AAE="
+
+
+@pytest.mark.parametrize("array", CASES, ids=lambda a: str(a.type))
+def test_vectorized_decode_matches_scalar_decode(array: pa.Array) -> None:
+    encoded = keys.encode(array)
+    assert keys.decode_array(encoded, array.type).to_pylist() == [
+        keys.decode(k, array.type) for k in encoded.to_pylist()
+    ]
