@@ -62,8 +62,10 @@ class LakestatsTable:
         snapshot_id: int | None = None,
         spark=None,
         progress: bool = False,
+        table_level: bool = True,
     ):  # noqa: ANN001, ANN201
-        """Compute and publish statistics for every partition (a Spark job)."""
+        """Compute and publish statistics for every partition (a Spark job), then reduce
+        them to table level (unless ``table_level`` is False: partition files only)."""
         from lakestats.compute.analyze import analyze, select_columns, validate_options
         from lakestats.compute.tasks import AnalyzeOptions
 
@@ -82,7 +84,14 @@ class LakestatsTable:
 
             spark = get_spark()
         result = analyze(
-            table, root, options, spark, snapshot_id=snapshot_id, s3=self.s3, progress=progress
+            table,
+            root,
+            options,
+            spark,
+            snapshot_id=snapshot_id,
+            s3=self.s3,
+            progress=progress,
+            table_level=table_level,
         )
         self._reader = None
         return result

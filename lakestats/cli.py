@@ -60,6 +60,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         max_frequencies=args.max_frequencies,
         max_slice_bytes=args.max_slice_mb * 1024 * 1024,
         snapshot_id=args.snapshot,
+        table_level=not args.partitions_only,
         progress=not args.json and sys.stderr.isatty(),
     )
     summary = {
@@ -258,6 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="split partitions larger than this into slices (default 256)",
     )
     p.add_argument("--snapshot", type=int, help="table snapshot id (default: current)")
+    p.add_argument(
+        "--partitions-only",
+        action="store_true",
+        help="write partition files only, no table-level reduction",
+    )
     p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser("partitions", help="list partitions with statistics")

@@ -87,6 +87,7 @@ def test_table_level_matches_duckdb(analyzed) -> None:  # noqa: ANN001
             _check_percentiles(leaf.name, row, values)
             _check_histogram(leaf.name, row, handle.histogram(leaf.name), values, kind)
         _check_frequencies(con, leaf.name, col, row, handle.frequencies(leaf.name))
+        _check_upper_bounds(con, reader, leaf, col)
     assert n_exact >= 4 and n_bounded >= 4  # both roll-up paths were exercised
 
 
@@ -130,6 +131,28 @@ def _check_frequencies(con, name: str, col: str, row: dict, stored: list) -> Non
         return
     for value, count in stored:
         assert count <= truth[_norm(value)], (name, value)
+
+
+def _check_upper_bounds(con, reader: StatisticsReader, leaf, col: str) -> None:  # noqa: ANN001
+    """Every stored table-level frequency brackets the true count: lower <= true <= upper."""
+    from lakestats.stats.keys import decode
+
+    handle = reader._file(reader.table_entry(), "frequencies")
+    table = handle.read().to_pylist()
+    index = reader.column_index(leaf.name)
+    truth = {
+        _norm(v): c
+        for v, c in con.execute(
+            f"SELECT {col}, count(*) FROM t WHERE {col} IS NOT NULL GROUP BY ALL"
+        ).fetchall()
+    }
+    for row in table:
+        if row["column_index"] != index:
+            continue
+        true = truth[_norm(decode(row["value"], leaf.type))]
+        upper = row["frequency_upper"]
+        assert row["frequency"] <= true, leaf.name
+        assert upper is None and row["frequency"] == true or upper >= true, (leaf.name, row)
 
 
 def test_partitions_containing_and_bounds(analyzed, capsys) -> None:  # noqa: ANN001
@@ -196,3 +219,34 @@ def test_statistics_system_view(spark, analyzed) -> None:  # noqa: ANN001
         "rome",
         0,
     )
+
+
+def test_bounds_hold_when_partitions_keep_only_top_values(spark, tmp_path) -> None:  # noqa: ANN001
+    """Truncated partition frequencies and per-task pruning: every stored table-level
+    frequency still brackets the true count."""
+    rng = np.random.default_rng(9)
+    root = tmp_path / "skewed"
+    parts = []
+    for p in range(8):
+        values = rng.zipf(1.3, 4000) % 3000
+        part = pa.table(
+            {"v": pa.array(values, pa.int64()), "s": pa.array((values % 997).astype(str))}
+        )
+        (root / f"p={p}").mkdir(parents=True)
+        pq.write_table(part, root / f"p={p}" / "d.parquet")
+        parts.append(part)
+    handle = ls.open_table(str(root))
+    handle.analyze(spark=spark, max_frequencies=20)
+    reader = StatisticsReader(str(root / "_lakestats"))
+    whole = pa.concat_tables(parts)
+    con = duckdb.connect()
+    con.register("t", whole)
+    rows = {r["column"]: r for r in reader.column_statistics(None)}
+    for leaf in leaves_of(whole.schema):
+        assert rows[leaf.name]["frequencies_exact"] is False
+        stored = handle.frequencies(leaf.name)
+        assert len(stored) == 20
+        _check_upper_bounds(con, reader, leaf, _sql_path(leaf.path))
+    truth = pc.value_counts(whole["v"]).to_pylist()
+    best = max(truth, key=lambda d: d["counts"])
+    assert stored and handle.frequencies("v")[0][0] == best["values"]

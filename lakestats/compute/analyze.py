@@ -107,6 +107,7 @@ def analyze(
     s3: fs.S3Options | None = None,
     progress: bool = True,
     incremental: bool = True,
+    table_level: bool = True,
 ) -> AnalyzeResult:
     """Analyze the partitions that changed since the last version, reduce, publish."""
     validate_options(options)
@@ -162,7 +163,7 @@ def analyze(
     table_files = None
     if len(final) == 1 and not plans[0].key:
         table_files = dict(final[0].files)  # unpartitioned: the table is its one partition
-    elif final:
+    elif final and table_level:
         from lakestats.compute.reduce import reduce_table
 
         try:

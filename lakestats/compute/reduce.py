@@ -201,20 +201,26 @@ def _sum_histograms(table: pa.Table) -> pa.Table:
     )
 
 
-def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _frequency_rows(
+    job: ReduceJob, incomplete: np.ndarray, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
     """Every partition's frequency rows, combined per (column, value) inside the task.
 
     Totals and bounds are summed as partitions are read; for categorical columns each
     value also keeps its holders (partition index and count, packed in one int64)."""
     meta = ["distinct_count", "frequencies_count", "frequencies_min", "all_distinct"]
-    categorical = np.array(
-        [kind_of(job.dtype(i)) in CATEGORICAL for i in range(len(job.columns))], dtype=bool
-    )
+    categorical = (
+        np.array(
+            [kind_of(job.dtype(i)) in CATEGORICAL for i in range(len(job.columns))], dtype=bool
+        )
+        & ~incomplete
+    )  # "which partitions hold v" is recorded only where it is exact
     for batch in batches:
         for group in batch.column(0).to_pylist():
             combined: pa.Table | None = None
             pending: list[pa.Table] = []
             holders: list[pa.Table] = []
+            slack = np.zeros(len(job.columns), dtype=np.int64)
             for p in job.group(group):
                 entry = job.partitions[p]
                 frequencies = job.read(entry, "frequencies", ["column_index", "value", "frequency"])
@@ -226,6 +232,7 @@ def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
                     distinct = row["distinct_count"]
                     if distinct is not None and (row["frequencies_count"] or 0) < distinct:
                         bounds[i] = 1 if row["all_distinct"] else (row["frequencies_min"] or 0)
+                slack += bounds
                 index = frequencies.column("column_index").to_numpy(zero_copy_only=False)
                 counts = frequencies.column("frequency").to_numpy(zero_copy_only=False)
                 pending.append(
@@ -256,7 +263,15 @@ def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
             if pending:
                 combined = _combine([combined, *pending] if combined else pending)
             if combined is None:
-                continue
+                combined = pa.table(
+                    {
+                        "column_index": pa.array([], pa.int32()),
+                        "value": pa.array([], pa.binary()),
+                        "count": pa.array([], pa.int64()),
+                        "bound": pa.array([], pa.int64()),
+                    }
+                )
+            combined = _prune(combined, incomplete, slack, 2 * job.max_frequencies)
             # holder lists travel as separate rows (count 0); Spark's groupBy joins them
             yield from combined.append_column(
                 "holder_list", pa.nulls(combined.num_rows, pa.list_(pa.int64()))
@@ -280,6 +295,44 @@ def _frequency_rows(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
 
 
 COMBINE_ROWS = 2_000_000
+
+
+def _prune(combined: pa.Table, incomplete: np.ndarray, slack: np.ndarray, keep: int) -> pa.Table:
+    """Keep a task's ``keep`` most frequent candidates of each incomplete column.
+
+    Bounds stay sound: for a value this task did not keep, its count here is at most
+    ``V`` (the largest upper bound among the values dropped, or the task's slack for
+    values no partition listed). Kept rows carry ``bound = slack - bound_present - V`` and
+    one row with a null value carries ``V``, so that after Spark sums them per value the
+    upper bound is ``total + sum(bound) + sum(V)`` (see ``finalize_frequencies``).
+    """
+    index = combined.column("column_index").to_numpy(zero_copy_only=False).astype(np.int64)
+    counts = combined.column("count").to_numpy(zero_copy_only=False).astype(np.int64)
+    present = combined.column("bound").to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.lexsort((-counts, index))  # by column, then decreasing count
+    sorted_index = index[order]
+    starts = np.searchsorted(sorted_index, sorted_index, side="left")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order)) - starts
+    target = incomplete[index]
+    dropped = target & (rank >= keep)
+    upper = counts + slack[index] - present
+    ceiling = slack.astype(np.int64).copy()
+    if dropped.any():
+        np.maximum.at(ceiling, index[dropped], upper[dropped])
+    bound = np.where(target, slack[index] - present - ceiling[index], present)
+    kept = pa.array(~dropped)
+    table = combined.set_column(3, "bound", pa.array(bound)).filter(kept)
+    columns = np.nonzero(incomplete)[0]
+    markers = pa.table(
+        {
+            "column_index": pa.array(columns.astype(np.int32)),
+            "value": pa.nulls(len(columns), pa.binary()),
+            "count": pa.array(np.zeros(len(columns), dtype=np.int64)),
+            "bound": pa.array(ceiling[columns]),
+        }
+    )
+    return pa.concat_tables([table.cast(markers.schema), markers])
 
 
 def _combine(tables: list[pa.Table]) -> pa.Table:
@@ -440,7 +493,10 @@ def reduce_table(
         rebinned = {r["column_index"]: np.frombuffer(r["state"], dtype=np.float64) for r in rows}
         clock.lap("histograms")
 
-    grouped = _grouped_frequencies(frame, job)
+    incomplete_columns = np.array(
+        [not states[i].frequencies_complete for i in range(len(columns))], dtype=bool
+    )
+    grouped = _grouped_frequencies(frame, job, incomplete_columns)
     finalized = grouped.groupBy("column_index").applyInArrow(
         _grouped(functools.partial(_finalize_column, job, states, grids)),
         FREQUENCY_GROUP_SCHEMA,
@@ -477,8 +533,10 @@ class _Clock:
         self._last = now
 
 
-def _grouped_frequencies(frame: DataFrame, job: ReduceJob) -> DataFrame:
-    rows = frame.mapInArrow(functools.partial(_frequency_rows, job), FREQUENCY_ROW_SCHEMA)
+def _grouped_frequencies(frame: DataFrame, job: ReduceJob, incomplete: np.ndarray) -> DataFrame:
+    rows = frame.mapInArrow(
+        functools.partial(_frequency_rows, job, incomplete), FREQUENCY_ROW_SCHEMA
+    )
     return rows.groupBy("column_index", "value").agg(
         F.sum("count").alias("total"),
         F.sum("bound").alias("bound_present"),

@@ -361,6 +361,12 @@ def finalize_frequencies(
     kind = kind_of(dtype)
     row: dict[str, object] = {}
     complete = state.frequencies_complete
+    ceiling = 0
+    markers = grouped.column("value").is_null()
+    if pc.any(markers).as_py():
+        # per-task ceilings of the values a task did not keep (see reduce._prune)
+        ceiling = int(pc.sum(grouped.filter(markers).column("bound_present")).as_py() or 0)
+        grouped = grouped.filter(pc.invert(markers))
     distinct = grouped.num_rows
     totals = grouped.column("total").to_numpy(zero_copy_only=False).astype(np.int64)
     result_histogram = None
@@ -380,8 +386,8 @@ def finalize_frequencies(
     if not complete:
         uppers = (
             totals
-            + state.frequency_slack
-            - grouped.column("bound_present").to_numpy(zero_copy_only=False).astype(np.int64)
+            + ceiling
+            + grouped.column("bound_present").to_numpy(zero_copy_only=False).astype(np.int64)
         )
         table = table.append_column("frequency_upper", pa.array(uppers, pa.int64()))
     else:
