@@ -4,8 +4,9 @@ Layouts: partitioned by ship year (7 partitions) and by ship year+month (~80).
 For each, median of 3: a plain Spark scan of all columns (``noop`` write), Spark
 ``ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS`` without and with
 ``spark.sql.statistics.histogram.enabled``, DuckDB ``SUMMARIZE`` with 2 threads, and
-``lakestats analyze`` (all three files for every partition, 1,000 bins). Prints the
-ratios against lakestats.
+``lakestats analyze`` (all three files for every partition, 1,000 bins; the row
+"+ table-level reduction" is the same run followed by the table-level files). Prints the
+ratios against lakestats' partition-level analyze.
 
     python bench/analyze_tpch.py [--scale 1] [--runs 3] [--layouts year,month]
 """
@@ -66,8 +67,12 @@ def run_layout(spark, source: Path, layout: str, runs: int) -> dict[str, float]:
 
     root = Path(tempfile.mkdtemp(prefix="lakestats-bench-"))
 
-    def lakestats_analyze() -> None:
-        ls.open_table(str(table_dir), stats_root=str(root)).analyze(spark=spark)
+    def lakestats_analyze(table_level: bool) -> None:
+        # a fresh statistics root each run: nothing is reused from the previous run
+        shutil.rmtree(root, ignore_errors=True)
+        ls.open_table(str(table_dir), stats_root=str(root)).analyze(
+            spark=spark, table_level=table_level
+        )
 
     results = {}
     try:
@@ -75,7 +80,8 @@ def run_layout(spark, source: Path, layout: str, runs: int) -> dict[str, float]:
         results["spark ANALYZE"] = median_time(lambda: spark_analyze(False), runs)
         results["spark ANALYZE + histograms"] = median_time(lambda: spark_analyze(True), runs)
         results["duckdb SUMMARIZE (2 threads)"] = median_time(duckdb_summarize, runs)
-        results["lakestats analyze"] = median_time(lakestats_analyze, runs)
+        results["lakestats analyze"] = median_time(lambda: lakestats_analyze(False), runs)
+        results["  + table-level reduction"] = median_time(lambda: lakestats_analyze(True), runs)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     ours = results["lakestats analyze"]

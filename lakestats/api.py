@@ -221,7 +221,9 @@ def staleness(
 
     Counts the snapshots committed after the version's snapshot up to the target, and the
     partitions whose files differ; lists the columns whose type changed or that are gone
-    (their statistics are not inherited; unchanged columns keep theirs).
+    (their statistics are not inherited; unchanged columns keep theirs). A column's
+    identity is its name, type and, where the format has them, its field id: a column
+    dropped and added again under the same name does not inherit the old statistics.
     """
     target = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
     snapshots = {s.snapshot_id: s for s in table.snapshots()}
@@ -241,8 +243,15 @@ def staleness(
     paths = {layout.partition_dir(list(p.key)): p.fingerprint() for p in plans}
     changed = sum(1 for path, fp in paths.items() if (path, fp) not in known)
     changed += sum(1 for e in version.partitions if e.path not in paths)
-    current = {leaf["name"]: leaf["type"] for leaf in _columns_of(table, target)}
-    dropped = [c["name"] for c in version.columns if current.get(c["name"]) != c["type"]]
+    ids = table.field_ids(target)
+    current = {
+        leaf["name"]: (leaf["type"], ids.get(leaf["name"])) for leaf in _columns_of(table, target)
+    }
+    dropped = [
+        c["name"]
+        for c in version.columns
+        if current.get(c["name"]) != (c["type"], c.get("field_id"))
+    ]
     return {
         "snapshot_id": target,
         "statistics_snapshot_id": described,

@@ -47,7 +47,7 @@ def test_snapshots_incremental_inheritance_schema_change_and_expiry(
     capsys,
 ) -> None:
     from pyiceberg.transforms import IdentityTransform
-    from pyiceberg.types import LongType, StringType
+    from pyiceberg.types import DoubleType, LongType, StringType
 
     warehouse = tmp_path / "wh"
     catalog = load_catalog(warehouse=str(warehouse))
@@ -98,6 +98,21 @@ def test_snapshots_incremental_inheritance_schema_change_and_expiry(
     assert shown["stale"] is True
     assert shown["columns_not_inherited"] == ["id"]
     assert [c["name"] for c in shown["columns"]] == ["region", "amount"]
+
+    # dropped and added again under the same name and type: a new field id, no inheritance
+    with table.update_schema() as update:
+        update.delete_column("amount")
+    with table.update_schema() as update:
+        update.add_column("amount", DoubleType())
+    table = catalog.load_table("db.sales")
+    table.append(
+        pa.table(
+            {"id": pa.array([1], pa.int64()), "region": ["west"], "note": ["y"], "amount": [1.0]}
+        )
+    )
+    shown = _run(capsys, "show", "db.sales", *common)
+    assert shown["columns_not_inherited"] == ["id", "amount"]
+    assert [c["name"] for c in shown["columns"]] == ["region"]
 
     # the table expires its first snapshot: lakestats drops version 1 and only its files
     table = catalog.load_table("db.sales")

@@ -115,7 +115,15 @@ def analyze(
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
     schema = table.schema(snapshot)
     leaves, read_columns = select_columns(schema, options.columns)
-    columns = [{"name": leaf.name, "type": str(leaf.type)} for leaf in leaves]
+    ids = table.field_ids(snapshot)
+    columns = [
+        {
+            "name": leaf.name,
+            "type": str(leaf.type),
+            **({"field_id": ids[leaf.name]} if leaf.name in ids else {}),
+        }
+        for leaf in leaves
+    ]
     option_record = {
         k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()
     }

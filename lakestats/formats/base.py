@@ -101,6 +101,11 @@ class TableFormat(ABC):
     def schema_id(self, snapshot_id: int | None = None) -> int | None:
         return None
 
+    def field_ids(self, snapshot_id: int | None = None) -> dict[str, int]:
+        """Leaf column name -> the format's stable field id, where the format has ids
+        (Iceberg); statistics follow a column's identity across renames and re-adds."""
+        return {}
+
     def snapshots(self) -> list[SnapshotInfo]:
         return []
 

@@ -161,6 +161,24 @@ class IcebergTable(TableFormat):
 
         return schema_to_pyarrow(self._iceberg_schema(snapshot_id), include_field_ids=False)
 
+    def field_ids(self, snapshot_id: int | None = None) -> dict[str, int]:
+        from pyiceberg.types import StructType
+
+        from lakestats.stats.leaves import leaf_name
+
+        out: dict[str, int] = {}
+
+        def walk(path: tuple[str, ...], node) -> None:  # noqa: ANN001
+            if isinstance(node.field_type, StructType) and node.field_type.fields:
+                for child in node.field_type.fields:
+                    walk((*path, child.name), child)
+            else:
+                out[leaf_name(path)] = node.field_id
+
+        for top in self._iceberg_schema(snapshot_id).fields:
+            walk((top.name,), top)
+        return out
+
     def snapshots(self) -> list[SnapshotInfo]:
         return [
             SnapshotInfo(
