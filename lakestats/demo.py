@@ -90,8 +90,20 @@ def main() -> None:
     render_statistics(
         json_rows, title=f"{IDENTIFIER} {name}", top=top, histograms=histograms, console=console
     )
+    level = table.table_statistics()
+    rows = [
+        {"name": r["column"], **{k: to_json(v) for k, v in r.items() if k != "column"}}
+        for r in level["columns"]
+    ]
+    render_statistics(
+        rows,
+        title=f"{IDENTIFIER}: table level, snapshot {level['snapshot_id']} "
+        f"({level['row_count']:,} rows, reduced from {len(partitions)} partitions)",
+        console=console,
+    )
     console.print(
-        "next: [cyan]lakestats show demo.lineitem --partition "
+        "next: [cyan]lakestats show demo.lineitem --json[/cyan] (table level) or "
+        "[cyan]lakestats show demo.lineitem --partition "
         f"{name} --json[/cyan] (run from {os.getcwd()})"
     )
 
