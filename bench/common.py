@@ -6,8 +6,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,16 +18,9 @@ DATA = Path(__file__).resolve().parent / "data"
 
 def tpch_lineitem(scale: float) -> Path:
     """lineitem at ``scale`` from tpchgen-cli, generated once under bench/data."""
-    out = DATA / f"tpch-sf{scale:g}"
-    target = out / "lineitem.parquet"
-    if not target.exists():
-        out.mkdir(parents=True, exist_ok=True)
-        cli = shutil.which("tpchgen-cli") or str(Path(sys.executable).parent / "tpchgen-cli")
-        subprocess.run(
-            [cli, "parquet", "-s", f"{scale:g}", "--tables=lineitem", f"--output-dir={out}"],
-            check=True,
-        )
-    return target
+    from lakestats.demo import tpch_lineitem_file
+
+    return tpch_lineitem_file(DATA, scale)
 
 
 def partitioned(source: Path, layout: str) -> Path:

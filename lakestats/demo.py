@@ -25,8 +25,9 @@ IDENTIFIER = "demo.lineitem"
 SCALE = 0.1
 
 
-def generate_lineitem(warehouse: Path, scale: float = SCALE) -> pa.Table:
-    out = warehouse / f"tpch-sf{scale:g}"
+def tpch_lineitem_file(directory: Path, scale: float) -> Path:
+    """``lineitem.parquet`` at ``scale`` from tpchgen-cli, generated once under ``directory``."""
+    out = directory / f"tpch-sf{scale:g}"
     target = out / "lineitem.parquet"
     if not target.exists():
         out.mkdir(parents=True, exist_ok=True)
@@ -36,7 +37,11 @@ def generate_lineitem(warehouse: Path, scale: float = SCALE) -> pa.Table:
             check=True,
             stdout=subprocess.DEVNULL,
         )
-    table = pq.read_table(target)
+    return target
+
+
+def generate_lineitem(warehouse: Path, scale: float = SCALE) -> pa.Table:
+    table = pq.read_table(tpch_lineitem_file(warehouse, scale))
     # fresh Iceberg field ids are assigned by the catalog; drop the file's own
     return table.cast(pa.schema([pa.field(f.name, f.type, f.nullable) for f in table.schema]))
 

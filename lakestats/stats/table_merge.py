@@ -268,10 +268,24 @@ class ScalarState:
             )
         if self.hll is not None:
             sketch = ds.hll_sketch.deserialize(self.hll)
+            # no more distinct values than non-null values (or integers in [min, max])
+            ceiling = (
+                self.row_count
+                - self.null_count
+                - (self.nan_count or 0)
+                + (1 if self.nan_count else 0)
+            )
+            if kind == Kind.INTEGER and self.min_key is not None and self.max_key is not None:
+                span = (
+                    int(keys.decode(self.max_key, dtype))
+                    - int(keys.decode(self.min_key, dtype))
+                    + 1
+                )
+                ceiling = min(ceiling, span)
             out.update(
-                distinct_count=round(sketch.get_estimate()),
-                distinct_count_lower=math.floor(sketch.get_lower_bound(2)),
-                distinct_count_upper=math.ceil(sketch.get_upper_bound(2)),
+                distinct_count=min(round(sketch.get_estimate()), ceiling),
+                distinct_count_lower=min(math.floor(sketch.get_lower_bound(2)), ceiling),
+                distinct_count_upper=min(math.ceil(sketch.get_upper_bound(2)), ceiling),
                 distinct_count_exact=False,
             )
         if self.kll is not None and kind in ORDERED_NUMERIC:
