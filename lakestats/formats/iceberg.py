@@ -76,20 +76,70 @@ class IcebergReader(PartitionReader):
     def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
         from pyiceberg.expressions import AlwaysTrue
         from pyiceberg.io import load_file_io
-        from pyiceberg.io.pyarrow import ArrowScan
+        from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 
         metadata = _metadata(self.metadata_json)
         schema = next(s for s in metadata.schemas if s.schema_id == self.schema_id)
         projected = schema if columns is None else schema.select(*columns)
         io = load_file_io(self.io_properties, self.metadata_location)
         tasks = [self.native[f.path] for f in part.files]
+        # identity-partitioned columns come from the partition tuple: writers may leave
+        # them out of the data files (the value lives only in the manifest)
+        constants = _identity_values(metadata, tasks[0].file) if tasks else {}
+        constant_ids = {i for i in constants if i in projected.field_ids}
+        read_schema = projected
+        if constant_ids:
+            keep = [f.name for f in projected.fields if f.field_id not in constant_ids]
+            if not keep and any(t.delete_files for t in tasks):
+                # only constants asked for, but deletes decide the row count: read one more
+                keep = [f.name for f in schema.fields if f.field_id not in constants][:1]
+            read_schema = schema.select(*keep) if keep else None
         try:
-            return ArrowScan(metadata, io, projected, AlwaysTrue()).to_table(tasks)
+            if read_schema is not None:
+                table = ArrowScan(metadata, io, read_schema, AlwaysTrue()).to_table(tasks)
+                rows = table.num_rows
+            else:
+                rows = sum(t.file.record_count for t in tasks)  # no deletes: planned exact
+                table = pa.table({})
         except (OSError, pa.ArrowInvalid) as exc:
             raise DataFileError(
                 f"cannot read a data file of partition {part.partition.name or '(all)'}: "
                 f"{str(exc).splitlines()[0]}; repair or remove the file"
             ) from exc
+        if not constant_ids:
+            return table
+        target = schema_to_pyarrow(projected, include_field_ids=False)
+        arrays = []
+        for iceberg_field, arrow_field in zip(projected.fields, target, strict=True):
+            if iceberg_field.field_id in constant_ids:
+                value = pa.array([constants[iceberg_field.field_id]], type=arrow_field.type)
+                arrays.append(pa.repeat(value[0], rows))
+            else:
+                arrays.append(table.column(arrow_field.name))
+        return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _absolute(path: str) -> str:
+    if "://" in path or path.startswith("/"):
+        return path
+    return os.path.abspath(path)
+
+
+def _absolutize(data_file) -> None:  # noqa: ANN001
+    """Make a pyiceberg DataFile's path absolute (its ``file_path`` has no setter)."""
+    position = 1  # DataFile's record layout: content, file_path, ...
+    if data_file[position] == data_file.file_path:
+        data_file[position] = _absolute(data_file.file_path)
+
+
+def _identity_values(metadata, data_file) -> dict[int, object]:  # noqa: ANN001
+    """Source field id -> value of the identity partition fields of ``data_file``."""
+    spec = metadata.specs()[data_file.spec_id]
+    out = {}
+    for position, partition_field in enumerate(spec.fields):
+        if partition_field.transform.__class__.__name__ == "IdentityTransform":
+            out[partition_field.source_id] = data_file.partition[position]
+    return out
 
 
 class IcebergTable(TableFormat):
@@ -200,7 +250,14 @@ class IcebergTable(TableFormat):
         if snapshot is None:
             return []
         try:
-            return list(self._table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
+            tasks = list(self._table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
+            for task in tasks:
+                # relative locations (some writers store them) resolve against the driver's
+                # working directory here, not against each executor's
+                _absolutize(task.file)
+                for delete in task.delete_files:
+                    _absolutize(delete)
+            return tasks
         except ValueError as exc:
             if "equality delete" in str(exc).lower():
                 raise UnsupportedFeatureError(
