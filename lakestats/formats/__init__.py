@@ -82,6 +82,10 @@ def open_table(
         from lakestats.formats.parquet_dir import ParquetDirectory
 
         return ParquetDirectory(uri, s3)
+    if kind == "delta":
+        from lakestats.formats.delta import DeltaTableFormat
+
+        return DeltaTableFormat(uri, s3)
     raise UnsupportedFeatureError(
         f"{table} is a {kind.capitalize()} table, which this lakestats version cannot read "
         "yet; convert it or analyze an Iceberg table or Parquet directory"
