@@ -64,14 +64,49 @@ def test_delta_time_travel(spark, fixtures_dir: Path, tmp_path: Path, capsys) ->
     assert summary["row_count"] == pa.table(DeltaTable(path, version=5).to_pyarrow_table()).num_rows
 
 
-@pytest.mark.parametrize(
-    ("name", "feature"),
-    [("table-with-dv-small", "deletionVectors"), ("table_with_column_mapping", "column mapping")],
-)
-def test_unsupported_delta_features_are_refused(
-    fixtures_dir: Path, tmp_path: Path, capsys, name: str, feature: str
+@pytest.mark.parametrize("name", ["table-with-dv-small", "table_with_column_mapping"])
+def test_deletion_vectors_and_column_mapping_read_as_delta_rs_reads_them(
+    spark,
+    fixtures_dir: Path,
+    tmp_path: Path,
+    capsys,
+    name: str,  # noqa: ANN001
 ) -> None:
+    from deltalake import DeltaTable, QueryBuilder
+
     path = str(fixtures_dir / "delta" / name)
-    code = cli.main(["analyze", path, "--stats-root", str(tmp_path / "s")])
+    root = str(tmp_path / "stats")
+    assert cli.main(["analyze", path, "--stats-root", root]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert cli.main(["show", path, "--stats-root", root, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    result = QueryBuilder().register("t", DeltaTable(path)).execute("SELECT * FROM t")
+    expected = pa.table(result.read_all())
+    assert shown["row_count"] == expected.num_rows  # 8 live of 10 physical rows with DVs
+    rows = {c["name"]: c for c in shown["columns"]}
+    assert set(rows) == set(expected.column_names)  # logical names, not physical ones
+    con = duckdb.connect()
+    con.register("t", expected)
+    for leaf in leaves_of(expected.schema):
+        col = _sql_path(leaf.path)
+        total, non_null, lo, hi = con.execute(
+            f"SELECT count(*), count({col}), min({col}), max({col}) FROM t"
+        ).fetchone()
+        row = rows[leaf.name]
+        assert (row["row_count"], row["null_count"]) == (total, total - non_null), leaf.name
+        assert (row["min"], row["max"]) == (to_json(lo), to_json(hi)), leaf.name
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("hudi/v6_nonpartitioned", "Hudi"),
+        ("paimon/warehouse/default.db/test_pk_vector_golden", "Paimon"),
+    ],
+)
+def test_formats_not_supported_yet_are_refused(
+    fixtures_dir: Path, tmp_path: Path, capsys, path: str, kind: str
+) -> None:
+    code = cli.main(["analyze", str(fixtures_dir / path), "--stats-root", str(tmp_path / "s")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code != 0 and len(err) == 1 and feature in err[0]
+    assert code != 0 and len(err) == 1 and kind in err[0], err

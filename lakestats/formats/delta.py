@@ -3,9 +3,10 @@
 Partitions are the add actions grouped by partition values (typed by the log); data files
 are read directly with pyarrow (the fast path) and partition columns filled from the log,
 in table order. Versions are snapshots (``--snapshot N`` is ``DeltaTable(version=N)``).
-Tables that need a merging reader this version does not have — deletion vectors, column
-mapping, or any reader feature not listed below — are refused with one line naming the
-feature, never read with wrong numbers.
+Tables with deletion vectors or column mapping are read through delta-rs's own query
+engine (``QueryBuilder``, which applies deletion vectors and maps physical to logical
+names), one whole partition per task; any other unknown reader feature is refused with one
+line naming it, never read with wrong numbers.
 """
 
 from __future__ import annotations
@@ -29,6 +30,51 @@ from lakestats.formats.parquet_dir import ParquetDirReader
 from lakestats.stats.keys import to_json
 
 SUPPORTED_READER_FEATURES = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
+
+
+@dataclass(frozen=True)
+class DeltaMergingReader(PartitionReader):
+    """Reads a whole partition with delta-rs's engine (deletion vectors, column mapping)."""
+
+    uri: str
+    version: int
+    partition_columns: tuple[str, ...]
+    storage_options: tuple[tuple[str, str], ...] = ()
+
+    def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        from deltalake import DeltaTable, QueryBuilder
+
+        table = DeltaTable(self.uri, version=self.version,
+                           storage_options=dict(self.storage_options) or None)
+        wanted = "*" if columns is None else ", ".join(_quote(c) for c in columns)
+        values = part.partition.values
+        where = " AND ".join(_predicate(c, values.get(c)) for c in self.partition_columns)
+        sql = f"SELECT {wanted} FROM t" + (f" WHERE {where}" if where else "")
+        try:
+            result = QueryBuilder().register("t", table).execute(sql)
+            return pa.table(result.read_all() if hasattr(result, "read_all") else result)
+        except Exception as exc:  # noqa: BLE001 - delta-rs raises its own types
+            from lakestats.errors import DataFileError
+
+            raise DataFileError(
+                f"delta-rs could not read partition {part.partition.name or '(all)'} of "
+                f"{self.uri}: {str(exc).splitlines()[0]}"
+            ) from exc
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _predicate(column: str, value: object) -> str:
+    if value is None:
+        return f"{_quote(column)} IS NULL"
+    if isinstance(value, bool):
+        return f"{_quote(column)} = {str(value).upper()}"
+    if isinstance(value, int | float):
+        return f"{_quote(column)} = {value}"
+    text = str(value).replace("'", "''")
+    return f"CAST({_quote(column)} AS VARCHAR) = '{text}'"
 
 
 @dataclass(frozen=True)
@@ -71,21 +117,17 @@ class DeltaTableFormat(TableFormat):
                 ) from exc
         return self._versions[snapshot_id]
 
+    @staticmethod
+    def _needs_engine(table) -> bool:  # noqa: ANN001
+        """Deletion vectors or column mapping: the files alone do not say what the rows are."""
+        features = set(table.protocol().reader_features or [])
+        mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
+        return bool(features & {"deletionVectors", "columnMapping"}) or mode != "none"
+
     def _check_supported(self, table) -> None:  # noqa: ANN001
         protocol = table.protocol()
         features = set(protocol.reader_features or [])
-        if "deletionVectors" in features:
-            raise UnsupportedFeatureError(
-                f"Delta table {self._uri} uses the reader feature 'deletionVectors', which "
-                "this version cannot apply yet; statistics would count deleted rows"
-            )
-        mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
-        if mode != "none" or "columnMapping" in features:
-            raise UnsupportedFeatureError(
-                f"Delta table {self._uri} uses column mapping (mode {mode!r}), which this "
-                "version cannot read yet"
-            )
-        unknown = features - SUPPORTED_READER_FEATURES
+        unknown = features - SUPPORTED_READER_FEATURES - {"deletionVectors", "columnMapping"}
         if unknown:
             raise UnsupportedFeatureError(
                 f"Delta table {self._uri} needs reader features {sorted(unknown)}, which "
@@ -144,6 +186,8 @@ class DeltaTableFormat(TableFormat):
                 for n, v in zip(names, values, strict=True)
             )
             counts = [f.record_count for f in files]
+            if self._needs_engine(self._at(snapshot_id)):
+                counts = [None]  # deletion vectors: the log's counts include deleted rows
             plans.append(PartitionPlan(
                 key=key,
                 values={n: to_json(v) for n, v in zip(names, values, strict=True)},
@@ -152,9 +196,33 @@ class DeltaTableFormat(TableFormat):
             ))
         return plans
 
+    def slices(self, partition: PartitionPlan, max_slice_bytes: int) -> list[Slice]:
+        if self._needs_engine(self._table):
+            return [Slice(partition, partition.data_files)]  # the engine reads whole partitions
+        return TableFormat.slices(partition, max_slice_bytes)
+
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
+        table = self._at(snapshot_id)
+        if self._needs_engine(table):
+            return DeltaMergingReader(
+                self._uri, table.version(), tuple(table.metadata().partition_columns),
+                tuple(sorted(_storage_options(self._s3).items())),
+            )
         schema = self.schema(snapshot_id)
         names = set(self._at(snapshot_id).metadata().partition_columns)
         files = pa.schema([f for f in schema if f.name not in names])
         partitions = pa.schema([f for f in schema if f.name in names])
         return DeltaReader(ParquetDirReader(files, partitions, self._s3), tuple(schema.names))
+
+
+def _storage_options(s3: fs.S3Options | None) -> dict[str, str]:
+    """delta-rs storage options for an S3-compatible store (empty for local tables)."""
+    if s3 is None:
+        return {}
+    options = {"AWS_ALLOW_HTTP": "true"} if (s3.endpoint_url or "").startswith("http:") else {}
+    for key, value in (("AWS_ENDPOINT_URL", s3.endpoint_url), ("AWS_REGION", s3.region),
+                       ("AWS_ACCESS_KEY_ID", s3.access_key),
+                       ("AWS_SECRET_ACCESS_KEY", s3.secret_key)):
+        if value:
+            options[key] = value
+    return options
