@@ -18,6 +18,29 @@ from tests.reference import _sql_path
 pytestmark = pytest.mark.spark
 
 
+def _analyze_and_show(capsys: pytest.CaptureFixture, path: str, root: str) -> dict:
+    assert cli.main(["analyze", path, "--stats-root", root]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert cli.main(["show", path, "--stats-root", root, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _assert_matches(shown: dict, expected: pa.Table) -> None:
+    """Row count, and per column null count, min and max equal DuckDB's over ``expected``."""
+    assert shown["row_count"] == expected.num_rows
+    con = duckdb.connect()
+    con.register("t", expected)
+    rows = {c["name"]: c for c in shown["columns"]}
+    for leaf in leaves_of(expected.schema):
+        col = _sql_path(leaf.path)
+        total, non_null, lo, hi = con.execute(
+            f"SELECT count(*), count({col}), min({col}), max({col}) FROM t"
+        ).fetchone()
+        row = rows[leaf.name]
+        assert (row["row_count"], row["null_count"]) == (total, total - non_null), leaf.name
+        assert (row["min"], row["max"]) == (to_json(lo), to_json(hi)), leaf.name
+
+
 @pytest.mark.parametrize(
     "name",
     ["delta-0.8.0-partitioned", "delta-2.2.0-partitioned-types", "simple_table_with_checkpoint"],
@@ -32,25 +55,10 @@ def test_delta_table_matches_deltalake(
     from deltalake import DeltaTable
 
     path = str(fixtures_dir / "delta" / name)
-    root = str(tmp_path / "stats")
-    assert cli.main(["analyze", path, "--stats-root", root]) == 0, capsys.readouterr().err
-    capsys.readouterr()
-    assert cli.main(["show", path, "--stats-root", root, "--json"]) == 0
-    shown = json.loads(capsys.readouterr().out)
+    shown = _analyze_and_show(capsys, path, str(tmp_path / "stats"))
     expected = pa.table(DeltaTable(path).to_pyarrow_table())
-    assert shown["row_count"] == expected.num_rows
     assert [c["name"] for c in shown["columns"]] == expected.column_names
-    con = duckdb.connect()
-    con.register("t", expected)
-    rows = {c["name"]: c for c in shown["columns"]}
-    for leaf in leaves_of(expected.schema):
-        col = _sql_path(leaf.path)
-        row = rows[leaf.name]
-        total, non_null, lo, hi = con.execute(
-            f"SELECT count(*), count({col}), min({col}), max({col}) FROM t"
-        ).fetchone()
-        assert (row["row_count"], row["null_count"]) == (total, total - non_null), leaf.name
-        assert (row["min"], row["max"]) == (to_json(lo), to_json(hi)), leaf.name
+    _assert_matches(shown, expected)
 
 
 def test_delta_time_travel(spark, fixtures_dir: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
@@ -75,26 +83,12 @@ def test_deletion_vectors_and_column_mapping_read_as_delta_rs_reads_them(
     from deltalake import DeltaTable, QueryBuilder
 
     path = str(fixtures_dir / "delta" / name)
-    root = str(tmp_path / "stats")
-    assert cli.main(["analyze", path, "--stats-root", root]) == 0, capsys.readouterr().err
-    capsys.readouterr()
-    assert cli.main(["show", path, "--stats-root", root, "--json"]) == 0
-    shown = json.loads(capsys.readouterr().out)
+    shown = _analyze_and_show(capsys, path, str(tmp_path / "stats"))
     result = QueryBuilder().register("t", DeltaTable(path)).execute("SELECT * FROM t")
-    expected = pa.table(result.read_all())
-    assert shown["row_count"] == expected.num_rows  # 8 live of 10 physical rows with DVs
-    rows = {c["name"]: c for c in shown["columns"]}
-    assert set(rows) == set(expected.column_names)  # logical names, not physical ones
-    con = duckdb.connect()
-    con.register("t", expected)
-    for leaf in leaves_of(expected.schema):
-        col = _sql_path(leaf.path)
-        total, non_null, lo, hi = con.execute(
-            f"SELECT count(*), count({col}), min({col}), max({col}) FROM t"
-        ).fetchone()
-        row = rows[leaf.name]
-        assert (row["row_count"], row["null_count"]) == (total, total - non_null), leaf.name
-        assert (row["min"], row["max"]) == (to_json(lo), to_json(hi)), leaf.name
+    expected = pa.table(result.read_all())  # 8 live of 10 physical rows with DVs
+    # logical names, not physical ones
+    assert {c["name"] for c in shown["columns"]} == set(expected.column_names)
+    _assert_matches(shown, expected)
 
 
 @pytest.mark.parametrize(

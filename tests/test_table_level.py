@@ -250,3 +250,21 @@ def test_bounds_hold_when_partitions_keep_only_top_values(spark, tmp_path) -> No
     truth = pc.value_counts(whole["v"]).to_pylist()
     best = max(truth, key=lambda d: d["counts"])
     assert stored and handle.frequencies("v")[0][0] == best["values"]
+
+
+def test_exact_table_histogram_keeps_large_integers_exact(spark, tmp_path) -> None:  # noqa: ANN001
+    """Integers beyond 2**53 (nanosecond timestamps, hashed ids) bin without float rounding."""
+    base = 2**62 + 1
+    root = tmp_path / "big"
+    for p in range(2):
+        (root / f"p={p}").mkdir(parents=True)
+        values = [base + 3 * i + p for i in range(5)] * 2  # repeats: frequencies complete
+        pq.write_table(pa.table({"v": pa.array(values, pa.int64())}), root / f"p={p}" / "d.parquet")
+    handle = ls.open_table(str(root))
+    handle.analyze(spark=spark, bins=1000)
+    [row] = handle.statistics(None, ["v"])
+    assert row["histogram_exact"] is True and row["min"] == base
+    bins = handle.histogram("v")
+    assert bins[0]["lower"] == base
+    # base + 0, 1, 3, 4, ..., 12, 13, each twice: one bin per integer
+    assert [b["count"] for b in bins] == [2, 2, 0] * 4 + [2, 2]

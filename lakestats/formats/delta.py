@@ -44,8 +44,9 @@ class DeltaMergingReader(PartitionReader):
     def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
         from deltalake import DeltaTable, QueryBuilder
 
-        table = DeltaTable(self.uri, version=self.version,
-                           storage_options=dict(self.storage_options) or None)
+        table = DeltaTable(
+            self.uri, version=self.version, storage_options=dict(self.storage_options) or None
+        )
         wanted = "*" if columns is None else ", ".join(_quote(c) for c in columns)
         values = part.partition.values
         where = " AND ".join(_predicate(c, values.get(c)) for c in self.partition_columns)
@@ -153,8 +154,12 @@ class DeltaTableFormat(TableFormat):
 
     def snapshots(self) -> list[SnapshotInfo]:
         return [
-            SnapshotInfo(h["version"], h.get("timestamp", 0), None,
-                         h["version"] - 1 if h["version"] else None)
+            SnapshotInfo(
+                h["version"],
+                h.get("timestamp", 0),
+                None,
+                h["version"] - 1 if h["version"] else None,
+            )
             for h in self._table.history()
         ]
 
@@ -172,7 +177,10 @@ class DeltaTableFormat(TableFormat):
 
     def plan(self, snapshot_id: int | None = None) -> list[PartitionPlan]:
         actions, uris = self._actions(snapshot_id)
-        names = self._at(snapshot_id).metadata().partition_columns
+        table = self._at(snapshot_id)
+        names = table.metadata().partition_columns
+        # deletion vectors: the log's record counts include deleted rows
+        counts_known = not self._needs_engine(table)
         groups: dict[tuple, list[DataFile]] = {}
         for action, uri in zip(actions, uris, strict=True):
             values = tuple(action.get(f"partition.{n}") for n in names)
@@ -185,15 +193,15 @@ class DeltaTableFormat(TableFormat):
                 (n, "__HIVE_DEFAULT_PARTITION__" if v is None else str(to_json(v)))
                 for n, v in zip(names, values, strict=True)
             )
-            counts = [f.record_count for f in files]
-            if self._needs_engine(self._at(snapshot_id)):
-                counts = [None]  # deletion vectors: the log's counts include deleted rows
-            plans.append(PartitionPlan(
-                key=key,
-                values={n: to_json(v) for n, v in zip(names, values, strict=True)},
-                data_files=tuple(files),
-                row_count=None if None in counts else sum(counts),
-            ))
+            counts = [f.record_count for f in files] if counts_known else [None]
+            plans.append(
+                PartitionPlan(
+                    key=key,
+                    values={n: to_json(v) for n, v in zip(names, values, strict=True)},
+                    data_files=tuple(files),
+                    row_count=None if None in counts else sum(counts),
+                )
+            )
         return plans
 
     def slices(self, partition: PartitionPlan, max_slice_bytes: int) -> list[Slice]:
@@ -205,7 +213,9 @@ class DeltaTableFormat(TableFormat):
         table = self._at(snapshot_id)
         if self._needs_engine(table):
             return DeltaMergingReader(
-                self._uri, table.version(), tuple(table.metadata().partition_columns),
+                self._uri,
+                table.version(),
+                tuple(table.metadata().partition_columns),
                 tuple(sorted(_storage_options(self._s3).items())),
             )
         schema = self.schema(snapshot_id)
@@ -220,9 +230,12 @@ def _storage_options(s3: fs.S3Options | None) -> dict[str, str]:
     if s3 is None:
         return {}
     options = {"AWS_ALLOW_HTTP": "true"} if (s3.endpoint_url or "").startswith("http:") else {}
-    for key, value in (("AWS_ENDPOINT_URL", s3.endpoint_url), ("AWS_REGION", s3.region),
-                       ("AWS_ACCESS_KEY_ID", s3.access_key),
-                       ("AWS_SECRET_ACCESS_KEY", s3.secret_key)):
+    for key, value in (
+        ("AWS_ENDPOINT_URL", s3.endpoint_url),
+        ("AWS_REGION", s3.region),
+        ("AWS_ACCESS_KEY_ID", s3.access_key),
+        ("AWS_SECRET_ACCESS_KEY", s3.secret_key),
+    ):
         if value:
             options[key] = value
     return options

@@ -89,10 +89,12 @@ class ColumnAccumulator:
             and not pat.is_uint64(dtype)
             or (kind == Kind.DECIMAL and dtype.precision <= 18)
         ):
-            numbers = _unscaled_int64(non_null) if kind == Kind.DECIMAL else keys.integers(non_null)
+            numbers = (
+                keys.unscaled_int64(non_null) if kind == Kind.DECIMAL else keys.integers(non_null)
+            )
             unique, counts = np.unique(numbers, return_counts=True)
             if kind == Kind.DECIMAL:
-                values = _decimal_from_unscaled(pa.array(unique), dtype)
+                values = keys.decimals_from_unscaled(pa.array(unique), dtype)
             elif kind == Kind.TEMPORAL:
                 storage = keys.physical_int_storage(dtype)
                 values = pa.array(unique.astype(storage.to_pandas_dtype())).view(dtype)
@@ -218,7 +220,7 @@ class ColumnAccumulator:
             if self._sorted_values:
                 order = np.arange(len(values))
             elif kind == Kind.DECIMAL and values.type.precision <= 18:
-                order = np.argsort(_unscaled_int64(values), kind="stable")
+                order = np.argsort(keys.unscaled_int64(values), kind="stable")
             elif kind == Kind.DECIMAL:
                 order = pc.sort_indices(values).to_numpy(zero_copy_only=False)
             else:
@@ -282,7 +284,7 @@ class ColumnAccumulator:
             built = hist.wide_integer_histogram(unscaled, counts, bins)
             lower_key = _decimal_key(built.lower, values.type) if built else None
         else:
-            ints = _unscaled_int64(values) if kind == Kind.DECIMAL else numeric.astype(np.int64)
+            ints = keys.unscaled_int64(values) if kind == Kind.DECIMAL else numeric.astype(np.int64)
             built = hist.integer_histogram(ints, counts, bins)
             if built is None:
                 lower_key = None
@@ -355,24 +357,6 @@ def _numeric(values: pa.Array, kind: Kind) -> np.ndarray:
     return keys.integers(values)
 
 
-def _unscaled_int64(values: pa.Array) -> np.ndarray:
-    """Unscaled int64 of decimals of precision ≤ 18 (the low word of each value)."""
-    width = values.type.bit_width // 64
-    words = np.frombuffer(values.buffers()[1], dtype="<i8")
-    words = words[values.offset * width : (values.offset + len(values)) * width]
-    return words.reshape(len(values), width)[:, 0].copy()
-
-
-def _decimal_from_unscaled(unscaled: pa.Array, dtype: pa.DataType) -> pa.Array:
-    """Decimal values from their unscaled int64 (the inverse of ``_unscaled_int64``)."""
-    ints = unscaled.to_numpy(zero_copy_only=False).astype(np.int64)
-    width = dtype.bit_width // 64
-    words = np.empty((len(ints), width), dtype=np.int64)
-    words[:, 0] = ints
-    words[:, 1:] = (ints >> 63)[:, None]
-    return pa.Array.from_buffers(dtype, len(ints), [None, pa.py_buffer(words.tobytes())])
-
-
 def _decimal_key(unscaled: int, dtype: pa.DataType) -> pa.Array:
 
     value = keys.decimal_from_unscaled(unscaled, dtype.scale)
@@ -391,7 +375,7 @@ def _hashable(values: pa.Array, kind: Kind) -> list:
     if kind == Kind.FLOATING:
         return values.to_numpy(zero_copy_only=False).tolist()
     if kind == Kind.DECIMAL and values.type.precision <= 18:
-        return _unscaled_int64(values).tolist()
+        return keys.unscaled_int64(values).tolist()
     if kind in (Kind.STRING, Kind.BINARY):
         return hashing.hash_binary(values).view(np.int64).tolist()
     return hashing.hash_binary(keys.encode(values)).view(np.int64).tolist()

@@ -80,13 +80,3 @@ def float_histogram(values: np.ndarray, counts: np.ndarray, bins: int) -> Histog
     raw = np.nan_to_num(raw, nan=0.0, posinf=bins - 1, neginf=0)
     index = np.clip(raw, 0, bins - 1).astype(np.int64)
     return Histogram(lo, width, np.bincount(index, weights=counts, minlength=bins).astype(np.int64))
-
-
-def bin_edges(lower: float, width: float, nbins: int, upper: float) -> list[tuple[float, float]]:
-    """The ``(lower, upper)`` edges of every bin, as the writer computed them."""
-    if nbins == 0:
-        return []
-    if width == 0.0:
-        return [(lower, upper)]
-    edges = [(lower + i * width, lower + (i + 1) * width) for i in range(nbins)]
-    return edges

@@ -67,7 +67,7 @@ def encode(values: pa.Array) -> pa.Array:
         if pat.is_uint64(dtype):
             ints = values.to_numpy(zero_copy_only=False).astype(np.uint64)
             return _fixed_to_binary(ints.astype(">u8"), 8)
-        ints = _integers(values)
+        ints = integers(values)
         keyed = ints.view(np.uint64) ^ _SIGN64
         return _fixed_to_binary(keyed.astype(">u8"), 8)
     if kind == Kind.FLOATING:
@@ -95,7 +95,7 @@ def encode(values: pa.Array) -> pa.Array:
     raise TypeError(f"no key encoding for type {dtype}")
 
 
-def _integers(values: pa.Array) -> np.ndarray:
+def integers(values: pa.Array) -> np.ndarray:
     """The int64 view of integer and temporal values (dates as days, timestamps in unit)."""
     dtype = values.type
     if pat.is_temporal(dtype):
@@ -104,9 +104,22 @@ def _integers(values: pa.Array) -> np.ndarray:
     return values.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def integers(values: pa.Array) -> np.ndarray:
-    """Public alias: integer/temporal values as int64 (used by histograms and sketches)."""
-    return _integers(values)
+def unscaled_int64(values: pa.Array) -> np.ndarray:
+    """Unscaled int64 of decimals of precision ≤ 18 (the low word of each value)."""
+    width = values.type.bit_width // 64
+    words = np.frombuffer(values.buffers()[1], dtype="<i8")
+    words = words[values.offset * width : (values.offset + len(values)) * width]
+    return words.reshape(len(values), width)[:, 0].copy()
+
+
+def decimals_from_unscaled(unscaled: pa.Array, dtype: pa.DataType) -> pa.Array:
+    """Decimal values from their unscaled int64 (the inverse of ``unscaled_int64``)."""
+    ints = unscaled.to_numpy(zero_copy_only=False).astype(np.int64)
+    width = dtype.bit_width // 64
+    words = np.empty((len(ints), width), dtype=np.int64)
+    words[:, 0] = ints
+    words[:, 1:] = (ints >> 63)[:, None]
+    return pa.Array.from_buffers(dtype, len(ints), [None, pa.py_buffer(words.tobytes())])
 
 
 def decode(key: bytes | None, dtype: pa.DataType) -> object:

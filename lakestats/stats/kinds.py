@@ -64,10 +64,3 @@ MOMENT_KINDS = (Kind.INTEGER, Kind.FLOATING, Kind.DECIMAL)
 
 VALUE_KINDS = (*ORDERED_NUMERIC, Kind.BOOLEAN, Kind.STRING, Kind.BINARY)
 """Kinds whose values are counted exactly (distinct count, frequencies, min/max)."""
-
-
-def physical_int_type(dtype: pa.DataType) -> pa.DataType:
-    """The integer type that temporal values are stored as (for keys and histograms)."""
-    if pat.is_date32(dtype) or pat.is_time32(dtype):
-        return pa.int32()
-    return pa.int64()

@@ -31,11 +31,3 @@ def kll_of(values: np.ndarray, counts: np.ndarray | None = None) -> bytes:
     if len(data):
         sketch.update(np.ascontiguousarray(data))
     return sketch.serialize()
-
-
-def hll_estimate(blob: bytes) -> float:
-    return ds.hll_sketch.deserialize(blob).get_estimate()
-
-
-def kll_quantile(blob: bytes, rank: float) -> float:
-    return ds.kll_doubles_sketch.deserialize(blob).get_quantile(rank)

@@ -84,53 +84,6 @@ class ScalarState:
     custom: dict[str, object] = field(default_factory=dict)
     partitions: int = 0
 
-    def add(self, row: dict[str, object], dtype: pa.DataType) -> None:
-        """Fold one partition's statistics row (raw: keys and sketches as bytes)."""
-        self.partitions += 1
-        kind = kind_of(dtype)
-        self.row_count += row["row_count"]
-        self.null_count += row["null_count"]
-        if row.get("nan_count") is not None:
-            self.nan_count = (self.nan_count or 0) + row["nan_count"]
-        for key_name, better in (("min_key", min), ("max_key", max)):
-            value = row.get("min" if key_name == "min_key" else "max")
-            if value is not None:
-                current = getattr(self, key_name)
-                setattr(self, key_name, value if current is None else better(current, value))
-        if row.get("mean") is not None and kind in MOMENT_KINDS:
-            n = float(row["row_count"] - row["null_count"] - (row.get("nan_count") or 0))
-            variance = row.get("variance")
-            m2 = (variance or 0.0) * (n - 1) if n > 1 else 0.0
-            self._merge_moments(n, float(row["mean"]), m2, float(row.get("sum") or 0.0))
-        if row.get("min_length") is not None:
-            non_null = row["row_count"] - row["null_count"]
-            self.min_length = _min(self.min_length, row["min_length"])
-            self.max_length = _max(self.max_length, row["max_length"])
-            self.length_total += float(row["avg_length"]) * non_null
-            self.length_n += non_null
-        if row.get("true_count") is not None:
-            self.true_count = (self.true_count or 0) + row["true_count"]
-        if row.get("hll_sketch") is not None:
-            self._hll().update(ds.hll_sketch.deserialize(row["hll_sketch"]))
-        if row.get("kll_sketch") is not None:
-            self._kll().merge(ds.kll_doubles_sketch.deserialize(row["kll_sketch"]))
-        non_null = row["row_count"] - row["null_count"]
-        distinct = row.get("distinct_count")
-        if distinct is not None and non_null > 0:
-            stored = row.get("frequencies_count") or 0
-            if stored < distinct:
-                self.frequencies_complete = False
-                if row.get("all_distinct"):
-                    self.frequency_slack += 1
-                else:
-                    # a value not among a truncated partition's top values occurs there at
-                    # most as often as the least frequent stored one
-                    self.frequency_slack += int(row.get("frequencies_min") or non_null)
-        if row.get("histogram_bins"):
-            lo, hi = histogram_range(row, dtype)
-            self.histogram_lo = lo if self.histogram_lo is None else min(self.histogram_lo, lo)
-            self.histogram_hi = hi if self.histogram_hi is None else max(self.histogram_hi, hi)
-
     # live sketch objects; serialized into ``hll``/``kll`` when pickled or finalized
     def _hll(self) -> ds.hll_union:
         live = self.__dict__.get("_live_hll")
@@ -499,28 +452,18 @@ def _exact_ordered(
     out["percentiles_exact"] = True
     out["percentile_rank_error"] = 0.0
     # the exact histogram is built exactly as a partition's is, over the whole table
-    numbers = _storage_numbers(values, dtype)
     bins = grid.bins_requested if grid is not None else 1000
     if kind == Kind.FLOATING:
+        numbers = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
         histogram = hist.float_histogram(numbers, sorted_totals, bins)
     elif kind == Kind.DECIMAL and dtype.precision > 18:
         histogram = hist.wide_integer_histogram(
             [keys.unscaled_of(v, dtype.scale) for v in values.to_pylist()], sorted_totals, bins
         )
     else:
-        histogram = hist.integer_histogram(numbers.astype(np.int64), sorted_totals, bins)
+        numbers = keys.unscaled_int64(values) if kind == Kind.DECIMAL else keys.integers(values)
+        histogram = hist.integer_histogram(numbers, sorted_totals, bins)
     return out, histogram
-
-
-def _storage_numbers(values: pa.Array, dtype: pa.DataType) -> np.ndarray:
-    kind = kind_of(dtype)
-    if kind == Kind.FLOATING:
-        return values.cast(pa.float64()).to_numpy(zero_copy_only=False)
-    if kind == Kind.DECIMAL:
-        return np.array(
-            [keys.unscaled_of(v, dtype.scale) for v in values.to_pylist()], dtype=np.float64
-        )
-    return keys.integers(values).astype(np.float64)
 
 
 def _storage_number(key: bytes, dtype: pa.DataType) -> float | int:
@@ -614,7 +557,14 @@ def _max(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else max(a, b)
 
 
-__all__ = ["Grid", "ScalarState", "finalize_frequencies", "hist", "rebin", "table_histogram"]
+__all__ = [
+    "Grid",
+    "ScalarState",
+    "finalize_frequencies",
+    "fold_statistics",
+    "rebin",
+    "table_histogram",
+]
 
 
 def fold_statistics(
@@ -623,8 +573,7 @@ def fold_statistics(
     """One ``ScalarState`` per column from many partitions' statistics rows at once.
 
     Counts, bounds, lengths, moments and completeness are aggregated column-wise with
-    Arrow and NumPy; only the sketches are merged row by row. Equivalent to calling
-    ``ScalarState.add`` for every row (which stays the reference implementation).
+    Arrow and NumPy; only the sketches are merged row by row.
     """
     ncols = len(names)
     data = pa.concat_tables(tables)

@@ -34,7 +34,7 @@ from lakestats.stats import keys
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.percentiles import percentile_names
 from lakestats.store import layout, manifest
-from lakestats.store.schemas import SKETCH_COLUMNS, STATISTICS_ROW_GROUP, STATISTICS_SCHEMA
+from lakestats.store.schemas import SKETCH_COLUMNS, STATISTICS_ROW_GROUP
 
 KEY_COLUMNS = ("min", "max", *percentile_names(), "histogram_lower")
 
@@ -101,14 +101,7 @@ class _Opaque:
 
 
 def column_kind(type_text: str) -> Kind:
-    dtype = parse_type(type_text)
-    if isinstance(dtype, _Opaque):
-        return (
-            Kind.NESTED
-            if type_text.startswith(("list", "large_list", "map", "fixed_size_list"))
-            else Kind.OTHER
-        )
-    return kind_of(dtype)
+    return kind_of(parse_type(type_text))
 
 
 def decode_value(key: bytes | None, type_text: str) -> object:
@@ -405,4 +398,4 @@ def _parse_partition(spec: str) -> dict[str, str]:
     return out
 
 
-__all__ = ["StatisticsReader", "bin_edges", "decode_value", "parse_type", "STATISTICS_SCHEMA"]
+__all__ = ["StatisticsReader", "bin_edges", "decode_value", "parse_type"]
