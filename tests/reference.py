@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import decimal
+import json
 import math
 from collections.abc import Callable
 
@@ -11,6 +12,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from lakestats import cli
+from lakestats.stats.keys import to_json
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.percentiles import PERCENTILES
@@ -158,3 +161,34 @@ def _check_histogram(con, name, col, kind, where, bins, counted) -> None:  # noq
         start = 0 if (first and kind == Kind.FLOATING) else bisect.bisect_left(values, b["lower"])
         stop = len(values) if last else bisect.bisect_left(values, b["upper"])
         assert b["count"] == stop - start, (name, i, b, stop - start)
+
+
+def analyze_and_show(capsys: pytest.CaptureFixture, path: str, root: str) -> dict:
+    """``lakestats analyze`` then ``lakestats show --json`` (table level) of ``path``."""
+    assert cli.main(["analyze", path, "--stats-root", root]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert cli.main(["show", path, "--stats-root", root, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def show_json(capsys: pytest.CaptureFixture, args: list[str]) -> dict:
+    """Run a ``lakestats`` command with ``--json`` and return what it printed."""
+    assert cli.main([*args, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def assert_shown_matches(shown: dict, expected: pa.Table) -> None:
+    """Row count, and per column null count, min and max, of ``lakestats show --json``
+    output equal DuckDB's over ``expected`` (what the format's own reader returned)."""
+    assert shown["row_count"] == expected.num_rows
+    con = duckdb.connect()
+    con.register("t", expected)
+    rows = {c["name"]: c for c in shown["columns"]}
+    for leaf in leaves_of(expected.schema):
+        col = _sql_path(leaf.path)
+        total, non_null, lo, hi = con.execute(
+            f"SELECT count(*), count({col}), min({col}), max({col}) FROM t"
+        ).fetchone()
+        row = rows[leaf.name]
+        assert (row["row_count"], row["null_count"]) == (total, total - non_null), leaf.name
+        assert (row["min"], row["max"]) == (to_json(lo), to_json(hi)), leaf.name

@@ -3,7 +3,9 @@
 Partitions are the (spec id, partition tuple) groups of the snapshot's data files,
 named by their human-readable partition path (``l_shipdate_year=1995``). Executors
 read a slice with pyiceberg's own ``ArrowScan`` (field-id projection, name mapping,
-position deletes), rebuilt from the table metadata that travels with the job.
+position deletes and deletion vectors), rebuilt from the table metadata that travels with
+the job. Equality deletes, which pyiceberg refuses, are planned and applied here
+(``equality_deletes.py``) as the Iceberg spec says.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from lakestats.errors import (
     LakestatsError,
     NotATableError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 from lakestats.formats.base import (
     DataFile,
@@ -72,17 +73,37 @@ class IcebergReader(PartitionReader):
     io_properties: dict[str, str]
     schema_id: int
     native: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
+    # data file path -> the equality delete files (pyiceberg DataFiles) that apply to it
+    equality: dict[str, tuple] = field(default_factory=dict, compare=False, hash=False)
 
     def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
-        from pyiceberg.expressions import AlwaysTrue
         from pyiceberg.io import load_file_io
-        from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 
         metadata = _metadata(self.metadata_json)
         schema = next(s for s in metadata.schemas if s.schema_id == self.schema_id)
-        projected = schema if columns is None else schema.select(*columns)
         io = load_file_io(self.io_properties, self.metadata_location)
         tasks = [self.native[f.path] for f in part.files]
+        if not any(self.equality.get(t.file.file_path) for t in tasks):
+            return self._read_tasks(part, metadata, schema, io, tasks, columns)
+        from lakestats.formats.equality_deletes import apply_equality_deletes, key_columns
+
+        pieces = []
+        for task in tasks:
+            deletes = self.equality.get(task.file.file_path, ())
+            keys = key_columns(schema, deletes)
+            wanted = None if columns is None else [*columns, *(k for k in keys if k not in columns)]
+            table = self._read_tasks(part, metadata, schema, io, [task], wanted)
+            table = apply_equality_deletes(table, deletes, schema, metadata, io)
+            pieces.append(table if columns is None else table.select(columns))
+        return pa.concat_tables(pieces)
+
+    @staticmethod
+    def _read_tasks(part: Slice, metadata, schema, io, tasks: list, columns: list[str] | None):  # noqa: ANN001, ANN205
+        """Rows of ``tasks`` (position deletes applied), identity-partition values filled in."""
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
+
+        projected = schema if columns is None else schema.select(*columns)
         # identity-partitioned columns come from the partition tuple: writers may leave
         # them out of the data files (the value lives only in the manifest)
         constants = _identity_values(metadata, tasks[0].file) if tasks else {}
@@ -245,29 +266,28 @@ class IcebergTable(TableFormat):
         snapshot = self._table.current_snapshot()
         return snapshot.snapshot_id if snapshot else None
 
-    def _tasks(self, snapshot_id: int | None) -> list:
+    def _tasks(self, snapshot_id: int | None) -> tuple[list, dict[str, tuple]]:
+        """The snapshot's scan tasks (data file + position deletes) and, per data file path,
+        the equality delete files that apply to it."""
+        from lakestats.formats.equality_deletes import plan_scan
+
         snapshot = self._snapshot(snapshot_id)
         if snapshot is None:
-            return []
-        try:
-            tasks = list(self._table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
-            for task in tasks:
-                # relative locations (some writers store them) resolve against the driver's
-                # working directory here, not against each executor's
-                _absolutize(task.file)
-                for delete in task.delete_files:
-                    _absolutize(delete)
-            return tasks
-        except ValueError as exc:
-            if "equality delete" in str(exc).lower():
-                raise UnsupportedFeatureError(
-                    f"{self._identifier} has Iceberg equality delete files, which this "
-                    "version cannot apply yet; statistics would count deleted rows"
-                ) from exc
-            raise
+            return [], {}
+        tasks, equality = plan_scan(self._table.scan(snapshot_id=snapshot.snapshot_id))
+        for task in tasks:
+            # relative locations (some writers store them) resolve against the driver's
+            # working directory here, not against each executor's
+            _absolutize(task.file)
+            for delete in task.delete_files:
+                _absolutize(delete)
+        for deletes in equality.values():
+            for delete in deletes:
+                _absolutize(delete)
+        return tasks, {_absolute(path): deletes for path, deletes in equality.items()}
 
     def plan(self, snapshot_id: int | None = None) -> list[PartitionPlan]:
-        tasks = self._tasks(snapshot_id)
+        tasks, equality = self._tasks(snapshot_id)
         schema = self._iceberg_schema(snapshot_id)
         specs = self._table.metadata.specs()
         groups: dict[tuple, list] = {}
@@ -295,8 +315,11 @@ class IcebergTable(TableFormat):
             )
             deletes = tuple(
                 DataFile(d.file_path, d.file_size_in_bytes, d.record_count)
-                for t in group
-                for d in t.delete_files
+                for d in {
+                    d.file_path: d
+                    for t in group
+                    for d in (*t.delete_files, *equality.get(t.file.file_path, ()))
+                }.values()
             )
             plans.append(
                 PartitionPlan(
@@ -312,13 +335,15 @@ class IcebergTable(TableFormat):
         return plans
 
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
-        native = {t.file.file_path: t for t in self._tasks(snapshot_id)}
+        tasks, equality = self._tasks(snapshot_id)
+        native = {t.file.file_path: t for t in tasks}
         return IcebergReader(
             metadata_json=self._table.metadata.model_dump_json(),
             metadata_location=self._table.metadata_location,
             io_properties=dict(self._table.io.properties),
             schema_id=self.schema_id(snapshot_id),
             native=native,
+            equality=equality,
         )
 
 
