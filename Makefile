@@ -21,8 +21,8 @@ test: setup
 	$(BIN)/python -m pytest
 
 bench: setup
-	$(BIN)/python bench/analyze_tpch.py
-	$(BIN)/python bench/lookup.py
+	$(BIN)/python -m bench.analyze_tpch
+	$(BIN)/python -m bench.lookup
 
 clean:
 	rm -rf $(VENV) warehouse .pytest_cache

@@ -193,6 +193,29 @@ class LakestatsTable:
         return self.reader().histogram(partition, column, start, stop)
 
 
+def snapshot_as_of(table: TableFormat, timestamp_ms: int) -> int:
+    """The snapshot that was current at ``timestamp_ms``: the latest one committed at or
+    before it (Delta ``--as-of``, Hudi's as-of instant, Iceberg's and Paimon's time travel)."""
+    from lakestats.errors import InvalidArgumentError
+
+    snapshots = sorted(table.snapshots(), key=lambda s: (s.timestamp_ms, s.snapshot_id))
+    earlier = [s for s in snapshots if s.timestamp_ms <= timestamp_ms]
+    if not earlier:
+        first = snapshots[0].timestamp_ms if snapshots else None
+        raise InvalidArgumentError(
+            f"{table.identifier} has no snapshot at or before {_iso(timestamp_ms)}"
+            + (f"; its first snapshot is from {_iso(first)}" if first is not None else "")
+        )
+    return earlier[-1].snapshot_id
+
+
+def _iso(timestamp_ms: int) -> str:
+    import datetime as dt
+
+    moment = dt.datetime.fromtimestamp(timestamp_ms / 1000, dt.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def probe_writable(root: str, s3: fs.S3Options | None = None) -> None:
     """Fail fast, with one line, when the statistics root cannot be written."""
     import uuid

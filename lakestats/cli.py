@@ -35,9 +35,31 @@ def _positive(text: str) -> int:
 
 
 def _table(args: argparse.Namespace) -> api.LakestatsTable:
-    return api.open_table(
+    table = api.open_table(
         args.table, stats_root=args.stats_root, catalog=args.catalog, warehouse=args.warehouse
     )
+    if getattr(args, "as_of", None) is not None:
+        if args.snapshot is not None:
+            raise InvalidArgumentError("pass --snapshot or --as-of, not both")
+        args.snapshot = api.snapshot_as_of(table.format, args.as_of)
+    return table
+
+
+def _timestamp_ms(text: str) -> int:
+    """``--as-of``: an ISO-8601 time (UTC unless it has an offset) or epoch milliseconds."""
+    import datetime as dt
+
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO-8601 time such as 2024-05-01T12:00:00Z, got {text!r}"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return int(moment.timestamp() * 1000)
 
 
 def _print_json(data: object) -> None:
@@ -260,6 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--snapshot", type=int, help="table snapshot id (default: current)")
     p.add_argument(
+        "--as-of",
+        type=_timestamp_ms,
+        help="the snapshot current at this time (ISO-8601, UTC unless an offset is given)",
+    )
+    p.add_argument(
         "--partitions-only",
         action="store_true",
         help="write partition files only, no table-level reduction",
@@ -274,6 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--partition", help="k=v[,k2=v2] (default: table level)")
     p.add_argument("--snapshot", type=int, help="table snapshot (default: current)")
+    p.add_argument(
+        "--as-of", type=_timestamp_ms, help="the snapshot current at this time (ISO-8601)"
+    )
     p.add_argument("--columns", help="only these columns, comma-separated")
     p.set_defaults(func=cmd_show)
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lakestats import cli
-from tests.reference import analyze_and_show, assert_shown_matches
+from tests.reference import analyze_and_show, assert_shown_matches, show_json
 
 pytestmark = pytest.mark.spark
 
@@ -63,3 +63,31 @@ def test_deletion_vectors_and_column_mapping_read_as_delta_rs_reads_them(
     # logical names, not physical ones
     assert {c["name"] for c in shown["columns"]} == set(expected.column_names)
     assert_shown_matches(shown, expected)
+
+
+def test_delta_as_of_timestamp(spark, fixtures_dir: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """``--as-of`` picks the version current at that time (deltalake's history)."""
+    import datetime as dt
+
+    from deltalake import DeltaTable
+
+    path = str(fixtures_dir / "delta" / "simple_table_with_checkpoint")
+    stamps = {h["version"]: h["timestamp"] for h in DeltaTable(path).history()}
+    between = stamps[5] + (stamps[6] - stamps[5]) // 2  # after version 5, before 6
+    iso = dt.datetime.fromtimestamp(between / 1000, dt.UTC).isoformat()
+    root = str(tmp_path / "stats")
+    assert cli.main(["analyze", path, "--stats-root", root, "--as-of", iso, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    expected = pa.table(DeltaTable(path, version=5).to_pyarrow_table())
+    assert (summary["snapshot_id"], summary["row_count"]) == (5, expected.num_rows)
+    shown = show_json(capsys, ["show", path, "--stats-root", root, "--as-of", str(between)])
+    assert shown["snapshot_id"] == 5 and not shown["stale"]
+    assert_shown_matches(shown, expected)
+
+    before = str(stamps[0] - 1)
+    assert cli.main(["analyze", path, "--stats-root", root, "--as-of", before]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no snapshot at or before" in err[0], err
+    with pytest.raises(SystemExit) as exit_info:  # argparse: usage line + one error line
+        cli.main(["show", path, "--stats-root", root, "--as-of", "yesterday"])
+    assert exit_info.value.code != 0 and "ISO-8601" in capsys.readouterr().err
