@@ -8,7 +8,12 @@ For each, median of 3: a plain Spark scan of all columns (``noop`` write), Spark
 "+ table-level reduction" is the same run followed by the table-level files). Prints the
 ratios against lakestats' partition-level analyze.
 
+Formats (``--formats``): the yearly table also stored as Iceberg (pyiceberg) and Delta
+(delta-rs), and as Iceberg with every 10th row deleted by position delete files;
+``lakestats analyze`` (partition level) of each, against the Parquet directory's time.
+
     python bench/analyze_tpch.py [--scale 1] [--runs 3] [--layouts year,month]
+        [--formats parquet,iceberg,delta,iceberg-10%-deleted]
 """
 
 from __future__ import annotations
@@ -22,7 +27,14 @@ from pathlib import Path
 import duckdb
 
 import lakestats.api as ls
-from bench.common import machine, median_time, partitioned, tpch_lineitem
+from bench.common import (
+    as_delta,
+    as_iceberg,
+    machine,
+    median_time,
+    partitioned,
+    tpch_lineitem,
+)
 from lakestats.compute.session import get_spark
 
 
@@ -31,13 +43,45 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--layouts", default="year,month")
+    parser.add_argument("--formats", default="parquet,iceberg,delta,iceberg-10%-deleted")
     args = parser.parse_args()
 
     source = tpch_lineitem(args.scale)
     spark = get_spark("local[2]")
     print(f"# analyze_tpch  {dt.date.today()}  scale {args.scale:g}  {machine()}")
-    for layout in args.layouts.split(","):
+    for layout in filter(None, args.layouts.split(",")):
         run_layout(spark, source, layout, args.runs)
+    if args.formats:
+        run_formats(spark, source, args.formats.split(","), args.runs)
+
+
+def run_formats(spark, source: Path, formats: list[str], runs: int) -> dict[str, float]:  # noqa: ANN001
+    """lakestats analyze (partition level) of the yearly table in each format."""
+    tables = {
+        "parquet": lambda: partitioned(source, "year"),
+        "iceberg": lambda: as_iceberg(source),
+        "delta": lambda: as_delta(source),
+        "iceberg-10%-deleted": lambda: as_iceberg(source, deleted_every=10),
+    }
+    root = Path(tempfile.mkdtemp(prefix="lakestats-bench-"))
+    results = {}
+    try:
+        for name in ["parquet", *(f for f in formats if f != "parquet")]:
+            path = str(tables[name]())
+
+            def analyze(path: str = path) -> None:
+                shutil.rmtree(root, ignore_errors=True)
+                ls.open_table(path, stats_root=str(root)).analyze(spark=spark, table_level=False)
+
+            results[name] = median_time(analyze, runs)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    base = results["parquet"]
+    print("\n## lineitem by year (7 partitions) in each format, lakestats analyze")
+    print(f"{'format':32s} {'median s':>9s} {'/ parquet dir':>15s}")
+    for label, seconds in results.items():
+        print(f"{label:32s} {seconds:9.2f} {seconds / base:15.2f}")
+    return results
 
 
 def run_layout(spark, source: Path, layout: str, runs: int) -> dict[str, float]:  # noqa: ANN001

@@ -63,3 +63,60 @@ def machine() -> str:
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"{platform.system()} {platform.release()}"
     )
+
+
+def lineitem_by_year_table(source: Path):  # noqa: ANN201 - a pyarrow Table
+    """lineitem with its ``ship_year`` partition column, sorted by it (as ``partitioned``)."""
+    table = pq.read_table(source)
+    table = table.append_column("ship_year", pc.year(table["l_shipdate"]))
+    return table.sort_by("ship_year")
+
+
+def as_iceberg(source: Path, deleted_every: int = 0) -> Path:
+    """lineitem by ship year as an Iceberg table (pyiceberg, SQLite catalog under
+    bench/data); with ``deleted_every`` = k, every k-th row of each data file is deleted
+    by merge-on-read position delete files. Returns the table directory."""
+    from pyiceberg.transforms import IdentityTransform
+
+    from lakestats.formats.iceberg import load_catalog
+
+    name = f"lineitem_year_del{deleted_every}" if deleted_every else "lineitem_year"
+    warehouse = source.parent / "iceberg"
+    done = warehouse / f"{name}.done"
+    catalog = load_catalog(warehouse=str(warehouse))
+    if done.exists():
+        return Path(catalog.load_table(f"bench.{name}").location().removeprefix("file://"))
+    catalog.create_namespace_if_not_exists("bench")
+    if catalog.table_exists(f"bench.{name}"):
+        catalog.purge_table(f"bench.{name}")
+    data = lineitem_by_year_table(source)
+    table = catalog.create_table(
+        f"bench.{name}",
+        schema=data.schema,
+        properties={"format-version": "2", "write.parquet.row-group-limit": str(1 << 20)},
+    )
+    with table.update_spec() as spec:
+        spec.add_field("ship_year", IdentityTransform(), "ship_year")
+    table.append(data)
+    if deleted_every:
+        from tests.iceberg_deletes import add_position_deletes
+
+        files = {t.file.file_path: t.file.record_count for t in table.scan().plan_files()}
+        add_position_deletes(
+            table, {path: list(range(0, rows, deleted_every)) for path, rows in files.items()}
+        )
+    done.touch()
+    return Path(table.location().removeprefix("file://"))
+
+
+def as_delta(source: Path) -> Path:
+    """lineitem by ship year as a Delta table written by delta-rs."""
+    from deltalake import write_deltalake
+
+    out = source.parent / "delta_lineitem_year"
+    if (out / "_done").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    write_deltalake(str(out), lineitem_by_year_table(source), partition_by=["ship_year"])
+    (out / "_done").touch()
+    return out

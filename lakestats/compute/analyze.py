@@ -197,6 +197,11 @@ def analyze(
         except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors
             raise LakestatsError(f"table-level reduction failed: {_last_line(exc)}") from exc
         written += table_bytes
+    elif table_level:
+        table_files, table_bytes = _write_empty_table(
+            stats_root, s3, leaves, options, statistics, run_id
+        )
+        written += table_bytes
     timestamps = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
     version = manifest.Version(
         version=0,
@@ -224,6 +229,29 @@ def analyze(
     return AnalyzeResult(
         number, snapshot, len(todo), len(plans) - len(todo), version.row_count, written, stats_root
     )
+
+
+def _write_empty_table(
+    root: str,
+    s3: fs.S3Options | None,
+    leaves: list,
+    options: AnalyzeOptions,
+    statistics: list,
+    run_id: str,
+) -> tuple[dict[str, str], int]:
+    """Table-level files of a table without data files (every column: zero rows), so an
+    empty table reads like any other instead of failing lookups."""
+    from lakestats.stats.accumulator import ColumnAccumulator
+    from lakestats.store import writer
+
+    results = [
+        ColumnAccumulator(leaf, list(statistics)).finalize(options.bins, options.max_frequencies)
+        for leaf in leaves
+    ]
+    files = layout.table_files(run_id)
+    uris = {k: layout.absolute(root, v) for k, v in files.items()}
+    custom = [(s.name, s.result_type) for s in statistics]
+    return files, writer.write_partition(results, custom, options.bins, uris, s3)
 
 
 def _reusable_entries(

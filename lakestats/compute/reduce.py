@@ -11,6 +11,11 @@ Stages (each over groups of partitions, so 10,000 partitions cost a handful of t
    column: exact distinct count, percentiles and histogram when complete, top values
    with bounds otherwise;
 4. one task writes the three table-level files.
+
+A small reduction (``LOCAL_CELLS``: partitions x columns) runs the same stages inside one
+Spark task instead, with Arrow aggregations for Spark's ``groupBy``: five stages and their
+shuffles cost seconds of fixed overhead, which is what an incremental analyze would
+otherwise spend most of its time on.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -460,6 +466,10 @@ def reduce_table(
     statistics: list | None = None,
 ) -> tuple[dict[str, str], int]:
     """Write the table-level files of ``partitions``; returns their paths and bytes written."""
+    if len(partitions) * len(columns) <= LOCAL_CELLS:
+        return _reduce_in_one_task(
+            spark, root, s3, partitions, columns, bins, max_frequencies, run_id, statistics
+        )
     parallelism = max(2, spark.sparkContext.defaultParallelism)
     groups = max(1, min(len(partitions), 2 * parallelism))
     job = ReduceJob(
@@ -543,4 +553,113 @@ def _grouped_frequencies(frame: DataFrame, job: ReduceJob, incomplete: np.ndarra
         F.flatten(F.collect_list(F.coalesce("holder_list", F.array().cast("array<long>")))).alias(
             "holders"
         ),
+    )
+
+
+LOCAL_CELLS = 20_000
+"""Up to this many partition x column cells, one task reduces (see the module docstring)."""
+
+
+def _reduce_in_one_task(
+    spark: SparkSession,
+    root: str,
+    s3: fs.S3Options | None,
+    partitions: list[PartitionEntry],
+    columns: list[dict[str, str]],
+    bins: int,
+    max_frequencies: int,
+    run_id: str,
+    statistics: list | None,
+) -> tuple[dict[str, str], int]:
+    job = ReduceJob(root, s3, partitions, columns, bins, max_frequencies, 1, list(statistics or []))
+    files = layout.table_files(run_id)
+    written = (
+        spark.range(0, 1, 1, numPartitions=1)
+        .mapInArrow(functools.partial(_reduce_locally, job, files), "bytes_written long")
+        .collect()
+    )
+    return files, sum(r["bytes_written"] for r in written)
+
+
+def _reduce_locally(
+    job: ReduceJob, files: dict[str, str], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Every stage of ``reduce_table`` in this task, one group holding every partition."""
+    for _ in batches:
+        pass
+    one = [pa.RecordBatch.from_pydict({"id": pa.array([0], pa.int64())})]
+    states = {
+        i: pickle.loads(b)
+        for batch in _states(job, iter(one))
+        for i, b in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
+    }
+    grids = {}
+    for index, state in states.items():
+        grid = state.grid(job.dtype(index), job.bins)
+        if grid is not None:
+            grids[index] = grid
+    incomplete = {i: g for i, g in grids.items() if not states[i].frequencies_complete}
+    rebinned = {}
+    for batch in _histograms(job, incomplete, iter(one)) if incomplete else ():
+        for i, b in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
+            rebinned[i] = np.frombuffer(b, dtype=np.float64)
+    incomplete_columns = np.array(
+        [not states[i].frequencies_complete for i in range(len(job.columns))], dtype=bool
+    )
+    grouped = _group_frequency_rows(list(_frequency_rows(job, incomplete_columns, iter(one))))
+    index = grouped.column("column_index").to_numpy(zero_copy_only=False)
+    order = np.argsort(index, kind="stable")
+    grouped, index = grouped.take(pa.array(order)), index[order]
+    bounds = np.flatnonzero(np.diff(index)) + 1
+    finalized = [
+        _finalize_column(job, states, grids, grouped.slice(start, stop - start))
+        for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(index)], strict=True)
+        if stop > start
+    ]
+    payloads = [t.to_batches()[0] for t in finalized]
+    yield from _write(job, states, grids, rebinned, files, iter(payloads))
+
+
+def _group_frequency_rows(batches: list[pa.RecordBatch]) -> pa.Table:
+    """What ``_grouped_frequencies`` computes with Spark's ``groupBy``, in Arrow: per
+    (column, value) the summed count and bound and the concatenated holder lists."""
+    schema = pa.schema(
+        [
+            ("column_index", pa.int32()),
+            ("value", pa.binary()),
+            ("count", pa.int64()),
+            ("bound", pa.int64()),
+            ("holder_list", pa.list_(pa.int64())),
+        ]
+    )
+    rows = pa.Table.from_batches([b.cast(schema) for b in batches], schema=schema)
+    keys = ["column_index", "value"]
+    totals = rows.group_by(keys).aggregate([("count", "sum"), ("bound", "sum")])
+    lists = rows.column("holder_list").combine_chunks()
+    parents = pc.list_parent_indices(lists)
+    holders = (
+        pa.table(
+            {
+                "column_index": rows.column("column_index").take(parents),
+                "value": rows.column("value").take(parents),
+                "holder": pc.list_flatten(lists),
+            }
+        )
+        .group_by(keys)
+        .aggregate([("holder", "list")])
+    )
+    # Arrow joins carry no list columns: join a row number of ``holders`` instead
+    rows_of = pa.array(np.arange(holders.num_rows, dtype=np.int64))
+    numbered = holders.select(keys).append_column("_row", rows_of)
+    joined = totals.join(numbered, keys, join_type="left outer")
+    holder_lists = holders.column("holder_list").combine_chunks().take(joined.column("_row"))
+    empty = pa.array([[]] * joined.num_rows, pa.list_(pa.int64()))
+    return pa.table(
+        {
+            "column_index": joined.column("column_index"),
+            "value": joined.column("value"),
+            "total": joined.column("count_sum"),
+            "bound_present": joined.column("bound_sum"),
+            "holders": pc.if_else(pc.is_null(holder_lists), empty, holder_lists),
+        }
     )

@@ -86,7 +86,12 @@ def open_table(
         from lakestats.formats.delta import DeltaTableFormat
 
         return DeltaTableFormat(uri, s3)
-    raise UnsupportedFeatureError(
-        f"{table} is a {kind.capitalize()} table, which this lakestats version cannot read "
-        "yet; convert it or analyze an Iceberg table or Parquet directory"
-    )
+    if kind == "hudi":
+        from lakestats.formats.hudi import HudiTableFormat
+
+        return HudiTableFormat(uri, s3)
+    if kind == "paimon":
+        from lakestats.formats.paimon import PaimonTableFormat
+
+        return PaimonTableFormat(uri, s3)
+    raise UnsupportedFeatureError(f"{table}: unknown table format {kind!r}")
