@@ -17,6 +17,7 @@ import pytest
 
 import lakestats.api as ls
 from lakestats import cli
+from lakestats.compute import reduce
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.percentiles import PERCENTILES
@@ -27,8 +28,10 @@ from tests.reference import _close, _norm, _sql_path
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def analyzed(spark, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN001, ANN201
+@pytest.fixture(scope="module", params=["one_task", "spark_stages"])
+def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):  # noqa: ANN001, ANN201
+    """The table analyzed with the small-table reduction (one task) and with the staged
+    Spark reduction that large tables use; every test below checks both."""
     root = tmp_path_factory.mktemp("table-level") / "t"
     table = mixed_table(3000, seed=21).drop_columns(["nothing"])
     rng = np.random.default_rng(4)
@@ -38,7 +41,10 @@ def analyzed(spark, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN001, 
     part = pa.array(np.repeat(np.arange(6), 500).astype(str))
     pq.write_to_dataset(table.append_column("part", part), root, partition_cols=["part"])
     handle = ls.open_table(str(root))
-    handle.analyze(spark=spark, bins=50, max_frequencies=200)
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "spark_stages":
+            patch.setattr(reduce, "LOCAL_CELLS", 0)
+        handle.analyze(spark=spark, bins=50, max_frequencies=200)
     whole = pads.dataset(root, format="parquet", partitioning="hive").to_table()
     return root, handle, whole
 
@@ -221,9 +227,16 @@ def test_statistics_system_view(spark, analyzed) -> None:  # noqa: ANN001
     )
 
 
-def test_bounds_hold_when_partitions_keep_only_top_values(spark, tmp_path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("local_cells", [0, reduce.LOCAL_CELLS])
+def test_bounds_hold_when_partitions_keep_only_top_values(
+    spark,  # noqa: ANN001
+    tmp_path,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+    local_cells: int,
+) -> None:
     """Truncated partition frequencies and per-task pruning: every stored table-level
-    frequency still brackets the true count."""
+    frequency still brackets the true count (staged Spark reduction and one task)."""
+    monkeypatch.setattr(reduce, "LOCAL_CELLS", local_cells)
     rng = np.random.default_rng(9)
     root = tmp_path / "skewed"
     parts = []
