@@ -66,6 +66,8 @@ def run_formats(spark, source: Path, formats: list[str], runs: int) -> dict[str,
     root = Path(tempfile.mkdtemp(prefix="lakestats-bench-"))
     results = {}
     try:
+        warm = str(tables["parquet"]())  # one untimed run: JVM and Python workers warm
+        ls.open_table(warm, stats_root=str(root)).analyze(spark=spark, table_level=False)
         for name in ["parquet", *(f for f in formats if f != "parquet")]:
             path = str(tables[name]())
 

@@ -11,6 +11,7 @@ Part 2 (``--incremental``): full analyze of lineitem by month (84 partitions), t
 a file to one partition and analyze again; prints both and their ratio.
 
     python -m bench.reduce [--sizes 100,1000,10000] [--runs 3] [--incremental]
+        [--scales 1,10] [--no-scaling]
 """
 
 from __future__ import annotations
@@ -108,11 +109,11 @@ def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
         print(f"{size:>10d} {median:9.2f} {median / size * 1000:15.2f}")
 
 
-def incremental(spark, runs: int) -> None:  # noqa: ANN001
-    source = tpch_lineitem(1)
+def incremental(spark, runs: int, scale: float = 1.0) -> None:  # noqa: ANN001
+    source = tpch_lineitem(scale)
     base = partitioned(source, "month")
     work = DATA / "lineitem_by_month_incremental"
-    print("\n## incremental analyze, lineitem by month (84 partitions)")
+    print(f"\n## incremental analyze, lineitem scale {scale:g} by month (84 partitions)")
     fulls, increments = [], []
     for _ in range(runs):
         shutil.rmtree(work, ignore_errors=True)
@@ -172,6 +173,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--incremental", action="store_true")
+    parser.add_argument("--scales", default="1", help="lineitem scales for --incremental")
     parser.add_argument("--no-scaling", action="store_true")
     args = parser.parse_args()
     print(f"# reduce  {dt.date.today()}  {machine()}")
@@ -179,7 +181,8 @@ def main() -> None:
     if not args.no_scaling:
         reduce_scaling(spark, [int(s) for s in args.sizes.split(",")], args.runs)
     if args.incremental:
-        incremental(spark, args.runs)
+        for scale in args.scales.split(","):
+            incremental(spark, args.runs, float(scale))
 
 
 if __name__ == "__main__":
