@@ -51,6 +51,23 @@ class S3Options:
 
 
 @lru_cache(maxsize=16)
+def object_store_options(s3: S3Options | None) -> dict[str, str]:
+    """Storage options of the Rust ``object_store`` crate (delta-rs, hudi-rs) for an
+    S3-compatible store (empty for local tables)."""
+    if s3 is None:
+        return {}
+    options = {"AWS_ALLOW_HTTP": "true"} if (s3.endpoint_url or "").startswith("http:") else {}
+    for key, value in (
+        ("AWS_ENDPOINT_URL", s3.endpoint_url),
+        ("AWS_REGION", s3.region),
+        ("AWS_ACCESS_KEY_ID", s3.access_key),
+        ("AWS_SECRET_ACCESS_KEY", s3.secret_key),
+    ):
+        if value:
+            options[key] = value
+    return options
+
+
 def _s3(options: S3Options) -> pafs.FileSystem:
     kwargs: dict[str, object] = {}
     if options.endpoint_url:

@@ -216,26 +216,10 @@ class DeltaTableFormat(TableFormat):
                 self._uri,
                 table.version(),
                 tuple(table.metadata().partition_columns),
-                tuple(sorted(_storage_options(self._s3).items())),
+                tuple(sorted(fs.object_store_options(self._s3).items())),
             )
         schema = self.schema(snapshot_id)
         names = set(self._at(snapshot_id).metadata().partition_columns)
         files = pa.schema([f for f in schema if f.name not in names])
         partitions = pa.schema([f for f in schema if f.name in names])
         return DeltaReader(ParquetDirReader(files, partitions, self._s3), tuple(schema.names))
-
-
-def _storage_options(s3: fs.S3Options | None) -> dict[str, str]:
-    """delta-rs storage options for an S3-compatible store (empty for local tables)."""
-    if s3 is None:
-        return {}
-    options = {"AWS_ALLOW_HTTP": "true"} if (s3.endpoint_url or "").startswith("http:") else {}
-    for key, value in (
-        ("AWS_ENDPOINT_URL", s3.endpoint_url),
-        ("AWS_REGION", s3.region),
-        ("AWS_ACCESS_KEY_ID", s3.access_key),
-        ("AWS_SECRET_ACCESS_KEY", s3.secret_key),
-    ):
-        if value:
-            options[key] = value
-    return options

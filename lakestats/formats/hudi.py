@@ -37,7 +37,6 @@ from lakestats.formats.base import (
     SnapshotInfo,
     TableFormat,
 )
-from lakestats.formats.delta import _storage_options
 from lakestats.stats.keys import to_json
 
 # Hudi's own log file name pattern (FSUtils): .<fileId>_<baseInstant>.log.<version>_<token>
@@ -197,7 +196,7 @@ class HudiTableFormat(TableFormat):
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
         self._uri = fs.normalize(uri)
         self._s3 = s3
-        self._storage = _storage_options(s3)
+        self._storage = fs.object_store_options(s3)
         try:
             self._table = _open(self._uri, self._storage)
         except Exception as exc:  # noqa: BLE001 - hudi-rs raises HudiCoreError
