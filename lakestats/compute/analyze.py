@@ -130,10 +130,12 @@ def analyze(
     plans = table.plan(snapshot)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     paths = [layout.partition_dir(list(plan.key)) for plan in plans]
-    reusable = _reusable_entries(stats_root, s3, columns, option_record) if incremental else {}
+    reusable, reduce_cache = (
+        _reusable_entries(stats_root, s3, columns, option_record) if incremental else ({}, {})
+    )
     statistics = registered_statistics()
     if statistics:
-        reusable = {}  # user-defined statistics may have changed: recompute everything
+        reusable, reduce_cache = {}, {}  # user-defined statistics may have changed
     entries: list[manifest.PartitionEntry | None] = []
     todo: list[int] = []
     for i, plan in enumerate(plans):
@@ -169,13 +171,14 @@ def analyze(
         )
     final = [e for e in entries if e is not None]
     table_files = None
+    previous_cache, reduce_cache = reduce_cache, {}
     if len(final) == 1 and not plans[0].key:
         table_files = dict(final[0].files)  # unpartitioned: the table is its one partition
     elif final and table_level:
         from lakestats.compute.reduce import reduce_table
 
         try:
-            table_files, table_bytes = run_with_progress(
+            table_files, table_bytes, reduce_cache = run_with_progress(
                 spark,
                 "reducing to table level",
                 1,
@@ -189,6 +192,7 @@ def analyze(
                     options.max_frequencies,
                     run_id,
                     statistics,
+                    previous_cache,
                 ),
                 progress,
             )
@@ -223,7 +227,10 @@ def analyze(
         merged_record_count=sum(e.row_count for e in final),
         merged_record_size=sum(e.size_bytes for e in final),
         snapshot_timestamp_ms=timestamps.get(snapshot) if snapshot is not None else None,
-        extra={"custom_statistics": [s.name for s in statistics]},
+        extra={
+            "custom_statistics": [s.name for s in statistics],
+            **({"reduce_cache": reduce_cache} if reduce_cache else {}),
+        },
     )
     number = _publish_with_retry(stats_root, version, s3)
     return AnalyzeResult(
@@ -256,17 +263,19 @@ def _write_empty_table(
 
 def _reusable_entries(
     root: str, s3: fs.S3Options | None, columns: list[dict[str, str]], options: dict[str, object]
-) -> dict[tuple[str, str], manifest.PartitionEntry]:
-    """Partition entries of the latest version that are still valid for this analyze."""
+) -> tuple[dict[tuple[str, str], manifest.PartitionEntry], dict[str, str]]:
+    """Partition entries of the latest version that are still valid for this analyze, and
+    its table-level reduction cache (``compute/reduce.GroupCache``)."""
     if manifest.latest_version_number(root, s3) == 0:
-        return {}
+        return {}, {}
     previous = manifest.load_version(root, None, s3)
     same = {k: v for k, v in previous.options.items() if k != "max_slice_bytes"} == {
         k: v for k, v in options.items() if k != "max_slice_bytes"
     }
     if previous.kind != "full" or previous.columns != columns or not same:
-        return {}
-    return {(e.path, e.fingerprint): e for e in previous.partitions}
+        return {}, {}
+    entries = {(e.path, e.fingerprint): e for e in previous.partitions}
+    return entries, dict(previous.extra.get("reduce_cache", {}))
 
 
 def _publish_with_retry(root: str, version: manifest.Version, s3: fs.S3Options | None) -> int:

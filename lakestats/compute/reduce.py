@@ -20,8 +20,13 @@ otherwise spend most of its time on.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
+import json
+import math
 import pickle
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -91,6 +96,7 @@ class ReduceJob:
     max_frequencies: int
     groups: int
     statistics: list = field(default_factory=list)  # user-defined SummaryStatistic
+    cache: dict[str, str] = field(default_factory=dict)  # group cache key -> relative path
 
     def fold_custom(self, state: ScalarState, row: dict[str, object]) -> None:
         """Merge user-defined statistics with their merge functions (null without one)."""
@@ -464,12 +470,24 @@ def reduce_table(
     max_frequencies: int,
     run_id: str,
     statistics: list | None = None,
-) -> tuple[dict[str, str], int]:
-    """Write the table-level files of ``partitions``; returns their paths and bytes written."""
+    cache: dict[str, str] | None = None,
+) -> tuple[dict[str, str], int, dict[str, str]]:
+    """Write the table-level files of ``partitions``; returns their paths, the bytes
+    written and the group cache (key -> file) the next incremental reduction can reuse;
+    ``cache`` is the previous version's."""
     if len(partitions) * len(columns) <= LOCAL_CELLS:
-        return _reduce_in_one_task(
-            spark, root, s3, partitions, columns, bins, max_frequencies, run_id, statistics
+        job = ReduceJob(
+            root,
+            s3,
+            partitions,
+            columns,
+            bins,
+            max_frequencies,
+            1,
+            list(statistics or []),
+            dict(cache or {}),
         )
+        return _reduce_in_one_task(spark, job, run_id)
     parallelism = max(2, spark.sparkContext.defaultParallelism)
     groups = max(1, min(len(partitions), 2 * parallelism))
     job = ReduceJob(
@@ -520,7 +538,7 @@ def reduce_table(
         .collect()
     )
     clock.lap("frequencies and write")
-    return files, sum(r["bytes_written"] for r in written)
+    return files, sum(r["bytes_written"] for r in written), {}
 
 
 class _Clock:
@@ -561,52 +579,58 @@ LOCAL_CELLS = 20_000
 
 
 def _reduce_in_one_task(
-    spark: SparkSession,
-    root: str,
-    s3: fs.S3Options | None,
-    partitions: list[PartitionEntry],
-    columns: list[dict[str, str]],
-    bins: int,
-    max_frequencies: int,
-    run_id: str,
-    statistics: list | None,
-) -> tuple[dict[str, str], int]:
-    job = ReduceJob(root, s3, partitions, columns, bins, max_frequencies, 1, list(statistics or []))
+    spark: SparkSession, job: ReduceJob, run_id: str
+) -> tuple[dict[str, str], int, dict[str, str]]:
     files = layout.table_files(run_id)
-    written = (
+    rows = (
         spark.range(0, 1, 1, numPartitions=1)
-        .mapInArrow(functools.partial(_reduce_locally, job, files), "bytes_written long")
+        .mapInArrow(
+            functools.partial(_reduce_locally, job, files, f"table/{run_id}/groups"),
+            "bytes_written long, cache string",
+        )
         .collect()
     )
-    return files, sum(r["bytes_written"] for r in written)
+    cache = {k: v for r in rows for k, v in json.loads(r["cache"]).items()}
+    return files, sum(r["bytes_written"] for r in rows), cache
 
 
 def _reduce_locally(
-    job: ReduceJob, files: dict[str, str], batches: Iterator[pa.RecordBatch]
+    job: ReduceJob, files: dict[str, str], cache_dir: str, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    """Every stage of ``reduce_table`` in this task, one group holding every partition."""
+    """Every stage of ``reduce_table`` in this task.
+
+    Partitions fall into about sqrt(n) groups by a hash of their path; each group's merged
+    scalar states and pruned frequency rows are cached next to the table files, keyed by
+    the group's partition files. An incremental analyze that changed one partition
+    recomputes one group and reads the others' caches (``GroupCache``).
+    """
     for _ in batches:
         pass
-    one = [pa.RecordBatch.from_pydict({"id": pa.array([0], pa.int64())})]
-    states = {
-        i: pickle.loads(b)
-        for batch in _states(job, iter(one))
-        for i, b in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
-    }
+    groups = GroupCache(job, cache_dir)
+    states: dict[int, ScalarState] = {}
+    for members in groups.members:
+        for index, state in groups.states(members).items():
+            if index not in states:
+                states[index] = state
+            else:
+                states[index].merge(state)
+                job.fold_custom(states[index], state.custom)
     grids = {}
     for index, state in states.items():
         grid = state.grid(job.dtype(index), job.bins)
         if grid is not None:
             grids[index] = grid
     incomplete = {i: g for i, g in grids.items() if not states[i].frequencies_complete}
-    rebinned = {}
-    for batch in _histograms(job, incomplete, iter(one)) if incomplete else ():
-        for i, b in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-            rebinned[i] = np.frombuffer(b, dtype=np.float64)
+    rebinned: dict[int, np.ndarray] = {}
+    for members in groups.members if incomplete else ():
+        for i, counts in groups.histograms(members, incomplete).items():
+            rebinned[i] = rebinned[i] + counts if i in rebinned else counts
     incomplete_columns = np.array(
         [not states[i].frequencies_complete for i in range(len(job.columns))], dtype=bool
     )
-    grouped = _group_frequency_rows(list(_frequency_rows(job, incomplete_columns, iter(one))))
+    grouped = _group_frequency_rows(
+        [groups.frequency_rows(members, incomplete_columns) for members in groups.members]
+    )
     index = grouped.column("column_index").to_numpy(zero_copy_only=False)
     order = np.argsort(index, kind="stable")
     grouped, index = grouped.take(pa.array(order)), index[order]
@@ -617,22 +641,144 @@ def _reduce_locally(
         if stop > start
     ]
     payloads = [t.to_batches()[0] for t in finalized]
-    yield from _write(job, states, grids, rebinned, files, iter(payloads))
+    for batch in _write(job, states, grids, rebinned, files, iter(payloads)):
+        yield pa.RecordBatch.from_pydict(
+            {
+                "bytes_written": batch.column(0),
+                "cache": pa.array([json.dumps(groups.written)]),
+            }
+        )
 
 
-def _group_frequency_rows(batches: list[pa.RecordBatch]) -> pa.Table:
+_ONE = [pa.RecordBatch.from_pydict({"id": pa.array([0], pa.int64())})]
+"""The single group a sub-job of one group's partitions folds."""
+
+FREQUENCY_ROW_ARROW = pa.schema(
+    [
+        ("column_index", pa.int32()),
+        ("value", pa.binary()),
+        ("count", pa.int64()),
+        ("bound", pa.int64()),
+        ("holder_list", pa.list_(pa.int64())),
+    ]
+)
+
+
+class GroupCache:
+    """Groups of partitions and their cached intermediate results.
+
+    A group's scalar states depend only on its partitions' statistics files; its re-binned
+    histograms also on the table grids; its frequency rows also on which columns are
+    incomplete table-wide (pruning and holders). Cache keys
+    hash exactly those inputs, so a cached result is used only where recomputing it would
+    give the same bytes. Holders are cached with positions inside the group and mapped to
+    the version's partition positions on load. User-defined statistics disable the cache
+    (their merge functions may have changed).
+    """
+
+    def __init__(self, job: ReduceJob, cache_dir: str) -> None:
+        self.job = job
+        self.cache_dir = cache_dir
+        self.enabled = not job.statistics
+        self.written: dict[str, str] = {}
+        count = len(job.partitions)
+        buckets = 1 << max(0, round(math.log2(math.sqrt(count)))) if count else 1
+        members: list[list[int]] = [[] for _ in range(buckets)]
+        for i, entry in enumerate(job.partitions):
+            members[zlib.crc32(entry.path.encode()) % buckets].append(i)
+        self.members = [m for m in members if m]
+
+    def _key(self, kind: str, members: list[int], extra: object = None) -> str:
+        entries = [[self.job.partitions[i].path, self.job.partitions[i].files] for i in members]
+        columns = [[c["name"], c["type"]] for c in self.job.columns]
+        text = json.dumps([kind, entries, columns, self.job.max_frequencies, extra])
+        return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+    def _sub_job(self, members: list[int]) -> ReduceJob:
+        return dataclasses.replace(
+            self.job, partitions=[self.job.partitions[i] for i in members], groups=1
+        )
+
+    def _load(self, key: str) -> bytes | None:
+        relative = self.job.cache.get(key) if self.enabled else None
+        if relative is None:
+            return None
+        try:
+            data = fs.read_bytes(layout.absolute(self.job.root, relative), self.job.s3)
+        except (OSError, FileNotFoundError):
+            return None  # expired or never finished: recompute
+        self.written[key] = relative
+        return data
+
+    def _save(self, key: str, data: bytes) -> None:
+        if not self.enabled:
+            return
+        relative = f"{self.cache_dir}/{key}"
+        fs.write_bytes_atomic(layout.absolute(self.job.root, relative), data, self.job.s3)
+        self.written[key] = relative
+
+    def states(self, members: list[int]) -> dict[int, ScalarState]:
+        key = self._key("states", members)
+        data = self._load(key)
+        if data is None:
+            batch = next(_states(self._sub_job(members), iter(_ONE)))
+            data = pickle.dumps(
+                dict(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)),
+                protocol=5,
+            )
+            self._save(key, data)
+        return {i: pickle.loads(b) for i, b in pickle.loads(data).items()}
+
+    def histograms(self, members: list[int], grids: dict[int, Grid]) -> dict[int, np.ndarray]:
+        """The group's partition histograms re-binned onto the table grids and summed."""
+        key = self._key("histograms", members, [[i, repr(g)] for i, g in sorted(grids.items())])
+        data = self._load(key)
+        if data is None:
+            batch = next(_histograms(self._sub_job(members), grids, iter(_ONE)))
+            data = pickle.dumps(
+                dict(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)),
+                protocol=5,
+            )
+            self._save(key, data)
+        return {i: np.frombuffer(b, dtype=np.float64) for i, b in pickle.loads(data).items()}
+
+    def frequency_rows(self, members: list[int], incomplete: np.ndarray) -> pa.Table:
+        key = self._key("frequencies", members, incomplete.tolist())
+        data = self._load(key)
+        if data is None:
+            batches = list(_frequency_rows(self._sub_job(members), incomplete, iter(_ONE)))
+            table = pa.Table.from_batches(
+                [b.cast(FREQUENCY_ROW_ARROW) for b in batches], schema=FREQUENCY_ROW_ARROW
+            )
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, compression="zstd")
+            self._save(key, sink.getvalue().to_pybytes())
+        else:
+            table = pq.read_table(pa.BufferReader(data))
+        return _holders_to_version(table, members)
+
+
+def _holders_to_version(table: pa.Table, members: list[int]) -> pa.Table:
+    """Holder lists packed with positions inside a group, repacked with the version's."""
+    lists = table.column("holder_list").combine_chunks()
+    if lists.null_count == len(lists):
+        return table
+    offsets = lists.offsets.to_numpy() - lists.offsets[0].as_py()
+    packed = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    low = packed & ((np.int64(1) << HOLDER_SHIFT) - 1)
+    position = np.asarray(members, dtype=np.int64)[packed >> HOLDER_SHIFT]
+    repacked = pa.ListArray.from_arrays(
+        pa.array(offsets.astype(np.int32)),
+        pa.array((position << HOLDER_SHIFT) | low),
+        mask=lists.is_null(),
+    )
+    return table.set_column(table.schema.get_field_index("holder_list"), "holder_list", repacked)
+
+
+def _group_frequency_rows(tables: list[pa.Table]) -> pa.Table:
     """What ``_grouped_frequencies`` computes with Spark's ``groupBy``, in Arrow: per
     (column, value) the summed count and bound and the concatenated holder lists."""
-    schema = pa.schema(
-        [
-            ("column_index", pa.int32()),
-            ("value", pa.binary()),
-            ("count", pa.int64()),
-            ("bound", pa.int64()),
-            ("holder_list", pa.list_(pa.int64())),
-        ]
-    )
-    rows = pa.Table.from_batches([b.cast(schema) for b in batches], schema=schema)
+    rows = pa.concat_tables([t.cast(FREQUENCY_ROW_ARROW) for t in tables])
     keys = ["column_index", "value"]
     totals = rows.group_by(keys).aggregate([("count", "sum"), ("bound", "sum")])
     lists = rows.column("holder_list").combine_chunks()
