@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lakestats import fs
 from lakestats.errors import (
@@ -37,6 +36,7 @@ from lakestats.formats.base import (
     SnapshotInfo,
     TableFormat,
 )
+from lakestats.formats.parquet_dir import read_data_file
 from lakestats.stats.keys import to_json
 
 # Hudi's own log file name pattern (FSUtils): .<fileId>_<baseInstant>.log.<version>_<token>
@@ -170,16 +170,7 @@ class HudiReader(PartitionReader):
         return pa.concat_tables(tables) if tables else target.empty_table()
 
     def _read_base(self, part: Slice, base: DataFile, target: pa.Schema) -> pa.Table:
-        filesystem, path = fs.resolve(base.path, self.s3)
-        try:
-            handle = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True)
-            present = set(handle.schema_arrow.names)
-            table = handle.read(columns=[n for n in target.names if n in present])
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise DataFileError(
-                f"cannot read data file {base.path} of partition "
-                f"{part.partition.name or '(all)'}: {str(exc).splitlines()[0]}"
-            ) from exc
+        table = read_data_file(base.path, target.names, part, self.s3)
         raw = dict(part.partition.key)
         for name in self.fill:
             if name in target.names and name not in table.column_names:

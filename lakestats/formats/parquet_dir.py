@@ -29,6 +29,23 @@ def _uri(base_uri: str, base_path: str, path: str) -> str:
     return fs.join(base_uri, *relative.split("/"))
 
 
+def read_data_file(
+    uri: str, names: list[str], part: Slice, s3: fs.S3Options | None = None
+) -> pa.Table:
+    """The columns of ``names`` that one Parquet data file has (the fast path of every
+    format); an unreadable file is one ``DataFileError`` line naming file and partition."""
+    filesystem, path = fs.resolve(uri, s3)
+    try:
+        handle = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True)
+        present = set(handle.schema_arrow.names)
+        return handle.read(columns=[n for n in names if n in present])
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise DataFileError(
+            f"cannot read data file {uri} of partition {part.partition.name or '(all)'}: "
+            f"{str(exc).splitlines()[0]}; repair or remove the file"
+        ) from exc
+
+
 @dataclass(frozen=True)
 class ParquetDirReader(PartitionReader):
     file_schema: pa.Schema  # columns stored in the files
@@ -53,16 +70,7 @@ class ParquetDirReader(PartitionReader):
 
     def _read_file(self, part: Slice, uri: str, target: pa.Schema) -> pa.Table:
         """One data file as ``target``: missing columns become nulls, types are unified."""
-        filesystem, path = fs.resolve(uri, self.s3)
-        try:
-            handle = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True)
-            present = set(handle.schema_arrow.names)
-            table = handle.read(columns=[n for n in target.names if n in present])
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise DataFileError(
-                f"cannot read data file {uri} of partition {part.partition.name or '(all)'}: "
-                f"{str(exc).splitlines()[0]}; repair or remove the file"
-            ) from exc
+        table = read_data_file(uri, target.names, part, self.s3)
         if table.schema.equals(target):
             return table
         arrays = [
