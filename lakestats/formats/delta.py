@@ -3,18 +3,23 @@
 Partitions are the add actions grouped by partition values (typed by the log); data files
 are read directly with pyarrow (the fast path) and partition columns filled from the log,
 in table order. Versions are snapshots (``--snapshot N`` is ``DeltaTable(version=N)``).
-Tables with deletion vectors or column mapping are read through delta-rs's own query
-engine (``QueryBuilder``, which applies deletion vectors and maps physical to logical
-names), one whole partition per task; any other unknown reader feature is refused with one
-line naming it, never read with wrong numbers.
+Deletion vectors keep the fast path: a file that has one is read directly too and its rows
+filtered by the keep mask delta-rs decodes (``DeltaTable.deletion_vectors``); files without
+one are read as they are. Tables with column mapping are read through delta-rs's own query
+engine (``QueryBuilder``, which maps physical to logical names), one whole partition per
+task; any other unknown reader feature is refused with one line naming it, never read with
+wrong numbers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakestats import fs
 from lakestats.errors import LakestatsError, NotATableError, UnsupportedFeatureError
@@ -78,16 +83,82 @@ def _predicate(column: str, value: object) -> str:
     return f"CAST({_quote(column)} AS VARCHAR) = '{text}'"
 
 
+DV_MARKER = "#deletion-vector"
+"""Suffix of the pseudo delete file that stands for a data file's deletion vector in a
+plan: its size is the number of deleted rows, so the fingerprint changes with the vector."""
+
+
+def _file_key(uri: str) -> str:
+    """A data file's URI as both ``file_uris()`` and ``deletion_vectors()`` spell it."""
+    return unquote(uri.removeprefix("file://"))
+
+
+def deletion_vector_counts(table) -> dict[str, int]:  # noqa: ANN001 - a deltalake DeltaTable
+    """Data file -> rows its deletion vector deletes (files without one are absent)."""
+    vectors = pa.table(table.deletion_vectors())
+    if vectors.num_rows == 0:
+        return {}
+    masks = vectors.column("selection_vector").combine_chunks()
+    deleted = pc.invert(pc.list_flatten(masks))
+    parents = pc.list_parent_indices(masks).to_numpy(zero_copy_only=False)
+    counts = np.bincount(
+        parents, weights=deleted.to_numpy(zero_copy_only=False), minlength=len(masks)
+    )
+    paths = vectors.column("filepath").to_pylist()
+    return {_file_key(p): int(c) for p, c in zip(paths, counts, strict=True)}
+
+
+@lru_cache(maxsize=4)
+def _keep_masks(
+    uri: str, version: int, storage: tuple[tuple[str, str], ...]
+) -> dict[str, pa.Array]:
+    """Data file -> its keep mask (True = live row), decoded by delta-rs, once per process."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(uri, version=version, storage_options=dict(storage) or None)
+    vectors = pa.table(table.deletion_vectors())
+    masks = vectors.column("selection_vector").to_pylist()
+    paths = vectors.column("filepath").to_pylist()
+    return {_file_key(p): pa.array(m, pa.bool_()) for p, m in zip(paths, masks, strict=True)}
+
+
 @dataclass(frozen=True)
 class DeltaReader(PartitionReader):
-    """Reads data files directly; partition columns come from the log, in table order."""
+    """Reads data files directly; partition columns come from the log, in table order.
+    Files with a deletion vector are filtered by its keep mask."""
 
     files: ParquetDirReader
     order: tuple[str, ...]
+    uri: str = ""
+    version: int = 0
+    storage_options: tuple[tuple[str, str], ...] = ()
 
     def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
-        table = self.files.read(part, columns)
+        vectors = {
+            f.path.removesuffix(DV_MARKER)
+            for f in part.partition.delete_files
+            if f.path.endswith(DV_MARKER)
+        }
+        if not vectors & {f.path for f in part.files}:
+            return self._ordered(self.files.read(part, columns))
+        masks = _keep_masks(self.uri, self.version, self.storage_options)
+        pieces = []
+        for data_file in part.files:
+            table = self.files.read(Slice(part.partition, (data_file,)), columns)
+            if data_file.path in vectors:
+                table = table.filter(_padded(masks[_file_key(data_file.path)], table.num_rows))
+            pieces.append(table)
+        return self._ordered(pa.concat_tables(pieces))
+
+    def _ordered(self, table: pa.Table) -> pa.Table:
         return table.select([n for n in self.order if n in table.column_names])
+
+
+def _padded(mask: pa.Array, rows: int) -> pa.Array:
+    """A keep mask as long as the file (rows past the vector's end are live)."""
+    if len(mask) >= rows:
+        return mask.slice(0, rows)
+    return pa.concat_arrays([mask, pa.array(np.ones(rows - len(mask), dtype=bool))])
 
 
 class DeltaTableFormat(TableFormat):
@@ -120,10 +191,14 @@ class DeltaTableFormat(TableFormat):
 
     @staticmethod
     def _needs_engine(table) -> bool:  # noqa: ANN001
-        """Deletion vectors or column mapping: the files alone do not say what the rows are."""
+        """Column mapping: the files' column names are not the table's."""
         features = set(table.protocol().reader_features or [])
         mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
-        return bool(features & {"deletionVectors", "columnMapping"}) or mode != "none"
+        return "columnMapping" in features or mode != "none"
+
+    @staticmethod
+    def _has_deletion_vectors(table) -> bool:  # noqa: ANN001
+        return "deletionVectors" in set(table.protocol().reader_features or [])
 
     def _check_supported(self, table) -> None:  # noqa: ANN001
         protocol = table.protocol()
@@ -181,12 +256,17 @@ class DeltaTableFormat(TableFormat):
         names = table.metadata().partition_columns
         # deletion vectors: the log's record counts include deleted rows
         counts_known = not self._needs_engine(table)
+        deleted = deletion_vector_counts(table) if self._has_deletion_vectors(table) else {}
         groups: dict[tuple, list[DataFile]] = {}
+        vectors: dict[tuple, list[DataFile]] = {}
         for action, uri in zip(actions, uris, strict=True):
             values = tuple(action.get(f"partition.{n}") for n in names)
             groups.setdefault(values, []).append(
                 DataFile(uri, action["size_bytes"], action.get("num_records"))
             )
+            if _file_key(uri) in deleted:
+                count = deleted[_file_key(uri)]
+                vectors.setdefault(values, []).append(DataFile(uri + DV_MARKER, count, count))
         plans = []
         for values, files in sorted(groups.items(), key=lambda kv: [str(v) for v in kv[0]]):
             key = tuple(
@@ -194,12 +274,16 @@ class DeltaTableFormat(TableFormat):
                 for n, v in zip(names, values, strict=True)
             )
             counts = [f.record_count for f in files] if counts_known else [None]
+            dropped = vectors.get(values, [])
             plans.append(
                 PartitionPlan(
                     key=key,
                     values={n: to_json(v) for n, v in zip(names, values, strict=True)},
                     data_files=tuple(files),
-                    row_count=None if None in counts else sum(counts),
+                    delete_files=tuple(dropped),
+                    row_count=(
+                        None if None in counts else sum(counts) - sum(d.size_bytes for d in dropped)
+                    ),
                 )
             )
         return plans
@@ -222,4 +306,10 @@ class DeltaTableFormat(TableFormat):
         names = set(self._at(snapshot_id).metadata().partition_columns)
         files = pa.schema([f for f in schema if f.name not in names])
         partitions = pa.schema([f for f in schema if f.name in names])
-        return DeltaReader(ParquetDirReader(files, partitions, self._s3), tuple(schema.names))
+        return DeltaReader(
+            ParquetDirReader(files, partitions, self._s3),
+            tuple(schema.names),
+            self._uri,
+            table.version(),
+            tuple(sorted(fs.object_store_options(self._s3).items())),
+        )
