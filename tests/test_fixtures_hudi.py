@@ -355,3 +355,25 @@ def test_partition_paths_to_keys_and_values(
         values if values is not None else {"city": "sf", "n": 3} if "," in fields else dict(key)
     )
     assert fmt._values(fmt._key(path)) == expected
+
+
+def test_hudi_as_of_picks_the_commit_current_then(
+    spark,  # noqa: ANN001
+    fixtures_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """``--as-of TIME`` between two commits reads as of the earlier commit's instant."""
+    import datetime as dt
+
+    path = str(fixtures_dir / "hudi" / "v6_trips_8i1u")
+    first, second = open_table(path).snapshots()[:2]
+    between = first.timestamp_ms + (second.timestamp_ms - first.timestamp_ms) // 2
+    iso = dt.datetime.fromtimestamp(between / 1000, dt.UTC).isoformat()
+    root = str(tmp_path / "stats")
+    assert cli.main(["analyze", path, "--stats-root", root, "--as-of", iso, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["snapshot_id"] == first.snapshot_id
+    assert cli.main(["show", path, "--stats-root", root, "--as-of", iso, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["snapshot_id"] == first.snapshot_id and not shown["stale"]
+    assert_matches(shown, hudi_read(path, as_of=first.snapshot_id))

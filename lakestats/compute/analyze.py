@@ -127,6 +127,9 @@ def analyze(
     option_record = {
         k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()
     }
+    from lakestats.compute.reduce import Clock
+
+    clock = Clock()
     plans = table.plan(snapshot)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     paths = [layout.partition_dir(list(plan.key)) for plan in plans]
@@ -143,6 +146,7 @@ def analyze(
         entries.append(old)
         if old is None:
             todo.append(i)
+    clock.lap(f"planned {len(plans)} partitions, {len(todo)} to compute")
     rows, written = _compute_partitions(
         spark,
         table,
@@ -169,6 +173,7 @@ def analyze(
             fingerprint=plans[i].fingerprint(),
             run_id=run_id,
         )
+    clock.lap("partitions computed")
     final = [e for e in entries if e is not None]
     table_files = None
     previous_cache, reduce_cache = reduce_cache, {}
@@ -206,6 +211,7 @@ def analyze(
             stats_root, s3, leaves, options, statistics, run_id
         )
         written += table_bytes
+    clock.lap("table level reduced")
     timestamps = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
     version = manifest.Version(
         version=0,
@@ -233,6 +239,7 @@ def analyze(
         },
     )
     number = _publish_with_retry(stats_root, version, s3)
+    clock.lap(f"version {number} published")
     return AnalyzeResult(
         number, snapshot, len(todo), len(plans) - len(todo), version.row_count, written, stats_root
     )

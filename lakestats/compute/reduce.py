@@ -495,7 +495,7 @@ def reduce_table(
     )
     frame = spark.range(0, groups, 1, numPartitions=groups)
 
-    clock = _Clock()
+    clock = Clock()
     state_rows = (
         frame.mapInArrow(functools.partial(_states, job), STATE_SCHEMA)
         .groupBy("column_index")
@@ -541,7 +541,7 @@ def reduce_table(
     return files, sum(r["bytes_written"] for r in written), {}
 
 
-class _Clock:
+class Clock:
     """Stage timings on stderr when ``LAKESTATS_TIMINGS`` is set (for benchmarks)."""
 
     def __init__(self) -> None:

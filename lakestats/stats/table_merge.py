@@ -397,6 +397,14 @@ HOLDER_SHIFT = 40
 
 
 def _partition_vectors(table: pa.Table, partitions: int) -> tuple[pa.Array, pa.Array, pa.Array]:
+    holders = table.column("holders")
+    if (pc.max(pc.list_value_length(holders)).as_py() or 0) == 0:
+        # no value records its holders (not categorical, or not exact): all null
+        return (
+            pa.nulls(table.num_rows, pa.list_(pa.int64())),
+            pa.nulls(table.num_rows, pa.list_(pa.int32())),
+            pa.nulls(table.num_rows, pa.list_(pa.int64())),
+        )
     dense, ids, id_counts = [], [], []
     mask = (1 << HOLDER_SHIFT) - 1
     for packed in table.column("holders").to_pylist():
