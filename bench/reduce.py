@@ -5,7 +5,8 @@ Part 1 writes 200 distinct partition file sets (100 columns: ints, floats, categ
 strings, near-unique ids; 2,000 rows each) and builds manifests of N partitions that cycle
 through them (the reduction reads N x 3 files either way; the page cache helps it as it
 would on a warm object-store client). Prints the median time of the reduction alone and
-the time per partition, so linear growth shows as a flat last column.
+the time per partition, so linear growth shows as a flat column; then the time of the same
+reduction after one partition's files changed, given the previous run's group cache.
 
 Part 2 (``--incremental``): full analyze of lineitem by month (84 partitions), then append
 a file to one partition and analyze again; prints both and their ratio.
@@ -17,6 +18,7 @@ a file to one partition and analyze again; prints both and their ratio.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import shutil
 import statistics
@@ -85,7 +87,7 @@ def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
     root = DATA / "reduce_partitions"
     sets, columns = build_partition_files(root)
     print(f"\n## table-level reduction, {COLUMNS} columns")
-    print(f"{'partitions':>10s} {'median s':>9s} {'ms / partition':>15s}")
+    print(f"{'partitions':>10s} {'median s':>9s} {'ms / partition':>15s} {'1 changed s':>12s}")
     for size in sizes:
         entries = [
             PartitionEntry(
@@ -98,15 +100,26 @@ def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
             )
             for i in range(size)
         ]
-        times = []
+        times, cache, runs_dirs = [], {}, []
         for _ in range(runs if size <= 1000 else 1):
             run_id = f"bench-{uuid.uuid4().hex[:6]}"
             start = time.perf_counter()
-            reduce_table(spark, str(root), None, entries, columns, 1000, 10_000, run_id)
+            _, _, cache = reduce_table(
+                spark, str(root), None, entries, columns, 1000, 10_000, run_id
+            )
             times.append(time.perf_counter() - start)
-            shutil.rmtree(root / "table" / run_id, ignore_errors=True)
+            runs_dirs.append(root / "table" / run_id)
+        # one partition's files change: the reduction reuses the other groups' caches
+        entries[0] = dataclasses.replace(entries[0], files=sets[1 % DISTINCT_SETS])
+        run_id = f"bench-{uuid.uuid4().hex[:6]}"
+        start = time.perf_counter()
+        reduce_table(spark, str(root), None, entries, columns, 1000, 10_000, run_id, None, cache)
+        changed = time.perf_counter() - start
+        runs_dirs.append(root / "table" / run_id)
+        for directory in runs_dirs:
+            shutil.rmtree(directory, ignore_errors=True)
         median = statistics.median(times)
-        print(f"{size:>10d} {median:9.2f} {median / size * 1000:15.2f}")
+        print(f"{size:>10d} {median:9.2f} {median / size * 1000:15.2f} {changed:12.2f}")
 
 
 def incremental(spark, runs: int, scale: float = 1.0) -> None:  # noqa: ANN001

@@ -194,19 +194,20 @@ class LakestatsTable:
 
 
 def snapshot_as_of(table: TableFormat, timestamp_ms: int) -> int:
-    """The snapshot that was current at ``timestamp_ms``: the latest one committed at or
-    before it (Delta ``--as-of``, Hudi's as-of instant, Iceberg's and Paimon's time travel)."""
+    """The snapshot that was current at ``timestamp_ms``: the last one to become current at
+    or before it (``TableFormat.snapshot_log``; for Iceberg its snapshot log, so rolled-back
+    and branch snapshots are never picked)."""
     from lakestats.errors import InvalidArgumentError
 
-    snapshots = sorted(table.snapshots(), key=lambda s: (s.timestamp_ms, s.snapshot_id))
-    earlier = [s for s in snapshots if s.timestamp_ms <= timestamp_ms]
+    log = table.snapshot_log()  # oldest first; a later entry wins a tie
+    earlier = [snapshot for at, snapshot in log if at <= timestamp_ms]
     if not earlier:
-        first = snapshots[0].timestamp_ms if snapshots else None
+        first = min((at for at, _ in log), default=None)
         raise InvalidArgumentError(
             f"{table.identifier} has no snapshot at or before {_iso(timestamp_ms)}"
             + (f"; its first snapshot is from {_iso(first)}" if first is not None else "")
         )
-    return earlier[-1].snapshot_id
+    return earlier[-1]
 
 
 def _iso(timestamp_ms: int) -> str:

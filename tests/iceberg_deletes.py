@@ -1,6 +1,7 @@
-"""Write Iceberg position delete files and commit them in a delete manifest, as Spark's
-merge-on-read deletes do. pyiceberg 0.12 only deletes copy-on-write, so tests and the
-benchmark build merge-on-read tables with this (spec: "Position Delete Files")."""
+"""Write Iceberg position and equality delete files and commit them in a delete manifest,
+as Spark's and Flink's merge-on-read deletes do. pyiceberg 0.12 only deletes copy-on-write,
+so tests and the benchmark build merge-on-read tables with this (spec: "Position Delete
+Files", "Equality Delete Files")."""
 
 from __future__ import annotations
 
@@ -16,29 +17,7 @@ POS_ID = 2147483545
 def add_position_deletes(table, deleted: dict[str, list[int]]):  # noqa: ANN001, ANN201
     """Commit one position delete file per data file in ``deleted`` (data file path ->
     row positions); returns the reloaded table."""
-    from pyiceberg.manifest import (
-        DataFile,
-        DataFileContent,
-        FileFormat,
-        ManifestContent,
-        ManifestWriterV2,
-    )
-    from pyiceberg.table.snapshots import Operation
-    from pyiceberg.table.update.snapshot import _FastAppendFiles
-
-    class DeleteManifestWriter(ManifestWriterV2):
-        def content(self) -> ManifestContent:
-            return ManifestContent.DELETES
-
-        @property
-        def _meta(self) -> dict[str, str]:
-            return {**super()._meta, "content": "deletes"}
-
-    class AddDeletes(_FastAppendFiles):
-        def new_manifest_writer(self, spec):  # noqa: ANN001, ANN202
-            return DeleteManifestWriter(
-                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, "deflate"
-            )
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 
     files = {t.file.file_path: t.file for t in table.scan().plan_files()}
     delete_files = []
@@ -70,6 +49,55 @@ def add_position_deletes(table, deleted: dict[str, list[int]]):  # noqa: ANN001,
                 spec_id=data_file.spec_id,
             )
         )
+    return _commit_deletes(table, delete_files)
+
+
+def add_equality_deletes(table, rows: pa.Table):  # noqa: ANN001, ANN201
+    """Commit one global equality delete file (unpartitioned table) deleting every row
+    equal to one of ``rows`` on ``rows``' columns; returns the reloaded table."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.typedef import Record
+
+    schema = table.schema()
+    ids = [schema.find_field(name).field_id for name in rows.column_names]
+    arrow = schema_to_pyarrow(schema.select(*rows.column_names))  # carries the field ids
+    location = f"{table.location()}/data/eq-delete-{uuid.uuid4()}.parquet"
+    with table.io.new_output(location).create() as stream:
+        pq.write_table(rows.cast(arrow), stream)
+    delete_file = DataFile.from_args(
+        content=DataFileContent.EQUALITY_DELETES,
+        file_path=location,
+        file_format=FileFormat.PARQUET,
+        partition=Record(),
+        record_count=rows.num_rows,
+        file_size_in_bytes=len(table.io.new_input(location)),
+        equality_ids=ids,
+        spec_id=table.spec().spec_id,
+    )
+    return _commit_deletes(table, [delete_file])
+
+
+def _commit_deletes(table, delete_files: list):  # noqa: ANN001, ANN202
+    """One snapshot adding ``delete_files`` in a delete manifest."""
+    from pyiceberg.manifest import ManifestContent, ManifestWriterV2
+    from pyiceberg.table.snapshots import Operation
+    from pyiceberg.table.update.snapshot import _FastAppendFiles
+
+    class DeleteManifestWriter(ManifestWriterV2):
+        def content(self) -> ManifestContent:
+            return ManifestContent.DELETES
+
+        @property
+        def _meta(self) -> dict[str, str]:
+            return {**super()._meta, "content": "deletes"}
+
+    class AddDeletes(_FastAppendFiles):
+        def new_manifest_writer(self, spec):  # noqa: ANN001, ANN202
+            return DeleteManifestWriter(
+                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, "deflate"
+            )
+
     with table.transaction() as tx:
         producer = AddDeletes(Operation.DELETE, tx, table.io)
         for delete_file in delete_files:

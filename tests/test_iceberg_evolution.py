@@ -112,3 +112,69 @@ def test_position_deletes_remove_rows_and_evolution_is_planned(evolved) -> None:
     ids = opened.field_ids(snapshots["schema_evolved"])
     assert ids["price"] == opened.field_ids(snapshots["append"])["amount"]  # renamed, same id
     assert "name" not in ids and "qty" in ids
+
+
+def test_equality_deletes_on_a_later_dropped_column_still_apply(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+    capsys,  # noqa: ANN001
+) -> None:
+    """Spec: a delete column later dropped from the table "must still be used when applying
+    the equality deletes"; null in a delete row matches null. Reference: the rows computed
+    here with pyarrow from what was written."""
+    import pyarrow.compute as pc
+
+    from lakestats import cli
+    from tests.iceberg_deletes import add_equality_deletes
+
+    catalog = load_catalog(warehouse=str(tmp_path / "warehouse"))
+    catalog.create_namespace("db")
+    first = _batch(0, 300, seed=5).drop_columns(["region"])
+    table = catalog.create_table("db.eq", schema=first.schema, properties={"format-version": "2"})
+    table.append(first)
+    keys = pa.table({"name": pa.array(["n3", None, "n7"])})
+    table = add_equality_deletes(table, keys)
+    table = add_equality_deletes(table, pa.table({"id": pa.array([10, 11, 12], pa.int64())}))
+    with table.update_schema() as schema:
+        schema.delete_column("name")
+    second = _batch(300, 100, seed=6).select(["id", "amount"])
+    table.append(second)
+    table = table.refresh()
+
+    names = first.column("name")
+    deleted = pc.or_kleene(
+        pc.fill_null(pc.is_in(names, pa.array(["n3", "n7"])), False), pc.is_null(names)
+    )
+    deleted = pc.or_(deleted, pc.is_in(first.column("id"), pa.array([10, 11, 12], pa.int64())))
+    expected = pa.concat_tables([first.filter(pc.invert(deleted)).select(["id", "amount"]), second])
+    assert 0 < expected.num_rows < first.num_rows + second.num_rows
+    root = str(tmp_path / "stats")
+    path = table.metadata_location
+    assert cli.main(["analyze", path, "--stats-root", root]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    shown = show_json(capsys, ["show", path, "--stats-root", root])
+    assert [c["name"] for c in shown["columns"]] == ["id", "amount"]
+    assert_shown_matches(shown, expected)
+
+
+def test_as_of_follows_the_snapshot_log_not_rolled_back_snapshots(tmp_path: Path) -> None:
+    """After a rollback to s1, the table's state "now" is s1, though s2 is newer."""
+    import time
+
+    from lakestats.api import snapshot_as_of
+
+    catalog = load_catalog(warehouse=str(tmp_path / "warehouse"))
+    catalog.create_namespace("db")
+    data = _batch(0, 10, seed=1)
+    table = catalog.create_table("db.rb", schema=data.schema)
+    table.append(data)
+    s1 = table.current_snapshot().snapshot_id
+    table.append(data)
+    s2 = table.current_snapshot().snapshot_id
+    time.sleep(0.01)
+    table.manage_snapshots().set_current_snapshot(s1).commit()
+    opened = IcebergTable.from_path(table.refresh().metadata_location)
+    assert {s.snapshot_id for s in opened.snapshots()} == {s1, s2}
+    assert snapshot_as_of(opened, int(time.time() * 1000)) == s1
+    written = table.snapshot_by_id(s2).timestamp_ms
+    assert snapshot_as_of(opened, written) == s2  # when s2 was written, it was current

@@ -190,12 +190,20 @@ def test_two_analyses_at_once_stay_consistent(tmp_path: Path) -> None:
     assert reader.version.merged_record_count == 30_000
 
 
+@pytest.mark.parametrize("path", ["one_task", "spark_stages"])
 def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     spark,  # noqa: ANN001
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
 ) -> None:
     """After one partition of many changes, the reduction recomputes that partition's group
-    and reads the other groups' caches, and its table files equal a from-scratch analyze."""
+    and reads the other groups' caches, and its table files equal a from-scratch analyze
+    (with the one-task reduction and with the staged Spark one)."""
+    from lakestats.compute import reduce
+
+    if path == "spark_stages":
+        monkeypatch.setattr(reduce, "LOCAL_CELLS", 0)
     import pyarrow.parquet as pq
 
     import lakestats.api as ls

@@ -1,18 +1,21 @@
 """The table-level reduction on Spark: partition files in, table files out, no data scan.
 
-Stages (each over groups of partitions, so 10,000 partitions cost a handful of tasks):
+Partitions fall into groups by a hash of their path (``GroupCache``: ~sqrt(n) groups, at
+most ``MAX_GROUPS``). Each group's intermediate results are cached next to the table files,
+keyed by exactly their inputs, so an incremental analyze recomputes only the groups whose
+partitions changed. Stages (each Spark task handles some groups):
 
 1. scalars: every partition's ``statistics.parquet`` folded into one ``ScalarState`` per
-   column per task, merged per column (``groupBy(column).applyInArrow``), collected (small);
+   column per group, merged per column (``groupBy(column).applyInArrow``), collected (small);
 2. histograms: for columns whose frequencies are incomplete, every partition histogram is
    re-binned onto the table grid and summed per column;
-3. frequencies: every partition's ``frequencies.parquet`` rows, exactly aggregated by Spark
-   (``groupBy(column, value)``: sum, and the per-partition counts), then finalized per
-   column: exact distinct count, percentiles and histogram when complete, top values
-   with bounds otherwise;
+3. frequencies: every partition's ``frequencies.parquet`` rows, combined and pruned per
+   group, exactly aggregated by Spark (``groupBy(column, value)``: sum, and the
+   per-partition counts), then finalized per column: exact distinct count, percentiles and
+   histogram when complete, top values with bounds otherwise;
 4. one task writes the three table-level files.
 
-A small reduction (``LOCAL_CELLS``: partitions x columns) runs the same stages inside one
+A small reduction (``LOCAL_CELLS``: partitions x columns) runs the same steps inside one
 Spark task instead, with Arrow aggregations for Spark's ``groupBy``: five stages and their
 shuffles cost seconds of fixed overhead, which is what an incremental analyze would
 otherwise spend most of its time on.
@@ -121,7 +124,13 @@ class ReduceJob:
         return parse_type(self.columns[index]["type"])
 
 
-def _states(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _states(
+    job: ReduceJob,
+    batches: Iterator[pa.RecordBatch],
+    histogram_rows: dict[int, pa.Table] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Fold the groups' statistics files into one ``ScalarState`` per column; with
+    ``histogram_rows``, also keep each partition's histogram fields (stage 2 needs them)."""
     names = [c["name"] for c in job.columns]
     texts = [c["type"] for c in job.columns]
     types = [job.dtype(i) for i in range(len(job.columns))]
@@ -138,6 +147,9 @@ def _states(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Re
                     for p in members[start : start + FOLD_BATCH]
                 ]
                 folded = fold_statistics(tables, names, texts, types)
+                if histogram_rows is not None:
+                    for p, table in zip(members[start : start + FOLD_BATCH], tables, strict=True):
+                        histogram_rows[p] = table.select(HISTOGRAM_FIELDS)
                 if job.statistics:
                     for table in tables:
                         for state, row in zip(folded, table.to_pylist(), strict=True):
@@ -175,16 +187,27 @@ def _merge_states(job: ReduceJob, table: pa.Table) -> pa.Table:
     )
 
 
+HISTOGRAM_FIELDS = ["max", "histogram_lower", "histogram_width", "histogram_bins"]
+
+
 def _histograms(
-    job: ReduceJob, grids: dict[int, Grid], batches: Iterator[pa.RecordBatch]
+    job: ReduceJob,
+    grids: dict[int, Grid],
+    batches: Iterator[pa.RecordBatch],
+    histogram_rows: dict[int, pa.Table] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    fields = ["max", "histogram_lower", "histogram_width", "histogram_bins"]
+    """Re-bin the groups' partition histograms onto ``grids``; ``histogram_rows`` (from
+    ``_states``) saves reading every ``statistics.parquet`` again."""
     for batch in batches:
         for group in batch.column(0).to_pylist():
             sums = {i: np.zeros(g.bins) for i, g in grids.items()}
             for p in job.group(group):
                 entry = job.partitions[p]
-                rows = job.read(entry, "statistics", fields).to_pylist()
+                rows = (
+                    histogram_rows[p]
+                    if histogram_rows is not None and p in histogram_rows
+                    else job.read(entry, "statistics", HISTOGRAM_FIELDS)
+                ).to_pylist()
                 names = [job.columns[i]["name"] for i in grids]
                 wanted = [n for i, n in zip(grids, names, strict=True) if rows[i]["histogram_bins"]]
                 counts = job.read(entry, "histograms", wanted)
@@ -236,15 +259,17 @@ def _frequency_rows(
             for p in job.group(group):
                 entry = job.partitions[p]
                 frequencies = job.read(entry, "frequencies", ["column_index", "value", "frequency"])
-                if frequencies.num_rows == 0:
-                    continue
                 rows = job.read(entry, "statistics", meta).to_pylist()
                 bounds = np.zeros(len(rows), dtype=np.int64)
                 for i, row in enumerate(rows):
                     distinct = row["distinct_count"]
                     if distinct is not None and (row["frequencies_count"] or 0) < distinct:
                         bounds[i] = 1 if row["all_distinct"] else (row["frequencies_min"] or 0)
+                # before skipping a partition that listed nothing: its unlisted values
+                # (all distinct) still bound every value's count from above
                 slack += bounds
+                if frequencies.num_rows == 0:
+                    continue
                 index = frequencies.column("column_index").to_numpy(zero_copy_only=False)
                 counts = frequencies.column("frequency").to_numpy(zero_copy_only=False)
                 pending.append(
@@ -489,15 +514,24 @@ def reduce_table(
         )
         return _reduce_in_one_task(spark, job, run_id)
     parallelism = max(2, spark.sparkContext.defaultParallelism)
-    groups = max(1, min(len(partitions), 2 * parallelism))
     job = ReduceJob(
-        root, s3, partitions, columns, bins, max_frequencies, groups, list(statistics or [])
+        root,
+        s3,
+        partitions,
+        columns,
+        bins,
+        max_frequencies,
+        1,
+        list(statistics or []),
+        dict(cache or {}),
     )
-    frame = spark.range(0, groups, 1, numPartitions=groups)
+    groups = GroupCache(job, f"table/{run_id}/groups")
+    count = len(groups.members)
+    frame = spark.range(0, count, 1, numPartitions=max(1, min(count, 2 * parallelism)))
 
     clock = Clock()
     state_rows = (
-        frame.mapInArrow(functools.partial(_states, job), STATE_SCHEMA)
+        frame.mapInArrow(functools.partial(_cached_states, groups), STATE_SCHEMA)
         .groupBy("column_index")
         .applyInArrow(_grouped(functools.partial(_merge_states, job)), STATE_SCHEMA)
         .collect()
@@ -513,7 +547,9 @@ def reduce_table(
     rebinned: dict[int, np.ndarray] = {}
     if incomplete:
         rows = (
-            frame.mapInArrow(functools.partial(_histograms, job, incomplete), STATE_SCHEMA)
+            frame.mapInArrow(
+                functools.partial(_cached_histograms, groups, incomplete), STATE_SCHEMA
+            )
             .groupBy("column_index")
             .applyInArrow(_grouped(_sum_histograms), STATE_SCHEMA)
             .collect()
@@ -524,7 +560,7 @@ def reduce_table(
     incomplete_columns = np.array(
         [not states[i].frequencies_complete for i in range(len(columns))], dtype=bool
     )
-    grouped = _grouped_frequencies(frame, job, incomplete_columns)
+    grouped = _grouped_frequencies(frame, groups, incomplete_columns)
     finalized = grouped.groupBy("column_index").applyInArrow(
         _grouped(functools.partial(_finalize_column, job, states, grids)),
         FREQUENCY_GROUP_SCHEMA,
@@ -538,7 +574,56 @@ def reduce_table(
         .collect()
     )
     clock.lap("frequencies and write")
-    return files, sum(r["bytes_written"] for r in written), {}
+    used = groups.expected(incomplete, incomplete_columns)
+    return files, sum(r["bytes_written"] for r in written), used
+
+
+def _cached_states(
+    groups: GroupCache, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Stage 1 of the staged reduction: this task's groups' scalar states, merged."""
+    for batch in batches:
+        merged: dict[int, ScalarState] = {}
+        for group in batch.column(0).to_pylist():
+            groups.merge_states(merged, groups.states(groups.members[group]))
+        if merged:
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "column_index": pa.array(list(merged), pa.int32()),
+                    "state": pa.array(
+                        [pickle.dumps(s, protocol=5) for s in merged.values()], pa.binary()
+                    ),
+                }
+            )
+
+
+def _cached_histograms(
+    groups: GroupCache, grids: dict[int, Grid], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Stage 2: this task's groups' re-binned histograms, summed per column."""
+    for batch in batches:
+        sums: dict[int, np.ndarray] = {}
+        for group in batch.column(0).to_pylist():
+            for i, counts in groups.histograms(groups.members[group], grids).items():
+                sums[i] = sums[i] + counts if i in sums else counts
+        if sums:
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "column_index": pa.array(list(sums), pa.int32()),
+                    "state": pa.array(
+                        [np.asarray(c).tobytes() for c in sums.values()], pa.binary()
+                    ),
+                }
+            )
+
+
+def _cached_frequency_rows(
+    groups: GroupCache, incomplete: np.ndarray, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Stage 3: this task's groups' pruned frequency rows, holders at version positions."""
+    for batch in batches:
+        for group in batch.column(0).to_pylist():
+            yield from groups.frequency_rows(groups.members[group], incomplete).to_batches()
 
 
 class Clock:
@@ -561,9 +646,9 @@ class Clock:
         self._last = now
 
 
-def _grouped_frequencies(frame: DataFrame, job: ReduceJob, incomplete: np.ndarray) -> DataFrame:
+def _grouped_frequencies(frame: DataFrame, groups: GroupCache, incomplete: np.ndarray) -> DataFrame:
     rows = frame.mapInArrow(
-        functools.partial(_frequency_rows, job, incomplete), FREQUENCY_ROW_SCHEMA
+        functools.partial(_cached_frequency_rows, groups, incomplete), FREQUENCY_ROW_SCHEMA
     )
     return rows.groupBy("column_index", "value").agg(
         F.sum("count").alias("total"),
@@ -609,12 +694,7 @@ def _reduce_locally(
     groups = GroupCache(job, cache_dir)
     states: dict[int, ScalarState] = {}
     for members in groups.members:
-        for index, state in groups.states(members).items():
-            if index not in states:
-                states[index] = state
-            else:
-                states[index].merge(state)
-                job.fold_custom(states[index], state.custom)
+        groups.merge_states(states, groups.states(members))
     grids = {}
     for index, state in states.items():
         grid = state.grid(job.dtype(index), job.bins)
@@ -664,6 +744,16 @@ FREQUENCY_ROW_ARROW = pa.schema(
 )
 
 
+CACHE_FORMAT = 2
+"""Part of every cache key: bump it when cached states, histograms or frequency rows change
+meaning (``ScalarState`` fields, pruning, holder packing), so older caches are not reused."""
+
+MAX_GROUPS = 32
+"""At most this many cached groups: every group adds its pruned frequency candidates (up to
+2 x max_frequencies per incomplete column) to the final merge, so more, smaller groups make
+a changed partition cheaper to recompute but every reduction dearer to merge."""
+
+
 class GroupCache:
     """Groups of partitions and their cached intermediate results.
 
@@ -683,6 +773,7 @@ class GroupCache:
         self.written: dict[str, str] = {}
         count = len(job.partitions)
         buckets = 1 << max(0, round(math.log2(math.sqrt(count)))) if count else 1
+        buckets = min(buckets, MAX_GROUPS)
         members: list[list[int]] = [[] for _ in range(buckets)]
         for i, entry in enumerate(job.partitions):
             members[zlib.crc32(entry.path.encode()) % buckets].append(i)
@@ -691,24 +782,57 @@ class GroupCache:
     def _key(self, kind: str, members: list[int], extra: object = None) -> str:
         entries = [[self.job.partitions[i].path, self.job.partitions[i].files] for i in members]
         columns = [[c["name"], c["type"]] for c in self.job.columns]
-        text = json.dumps([kind, entries, columns, self.job.max_frequencies, extra])
+        text = json.dumps([CACHE_FORMAT, kind, entries, columns, self.job.max_frequencies, extra])
         return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+    def _states_key(self, members: list[int]) -> str:
+        return self._key("states", members)
+
+    def _histograms_key(self, members: list[int], grids: dict[int, Grid]) -> str:
+        return self._key("histograms", members, [[i, repr(g)] for i, g in sorted(grids.items())])
+
+    def _frequencies_key(self, members: list[int], incomplete: np.ndarray) -> str:
+        return self._key("frequencies", members, incomplete.tolist())
+
+    def expected(self, grids: dict[int, Grid], incomplete: np.ndarray) -> dict[str, str]:
+        """On the driver: the cache entries a reduction with these inputs used or wrote
+        (a reused entry keeps its old file; a new one is under this run's directory)."""
+        if not self.enabled:
+            return {}
+        keys = []
+        for members in self.members:
+            keys += [self._states_key(members), self._frequencies_key(members, incomplete)]
+            if grids:
+                keys.append(self._histograms_key(members, grids))
+        return {k: self.job.cache.get(k, f"{self.cache_dir}/{k}") for k in keys}
+
+    def merge_states(self, into: dict[int, ScalarState], more: dict[int, ScalarState]) -> None:
+        for index, state in more.items():
+            if index not in into:
+                into[index] = state
+            else:
+                into[index].merge(state)
+                self.job.fold_custom(into[index], state.custom)
 
     def _sub_job(self, members: list[int]) -> ReduceJob:
         return dataclasses.replace(
             self.job, partitions=[self.job.partitions[i] for i in members], groups=1
         )
 
-    def _load(self, key: str) -> bytes | None:
-        relative = self.job.cache.get(key) if self.enabled else None
-        if relative is None:
+    def _load(self, key: str, this_run: bool = False) -> bytes | None:
+        """A cached entry from the previous version (or, with ``this_run``, one an earlier
+        stage of this reduction wrote); None when there is none."""
+        if not self.enabled:
             return None
-        try:
-            data = fs.read_bytes(layout.absolute(self.job.root, relative), self.job.s3)
-        except (OSError, FileNotFoundError):
-            return None  # expired or never finished: recompute
-        self.written[key] = relative
-        return data
+        candidates = [self.job.cache.get(key)] + ([f"{self.cache_dir}/{key}"] if this_run else [])
+        for relative in filter(None, candidates):
+            try:
+                data = fs.read_bytes(layout.absolute(self.job.root, relative), self.job.s3)
+            except (OSError, FileNotFoundError):
+                continue  # expired or never finished: recompute
+            self.written[key] = relative
+            return data
+        return None
 
     def _save(self, key: str, data: bytes) -> None:
         if not self.enabled:
@@ -718,23 +842,26 @@ class GroupCache:
         self.written[key] = relative
 
     def states(self, members: list[int]) -> dict[int, ScalarState]:
-        key = self._key("states", members)
+        key = self._states_key(members)
         data = self._load(key)
         if data is None:
-            batch = next(_states(self._sub_job(members), iter(_ONE)))
-            data = pickle.dumps(
-                dict(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)),
-                protocol=5,
+            rows: dict[int, pa.Table] = {}
+            batch = next(_states(self._sub_job(members), iter(_ONE), rows))
+            states = dict(
+                zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
             )
+            data = pickle.dumps({"states": states, "histogram_rows": rows}, protocol=5)
             self._save(key, data)
-        return {i: pickle.loads(b) for i, b in pickle.loads(data).items()}
+        return {i: pickle.loads(b) for i, b in pickle.loads(data)["states"].items()}
 
     def histograms(self, members: list[int], grids: dict[int, Grid]) -> dict[int, np.ndarray]:
         """The group's partition histograms re-binned onto the table grids and summed."""
-        key = self._key("histograms", members, [[i, repr(g)] for i, g in sorted(grids.items())])
+        key = self._histograms_key(members, grids)
         data = self._load(key)
         if data is None:
-            batch = next(_histograms(self._sub_job(members), grids, iter(_ONE)))
+            cached = self._load(self._states_key(members), this_run=True)
+            rows = pickle.loads(cached)["histogram_rows"] if cached else None
+            batch = next(_histograms(self._sub_job(members), grids, iter(_ONE), rows))
             data = pickle.dumps(
                 dict(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)),
                 protocol=5,
@@ -743,7 +870,7 @@ class GroupCache:
         return {i: np.frombuffer(b, dtype=np.float64) for i, b in pickle.loads(data).items()}
 
     def frequency_rows(self, members: list[int], incomplete: np.ndarray) -> pa.Table:
-        key = self._key("frequencies", members, incomplete.tolist())
+        key = self._frequencies_key(members, incomplete)
         data = self._load(key)
         if data is None:
             batches = list(_frequency_rows(self._sub_job(members), incomplete, iter(_ONE)))

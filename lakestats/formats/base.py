@@ -112,6 +112,12 @@ class TableFormat(ABC):
     def current_snapshot_id(self) -> int | None:
         return None
 
+    def snapshot_log(self) -> list[tuple[int, int]]:
+        """(time in ms, snapshot id) each time the table's current snapshot changed, oldest
+        first: what ``--as-of`` searches. Formats whose snapshots form one line use their
+        snapshots; Iceberg overrides it (rolled-back and branch snapshots were never current)."""
+        return sorted((s.timestamp_ms, s.snapshot_id) for s in self.snapshots())
+
     @abstractmethod
     def plan(self, snapshot_id: int | None = None) -> list[PartitionPlan]:
         """Every partition of the snapshot (default: current) with its files."""

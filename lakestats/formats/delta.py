@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import unquote
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -88,9 +88,13 @@ DV_MARKER = "#deletion-vector"
 plan: its size is the number of deleted rows, so the fingerprint changes with the vector."""
 
 
-def _file_key(uri: str) -> str:
-    """A data file's URI as both ``file_uris()`` and ``deletion_vectors()`` spell it."""
-    return unquote(uri.removeprefix("file://"))
+def _vector_file(url: str) -> str:
+    """A ``deletion_vectors()`` file URL as ``file_uris()`` spells it: the URL is percent-
+    encoded once more (``%3A`` in a Spark partition directory arrives as ``%253A``)."""
+    parsed = urlparse(url)
+    if parsed.scheme in ("", "file"):
+        return unquote(parsed.path)
+    return f"{parsed.scheme}://{parsed.netloc}{unquote(parsed.path)}"
 
 
 def deletion_vector_counts(table) -> dict[str, int]:  # noqa: ANN001 - a deltalake DeltaTable
@@ -105,7 +109,7 @@ def deletion_vector_counts(table) -> dict[str, int]:  # noqa: ANN001 - a deltala
         parents, weights=deleted.to_numpy(zero_copy_only=False), minlength=len(masks)
     )
     paths = vectors.column("filepath").to_pylist()
-    return {_file_key(p): int(c) for p, c in zip(paths, counts, strict=True)}
+    return {_vector_file(p): int(c) for p, c in zip(paths, counts, strict=True)}
 
 
 @lru_cache(maxsize=4)
@@ -119,7 +123,7 @@ def _keep_masks(
     vectors = pa.table(table.deletion_vectors())
     masks = vectors.column("selection_vector").to_pylist()
     paths = vectors.column("filepath").to_pylist()
-    return {_file_key(p): pa.array(m, pa.bool_()) for p, m in zip(paths, masks, strict=True)}
+    return {_vector_file(p): pa.array(m, pa.bool_()) for p, m in zip(paths, masks, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,7 @@ class DeltaReader(PartitionReader):
         for data_file in part.files:
             table = self.files.read(Slice(part.partition, (data_file,)), columns)
             if data_file.path in vectors:
-                table = table.filter(_padded(masks[_file_key(data_file.path)], table.num_rows))
+                table = table.filter(_padded(masks[data_file.path], table.num_rows))
             pieces.append(table)
         return self._ordered(pa.concat_tables(pieces))
 
@@ -264,9 +268,14 @@ class DeltaTableFormat(TableFormat):
             groups.setdefault(values, []).append(
                 DataFile(uri, action["size_bytes"], action.get("num_records"))
             )
-            if _file_key(uri) in deleted:
-                count = deleted[_file_key(uri)]
+            if uri in deleted:
+                count = deleted.pop(uri)
                 vectors.setdefault(values, []).append(DataFile(uri + DV_MARKER, count, count))
+        if deleted:  # a vector for a file the log does not list: never read rows it deletes
+            raise LakestatsError(
+                f"Delta table {self._uri}: deletion vectors of {sorted(deleted)[:3]} match no "
+                "data file of the snapshot; cannot apply them"
+            )
         plans = []
         for values, files in sorted(groups.items(), key=lambda kv: [str(v) for v in kv[0]]):
             key = tuple(

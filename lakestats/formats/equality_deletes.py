@@ -63,7 +63,7 @@ def plan_scan(scan) -> tuple[list, dict[str, tuple]]:  # noqa: ANN001 - a pyiceb
             for e in equality
             if (e.sequence_number or INITIAL_SEQUENCE_NUMBER) > sequence
             and (
-                specs[e.data_file.spec_id].is_unpartitioned()
+                _is_global(specs[e.data_file.spec_id])
                 or (
                     e.data_file.spec_id == data_file.spec_id
                     and e.data_file.partition == data_file.partition
@@ -75,18 +75,56 @@ def plan_scan(scan) -> tuple[list, dict[str, tuple]]:  # noqa: ANN001 - a pyiceb
     return tasks, applies
 
 
+def _is_global(spec) -> bool:  # noqa: ANN001 - a pyiceberg PartitionSpec
+    """An unpartitioned spec (no fields, or only void transforms): its deletes are global."""
+    from pyiceberg.transforms import VoidTransform
+
+    return all(isinstance(f.transform, VoidTransform) for f in spec.fields)
+
+
+DROPPED_PREFIX = "__lakestats_dropped_"
+"""Columns an equality delete compares that the schema dropped are read under this name
+(plus the field id): the spec says such deletes still apply."""
+
+
+def read_schema(schema, metadata, deletes: tuple):  # noqa: ANN001, ANN201 - pyiceberg types
+    """``schema`` plus every dropped column ``deletes`` compare, under private names, found
+    by field id in the table's older schemas (data and delete files still hold it)."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import NestedField
+
+    extra = []
+    for field_id in sorted({i for delete in deletes for i in (delete.equality_ids or ())}):
+        if schema.find_column_name(field_id) is not None:
+            continue
+        older = next(
+            (s for s in reversed(metadata.schemas) if s.find_column_name(field_id) is not None),
+            None,
+        )
+        if older is None or "." in older.find_column_name(field_id):
+            raise UnsupportedFeatureError(
+                f"Iceberg equality delete on field id {field_id}, which no schema of the table "
+                "has as a top-level column"
+            )
+        field = older.find_field(field_id)
+        extra.append(
+            NestedField(field_id, f"{DROPPED_PREFIX}{field_id}", field.field_type, required=False)
+        )
+    return Schema(*schema.fields, *extra, schema_id=schema.schema_id) if extra else schema
+
+
 def key_columns(schema, deletes: tuple) -> list[str]:  # noqa: ANN001 - pyiceberg Schema
-    """Top-level column names the equality deletes compare (in schema order)."""
+    """Top-level column names the equality deletes compare (in schema order); ``schema``
+    comes from ``read_schema``, so dropped columns are there under private names."""
     ids = {i for delete in deletes for i in (delete.equality_ids or ())}
     names = []
     for field_id in sorted(ids):
         name = schema.find_column_name(field_id)
-        if name is None:
-            # a dropped column: its deletes compare values no current row can carry
-            continue
-        if "." in name and schema.find_field(name.split(".")[0]).field_type.is_struct:
+        if name is None or (
+            "." in name and schema.find_field(name.split(".")[0]).field_type.is_struct
+        ):
             raise UnsupportedFeatureError(
-                f"Iceberg equality delete on nested field {name!r} is not supported"
+                f"Iceberg equality delete on nested field {name or field_id!r} is not supported"
             )
         names.append(name)
     return [f.name for f in schema.fields if f.name in names]
@@ -95,15 +133,13 @@ def key_columns(schema, deletes: tuple) -> list[str]:  # noqa: ANN001 - pyiceber
 def apply_equality_deletes(
     table: pa.Table,
     deletes: tuple,
-    schema,  # noqa: ANN001 - pyiceberg Schema
+    schema,  # noqa: ANN001 - pyiceberg Schema, from read_schema
     metadata,  # noqa: ANN001 - pyiceberg TableMetadata
     io,  # noqa: ANN001 - pyiceberg FileIO
 ) -> pa.Table:
     """``table`` without the rows any of ``deletes`` (equality delete files) deletes."""
     for delete in deletes:
         names = key_columns(schema, (delete,))
-        if len(names) != len(delete.equality_ids or ()):
-            continue  # compares a dropped column: matches no current row
         keys = _read_delete_keys(delete, schema.select(*names), metadata, io)
         keys = keys.cast(pa.schema([table.schema.field(n) for n in keys.column_names]))
         if keys.num_rows and table.num_rows:

@@ -85,16 +85,22 @@ class IcebergReader(PartitionReader):
         tasks = [self.native[f.path] for f in part.files]
         if not any(self.equality.get(t.file.file_path) for t in tasks):
             return self._read_tasks(part, metadata, schema, io, tasks, columns)
-        from lakestats.formats.equality_deletes import apply_equality_deletes, key_columns
+        from lakestats.formats.equality_deletes import (
+            apply_equality_deletes,
+            key_columns,
+            read_schema,
+        )
 
         pieces = []
+        output = columns if columns is not None else [f.name for f in schema.fields]
         for task in tasks:
             deletes = self.equality.get(task.file.file_path, ())
-            keys = key_columns(schema, deletes)
-            wanted = None if columns is None else [*columns, *(k for k in keys if k not in columns)]
-            table = self._read_tasks(part, metadata, schema, io, [task], wanted)
-            table = apply_equality_deletes(table, deletes, schema, metadata, io)
-            pieces.append(table if columns is None else table.select(columns))
+            extended = read_schema(schema, metadata, deletes)
+            keys = key_columns(extended, deletes)
+            wanted = [*output, *(k for k in keys if k not in output)]
+            table = self._read_tasks(part, metadata, extended, io, [task], wanted)
+            table = apply_equality_deletes(table, deletes, extended, metadata, io)
+            pieces.append(table.select(output))
         return pa.concat_tables(pieces)
 
     @staticmethod
@@ -261,6 +267,9 @@ class IcebergTable(TableFormat):
             )
             for s in self._table.metadata.snapshots
         ]
+
+    def snapshot_log(self) -> list[tuple[int, int]]:
+        return [(e.timestamp_ms, e.snapshot_id) for e in self._table.metadata.snapshot_log]
 
     def current_snapshot_id(self) -> int | None:
         snapshot = self._table.current_snapshot()
