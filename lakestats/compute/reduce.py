@@ -97,7 +97,6 @@ class ReduceJob:
     columns: list[dict[str, str]]
     bins: int
     max_frequencies: int
-    groups: int
     statistics: list = field(default_factory=list)  # user-defined SummaryStatistic
     cache: dict[str, str] = field(default_factory=dict)  # group cache key -> relative path
 
@@ -113,7 +112,8 @@ class ReduceJob:
                 state.custom[statistic.name] = statistic.merge(state.custom[statistic.name], value)
 
     def group(self, index: int) -> list[int]:
-        return list(range(index, len(self.partitions), self.groups))
+        """Every partition of this (sub-)job: the stage functions fold one group each."""
+        return list(range(len(self.partitions)))
 
     def read(self, entry: PartitionEntry, kind: str, columns: list[str] | None = None) -> pa.Table:
         filesystem, path = fs.resolve(layout.absolute(self.root, entry.files[kind]), self.s3)
@@ -500,20 +500,6 @@ def reduce_table(
     """Write the table-level files of ``partitions``; returns their paths, the bytes
     written and the group cache (key -> file) the next incremental reduction can reuse;
     ``cache`` is the previous version's."""
-    if len(partitions) * len(columns) <= LOCAL_CELLS:
-        job = ReduceJob(
-            root,
-            s3,
-            partitions,
-            columns,
-            bins,
-            max_frequencies,
-            1,
-            list(statistics or []),
-            dict(cache or {}),
-        )
-        return _reduce_in_one_task(spark, job, run_id)
-    parallelism = max(2, spark.sparkContext.defaultParallelism)
     job = ReduceJob(
         root,
         s3,
@@ -521,10 +507,12 @@ def reduce_table(
         columns,
         bins,
         max_frequencies,
-        1,
         list(statistics or []),
         dict(cache or {}),
     )
+    if len(partitions) * len(columns) <= LOCAL_CELLS:
+        return _reduce_in_one_task(spark, job, run_id)
+    parallelism = max(2, spark.sparkContext.defaultParallelism)
     groups = GroupCache(job, f"table/{run_id}/groups")
     count = len(groups.members)
     frame = spark.range(0, count, 1, numPartitions=max(1, min(count, 2 * parallelism)))
@@ -815,9 +803,7 @@ class GroupCache:
                 self.job.fold_custom(into[index], state.custom)
 
     def _sub_job(self, members: list[int]) -> ReduceJob:
-        return dataclasses.replace(
-            self.job, partitions=[self.job.partitions[i] for i in members], groups=1
-        )
+        return dataclasses.replace(self.job, partitions=[self.job.partitions[i] for i in members])
 
     def _load(self, key: str, this_run: bool = False) -> bytes | None:
         """A cached entry from the previous version (or, with ``this_run``, one an earlier
