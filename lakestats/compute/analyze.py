@@ -272,7 +272,7 @@ def _reusable_entries(
     root: str, s3: fs.S3Options | None, columns: list[dict[str, str]], options: dict[str, object]
 ) -> tuple[dict[tuple[str, str], manifest.PartitionEntry], dict[str, str]]:
     """Partition entries of the latest version that are still valid for this analyze, and
-    its table-level reduction cache (``compute/reduce.GroupCache``)."""
+    its table-level reduction cache (``compute/group_cache.GroupCache``)."""
     if manifest.latest_version_number(root, s3) == 0:
         return {}, {}
     previous = manifest.load_version(root, None, s3)

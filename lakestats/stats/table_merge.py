@@ -331,7 +331,7 @@ def finalize_frequencies(
     ceiling = 0
     markers = grouped.column("value").is_null()
     if pc.any(markers).as_py():
-        # per-task ceilings of the values a task did not keep (see reduce._prune)
+        # per-task ceilings of the values a task did not keep (see compute/reduce_steps._prune)
         ceiling = int(pc.sum(grouped.filter(markers).column("bound_present")).as_py() or 0)
         grouped = grouped.filter(pc.invert(markers))
     distinct = grouped.num_rows

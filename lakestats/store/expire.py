@@ -39,7 +39,7 @@ def plan_expiry(
         version = manifest.load_version(root, number, s3)
         refs = {path for e in version.partitions for path in e.files.values()}
         refs |= set((version.table_files or {}).values())
-        refs |= set(version.extra.get("reduce_cache", {}).values())  # reduce.GroupCache
+        refs |= set(version.extra.get("reduce_cache", {}).values())  # group_cache.GroupCache
         gone = (
             live_snapshots is not None
             and version.snapshot_id is not None
