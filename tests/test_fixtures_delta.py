@@ -143,3 +143,71 @@ def test_deletion_vectors_apply_under_percent_encoded_directories(
     assert plan.row_count == 8 and len(plan.delete_files) == 1
     rows = table.reader().read(Slice(plan, plan.data_files), None)
     assert sorted(rows.to_pylist(), key=str) == sorted(live.to_pylist(), key=str)
+
+
+def test_column_mapping_by_name_keeps_the_fast_path(fixtures_dir: Path) -> None:
+    """Files hold physical names; the direct reader relabels them to the logical schema."""
+    from deltalake import DeltaTable, QueryBuilder
+
+    from lakestats.formats import open_table
+    from lakestats.formats.base import Slice
+    from lakestats.formats.delta import DeltaReader
+
+    path = str(fixtures_dir / "delta" / "table_with_column_mapping")
+    table = open_table(path)
+    reader = table.reader()
+    assert isinstance(reader, DeltaReader) and reader.physical
+    rows = pa.concat_tables(
+        [reader.read(Slice(p, p.data_files), None) for p in table.plan()]
+    ).select(["Company Very Short", "Super Name"])
+    live = pa.table(
+        QueryBuilder().register("t", DeltaTable(path)).execute("SELECT * FROM t").read_all()
+    )
+    assert sorted(rows.to_pylist(), key=str) == sorted(live.to_pylist(), key=str)
+
+
+def test_relabel_renames_nested_fields_at_every_depth() -> None:
+    """Struct fields inside structs, lists and maps get their logical names back."""
+    from lakestats.formats.delta_columns import physical_type, relabel
+
+    def named(name: str, spec: object) -> dict:
+        return {
+            "name": name,
+            "type": spec,
+            "metadata": {"delta.columnMapping.physicalName": f"p_{name}"},
+        }
+
+    inner = {"type": "struct", "fields": [named("x", "string")]}
+    spec = {
+        "type": "struct",
+        "fields": [
+            named("s", inner),
+            named("l", {"type": "array", "elementType": inner}),
+            named("m", {"type": "map", "keyType": "string", "valueType": inner}),
+        ],
+    }
+    inner_type = pa.struct([pa.field("x", pa.string())])
+    logical = pa.struct(
+        [
+            pa.field("s", inner_type),
+            pa.field("l", pa.list_(inner_type)),
+            pa.field("m", pa.map_(pa.string(), inner_type)),
+        ]
+    )
+    physical = physical_type(spec, logical)
+    assert [f.name for f in physical] == ["p_s", "p_l", "p_m"]
+    assert physical.field("p_s").type.field(0).name == "p_x"
+    stored = [
+        {"p_s": {"p_x": "a"}, "p_l": [{"p_x": "b"}, None], "p_m": [("k", {"p_x": "c"})]},
+        None,
+        {"p_s": None, "p_l": [], "p_m": None},
+    ]
+    expected = [
+        {"s": {"x": "a"}, "l": [{"x": "b"}, None], "m": [("k", {"x": "c"})]},
+        None,
+        {"s": None, "l": [], "m": None},
+    ]
+    array = pa.array(stored, type=physical)
+    for start in (0, 1):  # whole and sliced
+        out = relabel(array.slice(start), logical)
+        assert out.type == logical and out.to_pylist() == expected[start:]

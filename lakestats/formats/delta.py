@@ -5,10 +5,11 @@ are read directly with pyarrow (the fast path) and partition columns filled from
 in table order. Versions are snapshots (``--snapshot N`` is ``DeltaTable(version=N)``).
 Deletion vectors keep the fast path: a file that has one is read directly too and its rows
 filtered by the keep mask delta-rs decodes (``DeltaTable.deletion_vectors``); files without
-one are read as they are. Tables with column mapping are read through delta-rs's own query
-engine (``QueryBuilder``, which maps physical to logical names), one whole partition per
-task; any other unknown reader feature is refused with one line naming it, never read with
-wrong numbers.
+one are read as they are. Column mapping by name stays on the fast path too: files are read
+under the physical names the schema records and relabelled (``delta_columns.py``); mapping
+by field id goes through delta-rs's own query engine (``QueryBuilder``), one whole
+partition per task. Any other unknown reader feature is refused with one line naming it,
+never read with wrong numbers.
 """
 
 from __future__ import annotations
@@ -136,8 +137,26 @@ class DeltaReader(PartitionReader):
     uri: str = ""
     version: int = 0
     storage_options: tuple[tuple[str, str], ...] = ()
+    physical: tuple[tuple[str, str], ...] = ()  # column mapping: (logical, physical) names
+    logical: pa.Schema | None = None  # the table schema, when files use physical names
 
     def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        if not self.physical:
+            return self._read(part, columns)
+        from lakestats.formats.delta_columns import relabel
+
+        to_physical = dict(self.physical)
+        wanted = None if columns is None else [to_physical.get(c, c) for c in columns]
+        table = self._read(part, wanted)
+        to_logical = {p: n for n, p in self.physical}
+        arrays, fields = [], []
+        for name in table.column_names:
+            field = self.logical.field(to_logical.get(name, name))
+            arrays.append(relabel(table.column(name), field.type))
+            fields.append(field)
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def _read(self, part: Slice, columns: list[str] | None) -> pa.Table:
         vectors = {
             f.path.removesuffix(DV_MARKER)
             for f in part.partition.delete_files
@@ -155,7 +174,10 @@ class DeltaReader(PartitionReader):
         return self._ordered(pa.concat_tables(pieces))
 
     def _ordered(self, table: pa.Table) -> pa.Table:
-        return table.select([n for n in self.order if n in table.column_names])
+        """Columns in table order (under physical names until ``read`` relabels them)."""
+        to_physical = dict(self.physical)
+        names = [to_physical.get(n, n) for n in self.order]
+        return table.select([n for n in names if n in table.column_names])
 
 
 def _padded(mask: pa.Array, rows: int) -> pa.Array:
@@ -194,11 +216,13 @@ class DeltaTableFormat(TableFormat):
         return self._versions[snapshot_id]
 
     @staticmethod
-    def _needs_engine(table) -> bool:  # noqa: ANN001
-        """Column mapping: the files' column names are not the table's."""
-        features = set(table.protocol().reader_features or [])
-        mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
-        return "columnMapping" in features or mode != "none"
+    def _mapping_mode(table) -> str:  # noqa: ANN001
+        return table.metadata().configuration.get("delta.columnMapping.mode") or "none"
+
+    def _needs_engine(self, table) -> bool:  # noqa: ANN001
+        """Column mapping by field id: files are matched to columns by Parquet field ids,
+        which delta-rs's engine does (``name`` mode is read on the fast path)."""
+        return self._mapping_mode(table) not in ("none", "name")
 
     @staticmethod
     def _has_deletion_vectors(table) -> bool:  # noqa: ANN001
@@ -312,13 +336,26 @@ class DeltaTableFormat(TableFormat):
                 tuple(sorted(fs.object_store_options(self._s3).items())),
             )
         schema = self.schema(snapshot_id)
-        names = set(self._at(snapshot_id).metadata().partition_columns)
+        names = set(table.metadata().partition_columns)
         files = pa.schema([f for f in schema if f.name not in names])
         partitions = pa.schema([f for f in schema if f.name in names])
+        physical: tuple[tuple[str, str], ...] = ()
+        if self._mapping_mode(table) == "name":
+            from lakestats.formats.delta_columns import physical_schema
+
+            mapped = physical_schema(table.schema().to_json(), schema)
+            physical = tuple(
+                (f.name, p.name) for f, p in zip(schema, mapped, strict=True) if f.name not in names
+            )
+            files = pa.schema(
+                [p for f, p in zip(schema, mapped, strict=True) if f.name not in names]
+            )
         return DeltaReader(
             ParquetDirReader(files, partitions, self._s3),
             tuple(schema.names),
             self._uri,
             table.version(),
             tuple(sorted(fs.object_store_options(self._s3).items())),
+            physical,
+            schema if physical else None,
         )
