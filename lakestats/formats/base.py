@@ -140,3 +140,18 @@ class TableFormat(ABC):
         return [
             Slice(partition, tuple(group), index, len(groups)) for index, group in enumerate(groups)
         ]
+
+
+class PathTable(TableFormat):
+    """A table opened by its directory URI (Delta, Hudi, Paimon, Parquet directories):
+    the URI is both where it lives and how the user named it."""
+
+    _uri: str
+
+    @property
+    def location(self) -> str:
+        return self._uri
+
+    @property
+    def identifier(self) -> str:
+        return self._uri

@@ -28,6 +28,7 @@ from lakestats.formats.base import (
     DataFile,
     PartitionPlan,
     PartitionReader,
+    PathTable,
     Slice,
     SnapshotInfo,
     TableFormat,
@@ -187,7 +188,7 @@ def _padded(mask: pa.Array, rows: int) -> pa.Array:
     return pa.concat_arrays([mask, pa.array(np.ones(rows - len(mask), dtype=bool))])
 
 
-class DeltaTableFormat(TableFormat):
+class DeltaTableFormat(PathTable):
     format_name = "delta"
 
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
@@ -237,14 +238,6 @@ class DeltaTableFormat(TableFormat):
                 f"Delta table {self._uri} needs reader features {sorted(unknown)}, which "
                 "this version does not support"
             )
-
-    @property
-    def location(self) -> str:
-        return self._uri
-
-    @property
-    def identifier(self) -> str:
-        return self._uri
 
     def schema(self, snapshot_id: int | None = None) -> pa.Schema:
         return pa.schema(self._at(snapshot_id).schema().to_arrow())

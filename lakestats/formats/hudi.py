@@ -32,9 +32,9 @@ from lakestats.formats.base import (
     DataFile,
     PartitionPlan,
     PartitionReader,
+    PathTable,
     Slice,
     SnapshotInfo,
-    TableFormat,
 )
 from lakestats.formats.parquet_dir import read_data_file
 from lakestats.stats.keys import to_json
@@ -181,7 +181,7 @@ class HudiReader(PartitionReader):
         return _conform(table, target)
 
 
-class HudiTableFormat(TableFormat):
+class HudiTableFormat(PathTable):
     format_name = "hudi"
 
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
@@ -237,14 +237,6 @@ class HudiTableFormat(TableFormat):
     def _drops_partition_columns(self) -> bool:
         value = self._option("hoodie.datasource.write.drop.partition.columns", "false")
         return value.lower() == "true"
-
-    @property
-    def location(self) -> str:
-        return self._uri
-
-    @property
-    def identifier(self) -> str:
-        return self._uri
 
     def schema(self, snapshot_id: int | None = None) -> pa.Schema:
         """Meta columns first, then the table's columns: what hudi-rs's reads return."""

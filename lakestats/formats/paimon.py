@@ -29,6 +29,7 @@ from lakestats.formats.base import (
     DataFile,
     PartitionPlan,
     PartitionReader,
+    PathTable,
     Slice,
     SnapshotInfo,
     TableFormat,
@@ -220,7 +221,7 @@ class _Partition:
     merged: tuple[DataFile, ...]  # files pypaimon reads (merges, deletion vectors)
 
 
-class PaimonTableFormat(TableFormat):
+class PaimonTableFormat(PathTable):
     format_name = "paimon"
 
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
@@ -229,14 +230,6 @@ class PaimonTableFormat(TableFormat):
         self._table = _open(self._uri, _file_io_options(s3))
         self._plans: dict[int | None, list[_Partition]] = {}
         self._merged: dict[tuple, tuple[DataFile, ...]] = {}
-
-    @property
-    def location(self) -> str:
-        return self._uri
-
-    @property
-    def identifier(self) -> str:
-        return self._uri
 
     def _snapshot(self, snapshot_id: int | None):  # noqa: ANN202
         manager = self._table.snapshot_manager()

@@ -18,7 +18,13 @@ import pyarrow.parquet as pq
 
 from lakestats import fs
 from lakestats.errors import DataFileError, NotATableError
-from lakestats.formats.base import DataFile, PartitionPlan, PartitionReader, Slice, TableFormat
+from lakestats.formats.base import (
+    DataFile,
+    PartitionPlan,
+    PartitionReader,
+    PathTable,
+    Slice,
+)
 from lakestats.stats.keys import to_json
 
 _HIDDEN = ("_", ".")
@@ -82,7 +88,7 @@ class ParquetDirReader(PartitionReader):
         return pa.Table.from_arrays(arrays, schema=target.remove_metadata()).cast(target)
 
 
-class ParquetDirectory(TableFormat):
+class ParquetDirectory(PathTable):
     format_name = "parquet"
 
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
@@ -132,14 +138,6 @@ class ParquetDirectory(TableFormat):
                 name, _, value = part.partition("=")
                 parts.append((unquote(name), unquote(value)))
         return tuple(parts)
-
-    @property
-    def location(self) -> str:
-        return self._uri
-
-    @property
-    def identifier(self) -> str:
-        return self._uri
 
     def schema(self, snapshot_id: int | None = None) -> pa.Schema:
         return pa.schema([*self._file_schema, *self._partition_schema])
