@@ -66,6 +66,8 @@ def open_table(
 
         return IcebergTable.from_catalog(table, catalog, warehouse)
     uri = fs.normalize(table)
+    if s3 is None and fs.is_remote(uri):
+        s3 = fs.S3Options.from_env()  # the format libraries get explicit options, not env
     if not fs.exists(uri, s3):
         raise TableNotFoundError(f"no table at {table}: the path does not exist")
     if not fs.is_dir(uri, s3) and not uri.endswith(".metadata.json"):

@@ -196,8 +196,9 @@ class DeltaTableFormat(PathTable):
 
         self._uri = fs.normalize(uri)
         self._s3 = s3
+        self._storage = fs.object_store_options(s3) or None
         try:
-            self._table = DeltaTable(self._uri)
+            self._table = DeltaTable(self._uri, storage_options=self._storage)
         except Exception as exc:  # noqa: BLE001 - delta-rs raises its own types
             raise NotATableError(f"cannot open Delta table {uri}: {exc}") from exc
         self._versions: dict[int, object] = {}
@@ -209,7 +210,9 @@ class DeltaTableFormat(PathTable):
             from deltalake import DeltaTable
 
             try:
-                self._versions[snapshot_id] = DeltaTable(self._uri, version=snapshot_id)
+                self._versions[snapshot_id] = DeltaTable(
+                    self._uri, version=snapshot_id, storage_options=self._storage
+                )
             except Exception as exc:  # noqa: BLE001
                 raise LakestatsError(
                     f"version {snapshot_id} of Delta table {self._uri} cannot be loaded: {exc}"
