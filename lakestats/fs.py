@@ -169,8 +169,9 @@ def write_bytes_atomic(uri: str, data: bytes, s3: S3Options | None = None) -> No
 def create_exclusive(uri: str, data: bytes, s3: S3Options | None = None) -> bool:
     """Create ``uri`` with ``data`` unless it exists; False when another writer was first.
 
-    Local disks make this atomic (a hard link, which never replaces). Object stores
-    without conditional writes in pyarrow get put-if-absent followed by a read-back that
+    Local disks make this atomic (a hard link, which never replaces); S3 too, with a
+    conditional write (``If-None-Match: *``, through boto3 since pyarrow cannot send it).
+    Stores without conditional writes get put-if-absent followed by a read-back that
     detects a concurrent writer after the fact.
     """
     filesystem, path = resolve(uri, s3)
@@ -186,10 +187,44 @@ def create_exclusive(uri: str, data: bytes, s3: S3Options | None = None) -> bool
             return False
         finally:
             os.unlink(tmp)
+    if uri.startswith("s3://"):
+        created = _s3_put_if_absent(path, data, s3 or S3Options.from_env())
+        if created is not None:
+            return created
     if exists(uri, s3):
         return False
     write_bytes_atomic(uri, data, s3)
     return read_bytes(uri, s3) == data
+
+
+def _s3_put_if_absent(path: str, data: bytes, s3: S3Options) -> bool | None:
+    """S3 conditional write (``If-None-Match: *``): True when created, False when the key
+    exists, None when the store does not support it (then the caller falls back)."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    bucket, _, key = path.partition("/")
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3.endpoint_url,
+        region_name=s3.region,
+        aws_access_key_id=s3.access_key,
+        aws_secret_access_key=s3.secret_key,
+    )
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+        return True
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if error.get("Code") in ("PreconditionFailed", "ConditionalRequestConflict") or status in (
+            409,
+            412,
+        ):
+            return False
+        if error.get("Code") == "NotImplemented" or status == 501:
+            return None
+        raise StorageError(f"cannot create {path} on S3: {error.get('Message', exc)}") from exc
 
 
 def delete_dir(uri: str, s3: S3Options | None = None) -> None:

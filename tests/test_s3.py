@@ -173,3 +173,17 @@ def test_tables_on_s3_read_as_their_formats_read_them_locally(
         assert mine["name"] == theirs["name"]
         for key in ("row_count", "null_count", "min", "max", "distinct_count"):
             assert mine.get(key) == theirs.get(key), (name, mine["name"], key)
+
+
+def test_exclusive_create_on_s3_has_one_winner(s3_endpoint: fs.S3Options) -> None:
+    """Version manifests are created with a conditional write: of writers racing for one
+    key exactly one succeeds, and the stored bytes are the winner's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    uri = "s3://lakestats-test/race/versions/v00000001.json"
+    payloads = [f"writer {i}".encode() for i in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(lambda d: fs.create_exclusive(uri, d, s3_endpoint), payloads))
+    assert won.count(True) == 1
+    assert fs.read_bytes(uri, s3_endpoint) == payloads[won.index(True)]
+    assert fs.create_exclusive(uri, b"late", s3_endpoint) is False
