@@ -219,12 +219,14 @@ def test_unknown_snapshot_is_refused(fixtures_dir: Path) -> None:
         fmt.plan(20260403184259077)  # the rollback instant
 
 
-def test_empty_table_analyzes_to_zero_rows(
+def test_empty_table_analyzes_and_shows_zero_rows(
     spark,  # noqa: ANN001
     fixtures_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
 ) -> None:
+    from hudi import HudiTableBuilder
+
     path = str(fixtures_dir / "hudi" / "v6_empty")
     fmt = open_table(path)
     assert fmt.snapshots() == [] and fmt.current_snapshot_id() is None
@@ -234,19 +236,9 @@ def test_empty_table_analyzes_to_zero_rows(
     assert cli.main(["analyze", path, "--stats-root", root, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["row_count"], summary["partitions_computed"]) == (0, 0)
-
-
-def test_empty_table_shows_zero_rows(
-    spark,  # noqa: ANN001
-    fixtures_dir: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture,
-) -> None:
-    path = str(fixtures_dir / "hudi" / "v6_empty")
-    shown = analyze_and_show(capsys, path, str(tmp_path / "stats"))
+    assert cli.main(["show", path, "--stats-root", root, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
     assert shown["row_count"] == 0
-    from hudi import HudiTableBuilder
-
     schema = pa.schema(HudiTableBuilder.from_base_uri(path).build().get_schema())
     names = [c["name"] for c in shown["columns"]]
     # the data columns hudi-rs declares, after the _hoodie_* meta columns its reads return

@@ -124,7 +124,7 @@ def _spec_rows(path: str, snapshot_id: int) -> tuple[pa.Table, int]:
             same = " AND ".join(f'x."{n}" IS NOT DISTINCT FROM d."{n}"' for n in names)
             where.append(f"NOT EXISTS (SELECT 1 FROM x{index} x WHERE {same})")
         sql = "SELECT * FROM d" + (" WHERE " + " AND ".join(where) if where else "")
-        kept.append(con.execute(sql).to_arrow_table())
+        kept.append(con.sql(sql).to_arrow_table())
     return pa.concat_tables(kept), sum(rows.num_rows for rows, _, _ in data)
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
-from lakestats.compute.progress import run_with_progress
+from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.tasks import SUMMARY_SCHEMA, AnalyzeOptions, Job, merge_partition, run_slice
 from lakestats.errors import ColumnNotFoundError, InvalidArgumentError, LakestatsError
 from lakestats.formats.base import TableFormat
@@ -127,8 +127,6 @@ def analyze(
     option_record = {
         k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()
     }
-    from lakestats.compute.reduce import Clock
-
     clock = Clock()
     plans = table.plan(snapshot)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"

@@ -65,6 +65,9 @@ class GroupCache:
         self.cache_dir = cache_dir
         self.enabled = not job.statistics
         self.written: dict[str, str] = {}
+        # states key -> the group's per-partition histogram fields, kept from ``states``
+        # so ``histograms`` in the same process does not read the states entry again
+        self._histogram_rows: dict[str, dict[int, pa.Table]] = {}
         count = len(job.partitions)
         buckets = 1 << max(0, round(math.log2(math.sqrt(count)))) if count else 1
         buckets = min(buckets, MAX_GROUPS)
@@ -120,7 +123,7 @@ class GroupCache:
         for relative in filter(None, candidates):
             try:
                 data = fs.read_bytes(layout.absolute(self.job.root, relative), self.job.s3)
-            except (OSError, FileNotFoundError):
+            except OSError:
                 continue  # expired or never finished: recompute
             self.written[key] = relative
             return data
@@ -144,15 +147,20 @@ class GroupCache:
             )
             data = pickle.dumps({"states": states, "histogram_rows": rows}, protocol=5)
             self._save(key, data)
-        return {i: pickle.loads(b) for i, b in pickle.loads(data)["states"].items()}
+        entry = pickle.loads(data)
+        self._histogram_rows[key] = entry["histogram_rows"]
+        return {i: pickle.loads(b) for i, b in entry["states"].items()}
 
     def histograms(self, members: list[int], grids: dict[int, Grid]) -> dict[int, np.ndarray]:
         """The group's partition histograms re-binned onto the table grids and summed."""
         key = self._histograms_key(members, grids)
         data = self._load(key)
         if data is None:
-            cached = self._load(self._states_key(members), this_run=True)
-            rows = pickle.loads(cached)["histogram_rows"] if cached else None
+            states_key = self._states_key(members)
+            rows = self._histogram_rows.get(states_key)
+            if rows is None:
+                cached = self._load(states_key, this_run=True)
+                rows = pickle.loads(cached)["histogram_rows"] if cached else None
             batch = next(group_histograms(self._sub_job(members), grids, iter(ONE_GROUP), rows))
             data = pickle.dumps(
                 dict(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)),

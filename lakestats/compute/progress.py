@@ -1,4 +1,4 @@
-"""A rich progress bar fed by Spark's status tracker while a job runs."""
+"""Progress while a job runs: a rich bar fed by Spark's status tracker, and stage timings."""
 
 from __future__ import annotations
 
@@ -63,3 +63,23 @@ def run_with_progress(
 ) -> T:
     with spark_progress(spark, description, total, enabled):
         return action()
+
+
+class Clock:
+    """Stage timings on stderr when ``LAKESTATS_TIMINGS`` is set (for benchmarks)."""
+
+    def __init__(self) -> None:
+        import os
+        import time
+
+        self._enabled = bool(os.environ.get("LAKESTATS_TIMINGS"))
+        self._time = time.perf_counter
+        self._last = self._time()
+
+    def lap(self, label: str) -> None:
+        now = self._time()
+        if self._enabled:
+            import sys
+
+            print(f"[lakestats] {label}: {now - self._last:.2f} s", file=sys.stderr)
+        self._last = now

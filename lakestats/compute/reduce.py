@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 
 from lakestats import fs
 from lakestats.compute.group_cache import GroupCache
+from lakestats.compute.progress import Clock
 from lakestats.compute.reduce_steps import (
     FREQUENCY_GROUP_SCHEMA,
     FREQUENCY_ROW_ARROW,
@@ -193,26 +194,6 @@ def _cached_frequency_rows(
     for batch in batches:
         for group in batch.column(0).to_pylist():
             yield from groups.frequency_rows(groups.members[group], incomplete).to_batches()
-
-
-class Clock:
-    """Stage timings on stderr when ``LAKESTATS_TIMINGS`` is set (for benchmarks)."""
-
-    def __init__(self) -> None:
-        import os
-        import time
-
-        self._enabled = bool(os.environ.get("LAKESTATS_TIMINGS"))
-        self._time = time.perf_counter
-        self._last = self._time()
-
-    def lap(self, label: str) -> None:
-        now = self._time()
-        if self._enabled:
-            import sys
-
-            print(f"[lakestats] {label}: {now - self._last:.2f} s", file=sys.stderr)
-        self._last = now
 
 
 def _grouped_frequencies(frame: DataFrame, groups: GroupCache, incomplete: np.ndarray) -> DataFrame:

@@ -46,6 +46,13 @@ def plan_scan(scan) -> tuple[list, dict[str, tuple]]:  # noqa: ANN001 - a pyiceb
         else:
             raise UnsupportedFeatureError(f"unknown Iceberg file content {content}")
     specs = scan.table_metadata.specs()
+    # global deletes apply to every data file, the others only within their partition:
+    # index them so planning stays linear in data files plus delete files
+    scoped: dict[tuple, list] = {}
+    for e in equality:
+        spec_id = e.data_file.spec_id
+        key = () if _is_global(specs[spec_id]) else (spec_id, e.data_file.partition)
+        scoped.setdefault(key, []).append(e)
     tasks, applies = [], {}
     for entry in data:
         sequence = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
@@ -58,17 +65,11 @@ def plan_scan(scan) -> tuple[list, dict[str, tuple]]:  # noqa: ANN001 - a pyiceb
                 ),
             )
         )
+        candidates = scoped.get((), []) + scoped.get((data_file.spec_id, data_file.partition), [])
         matching = tuple(
             e.data_file
-            for e in equality
+            for e in candidates
             if (e.sequence_number or INITIAL_SEQUENCE_NUMBER) > sequence
-            and (
-                _is_global(specs[e.data_file.spec_id])
-                or (
-                    e.data_file.spec_id == data_file.spec_id
-                    and e.data_file.partition == data_file.partition
-                )
-            )
         )
         if matching:
             applies[data_file.file_path] = matching
