@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 import lakestats.api as ls
 from bench.common import DATA, machine, partitioned, tpch_lineitem
 from lakestats.compute.reduce import reduce_table
+from lakestats.compute.reduce_steps import ReduceJob
 from lakestats.compute.session import get_spark
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import leaf_array, leaves_of
@@ -104,16 +105,16 @@ def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
         for _ in range(runs if size <= 1000 else 1):
             run_id = f"bench-{uuid.uuid4().hex[:6]}"
             start = time.perf_counter()
-            _, _, cache = reduce_table(
-                spark, str(root), None, entries, columns, 1000, 10_000, run_id
-            )
+            job = ReduceJob(str(root), None, entries, columns, 1000, 10_000)
+            _, _, cache = reduce_table(spark, job, run_id)
             times.append(time.perf_counter() - start)
             runs_dirs.append(root / "table" / run_id)
         # one partition's files change: the reduction reuses the other groups' caches
         entries[0] = dataclasses.replace(entries[0], files=sets[1 % DISTINCT_SETS])
         run_id = f"bench-{uuid.uuid4().hex[:6]}"
         start = time.perf_counter()
-        reduce_table(spark, str(root), None, entries, columns, 1000, 10_000, run_id, None, cache)
+        job = ReduceJob(str(root), None, entries, columns, 1000, 10_000, [], cache)
+        reduce_table(spark, job, run_id)
         changed = time.perf_counter() - start
         runs_dirs.append(root / "table" / run_id)
         for directory in runs_dirs:

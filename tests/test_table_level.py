@@ -17,7 +17,7 @@ import pytest
 
 import lakestats.api as ls
 from lakestats import cli
-from lakestats.compute import reduce
+from lakestats.compute import reduce_local
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.percentiles import PERCENTILES
@@ -43,7 +43,7 @@ def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):  # noqa:
     handle = ls.open_table(str(root))
     with pytest.MonkeyPatch.context() as patch:
         if request.param == "spark_stages":
-            patch.setattr(reduce, "LOCAL_CELLS", 0)
+            patch.setattr(reduce_local, "LOCAL_CELLS", 0)
         handle.analyze(spark=spark, bins=50, max_frequencies=200)
     whole = pads.dataset(root, format="parquet", partitioning="hive").to_table()
     return root, handle, whole
@@ -227,7 +227,7 @@ def test_statistics_system_view(spark, analyzed) -> None:  # noqa: ANN001
     )
 
 
-@pytest.mark.parametrize("local_cells", [0, reduce.LOCAL_CELLS])
+@pytest.mark.parametrize("local_cells", [0, reduce_local.LOCAL_CELLS])
 def test_bounds_hold_when_partitions_keep_only_top_values(
     spark,  # noqa: ANN001
     tmp_path,  # noqa: ANN001
@@ -236,7 +236,7 @@ def test_bounds_hold_when_partitions_keep_only_top_values(
 ) -> None:
     """Truncated partition frequencies and per-task pruning: every stored table-level
     frequency still brackets the true count (staged Spark reduction and one task)."""
-    monkeypatch.setattr(reduce, "LOCAL_CELLS", local_cells)
+    monkeypatch.setattr(reduce_local, "LOCAL_CELLS", local_cells)
     rng = np.random.default_rng(9)
     root = tmp_path / "skewed"
     parts = []

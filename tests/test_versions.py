@@ -200,10 +200,10 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     """After one partition of many changes, the reduction recomputes that partition's group
     and reads the other groups' caches, and its table files equal a from-scratch analyze
     (with the one-task reduction and with the staged Spark one)."""
-    from lakestats.compute import reduce
+    from lakestats.compute import reduce_local
 
     if path == "spark_stages":
-        monkeypatch.setattr(reduce, "LOCAL_CELLS", 0)
+        monkeypatch.setattr(reduce_local, "LOCAL_CELLS", 0)
     import pyarrow.parquet as pq
 
     import lakestats.api as ls
@@ -229,8 +229,17 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     pq.write_table(
         pq.read_table(root / "p=7" / "d.parquet").slice(0, 40), root / "p=7" / "e.parquet"
     )
+    from lakestats.compute import analyze
+
+    fused = []  # the one changed partition is computed in the reduction's Spark task
+    compute_and_reduce = analyze.compute_and_reduce
+    monkeypatch.setattr(
+        analyze, "compute_and_reduce", lambda *a: fused.append(1) or compute_and_reduce(*a)
+    )
     result = ls.open_table(str(root), stats_root=stats).analyze(spark=spark, max_frequencies=50)
     assert (result.partitions_computed, result.partitions_reused) == (1, 19)
+    assert len(fused) == (1 if path == "one_task" else 0)
+    assert manifest.load_version(stats, None).row_count == 20 * 300 + 40
     second = manifest.load_version(stats, None)
     old, new = first.extra["reduce_cache"], second.extra["reduce_cache"]
     reused = set(old.items()) & set(new.items())

@@ -13,20 +13,26 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
 from lakestats.compute.progress import Clock, run_with_progress
+from lakestats.compute.reduce import reduce_table
+from lakestats.compute.reduce_local import compute_and_reduce, fits_one_task
+from lakestats.compute.reduce_steps import ReduceJob
 from lakestats.compute.tasks import SUMMARY_SCHEMA, AnalyzeOptions, Job, merge_partition, run_slice
 from lakestats.errors import ColumnNotFoundError, InvalidArgumentError, LakestatsError
 from lakestats.formats.base import TableFormat
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import layout, manifest
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -145,8 +151,7 @@ def analyze(
         if old is None:
             todo.append(i)
     clock.lap(f"planned {len(plans)} partitions, {len(todo)} to compute")
-    rows, written = _compute_partitions(
-        spark,
+    job = _partition_job(
         table,
         snapshot,
         [plans[i] for i in todo],
@@ -158,58 +163,79 @@ def analyze(
         stats_root,
         run_id,
         s3,
-        progress,
     )
-    for local, i in enumerate(todo):
+    for i in todo:
         entries[i] = manifest.PartitionEntry(
             path=paths[i],
             name=plans[i].name,
             values=plans[i].values,
-            row_count=rows.get(local, 0),
+            row_count=0,  # known once computed, below
             size_bytes=plans[i].size_bytes,
             files=layout.partition_files(paths[i], run_id),
             fingerprint=plans[i].fingerprint(),
             run_id=run_id,
         )
-    clock.lap("partitions computed")
     final = [e for e in entries if e is not None]
     table_files = None
     previous_cache, reduce_cache = reduce_cache, {}
-    if len(final) == 1 and not plans[0].key:
-        table_files = dict(final[0].files)  # unpartitioned: the table is its one partition
-    elif final and table_level:
-        from lakestats.compute.reduce import reduce_table
-
-        try:
-            table_files, table_bytes, reduce_cache = run_with_progress(
+    unpartitioned = len(final) == 1 and not plans[0].key  # the table is its one partition
+    reduce_job = ReduceJob(
+        stats_root,
+        s3,
+        final,
+        columns,
+        options.bins,
+        options.max_frequencies,
+        statistics,
+        previous_cache,
+    )
+    if (
+        table_level
+        and not unpartitioned
+        and len(job.slices) == 1
+        and fits_one_task(len(final), len(columns))
+    ):
+        summary, table_files, written, reduce_cache = _spark_call(
+            "analyze failed on Spark",
+            lambda: run_with_progress(
                 spark,
-                "reducing to table level",
+                "analyzing 1 partition and reducing to table level",
                 1,
-                lambda: reduce_table(
-                    spark,
-                    stats_root,
-                    s3,
-                    final,
-                    columns,
-                    options.bins,
-                    options.max_frequencies,
-                    run_id,
-                    statistics,
-                    previous_cache,
-                ),
+                lambda: compute_and_reduce(spark, job, reduce_job, run_id),
                 progress,
-            )
-        except LakestatsError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors
-            raise LakestatsError(f"table-level reduction failed: {_last_line(exc)}") from exc
-        written += table_bytes
-    elif table_level:
-        table_files, table_bytes = _write_empty_table(
-            stats_root, s3, leaves, options, statistics, run_id
+            ),
         )
-        written += table_bytes
-    clock.lap("table level reduced")
+        _raise_errors([summary])
+        rows = {summary["partition"]: summary["row_count"]}
+        written += summary["bytes_written"] or 0
+        clock.lap("partition computed and table level reduced")
+    else:
+        rows, written = _compute_partitions(spark, job, progress)
+        clock.lap("partitions computed")
+        if unpartitioned:
+            table_files = dict(final[0].files)
+        elif final and table_level:
+            table_files, table_bytes, reduce_cache = _spark_call(
+                "table-level reduction failed",
+                lambda: run_with_progress(
+                    spark,
+                    "reducing to table level",
+                    1,
+                    lambda: reduce_table(spark, reduce_job, run_id),
+                    progress,
+                ),
+            )
+            written += table_bytes
+        elif table_level:
+            table_files, table_bytes = _write_empty_table(
+                stats_root, s3, leaves, options, statistics, run_id
+            )
+            written += table_bytes
+        clock.lap("table level reduced")
+    for local, i in enumerate(todo):
+        entry = entries[i]
+        assert entry is not None
+        entry.row_count = rows.get(local, 0)
     timestamps = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
     version = manifest.Version(
         version=0,
@@ -301,8 +327,7 @@ def _publish_with_retry(root: str, version: manifest.Version, s3: fs.S3Options |
     raise ConflictError(f"could not publish under {root}: too many concurrent analyses")
 
 
-def _compute_partitions(
-    spark: SparkSession,
+def _partition_job(
     table: TableFormat,
     snapshot: int | None,
     plans: list,
@@ -314,21 +339,16 @@ def _compute_partitions(
     stats_root: str,
     run_id: str,
     s3: fs.S3Options | None,
-    progress: bool,
-) -> tuple[dict[int, int], int]:
-    """Run the per-partition Spark job on ``plans``; row counts by plan index and bytes."""
-    if not plans:
-        return {}, 0
+) -> Job:
+    """The per-partition Spark job of ``plans``: their slices, biggest first (so the last
+    wave of tasks is short)."""
     slices, slice_partition = [], []
     for index, plan in enumerate(plans):
         for part in table.slices(plan, options.max_slice_bytes):
             slices.append(part)
             slice_partition.append(index)
-    # biggest first, so the last wave of tasks is short
     order = sorted(range(len(slices)), key=lambda i: -sum(f.size_bytes for f in slices[i].files))
-    slices = [slices[i] for i in order]
-    slice_partition = [slice_partition[i] for i in order]
-    job = Job(
+    return Job(
         reader=table.reader(snapshot),
         read_columns=read_columns,
         leaves=leaves,
@@ -337,10 +357,19 @@ def _compute_partitions(
         root=stats_root,
         run_id=run_id,
         s3=s3,
-        slices=slices,
+        slices=[slices[i] for i in order],
         partition_paths=paths,
-        slice_partition=slice_partition,
+        slice_partition=[slice_partition[i] for i in order],
     )
+
+
+def _compute_partitions(
+    spark: SparkSession, job: Job, progress: bool
+) -> tuple[dict[int, int], int]:
+    """Run the per-partition Spark job; row counts by plan index and bytes written."""
+    if not job.slices:
+        return {}, 0
+    slices, slice_partition = job.slices, job.slice_partition
     summaries: list = []
     try:
         frame = spark.range(0, len(slices), 1, numPartitions=len(slices))
@@ -366,7 +395,7 @@ def _compute_partitions(
     except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors; keep one line
         raise LakestatsError(f"analyze failed on Spark: {_last_line(exc)}") from exc
     finally:
-        fs.delete_dir(layout.staging_dir(stats_root, run_id), s3)
+        fs.delete_dir(layout.staging_dir(job.root, job.run_id), job.s3)
     rows: dict[int, int] = {}
     written = 0
     for summary in summaries:
@@ -374,6 +403,16 @@ def _compute_partitions(
             rows[summary["partition"]] = summary["row_count"]
         written += summary["bytes_written"] or 0
     return rows, written
+
+
+def _spark_call(what: str, call: Callable[[], T]) -> T:
+    """``call()``, with what Spark raises from executors turned into one line."""
+    try:
+        return call()
+    except LakestatsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors; keep one line
+        raise LakestatsError(f"{what}: {_last_line(exc)}") from exc
 
 
 def _raise_errors(summaries: list) -> None:

@@ -17,7 +17,6 @@ import zlib
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lakestats import fs
 from lakestats.compute.reduce_steps import (
@@ -25,6 +24,7 @@ from lakestats.compute.reduce_steps import (
     ReduceJob,
     group_frequency_rows,
     group_histograms,
+    group_keep,
     group_states,
 )
 from lakestats.stats.table_merge import (
@@ -38,14 +38,15 @@ ONE_GROUP = [pa.RecordBatch.from_pydict({"id": pa.array([0], pa.int64())})]
 """The single group a sub-job of one group's partitions folds."""
 
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 """Part of every cache key: bump it when cached states, histograms or frequency rows change
 meaning (``ScalarState`` fields, pruning, holder packing), so older caches are not reused."""
 
 MAX_GROUPS = 32
 """At most this many cached groups: every group adds its pruned frequency candidates (up to
-2 x max_frequencies per incomplete column) to the final merge, so more, smaller groups make
-a changed partition cheaper to recompute but every reduction dearer to merge."""
+``KEEP_FACTOR`` x max_frequencies per incomplete column) to the final merge, so more,
+smaller groups make a changed partition cheaper to recompute but every reduction dearer to
+merge."""
 
 
 class GroupCache:
@@ -89,7 +90,8 @@ class GroupCache:
         return self._key("histograms", members, [[i, repr(g)] for i, g in sorted(grids.items())])
 
     def _frequencies_key(self, members: list[int], incomplete: np.ndarray) -> str:
-        return self._key("frequencies", members, incomplete.tolist())
+        keep = group_keep(self.job.max_frequencies)
+        return self._key("frequencies", members, [incomplete.tolist(), keep])
 
     def expected(self, grids: dict[int, Grid], incomplete: np.ndarray) -> dict[str, str]:
         """On the driver: the cache entries a reduction with these inputs used or wrote
@@ -121,8 +123,10 @@ class GroupCache:
             return None
         candidates = [self.job.cache.get(key)] + ([f"{self.cache_dir}/{key}"] if this_run else [])
         for relative in filter(None, candidates):
+            data = self.job.blobs.get(relative)
             try:
-                data = fs.read_bytes(layout.absolute(self.job.root, relative), self.job.s3)
+                if data is None:
+                    data = fs.read_bytes(layout.absolute(self.job.root, relative), self.job.s3)
             except OSError:
                 continue  # expired or never finished: recompute
             self.written[key] = relative
@@ -171,6 +175,11 @@ class GroupCache:
 
     def frequency_rows(self, members: list[int], incomplete: np.ndarray) -> pa.Table:
         key = self._frequencies_key(members, incomplete)
+        relative = self.job.cache.get(key) if self.enabled else None
+        decoded = self.job.tables.get(relative) if relative else None  # read ahead
+        if decoded is not None:
+            self.written[key] = relative
+            return _holders_to_version(decoded, members)
         data = self._load(key)
         if data is None:
             batches = list(
@@ -179,12 +188,29 @@ class GroupCache:
             table = pa.Table.from_batches(
                 [b.cast(FREQUENCY_ROW_ARROW) for b in batches], schema=FREQUENCY_ROW_ARROW
             )
-            sink = pa.BufferOutputStream()
-            pq.write_table(table, sink, compression="zstd")
-            self._save(key, sink.getvalue().to_pybytes())
+            self._save(key, _ipc_bytes(table))
         else:
-            table = pq.read_table(pa.BufferReader(data))
+            table = read_rows(data)
         return _holders_to_version(table, members)
+
+
+def read_rows(data: bytes) -> pa.Table:
+    """Cached frequency rows (Arrow IPC) back as a table."""
+    return pa.ipc.open_file(pa.BufferReader(data)).read_all()
+
+
+def is_rows(data: bytes) -> bool:
+    return data[:6] == b"ARROW1"
+
+
+def _ipc_bytes(table: pa.Table) -> bytes:
+    """Arrow IPC with LZ4: cached rows are read back by the next reduction's critical path,
+    where decoding Parquet cost more than the larger file does."""
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression="lz4")
+    with pa.ipc.new_file(sink, table.schema, options=options) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
 def _holders_to_version(table: pa.Table, members: list[int]) -> pa.Table:

@@ -81,5 +81,5 @@ class Clock:
         if self._enabled:
             import sys
 
-            print(f"[lakestats] {label}: {now - self._last:.2f} s", file=sys.stderr)
+            print(f"[lakestats] {label}: {now - self._last:.3f} s", file=sys.stderr)
         self._last = now

@@ -15,31 +15,26 @@ partitions changed. Stages (each Spark task handles some groups):
    histogram when complete, top values with bounds otherwise;
 4. one task writes the three table-level files.
 
-A small reduction (``LOCAL_CELLS``: partitions x columns) runs the same steps inside one
-Spark task instead, with Arrow aggregations for Spark's ``groupBy``: five stages and their
-shuffles cost seconds of fixed overhead, which is what an incremental analyze would
-otherwise spend most of its time on.
+A small reduction (``reduce_local.LOCAL_CELLS``: partitions x columns) runs the same steps
+inside one Spark task instead (``compute/reduce_local.py``).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import pickle
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakestats import fs
 from lakestats.compute.group_cache import GroupCache
 from lakestats.compute.progress import Clock
+from lakestats.compute.reduce_local import fits_one_task, reduce_in_one_task
 from lakestats.compute.reduce_steps import (
     FREQUENCY_GROUP_SCHEMA,
-    FREQUENCY_ROW_ARROW,
     FREQUENCY_ROW_SCHEMA,
     STATE_SCHEMA,
     ReduceJob,
@@ -53,7 +48,6 @@ from lakestats.stats.table_merge import (
     ScalarState,
 )
 from lakestats.store import layout
-from lakestats.store.manifest import PartitionEntry
 
 
 def _grouped(function: Callable[[pa.Table], pa.Table]) -> Callable[[pa.Table], pa.Table]:
@@ -67,32 +61,14 @@ def _grouped(function: Callable[[pa.Table], pa.Table]) -> Callable[[pa.Table], p
 
 
 def reduce_table(
-    spark: SparkSession,
-    root: str,
-    s3: fs.S3Options | None,
-    partitions: list[PartitionEntry],
-    columns: list[dict[str, str]],
-    bins: int,
-    max_frequencies: int,
-    run_id: str,
-    statistics: list | None = None,
-    cache: dict[str, str] | None = None,
+    spark: SparkSession, job: ReduceJob, run_id: str
 ) -> tuple[dict[str, str], int, dict[str, str]]:
-    """Write the table-level files of ``partitions``; returns their paths, the bytes
+    """Write the table-level files of ``job.partitions``; returns their paths, the bytes
     written and the group cache (key -> file) the next incremental reduction can reuse;
-    ``cache`` is the previous version's."""
-    job = ReduceJob(
-        root,
-        s3,
-        partitions,
-        columns,
-        bins,
-        max_frequencies,
-        list(statistics or []),
-        dict(cache or {}),
-    )
-    if len(partitions) * len(columns) <= LOCAL_CELLS:
-        return _reduce_in_one_task(spark, job, run_id)
+    ``job.cache`` is the previous version's."""
+    if fits_one_task(len(job.partitions), len(job.columns)):
+        return reduce_in_one_task(spark, job, run_id)
+    bins = job.bins
     parallelism = max(2, spark.sparkContext.defaultParallelism)
     groups = GroupCache(job, f"table/{run_id}/groups")
     count = len(groups.members)
@@ -127,7 +103,7 @@ def reduce_table(
         clock.lap("histograms")
 
     incomplete_columns = np.array(
-        [not states[i].frequencies_complete for i in range(len(columns))], dtype=bool
+        [not states[i].frequencies_complete for i in range(len(job.columns))], dtype=bool
     )
     grouped = _grouped_frequencies(frame, groups, incomplete_columns)
     finalized = grouped.groupBy("column_index").applyInArrow(
@@ -206,111 +182,4 @@ def _grouped_frequencies(frame: DataFrame, groups: GroupCache, incomplete: np.nd
         F.flatten(F.collect_list(F.coalesce("holder_list", F.array().cast("array<long>")))).alias(
             "holders"
         ),
-    )
-
-
-LOCAL_CELLS = 20_000
-"""Up to this many partition x column cells, one task reduces (see the module docstring)."""
-
-
-def _reduce_in_one_task(
-    spark: SparkSession, job: ReduceJob, run_id: str
-) -> tuple[dict[str, str], int, dict[str, str]]:
-    files = layout.table_files(run_id)
-    rows = (
-        spark.range(0, 1, 1, numPartitions=1)
-        .mapInArrow(
-            functools.partial(_reduce_locally, job, files, f"table/{run_id}/groups"),
-            "bytes_written long, cache string",
-        )
-        .collect()
-    )
-    cache = {k: v for r in rows for k, v in json.loads(r["cache"]).items()}
-    return files, sum(r["bytes_written"] for r in rows), cache
-
-
-def _reduce_locally(
-    job: ReduceJob, files: dict[str, str], cache_dir: str, batches: Iterator[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """Every stage of ``reduce_table`` in this task.
-
-    Partitions fall into about sqrt(n) groups by a hash of their path; each group's merged
-    scalar states and pruned frequency rows are cached next to the table files, keyed by
-    the group's partition files. An incremental analyze that changed one partition
-    recomputes one group and reads the others' caches (``GroupCache``).
-    """
-    for _ in batches:
-        pass
-    groups = GroupCache(job, cache_dir)
-    states: dict[int, ScalarState] = {}
-    for members in groups.members:
-        groups.merge_states(states, groups.states(members))
-    grids = {}
-    for index, state in states.items():
-        grid = state.grid(job.dtype(index), job.bins)
-        if grid is not None:
-            grids[index] = grid
-    incomplete = {i: g for i, g in grids.items() if not states[i].frequencies_complete}
-    rebinned: dict[int, np.ndarray] = {}
-    for members in groups.members if incomplete else ():
-        for i, counts in groups.histograms(members, incomplete).items():
-            rebinned[i] = rebinned[i] + counts if i in rebinned else counts
-    incomplete_columns = np.array(
-        [not states[i].frequencies_complete for i in range(len(job.columns))], dtype=bool
-    )
-    grouped = _aggregate_frequency_rows(
-        [groups.frequency_rows(members, incomplete_columns) for members in groups.members]
-    )
-    index = grouped.column("column_index").to_numpy(zero_copy_only=False)
-    order = np.argsort(index, kind="stable")
-    grouped, index = grouped.take(pa.array(order)), index[order]
-    bounds = np.flatnonzero(np.diff(index)) + 1
-    finalized = [
-        finalize_column(job, states, grids, grouped.slice(start, stop - start))
-        for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(index)], strict=True)
-        if stop > start
-    ]
-    payloads = [t.to_batches()[0] for t in finalized]
-    for batch in write_table_files(job, states, grids, rebinned, files, iter(payloads)):
-        yield pa.RecordBatch.from_pydict(
-            {
-                "bytes_written": batch.column(0),
-                "cache": pa.array([json.dumps(groups.written)]),
-            }
-        )
-
-
-def _aggregate_frequency_rows(tables: list[pa.Table]) -> pa.Table:
-    """What ``_grouped_frequencies`` computes with Spark's ``groupBy``, in Arrow: per
-    (column, value) the summed count and bound and the concatenated holder lists."""
-    rows = pa.concat_tables([t.cast(FREQUENCY_ROW_ARROW) for t in tables])
-    keys = ["column_index", "value"]
-    totals = rows.group_by(keys).aggregate([("count", "sum"), ("bound", "sum")])
-    lists = rows.column("holder_list").combine_chunks()
-    parents = pc.list_parent_indices(lists)
-    holders = (
-        pa.table(
-            {
-                "column_index": rows.column("column_index").take(parents),
-                "value": rows.column("value").take(parents),
-                "holder": pc.list_flatten(lists),
-            }
-        )
-        .group_by(keys)
-        .aggregate([("holder", "list")])
-    )
-    # Arrow joins carry no list columns: join a row number of ``holders`` instead
-    rows_of = pa.array(np.arange(holders.num_rows, dtype=np.int64))
-    numbered = holders.select(keys).append_column("_row", rows_of)
-    joined = totals.join(numbered, keys, join_type="left outer")
-    holder_lists = holders.column("holder_list").combine_chunks().take(joined.column("_row"))
-    empty = pa.array([[]] * joined.num_rows, pa.list_(pa.int64()))
-    return pa.table(
-        {
-            "column_index": joined.column("column_index"),
-            "value": joined.column("value"),
-            "total": joined.column("count_sum"),
-            "bound_present": joined.column("bound_sum"),
-            "holders": pc.if_else(pc.is_null(holder_lists), empty, holder_lists),
-        }
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +35,9 @@ from lakestats.stats.table_merge import (
 from lakestats.store import layout, schemas, writer
 from lakestats.store.manifest import PartitionEntry
 from lakestats.store.reader import parse_type
+from lakestats.threads import prefetch, thread_map
+
+T = TypeVar("T")
 
 STATE_SCHEMA = "column_index int, state binary"
 SCALAR_FIELDS = [
@@ -77,6 +81,10 @@ class ReduceJob:
     max_frequencies: int
     statistics: list = field(default_factory=list)  # user-defined SummaryStatistic
     cache: dict[str, str] = field(default_factory=dict)  # group cache key -> relative path
+    # files read ahead in the task (``reduce_local.preload``), by path relative to the root:
+    # whole partition files and group cache entries
+    tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+    blobs: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def fold_custom(self, state: ScalarState, row: dict[str, object]) -> None:
         """Merge user-defined statistics with their merge functions (null without one)."""
@@ -94,7 +102,13 @@ class ReduceJob:
         return list(range(len(self.partitions)))
 
     def read(self, entry: PartitionEntry, kind: str, columns: list[str] | None = None) -> pa.Table:
-        filesystem, path = fs.resolve(layout.absolute(self.root, entry.files[kind]), self.s3)
+        whole = self.tables.get(entry.files[kind])
+        if whole is not None:
+            return whole.select(columns) if columns is not None else whole
+        return self.read_file(entry.files[kind], columns)
+
+    def read_file(self, relative: str, columns: list[str] | None = None) -> pa.Table:
+        filesystem, path = fs.resolve(layout.absolute(self.root, relative), self.s3)
         with filesystem.open_input_file(path) as handle:
             return pq.ParquetFile(handle, pre_buffer=True).read(columns=columns, use_threads=False)
 
@@ -120,10 +134,12 @@ def group_states(
                 continue
             states: list[ScalarState] = []
             for start in range(0, len(members), FOLD_BATCH):
-                tables = [
-                    job.read(job.partitions[p], "statistics", wanted)
-                    for p in members[start : start + FOLD_BATCH]
-                ]
+                tables = list(
+                    prefetch(
+                        lambda p: job.read(job.partitions[p], "statistics", wanted),
+                        members[start : start + FOLD_BATCH],
+                    )
+                )
                 folded = fold_statistics(tables, names, texts, types)
                 if histogram_rows is not None:
                     for p, table in zip(members[start : start + FOLD_BATCH], tables, strict=True):
@@ -234,10 +250,16 @@ def group_frequency_rows(
             pending: list[pa.Table] = []
             holders: list[pa.Table] = []
             slack = np.zeros(len(job.columns), dtype=np.int64)
-            for p in job.group(group):
+            members = job.group(group)
+
+            def read(p: int) -> tuple[pa.Table, list[dict]]:
                 entry = job.partitions[p]
-                frequencies = job.read(entry, "frequencies", ["column_index", "value", "frequency"])
-                rows = job.read(entry, "statistics", meta).to_pylist()
+                return (
+                    job.read(entry, "frequencies", ["column_index", "value", "frequency"]),
+                    job.read(entry, "statistics", meta).to_pylist(),
+                )
+
+            for p, (frequencies, rows) in zip(members, prefetch(read, members), strict=True):
                 bounds = np.zeros(len(rows), dtype=np.int64)
                 for i, row in enumerate(rows):
                     distinct = row["distinct_count"]
@@ -286,7 +308,7 @@ def group_frequency_rows(
                         "bound": pa.array([], pa.int64()),
                     }
                 )
-            combined = _prune(combined, incomplete, slack, 2 * job.max_frequencies)
+            combined = _prune(combined, incomplete, slack, group_keep(job.max_frequencies))
             # holder lists travel as separate rows (count 0); Spark's groupBy joins them
             yield from combined.append_column(
                 "holder_list", pa.nulls(combined.num_rows, pa.list_(pa.int64()))
@@ -311,33 +333,53 @@ def group_frequency_rows(
 
 COMBINE_ROWS = 2_000_000
 
+KEEP_FACTOR = 1.5
+"""A group keeps ``KEEP_FACTOR x max_frequencies`` candidates of each incomplete column
+(Elasticsearch's default ``shard_size`` is the same 1.5 x). Measured on Zipf tables
+(``bench/keep_factor.py``): 1.5 x bounds the top values as tightly as 2 x (widths within
+1 %), 1 x loosens them by 20-25 %; every candidate kept costs the final merge a row."""
+
+
+def group_keep(max_frequencies: int) -> int:
+    return int(KEEP_FACTOR * max_frequencies)
+
 
 def _prune(combined: pa.Table, incomplete: np.ndarray, slack: np.ndarray, keep: int) -> pa.Table:
-    """Keep a task's ``keep`` most frequent candidates of each incomplete column.
+    """Keep a group's ``keep`` most frequent candidates of each incomplete column.
 
-    Bounds stay sound: for a value this task did not keep, its count here is at most
-    ``V`` (the largest upper bound among the values dropped, or the task's slack for
+    Bounds stay sound: for a value this group did not keep, its count here is at most
+    ``V`` (the largest upper bound among the values dropped, or the group's slack for
     values no partition listed). Kept rows carry ``bound = slack - bound_present - V`` and
-    one row with a null value carries ``V``, so that after Spark sums them per value the
-    upper bound is ``total + sum(bound) + sum(V)`` (see ``finalize_frequencies``).
+    one row with a null value carries ``V``, so that after the rows are summed per value
+    the upper bound is ``total + sum(bound) + sum(V)`` (see ``finalize_frequencies``).
+    ``combined`` has one row per (column, value), its columns sorted together.
     """
-    index = combined.column("column_index").to_numpy(zero_copy_only=False).astype(np.int64)
-    counts = combined.column("count").to_numpy(zero_copy_only=False).astype(np.int64)
-    present = combined.column("bound").to_numpy(zero_copy_only=False).astype(np.int64)
-    order = np.lexsort((-counts, index))  # by column, then decreasing count
-    sorted_index = index[order]
-    starts = np.searchsorted(sorted_index, sorted_index, side="left")
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order)) - starts
-    target = incomplete[index]
-    dropped = target & (rank >= keep)
-    upper = counts + slack[index] - present
     ceiling = slack.astype(np.int64).copy()
-    if dropped.any():
-        np.maximum.at(ceiling, index[dropped], upper[dropped])
-    bound = np.where(target, slack[index] - present - ceiling[index], present)
-    kept = pa.array(~dropped)
-    table = combined.set_column(3, "bound", pa.array(bound)).filter(kept)
+
+    def prune_column(rows: pa.Table) -> pa.Table:
+        index = rows.column("column_index")[0].as_py()
+        if not incomplete[index]:
+            return rows
+        counts = rows.column("count").to_numpy(zero_copy_only=False).astype(np.int64)
+        present = rows.column("bound").to_numpy(zero_copy_only=False).astype(np.int64)
+        kept = np.ones(len(counts), dtype=bool)
+        if len(counts) > keep:
+            # the ``keep`` largest counts; ties go to the earlier row (stable, deterministic)
+            order = np.argsort(-counts, kind="stable")
+            kept[order[keep:]] = False
+            upper = counts[~kept] + slack[index] - present[~kept]
+            ceiling[index] = max(ceiling[index], int(upper.max()))
+        bound = slack[index] - present[kept] - ceiling[index]
+        return pa.table(
+            {
+                "column_index": rows.column("column_index").filter(kept),
+                "value": rows.column("value").filter(kept),
+                "count": pa.array(counts[kept]),
+                "bound": pa.array(bound),
+            }
+        )
+
+    pruned = thread_map(prune_column, split_by_column(combined), weight=len)
     columns = np.nonzero(incomplete)[0]
     markers = pa.table(
         {
@@ -347,18 +389,52 @@ def _prune(combined: pa.Table, incomplete: np.ndarray, slack: np.ndarray, keep: 
             "bound": pa.array(ceiling[columns]),
         }
     )
-    return pa.concat_tables([table.cast(markers.schema), markers])
+    return pa.concat_tables([t.cast(markers.schema) for t in pruned] + [markers])
 
 
 def _combine(tables: list[pa.Table]) -> pa.Table:
-    grouped = (
-        pa.concat_tables(tables)
-        .group_by(["column_index", "value"])
-        .aggregate([("count", "sum"), ("bound", "sum")])
-    )
-    return grouped.rename_columns(["column_index", "value", "count", "bound"]).select(
-        ["column_index", "value", "count", "bound"]
-    )
+    """Rows summed per (column, value), column by column (one hash table per column is
+    cheaper than one keyed on both), the columns in ascending order."""
+
+    def combine_column(rows: pa.Table) -> pa.Table:
+        grouped = rows.group_by(["value"], use_threads=False).aggregate(
+            [("count", "sum"), ("bound", "sum")]
+        )
+        return pa.table(
+            {
+                "column_index": pa.array(
+                    np.full(grouped.num_rows, rows.column("column_index")[0].as_py(), np.int32)
+                ),
+                "value": grouped.column("value"),
+                "count": grouped.column("count_sum"),
+                "bound": grouped.column("bound_sum"),
+            }
+        )
+
+    parts = split_by_column(pa.concat_tables([t.cast(COMBINED_ARROW) for t in tables]))
+    return pa.concat_tables(thread_map(combine_column, parts, weight=len))
+
+
+COMBINED_ARROW = pa.schema(
+    [
+        ("column_index", pa.int32()),
+        ("value", pa.binary()),
+        ("count", pa.int64()),
+        ("bound", pa.int64()),
+    ]
+)
+
+
+def split_by_column(rows: pa.Table) -> list[pa.Table]:
+    """One table per column index, in ascending column order, without copying: each run of
+    rows with one column index is a slice, and a column's slices are its chunks."""
+    index = rows.column("column_index").to_numpy(zero_copy_only=False)
+    cuts = np.flatnonzero(np.diff(index)) + 1
+    runs: dict[int, list[pa.Table]] = {}
+    for start, stop in zip([0, *cuts.tolist()], [*cuts.tolist(), len(index)], strict=True):
+        if stop > start:
+            runs.setdefault(int(index[start]), []).append(rows.slice(start, stop - start))
+    return [pa.concat_tables(runs[c]) for c in sorted(runs)]
 
 
 def finalize_column(

@@ -100,10 +100,7 @@ class ParquetDirectory(PathTable):
             info
             for info in self._fs.get_file_info(selector)
             if info.type == pafs.FileType.File
-            and not any(
-                part.startswith(_HIDDEN)
-                for part in posixpath.relpath(info.path, self._path).split("/")
-            )
+            and not any(part.startswith(_HIDDEN) for part in self._relative(info.path))
         ]
         self._files = sorted(infos, key=lambda info: info.path)
         if not self._files:
@@ -130,8 +127,16 @@ class ParquetDirectory(PathTable):
         file_fields = [f for f in self._schema if f.name not in names]
         self._file_schema = pa.schema(file_fields)
 
+    def _relative(self, path: str) -> list[str]:
+        """``path``'s parts below the table directory (string slicing: ``relpath`` costs
+        more than the listing when a statistics root inside the table holds many files)."""
+        base = self._path.rstrip("/") + "/"
+        if path.startswith(base):
+            return path[len(base) :].split("/")
+        return posixpath.relpath(path, self._path).split("/")
+
     def _partition_key(self, path: str) -> tuple[tuple[str, str], ...]:
-        relative = posixpath.relpath(path, self._path).split("/")[:-1]
+        relative = self._relative(path)[:-1]
         parts = []
         for part in relative:
             if "=" in part:

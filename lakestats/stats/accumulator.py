@@ -22,6 +22,7 @@ from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, VALUE_KINDS, Ki
 from lakestats.stats.leaves import Leaf
 from lakestats.stats.percentiles import PERCENTILES, nearest_rank_indices, percentile_names
 from lakestats.stats.registry import SummaryStatistic
+from lakestats.stats.top_values import most_frequent
 
 
 @dataclass
@@ -315,14 +316,12 @@ class ColumnAccumulator:
         if distinct == 0 or row.get("all_distinct"):
             row["frequencies_count"] = 0
             return None, None
-        table = pa.table({"v": values, "c": pa.array(counts, pa.int64())})
-        sort_keys = [("c", "descending"), ("v", "ascending")]
+        counts = np.asarray(counts, dtype=np.int64)
         if distinct > max_frequencies:
-            order = pc.select_k_unstable(table, k=max_frequencies, sort_keys=sort_keys)
-            table = table.take(order)
             row["frequencies_truncated"] = True
             row["frequencies_omitted"] = distinct - max_frequencies
-        table = table.take(pc.sort_indices(table, sort_keys=sort_keys))
+        order = pa.array(most_frequent(counts, values, max_frequencies))
+        table = pa.table({"v": values.take(order), "c": pa.array(counts).take(order)})
         row["frequencies_count"] = table.num_rows
         row["frequencies_min"] = int(table.column("c")[-1].as_py()) if table.num_rows else None
         return keys.encode(table.column("v")), table.column("c").to_numpy()

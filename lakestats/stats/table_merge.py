@@ -30,6 +30,7 @@ from lakestats.stats import keys
 from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.percentiles import PERCENTILES, nearest_rank_indices, percentile_names
 from lakestats.stats.sketches import HLL_LG_K, KLL_K
+from lakestats.stats.top_values import most_frequent
 
 DENSE_FRACTION = 0.25
 """A value present in at least this fraction of partitions gets a dense count vector."""
@@ -361,11 +362,9 @@ def finalize_frequencies(
         table = table.append_column("frequency_upper", pa.nulls(distinct, pa.int64()))
     if complete and row.get("all_distinct"):
         table = table.slice(0, 0)
-    sort_keys = [("_order_total", "descending"), ("value", "ascending")]
     truncated = table.num_rows > max_frequencies
-    if truncated:
-        table = table.take(pc.select_k_unstable(table, k=max_frequencies, sort_keys=sort_keys))
-    table = table.take(pc.sort_indices(table, sort_keys=sort_keys))
+    kept = most_frequent(totals[: table.num_rows], table.column("value"), max_frequencies)
+    table = table.take(pa.array(kept))
     row["frequencies_exact"] = complete
     row["frequencies_count"] = table.num_rows
     row["frequencies_truncated"] = truncated or not complete

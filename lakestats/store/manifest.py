@@ -9,7 +9,7 @@ start from ``latest.json``, so a version is visible only once complete.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from lakestats import fs
 from lakestats.errors import ConflictError, StatisticsNotFoundError, StorageError
@@ -55,7 +55,8 @@ class Version:
         return sum(p.row_count for p in self.partitions)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1, sort_keys=False)
+        # ``vars`` walks the dataclasses as ``asdict`` would, without its deep copies
+        return json.dumps(self, default=vars, indent=1, sort_keys=False)
 
     @classmethod
     def from_json(cls, text: str) -> Version:

@@ -14,6 +14,7 @@ from lakestats import fs
 from lakestats.errors import StorageError
 from lakestats.stats.accumulator import ColumnResult
 from lakestats.store import schemas
+from lakestats.threads import thread_map
 
 
 def statistics_table(
@@ -94,26 +95,35 @@ def write_partition(
     ``frequencies`` replaces the rows built from ``results`` (the table level builds its
     own, with bounds and per-partition counts).
     """
-    written = _write(
-        statistics_table(results, custom),
-        uris["statistics"],
-        s3,
-        row_group_size=schemas.STATISTICS_ROW_GROUP,
-        write_statistics=False,
-    )
-    written += _write(
-        frequencies if frequencies is not None else frequencies_table(results),
-        uris["frequencies"],
-        s3,
-        row_group_size=schemas.FREQUENCIES_ROW_GROUP,
-        write_statistics=["column_index"],
-        use_dictionary=["column"],
-    )
-    written += _write(
-        histograms_table(results, bins),
-        uris["histograms"],
-        s3,
-        write_statistics=False,
-        use_dictionary=False,
-    )
-    return written
+
+    def write_statistics() -> int:
+        return _write(
+            statistics_table(results, custom),
+            uris["statistics"],
+            s3,
+            row_group_size=schemas.STATISTICS_ROW_GROUP,
+            write_statistics=False,
+        )
+
+    def write_frequencies() -> int:
+        return _write(
+            frequencies if frequencies is not None else frequencies_table(results),
+            uris["frequencies"],
+            s3,
+            row_group_size=schemas.FREQUENCIES_ROW_GROUP,
+            write_statistics=["column_index"],
+            use_dictionary=["column"],
+        )
+
+    def write_histograms() -> int:
+        return _write(
+            histograms_table(results, bins),
+            uris["histograms"],
+            s3,
+            write_statistics=False,
+            use_dictionary=False,
+        )
+
+    # compression and uploads overlap; on an object store the three requests do too
+    writes = [write_statistics, write_frequencies, write_histograms]
+    return sum(thread_map(lambda write: write(), writes))

@@ -1,0 +1,33 @@
+"""``most_frequent`` against a plain sort on (count descending, value ascending)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from lakestats.stats.top_values import most_frequent
+
+
+def _reference(counts: np.ndarray, values: pa.Array, k: int) -> list:
+    table = pa.table({"c": pa.array(counts), "v": values})
+    order = pc.sort_indices(table, sort_keys=[("c", "descending"), ("v", "ascending")])
+    return order.to_numpy()[:k].tolist()
+
+
+@pytest.mark.parametrize("k", [0, 1, 7, 50, 199, 200, 500])
+@pytest.mark.parametrize("kind", ["int", "string", "binary_chunked"])
+def test_most_frequent_matches_a_full_sort(kind: str, k: int) -> None:
+    rng = np.random.default_rng(k)
+    n = 200
+    counts = rng.integers(1, 4, n)  # mostly ties, as in near-unique columns
+    distinct = rng.permutation(10 * n)[:n]
+    if kind == "int":
+        values: pa.Array | pa.ChunkedArray = pa.array(distinct, pa.int64())
+    elif kind == "string":
+        values = pa.array([f"v{x}" for x in distinct])
+    else:
+        raw = [int(x).to_bytes(3, "big") for x in distinct]
+        values = pa.chunked_array([raw[:77], raw[77:]], pa.binary())
+    assert most_frequent(counts, values, k).tolist() == _reference(counts, values, k)
