@@ -8,6 +8,7 @@ thread finished first.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -19,33 +20,57 @@ R = TypeVar("R")
 THREADS = 2
 """Threads per task."""
 
+_local = threading.local()
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _mark_worker() -> None:
+    _local.in_pool = True
+
+
+def _shared_pool() -> ThreadPoolExecutor | None:
+    """One pool per process, reused by every task (starting threads costs ~1 ms each);
+    None inside one of its own threads, where waiting on it could deadlock."""
+    global _pool
+    if getattr(_local, "in_pool", False):
+        return None
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(THREADS, "lakestats", initializer=_mark_worker)
+        return _pool
+
 
 def thread_map(
     function: Callable[[T], R], items: Sequence[T], weight: Callable[[T], int] | None = None
 ) -> list[R]:
     """``[function(x) for x in items]`` on ``THREADS`` threads; with ``weight``, the
     heaviest items start first (so the last one to finish is short)."""
-    if len(items) < 2:
+    pool = _shared_pool()
+    if len(items) < 2 or pool is None:
         return [function(x) for x in items]
     order = list(range(len(items)))
     if weight is not None:
         order.sort(key=lambda i: -weight(items[i]))
-    with ThreadPoolExecutor(THREADS) as pool:
-        done = dict(zip(order, pool.map(function, [items[i] for i in order]), strict=True))
+    done = dict(zip(order, pool.map(function, [items[i] for i in order]), strict=True))
     return [done[i] for i in range(len(items))]
 
 
 def prefetch(function: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
     """``function`` over ``items`` in order, up to ``THREADS`` calls running ahead of the
     consumer (reads overlap; memory stays bounded by the look-ahead)."""
-    if len(items) < 2:
+    pool = _shared_pool()
+    if len(items) < 2 or pool is None:
         yield from (function(x) for x in items)
         return
-    with ThreadPoolExecutor(THREADS) as pool:
-        running: deque[Future[R]] = deque()
+    running: deque[Future[R]] = deque()
+    try:
         for item in items:
             running.append(pool.submit(function, item))
             if len(running) > THREADS:
                 yield running.popleft().result()
         while running:
             yield running.popleft().result()
+    finally:  # a consumer that stops early leaves no reads behind
+        for future in running:
+            future.cancel()

@@ -13,6 +13,7 @@ import json
 import math
 import pickle
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -61,11 +62,14 @@ class GroupCache:
     (their merge functions may have changed).
     """
 
-    def __init__(self, job: ReduceJob, cache_dir: str) -> None:
+    def __init__(self, job: ReduceJob, cache_dir: str, background_writes: bool = False) -> None:
         self.job = job
         self.cache_dir = cache_dir
         self.enabled = not job.statistics
         self.written: dict[str, str] = {}
+        # with ``background_writes``, entries are written on a thread until ``flush``
+        self._writer = ThreadPoolExecutor(1) if background_writes else None
+        self._pending: list[Future[None]] = []
         # states key -> the group's per-partition histogram fields, kept from ``states``
         # so ``histograms`` in the same process does not read the states entry again
         self._histogram_rows: dict[str, dict[int, pa.Table]] = {}
@@ -137,8 +141,22 @@ class GroupCache:
         if not self.enabled:
             return
         relative = f"{self.cache_dir}/{key}"
-        fs.write_bytes_atomic(layout.absolute(self.job.root, relative), data, self.job.s3)
+        uri = layout.absolute(self.job.root, relative)
+        if self._writer is None:
+            fs.write_bytes_atomic(uri, data, self.job.s3)
+        else:
+            self._pending.append(self._writer.submit(fs.write_bytes_atomic, uri, data, self.job.s3))
         self.written[key] = relative
+
+    def flush(self) -> dict[str, str]:
+        """Wait for background writes (raising their errors); the entries used or written."""
+        for pending in self._pending:
+            pending.result()
+        self._pending = []
+        if self._writer is not None:
+            self._writer.shutdown()
+            self._writer = None
+        return self.written
 
     def states(self, members: list[int]) -> dict[int, ScalarState]:
         key = self._states_key(members)

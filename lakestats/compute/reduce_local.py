@@ -145,7 +145,7 @@ def preload(job: ReduceJob, computing: set[str]) -> None:
 def reduce_locally(job: ReduceJob, files: dict[str, str], run_id: str) -> tuple[int, dict]:
     """Every stage of the reduction here; the bytes written and the group cache used."""
     clock = Clock()
-    groups = GroupCache(job, f"table/{run_id}/groups")
+    groups = GroupCache(job, f"table/{run_id}/groups", background_writes=True)
     states: dict[int, ScalarState] = {}
     for members in groups.members:
         groups.merge_states(states, groups.states(members))
@@ -179,8 +179,9 @@ def reduce_locally(job: ReduceJob, files: dict[str, str], run_id: str) -> tuple[
     payloads = thread_map(finalize, split_by_column(rows), weight=len)
     clock.lap("reduce: frequencies merged and finalized")
     batch = next(write_table_files(job, states, grids, rebinned, files, iter(payloads)))
+    used = groups.flush()
     clock.lap("reduce: table files written")
-    return batch.column(0)[0].as_py(), groups.written
+    return batch.column(0)[0].as_py(), used
 
 
 def aggregate_column(rows: pa.Table) -> pa.Table:

@@ -26,9 +26,11 @@ def most_frequent(counts: np.ndarray, values: pa.Array | pa.ChunkedArray, k: int
         above = np.flatnonzero(counts > kth)
         tied = np.flatnonzero(counts == kth)
         need = k - len(above)
-        if need < len(tied):
-            ascending = pc.sort_indices(values.take(pa.array(tied))).to_numpy()
-            tied = tied[ascending[:need]]
+        if need < len(tied):  # the ``need`` smallest values among the ties
+            smallest = pc.select_k_unstable(
+                values.take(pa.array(tied)), k=need, sort_keys=[("values", "ascending")]
+            )
+            tied = tied[smallest.to_numpy()]
         chosen = np.concatenate([above, tied])
     kept = pa.table({"c": pa.array(counts[chosen]), "v": values.take(pa.array(chosen))})
     order = pc.sort_indices(kept, sort_keys=[("c", "descending"), ("v", "ascending")])
