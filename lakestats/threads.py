@@ -1,7 +1,7 @@
 """A few threads inside one Spark task.
 
-Arrow, NumPy and Parquet reads release the GIL, so a task that handles many columns or
-reads many small files gets a second core's worth of work done on a two-core executor.
+Arrow, NumPy and Parquet reads release the GIL, so a task that has the executor to itself
+(the one-task reduction) gets a second core's worth of work done, inside ``parallel()``.
 Both helpers keep results in input order, so what a task writes does not depend on which
 thread finished first.
 """
@@ -12,6 +12,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -29,11 +30,25 @@ def _mark_worker() -> None:
     _local.in_pool = True
 
 
+@contextmanager
+def parallel() -> Iterator[None]:
+    """Inside this block (on this thread) the helpers use threads; elsewhere they run in
+    line. Only a task that has the executor to itself gains: where Spark runs a task per
+    core, more threads only contend (the staged reduction measured ~5 % slower)."""
+    previous = getattr(_local, "parallel", False)
+    _local.parallel = True
+    try:
+        yield
+    finally:
+        _local.parallel = previous
+
+
 def _shared_pool() -> ThreadPoolExecutor | None:
     """One pool per process, reused by every task (starting threads costs ~1 ms each);
-    None inside one of its own threads, where waiting on it could deadlock."""
+    None outside ``parallel`` and inside the pool's own threads (waiting on it there could
+    deadlock)."""
     global _pool
-    if getattr(_local, "in_pool", False):
+    if getattr(_local, "in_pool", False) or not getattr(_local, "parallel", False):
         return None
     with _pool_lock:
         if _pool is None:

@@ -36,7 +36,7 @@ from lakestats.compute.tasks import SUMMARY_SCHEMA, Job, run_slice
 from lakestats.errors import LakestatsError
 from lakestats.stats.table_merge import ScalarState
 from lakestats.store import layout
-from lakestats.threads import thread_map
+from lakestats.threads import parallel, thread_map
 
 LOCAL_CELLS = 20_000
 """Up to this many partition x column cells, one task reduces (see the module docstring)."""
@@ -100,7 +100,8 @@ def _compute_and_reduce_task(
         ahead.result()
     written, cache = 0, {}
     if summary["kind"] == "done":
-        written, cache = reduce_locally(reduce_job, files, job.run_id)
+        with parallel():
+            written, cache = reduce_locally(reduce_job, files, job.run_id)
     yield pa.RecordBatch.from_pylist(
         [{**summary, "table_bytes": written, "cache": json.dumps(cache)}]
     )
@@ -111,7 +112,8 @@ def _reduce_task(
 ) -> Iterator[pa.RecordBatch]:
     for _ in batches:
         pass
-    written, cache = reduce_locally(job, files, run_id)
+    with parallel():
+        written, cache = reduce_locally(job, files, run_id)
     yield pa.RecordBatch.from_pydict(
         {"bytes_written": pa.array([written], pa.int64()), "cache": pa.array([json.dumps(cache)])}
     )

@@ -352,34 +352,29 @@ def _prune(combined: pa.Table, incomplete: np.ndarray, slack: np.ndarray, keep: 
     values no partition listed). Kept rows carry ``bound = slack - bound_present - V`` and
     one row with a null value carries ``V``, so that after the rows are summed per value
     the upper bound is ``total + sum(bound) + sum(V)`` (see ``finalize_frequencies``).
-    ``combined`` has one row per (column, value), its columns sorted together.
+    ``combined`` has one row per (column, value).
     """
-    ceiling = slack.astype(np.int64).copy()
+    ceiling = slack.astype(np.int64).copy()  # batches hold disjoint columns
 
-    def prune_column(rows: pa.Table) -> pa.Table:
-        index = rows.column("column_index")[0].as_py()
-        if not incomplete[index]:
-            return rows
+    def prune_batch(rows: pa.Table) -> pa.Table:
+        index = rows.column("column_index").to_numpy(zero_copy_only=False).astype(np.int64)
         counts = rows.column("count").to_numpy(zero_copy_only=False).astype(np.int64)
         present = rows.column("bound").to_numpy(zero_copy_only=False).astype(np.int64)
-        kept = np.ones(len(counts), dtype=bool)
-        if len(counts) > keep:
-            # the ``keep`` largest counts; ties go to the earlier row (stable, deterministic)
-            order = np.argsort(-counts, kind="stable")
-            kept[order[keep:]] = False
-            upper = counts[~kept] + slack[index] - present[~kept]
-            ceiling[index] = max(ceiling[index], int(upper.max()))
-        bound = slack[index] - present[kept] - ceiling[index]
-        return pa.table(
-            {
-                "column_index": rows.column("column_index").filter(kept),
-                "value": rows.column("value").filter(kept),
-                "count": pa.array(counts[kept]),
-                "bound": pa.array(bound),
-            }
-        )
+        # rank within the column by decreasing count; ties keep row order (deterministic)
+        order = np.lexsort((-counts, index))
+        sorted_index = index[order]
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order)) - np.searchsorted(sorted_index, sorted_index)
+        target = incomplete[index]
+        dropped = target & (rank >= keep)
+        if dropped.any():
+            upper = counts + slack[index] - present
+            np.maximum.at(ceiling, index[dropped], upper[dropped])
+        bound = np.where(target, slack[index] - present - ceiling[index], present)
+        return rows.set_column(3, "bound", pa.array(bound)).filter(pa.array(~dropped))
 
-    pruned = thread_map(prune_column, split_by_column(combined), weight=len)
+    batches = [rows for rows, _ in column_batches(combined)]
+    pruned = thread_map(prune_batch, batches, weight=len)
     columns = np.nonzero(incomplete)[0]
     markers = pa.table(
         {
@@ -393,26 +388,47 @@ def _prune(combined: pa.Table, incomplete: np.ndarray, slack: np.ndarray, keep: 
 
 
 def _combine(tables: list[pa.Table]) -> pa.Table:
-    """Rows summed per (column, value), column by column (one hash table per column is
-    cheaper than one keyed on both), the columns in ascending order."""
+    """Rows summed per (column, value)."""
 
-    def combine_column(rows: pa.Table) -> pa.Table:
-        grouped = rows.group_by(["value"], use_threads=False).aggregate(
+    def combine_batch(batch: tuple[pa.Table, bool]) -> pa.Table:
+        rows, one_column = batch
+        keys = ["value"] if one_column else ["column_index", "value"]
+        grouped = rows.group_by(keys, use_threads=False).aggregate(
             [("count", "sum"), ("bound", "sum")]
+        )
+        index = (
+            pa.array(np.full(grouped.num_rows, rows.column("column_index")[0].as_py(), np.int32))
+            if one_column
+            else grouped.column("column_index")
         )
         return pa.table(
             {
-                "column_index": pa.array(
-                    np.full(grouped.num_rows, rows.column("column_index")[0].as_py(), np.int32)
-                ),
+                "column_index": index,
                 "value": grouped.column("value"),
                 "count": grouped.column("count_sum"),
                 "bound": grouped.column("bound_sum"),
             }
         )
 
-    parts = split_by_column(pa.concat_tables([t.cast(COMBINED_ARROW) for t in tables]))
-    return pa.concat_tables(thread_map(combine_column, parts, weight=len))
+    batches = column_batches(pa.concat_tables([t.cast(COMBINED_ARROW) for t in tables]))
+    return pa.concat_tables(thread_map(combine_batch, batches, weight=lambda b: len(b[0])))
+
+
+HEAVY_ROWS = 20_000
+"""A column with this many rows is aggregated on its own (one hash table per column is
+cheaper than one keyed on both); the others together (one aggregation, not one each)."""
+
+
+def column_batches(rows: pa.Table) -> list[tuple[pa.Table, bool]]:
+    """``rows`` in batches of disjoint columns, each with whether it holds one column."""
+    parts = split_by_column(rows)
+    heavy = [(p, True) for p in parts if p.num_rows >= HEAVY_ROWS]
+    light = [p for p in parts if p.num_rows < HEAVY_ROWS]
+    if len(light) == 1:
+        heavy.append((light[0], True))
+    elif light:
+        heavy.append((pa.concat_tables(light), False))
+    return heavy
 
 
 COMBINED_ARROW = pa.schema(
