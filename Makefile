@@ -23,6 +23,8 @@ test: setup
 bench: setup
 	$(BIN)/python -m bench.analyze_tpch
 	$(BIN)/python -m bench.lookup
+	$(BIN)/python -m bench.reduce --incremental --scales 1,10
+	$(BIN)/python -m bench.keep_factor
 
 clean:
 	rm -rf $(VENV) warehouse .pytest_cache

@@ -125,8 +125,9 @@ def preload(job: ReduceJob, computing: set[str]) -> None:
     partitions' files in the groups those partitions fall into (the groups to recompute).
     Unreadable files are left to the reduction, which reports or recomputes them as usual."""
     groups = GroupCache(job, "")
+    unreadable = (OSError, LakestatsError, pa.ArrowException)
     for relative in job.cache.values():
-        with contextlib.suppress(OSError, LakestatsError):
+        with contextlib.suppress(*unreadable):
             data = fs.read_bytes(layout.absolute(job.root, relative), job.s3)
             if is_rows(data):  # frequency rows: decoded here too
                 job.tables[relative] = read_rows(data)
@@ -139,8 +140,8 @@ def preload(job: ReduceJob, computing: set[str]) -> None:
         for entry in entries:
             if entry.path in computing:
                 continue
-            for kind in ("statistics", "frequencies"):
-                with contextlib.suppress(OSError, LakestatsError):
+            for kind in ("statistics", "frequencies", "histograms"):
+                with contextlib.suppress(*unreadable):
                     job.tables[entry.files[kind]] = job.read_file(entry.files[kind])
 
 
