@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from lakestats import fs
 from lakestats.compute.reduce_steps import (
     FREQUENCY_ROW_ARROW,
+    HEAVY_ROWS,
     ReduceJob,
     group_frequency_rows,
     group_histograms,
@@ -94,8 +95,11 @@ class GroupCache:
         return self._key("histograms", members, [[i, repr(g)] for i, g in sorted(grids.items())])
 
     def _frequencies_key(self, members: list[int], incomplete: np.ndarray) -> str:
+        # ties among pruned candidates follow Arrow's aggregation order: the pyarrow version
+        # and the batching of columns are inputs too
         keep = group_keep(self.job.max_frequencies)
-        return self._key("frequencies", members, [incomplete.tolist(), keep])
+        extra = [incomplete.tolist(), keep, HEAVY_ROWS, pa.__version__]
+        return self._key("frequencies", members, extra)
 
     def expected(self, grids: dict[int, Grid], incomplete: np.ndarray) -> dict[str, str]:
         """On the driver: the cache entries a reduction with these inputs used or wrote
@@ -153,10 +157,15 @@ class GroupCache:
         for pending in self._pending:
             pending.result()
         self._pending = []
-        if self._writer is not None:
-            self._writer.shutdown()
-            self._writer = None
+        self.close()
         return self.written
+
+    def close(self) -> None:
+        """Stop the background writer; writes not yet started are dropped (after a failure
+        nothing references them, and a file is only visible once completely written)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True, cancel_futures=True)
+            self._writer = None
 
     def states(self, members: list[int]) -> dict[int, ScalarState]:
         key = self._states_key(members)

@@ -97,7 +97,9 @@ def _compute_and_reduce_task(
     with ThreadPoolExecutor(1) as pool:  # reads overlap the slice's (GIL-bound) statistics
         ahead = pool.submit(preload, reduce_job, computing)
         summary: dict[str, object] = run_slice(job, 0)
-        ahead.result()
+        # a head start only: whatever it could not read, the reduction reads (and reports)
+        with contextlib.suppress(Exception):
+            ahead.result()
     written, cache = 0, {}
     if summary["kind"] == "done":
         with parallel():
@@ -147,8 +149,16 @@ def preload(job: ReduceJob, computing: set[str]) -> None:
 
 def reduce_locally(job: ReduceJob, files: dict[str, str], run_id: str) -> tuple[int, dict]:
     """Every stage of the reduction here; the bytes written and the group cache used."""
-    clock = Clock()
     groups = GroupCache(job, f"table/{run_id}/groups", background_writes=True)
+    try:
+        return _reduce(groups, files)
+    finally:
+        groups.close()  # no-op after ``flush``; drops queued writes when the reduction failed
+
+
+def _reduce(groups: GroupCache, files: dict[str, str]) -> tuple[int, dict]:
+    job = groups.job
+    clock = Clock()
     states: dict[int, ScalarState] = {}
     for members in groups.members:
         groups.merge_states(states, groups.states(members))

@@ -103,8 +103,10 @@ class ReduceJob:
 
     def read(self, entry: PartitionEntry, kind: str, columns: list[str] | None = None) -> pa.Table:
         whole = self.tables.get(entry.files[kind])
-        if whole is not None:
-            return whole.select(columns) if columns is not None else whole
+        if whole is not None:  # absent columns are left out, as a Parquet read does
+            if columns is None:
+                return whole
+            return whole.select([c for c in columns if c in whole.schema.names])
         return self.read_file(entry.files[kind], columns)
 
     def read_file(self, relative: str, columns: list[str] | None = None) -> pa.Table:

@@ -30,7 +30,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.python.worker.reuse", "true")
         # TCP between executor and Python worker stalls 40 ms per task (Nagle + delayed ACK
         # on the small input batch); Unix sockets do not, and workers are always local
-        .config("spark.python.unix.domain.socket.enabled", "true")
+        .config("spark.python.unix.domain.socket.enabled", str(os.name == "posix").lower())
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
