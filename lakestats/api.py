@@ -308,21 +308,20 @@ def version_for_snapshot(
             "see `lakestats history` for analyzed snapshots"
         )
     target_ts = snapshots[snapshot_id]
-    best: manifest.Version | None = None
-    for number in reversed(manifest.version_numbers(root, s3)):
-        version = manifest.load_version(root, number, s3)
-        if version.snapshot_id == snapshot_id:
-            return version
-        ts = version.snapshot_timestamp_ms or snapshots.get(version.snapshot_id)
-        if (
-            ts is not None
-            and ts <= target_ts
-            and (best is None or ts > (best.snapshot_timestamp_ms or 0))
-        ):
-            best = version
+    numbers = manifest.version_numbers(root, s3)
+    described = manifest.snapshots_of_versions(root, numbers, s3)
+    best: int | None = None
+    best_ts = 0
+    for number in reversed(numbers):  # the newest version of a snapshot wins
+        described_id, described_ts = described[number]
+        if described_id == snapshot_id:
+            return manifest.load_version(root, number, s3)
+        ts = described_ts or snapshots.get(described_id)
+        if ts is not None and ts <= target_ts and (best is None or ts > best_ts):
+            best, best_ts = number, ts
     if best is None:
         raise StatisticsNotFoundError(
             f"no statistics version describes snapshot {snapshot_id} or an earlier one; "
             "analyze that snapshot with --snapshot"
         )
-    return best
+    return manifest.load_version(root, best, s3)

@@ -268,3 +268,59 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     assert set(old.values()) - set(new.values()) <= removed
     assert first.table_files["statistics"] in removed
     assert not removed & set(new.values())
+
+
+def test_snapshot_lookups_read_one_manifest_and_fall_back_without_markers(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Which version describes a snapshot comes from the marker listing; a lookup reads the
+    latest manifest and the chosen one only. Without markers (older roots) the manifests
+    are read and the answer is the same; expiry removes a dropped version's marker."""
+    import shutil
+
+    from deltalake import write_deltalake
+
+    import lakestats.api as ls
+    from lakestats.formats import open_table
+    from lakestats.store import layout
+    from lakestats.store.expire import ExpirePlan, apply_expiry
+
+    path = str(tmp_path / "t")
+    stats = str(tmp_path / "stats")
+    rows = pa.table({"region": ["east", "west"] * 50, "v": list(range(100))})
+    write_deltalake(path, rows, partition_by=["region"])
+    ls.open_table(path, stats_root=stats).analyze(spark=spark)  # version 1: snapshot 0
+    write_deltalake(path, rows, mode="append")
+    ls.open_table(path, stats_root=stats).analyze(spark=spark)  # version 2: snapshot 1
+    write_deltalake(path, rows, mode="append")  # snapshot 2: no version of its own
+    table = open_table(path)
+
+    loads: list[int | None] = []
+    load_version = manifest.load_version
+
+    def counting(root: str, version: int | None = None, s3: object = None) -> manifest.Version:
+        loads.append(version)
+        return load_version(root, version, s3)
+
+    monkeypatch.setattr(manifest, "load_version", counting)
+    answers = {}
+    for snapshot in (0, 1, 2):
+        loads.clear()
+        answers[snapshot] = ls.version_for_snapshot(stats, table, snapshot).version
+        assert len(loads) <= 2, (snapshot, loads)
+    assert answers == {0: 1, 1: 2, 2: 2}
+
+    shutil.rmtree(layout.absolute(stats, layout.SNAPSHOT_MARKERS))
+    for snapshot, want in answers.items():
+        assert ls.version_for_snapshot(stats, table, snapshot).version == want
+
+    monkeypatch.setattr(manifest, "load_version", load_version)
+    write_deltalake(path, rows, mode="append")
+    ls.open_table(path, stats_root=stats).analyze(spark=spark)  # version 3, with a marker
+    apply_expiry(stats, ExpirePlan(versions_removed=[3]))
+    assert not (Path(stats) / layout.SNAPSHOT_MARKERS).exists() or not list(
+        (Path(stats) / layout.SNAPSHOT_MARKERS).iterdir()
+    )
+    assert manifest.version_numbers(stats) == [1, 2]

@@ -5,6 +5,8 @@
     <root>/
       latest.json                         pointer to the newest published version
       versions/v00000001.json             one manifest per published version
+      versions/snapshots/v00000001_<snapshot id>_<snapshot time ms>
+                                          empty marker: which snapshot a version describes
       partitions/<partition>/<run-id>/    the three files of one partition, one analyze run
       table/<run-id>/                     the three table-level files of one analyze run
         statistics.parquet
@@ -63,6 +65,26 @@ def table_files(run_id: str) -> dict[str, str]:
 
 def version_path(version: int) -> str:
     return f"versions/v{version:08d}.json"
+
+
+SNAPSHOT_MARKERS = "versions/snapshots"
+
+
+def snapshot_marker(version: int, snapshot_id: int | None, timestamp_ms: int | None) -> str:
+    """An empty file whose name says which snapshot (and its time) a version describes, so
+    one listing answers "which version is for snapshot S" without reading every manifest."""
+    return f"{SNAPSHOT_MARKERS}/v{version:08d}_{snapshot_id}_{timestamp_ms}"
+
+
+def parse_snapshot_marker(name: str) -> tuple[int, int | None, int | None] | None:
+    parts = name.split("_")
+    if len(parts) != 3 or not parts[0].startswith("v") or not parts[0][1:].isdigit():
+        return None
+    try:
+        snapshot, stamp = (None if p == "None" else int(p) for p in parts[1:])
+    except ValueError:
+        return None
+    return int(parts[0][1:]), snapshot, stamp
 
 
 def staging_dir(root: str, run_id: str) -> str:

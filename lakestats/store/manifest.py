@@ -8,6 +8,7 @@ start from ``latest.json``, so a version is visible only once complete.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 
@@ -105,6 +106,29 @@ def version_numbers(root: str, s3: fs.S3Options | None = None) -> list[int]:
     return sorted(numbers)
 
 
+def snapshots_of_versions(
+    root: str, numbers: list[int], s3: fs.S3Options | None = None
+) -> dict[int, tuple[int | None, int | None]]:
+    """For each of ``numbers``: its snapshot id and snapshot time, from the markers (one
+    listing), reading the manifest only of versions that have none (published before
+    markers existed, or whose marker write failed)."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = fs.resolve(layout.absolute(root, layout.SNAPSHOT_MARKERS), s3)
+    found: dict[int, tuple[int | None, int | None]] = {}
+    for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+        parsed = layout.parse_snapshot_marker(info.path.rsplit("/", 1)[-1])
+        if parsed is not None:
+            found[parsed[0]] = (parsed[1], parsed[2])
+    result = {}
+    for number in numbers:
+        if number not in found:
+            version = load_version(root, number, s3)
+            found[number] = (version.snapshot_id, version.snapshot_timestamp_ms)
+        result[number] = found[number]
+    return result
+
+
 def publish(root: str, version: Version, s3: fs.S3Options | None = None) -> int:
     """Publish ``version`` as the next version number.
 
@@ -121,6 +145,11 @@ def publish(root: str, version: Version, s3: fs.S3Options | None = None) -> int:
             f"another analyze published statistics version {version.version} under {root} "
             "while this one ran"
         )
+    marker = layout.snapshot_marker(
+        version.version, version.snapshot_id, version.snapshot_timestamp_ms
+    )
+    with contextlib.suppress(OSError, StorageError):  # an index only: lookups fall back
+        fs.write_bytes_atomic(layout.absolute(root, marker), b"", s3)
     current = latest_version_number(root, s3)
     if version.version > current:
         pointer = json.dumps({"version": version.version, "snapshot_id": version.snapshot_id})
