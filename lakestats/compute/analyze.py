@@ -369,31 +369,10 @@ def _compute_partitions(
     """Run the per-partition Spark job; row counts by plan index and bytes written."""
     if not job.slices:
         return {}, 0
-    slices, slice_partition = job.slices, job.slice_partition
-    summaries: list = []
     try:
-        frame = spark.range(0, len(slices), 1, numPartitions=len(slices))
-        stage = frame.mapInArrow(functools.partial(_stage_one, job), SUMMARY_SCHEMA)
-        summaries = run_with_progress(
-            spark, "analyzing partitions", len(slices), stage.collect, progress
+        summaries = _spark_call(
+            "analyze failed on Spark", lambda: _partition_stages(spark, job, progress)
         )
-        _raise_errors(summaries)
-        counts: dict[int, int] = {}
-        for part, partition in zip(slices, slice_partition, strict=True):
-            counts[partition] = part.count
-        multi = sorted(p for p, c in counts.items() if c > 1)
-        if multi:
-            frame = spark.createDataFrame([(p,) for p in multi], "partition long").repartition(
-                len(multi)
-            )
-            stage = frame.mapInArrow(functools.partial(_stage_two, job, counts), SUMMARY_SCHEMA)
-            merged = run_with_progress(spark, "merging slices", len(multi), stage.collect, progress)
-            _raise_errors(merged)
-            summaries = [s for s in summaries if s["kind"] == "done"] + merged
-    except LakestatsError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors; keep one line
-        raise LakestatsError(f"analyze failed on Spark: {_last_line(exc)}") from exc
     finally:
         fs.delete_dir(layout.staging_dir(job.root, job.run_id), job.s3)
     rows: dict[int, int] = {}
@@ -403,6 +382,28 @@ def _compute_partitions(
             rows[summary["partition"]] = summary["row_count"]
         written += summary["bytes_written"] or 0
     return rows, written
+
+
+def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
+    """Stage one (every slice), then stage two (merging the slices of split partitions)."""
+    slices = job.slices
+    frame = spark.range(0, len(slices), 1, numPartitions=len(slices))
+    stage = frame.mapInArrow(functools.partial(_stage_one, job), SUMMARY_SCHEMA)
+    summaries = run_with_progress(
+        spark, "analyzing partitions", len(slices), stage.collect, progress
+    )
+    _raise_errors(summaries)
+    counts: dict[int, int] = {}
+    for part, partition in zip(slices, job.slice_partition, strict=True):
+        counts[partition] = part.count
+    multi = sorted(p for p, c in counts.items() if c > 1)
+    if not multi:
+        return summaries
+    frame = spark.createDataFrame([(p,) for p in multi], "partition long").repartition(len(multi))
+    stage = frame.mapInArrow(functools.partial(_stage_two, job, counts), SUMMARY_SCHEMA)
+    merged = run_with_progress(spark, "merging slices", len(multi), stage.collect, progress)
+    _raise_errors(merged)
+    return [s for s in summaries if s["kind"] == "done"] + merged
 
 
 def _spark_call(what: str, call: Callable[[], T]) -> T:

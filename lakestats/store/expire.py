@@ -74,15 +74,11 @@ def apply_expiry(root: str, plan: ExpirePlan, s3: fs.S3Options | None = None) ->
     for relative in plan.files_removed:
         with contextlib.suppress(FileNotFoundError):
             filesystem.delete_file(f"{base}/{relative}")
-    markers = {}
-    selector = pafs.FileSelector(f"{base}/{layout.SNAPSHOT_MARKERS}", allow_not_found=True)
-    for info in filesystem.get_file_info(selector):
-        parsed = layout.parse_snapshot_marker(info.path.rsplit("/", 1)[-1])
-        if parsed is not None:
-            markers[parsed[0]] = info.path
+    markers = manifest.snapshot_markers(root, s3)
     for number in plan.versions_removed:
         with contextlib.suppress(FileNotFoundError):
             filesystem.delete_file(f"{base}/{layout.version_path(number)}")
         if number in markers:  # after the version: a marker alone is ignored by lookups
+            marker = layout.snapshot_marker(number, *markers[number])
             with contextlib.suppress(FileNotFoundError):
-                filesystem.delete_file(markers[number])
+                filesystem.delete_file(f"{base}/{marker}")

@@ -106,20 +106,28 @@ def version_numbers(root: str, s3: fs.S3Options | None = None) -> list[int]:
     return sorted(numbers)
 
 
-def snapshots_of_versions(
-    root: str, numbers: list[int], s3: fs.S3Options | None = None
+def snapshot_markers(
+    root: str, s3: fs.S3Options | None = None
 ) -> dict[int, tuple[int | None, int | None]]:
-    """For each of ``numbers``: its snapshot id and snapshot time, from the markers (one
-    listing), reading the manifest only of versions that have none (published before
-    markers existed, or whose marker write failed)."""
+    """Version number -> (snapshot id, snapshot time) of every marker (one listing)."""
     import pyarrow.fs as pafs
 
     filesystem, path = fs.resolve(layout.absolute(root, layout.SNAPSHOT_MARKERS), s3)
-    found: dict[int, tuple[int | None, int | None]] = {}
+    found = {}
     for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
         parsed = layout.parse_snapshot_marker(info.path.rsplit("/", 1)[-1])
         if parsed is not None:
             found[parsed[0]] = (parsed[1], parsed[2])
+    return found
+
+
+def snapshots_of_versions(
+    root: str, numbers: list[int], s3: fs.S3Options | None = None
+) -> dict[int, tuple[int | None, int | None]]:
+    """For each of ``numbers``: its snapshot id and snapshot time, from the markers,
+    reading the manifest only of versions that have none (published before markers
+    existed, or whose marker write failed)."""
+    found = snapshot_markers(root, s3)
     result = {}
     for number in numbers:
         if number not in found:
