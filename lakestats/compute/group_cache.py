@@ -22,7 +22,6 @@ import pyarrow.compute as pc
 from lakestats import fs
 from lakestats.compute.reduce_steps import (
     FREQUENCY_ROW_ARROW,
-    HEAVY_ROWS,
     ReduceJob,
     group_frequency_rows,
     group_histograms,
@@ -40,7 +39,7 @@ ONE_GROUP = [pa.RecordBatch.from_pydict({"id": pa.array([0], pa.int64())})]
 """The single group a sub-job of one group's partitions folds."""
 
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 """Part of every cache key: bump it when cached states, histograms or frequency rows change
 meaning (``ScalarState`` fields, pruning, holder packing), so older caches are not reused."""
 
@@ -95,11 +94,10 @@ class GroupCache:
         return self._key("histograms", members, [[i, repr(g)] for i, g in sorted(grids.items())])
 
     def _frequencies_key(self, members: list[int], incomplete: np.ndarray) -> str:
-        # ties among pruned candidates follow Arrow's aggregation order: the pyarrow version
-        # and the batching of columns are inputs too
+        # which candidates a group keeps depends on counts and values only (ties by value),
+        # not on the order rows were combined in
         keep = group_keep(self.job.max_frequencies)
-        extra = [incomplete.tolist(), keep, HEAVY_ROWS, pa.__version__]
-        return self._key("frequencies", members, extra)
+        return self._key("frequencies", members, [incomplete.tolist(), keep])
 
     def expected(self, grids: dict[int, Grid], incomplete: np.ndarray) -> dict[str, str]:
         """On the driver: the cache entries a reduction with these inputs used or wrote

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakestats import fs
@@ -32,6 +33,7 @@ from lakestats.stats.table_merge import (
     rebin,
     table_histogram,
 )
+from lakestats.stats.top_values import top_set
 from lakestats.store import layout, schemas, writer
 from lakestats.store.manifest import PartitionEntry
 from lakestats.store.reader import parse_type
@@ -354,29 +356,30 @@ def _prune(combined: pa.Table, incomplete: np.ndarray, slack: np.ndarray, keep: 
     values no partition listed). Kept rows carry ``bound = slack - bound_present - V`` and
     one row with a null value carries ``V``, so that after the rows are summed per value
     the upper bound is ``total + sum(bound) + sum(V)`` (see ``finalize_frequencies``).
-    ``combined`` has one row per (column, value).
+    ``combined`` has one row per (column, value). Candidates rank by count, ties by value
+    (as the stored frequencies do), so which are kept does not depend on row order: a group
+    combined in any order, or incrementally, keeps the same rows.
     """
     ceiling = slack.astype(np.int64).copy()  # batches hold disjoint columns
 
-    def prune_batch(rows: pa.Table) -> pa.Table:
+    def prune_batch(batch: tuple[pa.Table, bool]) -> pa.Table:
+        rows, one_column = batch
         index = rows.column("column_index").to_numpy(zero_copy_only=False).astype(np.int64)
         counts = rows.column("count").to_numpy(zero_copy_only=False).astype(np.int64)
         present = rows.column("bound").to_numpy(zero_copy_only=False).astype(np.int64)
-        # rank within the column by decreasing count; ties keep row order (deterministic)
-        order = np.lexsort((-counts, index))
-        sorted_index = index[order]
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order)) - np.searchsorted(sorted_index, sorted_index)
         target = incomplete[index]
-        dropped = target & (rank >= keep)
-        if dropped.any():
+        over = incomplete & (np.bincount(index, minlength=len(incomplete)) > keep)
+        at = np.flatnonzero(over[index])  # rows of the columns with more than ``keep``
+        dropped = np.zeros(len(index), dtype=bool)
+        if len(at):
+            subset = rows if len(at) == len(index) else rows.take(pa.array(at))
+            dropped[at] = ~_kept_rows(subset, index[at], counts[at], keep, one_column)
             upper = counts + slack[index] - present
             np.maximum.at(ceiling, index[dropped], upper[dropped])
         bound = np.where(target, slack[index] - present - ceiling[index], present)
         return rows.set_column(3, "bound", pa.array(bound)).filter(pa.array(~dropped))
 
-    batches = [rows for rows, _ in column_batches(combined)]
-    pruned = thread_map(prune_batch, batches, weight=len)
+    pruned = thread_map(prune_batch, column_batches(combined), weight=lambda b: len(b[0]))
     columns = np.nonzero(incomplete)[0]
     markers = pa.table(
         {
@@ -387,6 +390,24 @@ def _prune(combined: pa.Table, incomplete: np.ndarray, slack: np.ndarray, keep: 
         }
     )
     return pa.concat_tables([t.cast(markers.schema) for t in pruned] + [markers])
+
+
+def _kept_rows(
+    rows: pa.Table, index: np.ndarray, counts: np.ndarray, keep: int, one_column: bool
+) -> np.ndarray:
+    """Whether each row is among the ``keep`` first of its column by (count desc, value)."""
+    kept = np.zeros(len(index), dtype=bool)
+    if one_column:  # the k-th count found in O(n); values compared only among its ties
+        kept[top_set(counts, rows.column("value"), keep)] = True
+        return kept
+    order = pc.sort_indices(
+        rows,
+        sort_keys=[("column_index", "ascending"), ("count", "descending"), ("value", "ascending")],
+    ).to_numpy(zero_copy_only=False)
+    sorted_index = index[order]
+    rank = np.arange(len(order)) - np.searchsorted(sorted_index, sorted_index)
+    kept[order] = rank < keep
+    return kept
 
 
 def _combine(tables: list[pa.Table]) -> pa.Table:

