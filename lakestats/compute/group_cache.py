@@ -13,6 +13,7 @@ import json
 import math
 import pickle
 import zlib
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -139,15 +140,21 @@ class GroupCache:
             return data
         return None
 
-    def _save(self, key: str, data: bytes) -> None:
+    def _save(self, key: str, data: bytes | Callable[[], bytes]) -> None:
+        """Write an entry; ``data`` may be a function making the bytes, called on the
+        writer thread when writes are in the background."""
         if not self.enabled:
             return
         relative = f"{self.cache_dir}/{key}"
         uri = layout.absolute(self.job.root, relative)
+
+        def write() -> None:
+            fs.write_bytes_atomic(uri, data() if callable(data) else data, self.job.s3)
+
         if self._writer is None:
-            fs.write_bytes_atomic(uri, data, self.job.s3)
+            write()
         else:
-            self._pending.append(self._writer.submit(fs.write_bytes_atomic, uri, data, self.job.s3))
+            self._pending.append(self._writer.submit(write))
         self.written[key] = relative
 
     def flush(self) -> dict[str, str]:
@@ -213,7 +220,7 @@ class GroupCache:
             table = pa.Table.from_batches(
                 [b.cast(FREQUENCY_ROW_ARROW) for b in batches], schema=FREQUENCY_ROW_ARROW
             )
-            self._save(key, _ipc_bytes(table))
+            self._save(key, lambda: _ipc_bytes(table))
         else:
             table = read_rows(data)
         return _holders_to_version(table, members)

@@ -43,6 +43,7 @@ from lakestats.compute.reduce_steps import (
     sum_histograms,
     write_table_files,
 )
+from lakestats.compute.session import result_schema
 from lakestats.stats.table_merge import (
     Grid,
     ScalarState,
@@ -76,9 +77,9 @@ def reduce_table(
 
     clock = Clock()
     state_rows = (
-        frame.mapInArrow(functools.partial(_cached_states, groups), STATE_SCHEMA)
+        frame.mapInArrow(functools.partial(_cached_states, groups), result_schema(STATE_SCHEMA))
         .groupBy("column_index")
-        .applyInArrow(_grouped(functools.partial(merge_states, job)), STATE_SCHEMA)
+        .applyInArrow(_grouped(functools.partial(merge_states, job)), result_schema(STATE_SCHEMA))
         .collect()
     )
     states = {row["column_index"]: pickle.loads(row["state"]) for row in state_rows}
@@ -93,10 +94,11 @@ def reduce_table(
     if incomplete:
         rows = (
             frame.mapInArrow(
-                functools.partial(_cached_histograms, groups, incomplete), STATE_SCHEMA
+                functools.partial(_cached_histograms, groups, incomplete),
+                result_schema(STATE_SCHEMA),
             )
             .groupBy("column_index")
-            .applyInArrow(_grouped(sum_histograms), STATE_SCHEMA)
+            .applyInArrow(_grouped(sum_histograms), result_schema(STATE_SCHEMA))
             .collect()
         )
         rebinned = {r["column_index"]: np.frombuffer(r["state"], dtype=np.float64) for r in rows}
@@ -108,14 +110,14 @@ def reduce_table(
     grouped = _grouped_frequencies(frame, groups, incomplete_columns)
     finalized = grouped.groupBy("column_index").applyInArrow(
         _grouped(functools.partial(finalize_column, job, states, grids)),
-        FREQUENCY_GROUP_SCHEMA,
+        result_schema(FREQUENCY_GROUP_SCHEMA),
     )
     files = layout.table_files(run_id)
     written = (
         finalized.repartition(1)
         .mapInArrow(
             functools.partial(write_table_files, job, states, grids, rebinned, files),
-            "bytes_written long",
+            result_schema("bytes_written long"),
         )
         .collect()
     )
@@ -174,7 +176,8 @@ def _cached_frequency_rows(
 
 def _grouped_frequencies(frame: DataFrame, groups: GroupCache, incomplete: np.ndarray) -> DataFrame:
     rows = frame.mapInArrow(
-        functools.partial(_cached_frequency_rows, groups, incomplete), FREQUENCY_ROW_SCHEMA
+        functools.partial(_cached_frequency_rows, groups, incomplete),
+        result_schema(FREQUENCY_ROW_SCHEMA),
     )
     return rows.groupBy("column_index", "value").agg(
         F.sum("count").alias("total"),

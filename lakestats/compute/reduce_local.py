@@ -32,6 +32,7 @@ from lakestats.compute.reduce_steps import (
     split_by_column,
     write_table_files,
 )
+from lakestats.compute.session import result_schema
 from lakestats.compute.tasks import SUMMARY_SCHEMA, Job, run_slice
 from lakestats.errors import LakestatsError
 from lakestats.stats.table_merge import ScalarState
@@ -55,8 +56,11 @@ def reduce_in_one_task(
     files = layout.table_files(run_id)
     rows = (
         spark.range(0, 1, 1, numPartitions=1)
-        .mapInArrow(functools.partial(_reduce_task, job, files, run_id), RESULT_SCHEMA)
-        .collect()
+        .mapInArrow(
+            functools.partial(_reduce_task, job, files, run_id), result_schema(RESULT_SCHEMA)
+        )
+        .toArrow()  # small results: cheaper than collect() (no conversion to Rows)
+        .to_pylist()
     )
     return files, sum(r["bytes_written"] for r in rows), read_cache(rows)
 
@@ -75,13 +79,14 @@ def compute_and_reduce(
     summary, the table files, the bytes written by the reduction and its group cache; when
     the slice fails, its summary says why and nothing is reduced."""
     files = layout.table_files(run_id)
-    schema = f"{SUMMARY_SCHEMA}, table_bytes long, cache string"
+    schema = result_schema(f"{SUMMARY_SCHEMA}, table_bytes long, cache string")
     rows = (
         spark.range(0, 1, 1, numPartitions=1)
         .mapInArrow(functools.partial(_compute_and_reduce_task, job, reduce_job, files), schema)
-        .collect()
+        .toArrow()
+        .to_pylist()
     )
-    row = rows[0].asDict()
+    row = rows[0]
     table_bytes = row.pop("table_bytes") or 0
     cache = read_cache([row])
     row.pop("cache")

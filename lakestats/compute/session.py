@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
 
 
 def get_spark(master: str | None = None) -> SparkSession:
@@ -35,3 +37,12 @@ def get_spark(master: str | None = None) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@functools.cache
+def result_schema(ddl: str) -> StructType:
+    """The ``StructType`` of a DDL string, parsed once per process: ``mapInArrow`` given the
+    string parses it on the JVM on every call (a py4j round trip, ~4 ms per job here)."""
+    schema = StructType.fromDDL(ddl)
+    assert isinstance(schema, StructType)
+    return schema
