@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from lakestats.stats.top_values import most_frequent
+from lakestats.stats.top_values import most_frequent, top_set
 
 
 def _reference(counts: np.ndarray, values: pa.Array, k: int) -> list:
@@ -31,3 +31,18 @@ def test_most_frequent_matches_a_full_sort(kind: str, k: int) -> None:
         raw = [int(x).to_bytes(3, "big") for x in distinct]
         values = pa.chunked_array([raw[:77], raw[77:]], pa.binary())
     assert most_frequent(counts, values, k).tolist() == _reference(counts, values, k)
+
+
+@pytest.mark.parametrize("need_fraction", [0.02, 0.5, 0.99])
+def test_top_set_is_the_first_k_of_the_sort_with_either_tie_strategy(need_fraction: float) -> None:
+    """``top_set`` keeps the sort's first ``k`` rows, whether it selects among the ties with a
+    heap (few kept) or sorts them (most kept)."""
+    rng = np.random.default_rng(7)
+    n = 5000
+    counts = np.where(rng.random(n) < 0.1, rng.integers(2, 50, n), 1)  # 90 % tied at 1
+    values = pa.array([f"value-{x}" for x in rng.permutation(n)])
+    above = int((counts > 1).sum())
+    k = above + int(need_fraction * (n - above))
+    got = top_set(counts, values, k)
+    assert len(got) == k
+    assert sorted(got.tolist()) == sorted(_reference(counts, values, k))
