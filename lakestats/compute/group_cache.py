@@ -174,6 +174,11 @@ class GroupCache:
 
     def states(self, members: list[int]) -> dict[int, ScalarState]:
         key = self._states_key(members)
+        ready = self.job.ready_states.pop(key, None) if self.enabled else None
+        if ready is not None:  # read and unpickled ahead (``reduce_local.preload``)
+            self.written[key] = self.job.cache[key]
+            self._histogram_rows[key] = ready["rows"]
+            return ready["states"]
         data = self._load(key)
         if data is None:
             rows: dict[int, pa.Table] = {}

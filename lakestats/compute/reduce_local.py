@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import pickle
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,14 +29,14 @@ from lakestats.compute.progress import Clock
 from lakestats.compute.reduce_steps import (
     FREQUENCY_ROW_ARROW,
     ReduceJob,
-    finalize_column,
+    column_frequencies,
     split_by_column,
-    write_table_files,
+    write_tables,
 )
 from lakestats.compute.session import result_schema
 from lakestats.compute.tasks import SUMMARY_SCHEMA, Job, run_slice
 from lakestats.errors import LakestatsError
-from lakestats.stats.table_merge import ScalarState
+from lakestats.stats.table_merge import FrequencyResult, ScalarState
 from lakestats.store import layout
 from lakestats.threads import parallel, thread_map
 
@@ -101,7 +102,8 @@ def _compute_and_reduce_task(
     computing = {job.partition_paths[p] for p in job.slice_partition}
     with ThreadPoolExecutor(1) as pool:  # reads overlap the slice's (GIL-bound) statistics
         ahead = pool.submit(preload, reduce_job, computing)
-        summary: dict[str, object] = run_slice(job, 0)
+        with parallel():  # the task has the executor: its three files are written at once
+            summary: dict[str, object] = run_slice(job, 0)
         # a head start only: whatever it could not read, the reduction reads (and reports)
         with contextlib.suppress(Exception):
             ahead.result()
@@ -128,18 +130,23 @@ def _reduce_task(
 
 def preload(job: ReduceJob, computing: set[str]) -> None:
     """Read what the reduction needs that the partitions being computed cannot change: the
-    previous version's group cache entries (frequency rows decoded), and the other
+    previous version's group cache entries (frequency rows decoded, states unpickled), and the other
     partitions' files in the groups those partitions fall into (the groups to recompute).
     Unreadable files are left to the reduction, which reports or recomputes them as usual."""
     groups = GroupCache(job, "")
     unreadable = (OSError, LakestatsError, pa.ArrowException)
-    for relative in job.cache.values():
+    for key, relative in job.cache.items():
         with contextlib.suppress(*unreadable):
             data = fs.read_bytes(layout.absolute(job.root, relative), job.s3)
             if is_rows(data):  # frequency rows: decoded here too
                 job.tables[relative] = read_rows(data)
             else:
                 job.blobs[relative] = data
+        if key.startswith("states-") and relative in job.blobs:
+            with contextlib.suppress(Exception):  # unpickled here too; else the reduction does
+                entry = pickle.loads(job.blobs[relative])
+                states = {i: pickle.loads(b) for i, b in entry["states"].items()}
+                job.ready_states[key] = {"states": states, "rows": entry["histogram_rows"]}
     for members in groups.members:
         entries = [job.partitions[i] for i in members]
         if not any(e.path in computing for e in entries):
@@ -189,17 +196,16 @@ def _reduce(groups: GroupCache, files: dict[str, str]) -> tuple[int, dict]:
         ]
     )
 
-    def finalize(column: pa.Table) -> pa.RecordBatch:
-        merged = aggregate_column(column)
-        return finalize_column(job, states, grids, merged).to_batches()[0]
+    def finalize(column: pa.Table) -> tuple[int, FrequencyResult]:
+        return column_frequencies(job, states, grids, aggregate_column(column))
 
     clock.lap("reduce: frequency rows")
-    payloads = thread_map(finalize, split_by_column(rows), weight=len)
+    frequencies = dict(thread_map(finalize, split_by_column(rows), weight=len))
     clock.lap("reduce: frequencies merged and finalized")
-    batch = next(write_table_files(job, states, grids, rebinned, files, iter(payloads)))
+    written = write_tables(job, states, grids, rebinned, files, frequencies)
     used = groups.flush()
     clock.lap("reduce: table files written")
-    return batch.column(0)[0].as_py(), used
+    return written, used
 
 
 def aggregate_column(rows: pa.Table) -> pa.Table:

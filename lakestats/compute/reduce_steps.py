@@ -87,6 +87,8 @@ class ReduceJob:
     # whole partition files and group cache entries
     tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
     blobs: dict[str, bytes] = field(default_factory=dict, repr=False)
+    # group states cache entries read ahead, unpickled once (by cache key)
+    ready_states: dict[str, dict] = field(default_factory=dict, repr=False)
 
     def fold_custom(self, state: ScalarState, row: dict[str, object]) -> None:
         """Merge user-defined statistics with their merge functions (null without one)."""
@@ -479,6 +481,20 @@ def split_by_column(rows: pa.Table) -> list[pa.Table]:
 def finalize_column(
     job: ReduceJob, states: dict[int, ScalarState], grids: dict[int, Grid], table: pa.Table
 ) -> pa.Table:
+    """``column_frequencies`` pickled, for Spark to carry to ``write_table_files``."""
+    index, result = column_frequencies(job, states, grids, table)
+    return pa.table(
+        {
+            "column_index": pa.array([index], pa.int32()),
+            "payload": pa.array([pickle.dumps(result, protocol=5)], pa.binary()),
+        }
+    )
+
+
+def column_frequencies(
+    job: ReduceJob, states: dict[int, ScalarState], grids: dict[int, Grid], table: pa.Table
+) -> tuple[int, FrequencyResult]:
+    """One column's aggregated frequency rows finalized (its index and result)."""
     index = int(table.column("column_index")[0].as_py())
     result = finalize_frequencies(
         index,
@@ -490,12 +506,7 @@ def finalize_column(
         job.max_frequencies,
         grids.get(index),
     )
-    return pa.table(
-        {
-            "column_index": pa.array([index], pa.int32()),
-            "payload": pa.array([pickle.dumps(result, protocol=5)], pa.binary()),
-        }
-    )
+    return index, result
 
 
 def write_table_files(
@@ -506,12 +517,26 @@ def write_table_files(
     files: dict[str, str],
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
+    """The last stage on Spark: the pickled ``finalize_column`` results, then the files."""
     frequencies: dict[int, FrequencyResult] = {}
     for batch in batches:
         for index, payload in zip(
             batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
         ):
             frequencies[index] = pickle.loads(payload)
+    written = write_tables(job, states, grids, rebinned, files, frequencies)
+    yield pa.RecordBatch.from_pydict({"bytes_written": pa.array([written], pa.int64())})
+
+
+def write_tables(
+    job: ReduceJob,
+    states: dict[int, ScalarState],
+    grids: dict[int, Grid],
+    rebinned: dict[int, np.ndarray],
+    files: dict[str, str],
+    frequencies: dict[int, FrequencyResult],
+) -> int:
+    """The three table-level files; the bytes written."""
     results: list[ColumnResult] = []
     frequency_tables = []
     for index in range(len(job.columns)):
@@ -538,10 +563,9 @@ def write_table_files(
         results.append(ColumnResult(row, histogram=counts))
     uris = {k: layout.absolute(job.root, v) for k, v in files.items()}
     custom = [(s.name, s.result_type) for s in job.statistics]
-    written = writer.write_partition(
+    return writer.write_partition(
         results, custom, job.bins, uris, job.s3, frequencies=_concat(frequency_tables)
     )
-    yield pa.RecordBatch.from_pydict({"bytes_written": pa.array([written], pa.int64())})
 
 
 def _no_frequencies(row: dict[str, object], state: ScalarState) -> None:
