@@ -11,8 +11,11 @@ import pyarrow.compute as pc
 from lakestats.compute.reduce_steps import COMBINED_ARROW, HEAVY_ROWS, _prune
 
 KEEP = 100
-SLACK = np.array([2, 3, 0], dtype=np.int64)
-INCOMPLETE = np.array([True, True, False])
+# 0: heavy, ranked alone; 1-4 light, ranked together: two columns over ``KEEP`` (so each
+# column's ranks start at its own offset), one with exactly ``KEEP`` rows, one complete
+SLACK = np.array([2, 3, 1, 4, 0], dtype=np.int64)
+INCOMPLETE = np.array([True, True, True, True, False])
+SIZES = [HEAVY_ROWS + 500, 700, 450, KEEP, 300]
 
 
 def _column(index: int, n: int, rng: np.random.Generator) -> pa.Table:
@@ -78,10 +81,10 @@ def _pruned(combined: pa.Table) -> tuple[set, dict[int, int]]:
 
 def test_prune_keeps_the_first_by_count_then_value_in_any_row_order() -> None:
     rng = np.random.default_rng(3)
-    # column 0 is aggregated alone (heavy), 1 and 2 together (light): both ranking paths
-    columns = [_column(0, HEAVY_ROWS + 500, rng), _column(1, 700, rng), _column(2, 300, rng)]
+    columns = [_column(index, size, rng) for index, size in enumerate(SIZES)]
     want = _expected(columns)
     assert _pruned(pa.concat_tables(columns)) == want
     shuffled = [t.take(pa.array(rng.permutation(t.num_rows))) for t in reversed(columns)]
     assert _pruned(pa.concat_tables(shuffled)) == want
-    assert len(want[0]) == KEEP + KEEP + 300
+    assert len(want[0]) == 4 * KEEP + 300
+    assert want[1][3] == SLACK[3]  # nothing dropped: the ceiling is the slack

@@ -58,9 +58,10 @@ class GroupCache:
     histograms also on the table grids; its frequency rows also on which columns are
     incomplete table-wide (pruning and holders). Cache keys
     hash exactly those inputs, so a cached result is used only where recomputing it would
-    give the same bytes. Holders are cached with positions inside the group and mapped to
-    the version's partition positions on load. User-defined statistics disable the cache
-    (their merge functions may have changed).
+    give the same result (frequency rows: the same rows and bounds; their order may differ
+    between pyarrow versions, and nothing downstream depends on it). Holders are cached with
+    positions inside the group and mapped to the version's partition positions on load.
+    User-defined statistics disable the cache (their merge functions may have changed).
     """
 
     def __init__(self, job: ReduceJob, cache_dir: str, background_writes: bool = False) -> None:

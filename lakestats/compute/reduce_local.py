@@ -142,7 +142,7 @@ def preload(job: ReduceJob, computing: set[str]) -> None:
                 job.tables[relative] = read_rows(data)
             else:
                 job.blobs[relative] = data
-        if key.startswith("states-") and relative in job.blobs:
+        if key.startswith("states-") and relative in job.blobs and not job.statistics:
             with contextlib.suppress(Exception):  # unpickled here too; else the reduction does
                 entry = pickle.loads(job.blobs[relative])
                 states = {i: pickle.loads(b) for i, b in entry["states"].items()}
