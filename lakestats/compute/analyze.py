@@ -18,14 +18,14 @@ from dataclasses import asdict, dataclass
 from typing import TypeVar
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from lakestats import fs
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import reduce_table
 from lakestats.compute.reduce_local import compute_and_reduce, fits_one_task
 from lakestats.compute.reduce_steps import ReduceJob
-from lakestats.compute.session import result_schema
+from lakestats.compute.session import collect_small, result_schema
 from lakestats.compute.tasks import SUMMARY_SCHEMA, AnalyzeOptions, Job, merge_partition, run_slice
 from lakestats.errors import ColumnNotFoundError, InvalidArgumentError, LakestatsError
 from lakestats.formats.base import TableFormat
@@ -391,7 +391,7 @@ def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
     frame = spark.range(0, len(slices), 1, numPartitions=len(slices))
     stage = frame.mapInArrow(functools.partial(_stage_one, job), result_schema(SUMMARY_SCHEMA))
     summaries = run_with_progress(
-        spark, "analyzing partitions", len(slices), lambda: _collect(stage), progress
+        spark, "analyzing partitions", len(slices), lambda: collect_small(stage), progress
     )
     _raise_errors(summaries)
     counts: dict[int, int] = {}
@@ -405,15 +405,10 @@ def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
         functools.partial(_stage_two, job, counts), result_schema(SUMMARY_SCHEMA)
     )
     merged = run_with_progress(
-        spark, "merging slices", len(multi), lambda: _collect(stage), progress
+        spark, "merging slices", len(multi), lambda: collect_small(stage), progress
     )
     _raise_errors(merged)
     return [s for s in summaries if s["kind"] == "done"] + merged
-
-
-def _collect(frame: DataFrame) -> list[dict]:
-    """A small result as dicts: through Arrow, cheaper than ``collect()``'s Rows."""
-    return frame.toArrow().to_pylist()
 
 
 def _spark_call(what: str, call: Callable[[], T]) -> T:

@@ -33,7 +33,7 @@ from lakestats.compute.reduce_steps import (
     split_by_column,
     write_tables,
 )
-from lakestats.compute.session import result_schema
+from lakestats.compute.session import collect_small, result_schema
 from lakestats.compute.tasks import SUMMARY_SCHEMA, Job, run_slice
 from lakestats.errors import LakestatsError
 from lakestats.stats.table_merge import FrequencyResult, ScalarState
@@ -55,13 +55,10 @@ def reduce_in_one_task(
 ) -> tuple[dict[str, str], int, dict[str, str]]:
     """Run ``reduce_locally`` in one Spark task; the files, bytes written and group cache."""
     files = layout.table_files(run_id)
-    rows = (
-        spark.range(0, 1, 1, numPartitions=1)
-        .mapInArrow(
+    rows = collect_small(
+        spark.range(0, 1, 1, numPartitions=1).mapInArrow(
             functools.partial(_reduce_task, job, files, run_id), result_schema(RESULT_SCHEMA)
         )
-        .toArrow()  # small results: cheaper than collect() (no conversion to Rows)
-        .to_pylist()
     )
     return files, sum(r["bytes_written"] for r in rows), read_cache(rows)
 
@@ -81,11 +78,10 @@ def compute_and_reduce(
     the slice fails, its summary says why and nothing is reduced."""
     files = layout.table_files(run_id)
     schema = result_schema(f"{SUMMARY_SCHEMA}, table_bytes long, cache string")
-    rows = (
-        spark.range(0, 1, 1, numPartitions=1)
-        .mapInArrow(functools.partial(_compute_and_reduce_task, job, reduce_job, files), schema)
-        .toArrow()
-        .to_pylist()
+    rows = collect_small(
+        spark.range(0, 1, 1, numPartitions=1).mapInArrow(
+            functools.partial(_compute_and_reduce_task, job, reduce_job, files), schema
+        )
     )
     row = rows[0]
     table_bytes = row.pop("table_bytes") or 0
@@ -147,6 +143,7 @@ def preload(job: ReduceJob, computing: set[str]) -> None:
                 entry = pickle.loads(job.blobs[relative])
                 states = {i: pickle.loads(b) for i, b in entry["states"].items()}
                 job.ready_states[key] = {"states": states, "rows": entry["histogram_rows"]}
+                del job.blobs[relative]  # the reduction uses the unpickled entry
     for members in groups.members:
         entries = [job.partitions[i] for i in members]
         if not any(e.path in computing for e in entries):
