@@ -104,6 +104,8 @@ def shlosser(f: FrequencyProfile, n: int, N: int) -> Estimate:
     p, done = _prepare(f, n, N)
     if done:
         return done
+    if p.f(1) == 0:  # no singletons: no unseen values (also avoids 0/0 when (1-q)^i underflows)
+        return _finish(p, N, float(p.d))
     q = n / N
     i, fi = p.freqs.astype(np.float64), p.counts
     num = float(((1 - q) ** i * fi).sum())
@@ -189,6 +191,8 @@ def sh3(f: FrequencyProfile, n: int, N: int) -> Estimate:
     p, done = _prepare(f, n, N)
     if done:
         return done
+    if p.f(1) == 0:
+        return _finish(p, N, float(p.d))
     q = n / N
     i, fi = p.freqs.astype(np.float64), p.counts
     a = float((i * q * q * (1 - q * q) ** (i - 1) * fi).sum())
