@@ -231,6 +231,8 @@ def test_edge_cases(name):
     for f, N in PROFILES:  # noqa: N806
         n, d = sizes(f)
         assert d <= estimator(f, n, N).value <= N
+    # five values seen 60,000 times each at q = 0.1: (1-q)^i underflows; the answer is d
+    assert estimator({60_000: 5}, 300_000, 3_000_000).value == pytest.approx(5)
 
 
 def test_all_singletons_go_to_n_for_the_coverage_estimators():
