@@ -300,3 +300,31 @@ def test_selection_rule_branches_and_interval():
         assert lower < upper
     assert select_estimator([4, 1], 6, 6) == ("exact", 5.0, (5.0, 5.0))
     assert select_estimator([], 0, 10)[1] == 0
+
+
+def test_profile_level_poisson_bootstrap_matches_row_level():
+    """The bootstrap draws on the profile (a multinomial per frequency with many values);
+    its mean profile equals the row-level Poisson(1) bootstrap's, computed here directly."""
+    from lakestats.stats.ndv.profile import to_profile
+    from lakestats.stats.ndv.selection import _poisson_resample
+
+    profile = to_profile({1: 1000, 2: 300, 5: 100, 40: 3})
+    rng = np.random.default_rng(5)
+    reps, width = 400, 12
+    on_profile = np.zeros(width)
+    row_level = np.zeros(width)
+    sizes = np.repeat(profile.freqs, profile.counts.astype(np.int64))
+    for _ in range(reps):
+        drawn = _poisson_resample(profile, rng)[:width]
+        on_profile[: drawn.size] += drawn
+        counts = rng.poisson(sizes)
+        direct = np.bincount(counts[counts > 0], minlength=width + 1)[1 : width + 1]
+        row_level += direct
+    # expected count of values seen k times, from the Poisson pmf written out
+    expected = np.array([
+        sum(c * math.exp(-i) * i**k / math.factorial(k) for i, c in {1: 1000, 2: 300, 5: 100,
+            40: 3}.items())
+        for k in range(1, width + 1)
+    ])  # fmt: skip
+    assert on_profile / reps == pytest.approx(expected, rel=0.05, abs=0.5)
+    assert row_level / reps == pytest.approx(expected, rel=0.05, abs=0.5)
