@@ -236,10 +236,12 @@ class ScalarState:
                     + 1
                 )
                 ceiling = min(ceiling, span)
+            # partition sketches hold the non-NaN values; NaN, like a partition, counts once
+            nan = 1 if self.nan_count else 0
             out.update(
-                distinct_count=min(round(sketch.get_estimate()), ceiling),
-                distinct_count_lower=min(math.floor(sketch.get_lower_bound(2)), ceiling),
-                distinct_count_upper=min(math.ceil(sketch.get_upper_bound(2)), ceiling),
+                distinct_count=min(round(sketch.get_estimate()) + nan, ceiling),
+                distinct_count_lower=min(math.floor(sketch.get_lower_bound(2)) + nan, ceiling),
+                distinct_count_upper=min(math.ceil(sketch.get_upper_bound(2)) + nan, ceiling),
                 distinct_count_exact=False,
             )
         if self.kll is not None and kind in ORDERED_NUMERIC:
