@@ -9,7 +9,9 @@ lattice points than bins gets one bin per point and fewer bins. Floating-point `
 values are counted in the first bin and ``+inf`` in the last; NaN is not counted.
 ``lower``, ``width`` and the number of bins are stored in ``statistics.parquet``
 (``histogram_lower``, ``histogram_width``, ``histogram_bins``), so every edge can be
-recomputed exactly as the writer computed it.
+recomputed exactly as the writer computed it. Every value is counted in the bin whose
+reported edges hold it: integer bins are exact; float bins are checked against the edges
+``lower + i * width`` as the reader computes them (``float_bin_index``).
 """
 
 from __future__ import annotations
