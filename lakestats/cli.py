@@ -135,6 +135,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             data["columns"],
             title=f"{args.table} (table, snapshot "
             f"{data['snapshot_id']}, {data['row_count']} rows){stale}",
+            histograms=_histograms(table, None, data["columns"], args.snapshot),
         )
         return 0
     reader = table.reader()
@@ -148,8 +149,26 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     from lakestats.preview import render_statistics
 
-    render_statistics(rows, title=f"{args.table} {entry.name or ''} ({entry.row_count} rows)")
+    render_statistics(
+        rows,
+        title=f"{args.table} {entry.name or ''} ({entry.row_count} rows)",
+        histograms=_histograms(table, entry.name or None, rows),
+    )
     return 0
+
+
+def _histograms(
+    table: api.LakestatsTable, partition: str | None, rows: list[dict], snapshot: int | None = None
+) -> dict[str, list[int]] | None:
+    """Bin counts for the text view of ``show`` (the latest version's; none for an older
+    snapshot's table statistics, whose version the lookups do not address)."""
+    if snapshot is not None:
+        return None
+    return {
+        r["name"]: [b["count"] for b in table.histogram(r["name"], partition)]
+        for r in rows
+        if r.get("histogram_bins")
+    }
 
 
 def cmd_frequencies(args: argparse.Namespace) -> int:

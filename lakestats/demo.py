@@ -95,21 +95,35 @@ def main() -> None:
     render_statistics(
         json_rows, title=f"{IDENTIFIER} {name}", top=top, histograms=histograms, console=console
     )
+    render_table_level(table, len(partitions), console)
+    console.print(
+        "next: [cyan]lakestats show demo.lineitem --json[/cyan] (table level) or "
+        "[cyan]lakestats show demo.lineitem --partition "
+        f"{name} --json[/cyan] (run from {os.getcwd()})"
+    )
+
+
+def render_table_level(table: ls.LakestatsTable, partitions: int, console: Console) -> None:
+    """The table-level statistics, top values and histograms; estimates (HLL distinct
+    counts, KLL percentiles, re-binned histograms, bounded frequencies) marked ``≈``."""
     level = table.table_statistics()
     rows = [
         {"name": r["column"], **{k: to_json(v) for k, v in r.items() if k != "column"}}
         for r in level["columns"]
     ]
+    top = {r["name"]: table.frequencies(r["name"], top=3) for r in rows}
+    histograms = {
+        r["name"]: [b["count"] for b in table.histogram(r["name"])]
+        for r in rows
+        if r.get("histogram_bins")
+    }
     render_statistics(
         rows,
         title=f"{IDENTIFIER}: table level, snapshot {level['snapshot_id']} "
-        f"({level['row_count']:,} rows, reduced from {len(partitions)} partitions)",
+        f"({level['row_count']:,} rows, reduced from {partitions} partitions)",
+        top=top,
+        histograms=histograms,
         console=console,
-    )
-    console.print(
-        "next: [cyan]lakestats show demo.lineitem --json[/cyan] (table level) or "
-        "[cyan]lakestats show demo.lineitem --partition "
-        f"{name} --json[/cyan] (run from {os.getcwd()})"
     )
 
 

@@ -123,3 +123,26 @@ def test_ties_in_frequencies_break_by_value() -> None:
     table = pa.table({"s": pa.array(["b", "a", "c", "a", "b", "c", "d"])})
     _, freqs, _ = _compute(table)
     assert freqs["s"] == [("a", 2), ("b", 2), ("c", 2), ("d", 1)]
+
+
+@pytest.mark.parametrize("bins", [1000, 50, 7])
+def test_real_data_like_columns_match_duckdb(bins: int) -> None:
+    """Values on round edges, as real data has them (issue 10): prices with 2 decimals,
+    integers stored as doubles (delays, air times), integer keys and dates; every bin
+    holds exactly the values DuckDB finds between its reported edges."""
+    rng = np.random.default_rng(bins)
+    n = 4000
+    table = pa.table(
+        {
+            "price": pa.array(rng.integers(0, 100_000, n) / 100),
+            "dep_delay": pa.array(rng.integers(-40, 1300, n).astype(np.float64)),
+            "air_time": pa.array(rng.integers(20, 357, n).astype(np.float64)),
+            "carat": pa.array(np.round(rng.gamma(2.0, 0.4, n), 2).astype(np.float32)),
+            "sold_time_sk": pa.array(rng.integers(28_800, 75_600, n), pa.int64()),
+            "ship_day": pa.array(
+                np.datetime64("1992-01-02") + rng.integers(0, 2526, n).astype("timedelta64[D]")
+            ),
+        }
+    )
+    rows, freqs, hists = _compute(table, slices=2, bins=bins)
+    check_partition(table, rows, freqs.__getitem__, hists.__getitem__)

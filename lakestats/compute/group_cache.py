@@ -40,7 +40,7 @@ ONE_GROUP = [pa.RecordBatch.from_pydict({"id": pa.array([0], pa.int64())})]
 """The single group a sub-job of one group's partitions folds."""
 
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 """Part of every cache key: bump it when cached states, histograms or frequency rows change
 meaning (``ScalarState`` fields, pruning, holder packing), so older caches are not reused."""
 

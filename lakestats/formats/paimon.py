@@ -41,6 +41,17 @@ _VALUE_KIND = "_VALUE_KIND"
 _RETRACTIONS = (1, 3)  # -U and -D: never rows of the merged view
 
 
+def _int96_unit(schema: pa.Schema, wanted: list[str]) -> str:
+    """Paimon stores timestamps of precision 7 to 9 as INT96: read them in nanoseconds when
+    a wanted column is one, else in microseconds (which reach years 1 to 9999)."""
+    nanos = any(
+        pa.types.is_timestamp(schema.field(n).type) and schema.field(n).type.unit == "ns"
+        for n in wanted
+        if n in schema.names
+    )
+    return "ns" if nanos else "us"
+
+
 def _file_io_options(s3: fs.S3Options | None) -> dict[str, str]:
     """pypaimon's file IO options for an S3-compatible store (empty for local tables)."""
     if s3 is None:
@@ -144,7 +155,11 @@ class PaimonReader(PartitionReader):
             else:
                 import pyarrow.parquet as pq
 
-                handle = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True)
+                handle = pq.ParquetFile(
+                    filesystem.open_input_file(path),
+                    pre_buffer=True,
+                    coerce_int96_timestamp_unit=_int96_unit(self.schema, wanted),
+                )
                 present = set(handle.schema_arrow.names)
                 table = handle.read(columns=[n for n in wanted + extra if n in present])
         except (OSError, pa.ArrowInvalid) as exc:

@@ -35,14 +35,29 @@ def _uri(base_uri: str, base_path: str, path: str) -> str:
     return fs.join(base_uri, *relative.split("/"))
 
 
+INT96_UNIT = "us"
+"""The unit INT96 timestamps are read in (files written by Spark, Hive, Impala). Spark,
+DuckDB, delta-rs and hudi-rs read them as microseconds; pyarrow's default, nanoseconds,
+cannot hold years before 1677 or after 2262 and fails (or wraps) on them."""
+
+
 def read_data_file(
-    uri: str, names: list[str], part: Slice, s3: fs.S3Options | None = None
+    uri: str,
+    names: list[str],
+    part: Slice,
+    s3: fs.S3Options | None = None,
+    int96_unit: str = INT96_UNIT,
 ) -> pa.Table:
     """The columns of ``names`` that one Parquet data file has (the fast path of every
-    format); an unreadable file is one ``DataFileError`` line naming file and partition."""
+    format); an unreadable file is one ``DataFileError`` line naming file and partition.
+    INT96 timestamps come back in ``int96_unit``."""
     filesystem, path = fs.resolve(uri, s3)
     try:
-        handle = pq.ParquetFile(filesystem.open_input_file(path), pre_buffer=True)
+        handle = pq.ParquetFile(
+            filesystem.open_input_file(path),
+            pre_buffer=True,
+            coerce_int96_timestamp_unit=int96_unit,
+        )
         present = set(handle.schema_arrow.names)
         return handle.read(columns=[n for n in names if n in present])
     except (OSError, pa.ArrowInvalid) as exc:
@@ -111,7 +126,9 @@ class ParquetDirectory(PathTable):
         try:
             dataset = pads.dataset(
                 [info.path for info in self._files],
-                format="parquet",
+                format=pads.ParquetFileFormat(
+                    read_options=pads.ParquetReadOptions(coerce_int96_timestamp_unit=INT96_UNIT)
+                ),
                 filesystem=self._fs,
                 partitioning=pads.HivePartitioning.discover(infer_dictionary=False),
                 partition_base_dir=self._path,

@@ -9,7 +9,9 @@ lattice points than bins gets one bin per point and fewer bins. Floating-point `
 values are counted in the first bin and ``+inf`` in the last; NaN is not counted.
 ``lower``, ``width`` and the number of bins are stored in ``statistics.parquet``
 (``histogram_lower``, ``histogram_width``, ``histogram_bins``), so every edge can be
-recomputed exactly as the writer computed it.
+recomputed exactly as the writer computed it. Every value is counted in the bin whose
+reported edges hold it: integer bins are exact; float bins are checked against the edges
+``lower + i * width`` as the reader computes them (``float_bin_index``).
 """
 
 from __future__ import annotations
@@ -75,8 +77,30 @@ def float_histogram(values: np.ndarray, counts: np.ndarray, bins: int) -> Histog
         width = hi / bins - lo / bins
     if width == 0.0:
         return Histogram(lo, 0.0, np.array([int(counts.sum())], dtype=np.int64))
+    index = float_bin_index(values, lo, width, bins)
+    return Histogram(lo, width, np.bincount(index, weights=counts, minlength=bins).astype(np.int64))
+
+
+def float_edges(lower: float, width: float, bins: int) -> np.ndarray:
+    """The bins' lower edges, computed exactly as they are reported: ``lower + i * width``."""
+    return np.float64(lower) + np.arange(bins, dtype=np.float64) * np.float64(width)
+
+
+def float_bin_index(values: np.ndarray, lower: float, width: float, bins: int) -> np.ndarray:
+    """The bin of each value: the one whose reported ``[lower + i*w, lower + (i+1)*w)``
+    holds it (the first bin also takes anything below, the last anything above).
+
+    ``floor((v - lower) / width)`` is a guess that rounding can put one bin off at an
+    edge (53.8 lands below the edge ``lower + i*w`` that prints as 53.8); the guess is
+    checked against the reported edges and the few misses are looked up exactly.
+    """
+    edges = float_edges(lower, width, bins)
     with np.errstate(invalid="ignore", over="ignore"):
-        raw = np.floor((values - lo) / width)
+        raw = np.floor((values - lower) / width)
     raw = np.nan_to_num(raw, nan=0.0, posinf=bins - 1, neginf=0)
     index = np.clip(raw, 0, bins - 1).astype(np.int64)
-    return Histogram(lo, width, np.bincount(index, weights=counts, minlength=bins).astype(np.int64))
+    above = np.append(edges[1:], np.inf)[index]  # the last bin has no upper edge
+    wrong = ((values < edges[index]) & (index > 0)) | (values >= above)
+    if wrong.any():
+        index[wrong] = np.clip(np.searchsorted(edges, values[wrong], side="right") - 1, 0, None)
+    return index

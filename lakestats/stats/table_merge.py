@@ -236,10 +236,12 @@ class ScalarState:
                     + 1
                 )
                 ceiling = min(ceiling, span)
+            # partition sketches hold the non-NaN values; NaN, like a partition, counts once
+            nan = 1 if self.nan_count else 0
             out.update(
-                distinct_count=min(round(sketch.get_estimate()), ceiling),
-                distinct_count_lower=min(math.floor(sketch.get_lower_bound(2)), ceiling),
-                distinct_count_upper=min(math.ceil(sketch.get_upper_bound(2)), ceiling),
+                distinct_count=min(round(sketch.get_estimate()) + nan, ceiling),
+                distinct_count_lower=min(math.floor(sketch.get_lower_bound(2)) + nan, ceiling),
+                distinct_count_upper=min(math.ceil(sketch.get_upper_bound(2)) + nan, ceiling),
                 distinct_count_exact=False,
             )
         if self.kll is not None and kind in ORDERED_NUMERIC:
@@ -267,7 +269,8 @@ def histogram_range(row: dict[str, object], dtype: pa.DataType) -> tuple[float, 
         if math.isfinite(top):
             upper = min(upper, top) if width else top
         return lower, upper
-    return lower, lower + bins * int(width) - 1
+    # the last bin's nominal end can lie past the partition's max: the table range must not
+    return lower, min(lower + bins * int(width) - 1, _storage_number(row["max"], dtype))
 
 
 def rebin(row: dict[str, object], counts: np.ndarray, grid: Grid, dtype: pa.DataType) -> np.ndarray:
@@ -281,10 +284,16 @@ def rebin(row: dict[str, object], counts: np.ndarray, grid: Grid, dtype: pa.Data
     counts = np.asarray(counts[:bins], dtype=np.float64)
     if grid.width == 0 or width == 0:
         out = np.zeros(grid.bins, dtype=np.float64)
-        index = 0 if grid.width == 0 else int((lower - grid.lower) // grid.width)
+        # one point (or a one-bin grid): the grid bin whose reported edges hold it
+        index = int(np.searchsorted(grid.edges()[:-1], lower, side="right")) - 1
         out[min(grid.bins - 1, max(0, index))] += counts.sum()
         return out
     source_edges = lower + np.arange(bins + 1, dtype=np.float64) * float(width)
+    # the last source bin holds nothing past the partition's max: spread it only up to there
+    top = _storage_number(row["max"], dtype)
+    end = float(top) + 1.0 if grid.integral else float(top)
+    if math.isfinite(end) and end < source_edges[-1]:
+        source_edges[-1] = max(end, np.nextafter(source_edges[-2], np.inf))
     cumulative = np.concatenate([[0.0], np.cumsum(counts)])
     target_edges = grid.edges()
     target_edges[-1] = max(target_edges[-1], source_edges[-1])
@@ -292,13 +301,16 @@ def rebin(row: dict[str, object], counts: np.ndarray, grid: Grid, dtype: pa.Data
 
 
 def round_counts(values: np.ndarray, total: int) -> np.ndarray:
-    """Integer counts summing to ``total`` (largest remainders), from fractional ones."""
-    floor = np.floor(values).astype(np.int64)
-    missing = int(total - floor.sum())
-    if missing > 0:
-        order = np.argsort(-(values - floor), kind="stable")[:missing]
-        floor[order] += 1
-    return floor
+    """Integer counts summing to ``total``, from fractional ones.
+
+    The running total is rounded, not each count, so the counts of any run of bins are
+    within 1 of their fractional sum (rounding bins one by one could drift by many)."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    running = np.floor(np.cumsum(np.asarray(values, dtype=np.float64)) + 0.5)
+    running = np.clip(running, 0, total).astype(np.int64)
+    running[-1] = total
+    return np.diff(running, prepend=0)
 
 
 @dataclass
