@@ -249,6 +249,39 @@ def test_remote_url_is_checked_before_anything_starts(capsys) -> None:  # noqa: 
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+def test_master_and_remote_flags_set_what_get_spark_reads(
+    tmp_path: Path, monkeypatch, capsys  # noqa: ANN001
+) -> None:
+    """The flags reach ``get_spark`` through its variables (set before anything can fail, so
+    Spark starts only once the request is checked); ``--master`` clears an inherited remote."""
+    import os
+
+    from lakestats import cli
+
+    monkeypatch.setenv("LAKESTATS_SPARK_REMOTE", "sc://inherited:1")
+    monkeypatch.delenv("LAKESTATS_SPARK_MASTER", raising=False)
+    missing = str(tmp_path / "missing")
+    assert cli.main(["analyze", missing, "--master", "spark://h:7077"]) != 0
+    assert os.environ.get("LAKESTATS_SPARK_MASTER") == "spark://h:7077"
+    assert "LAKESTATS_SPARK_REMOTE" not in os.environ
+    assert cli.main(["sql", "ANALYZE nothing", "--remote", "sc://h:15002"]) != 0
+    assert os.environ.get("LAKESTATS_SPARK_REMOTE") == "sc://h:15002"
+    errors = capsys.readouterr().err.splitlines()
+    assert errors[0] == f"lakestats: error: no table at {missing}: the path does not exist"
+    assert errors[1].startswith("lakestats: error: only ANALYZE TABLE t COMPUTE STATISTICS")
+
+
+def test_get_spark_refuses_a_remote_that_is_not_spark_connect() -> None:
+    from lakestats.compute.session import get_spark
+    from lakestats.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError) as error:
+        get_spark(remote="localhost:15002")
+    assert str(error.value) == (
+        "--remote expects a Spark Connect URL such as sc://host:15002, got 'localhost:15002'"
+    )
+
+
 # Spark integration, not job code: the session module (classic and Connect sessions are
 # made there; each classic-only call is skipped under Connect), and the progress bar's
 # status tracker (no bar under Connect)
