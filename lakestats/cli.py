@@ -62,6 +62,38 @@ def _timestamp_ms(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
+def _remote_url(text: str) -> str:
+    if not text.startswith("sc://"):
+        raise argparse.ArgumentTypeError(
+            f"expected a Spark Connect URL such as sc://host:15002, got {text!r}"
+        )
+    return text
+
+
+def _spark_flags(p: argparse.ArgumentParser) -> None:
+    """``--master`` / ``--remote`` for the commands that start Spark."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--master",
+        help="Spark master, e.g. spark://host:7077 (default $LAKESTATS_SPARK_MASTER, local[*])",
+    )
+    where.add_argument(
+        "--remote",
+        type=_remote_url,
+        help="Spark Connect server, sc://host:port (default $LAKESTATS_SPARK_REMOTE)",
+    )
+
+
+def _use_spark(args: argparse.Namespace) -> None:
+    """Hand ``--master`` / ``--remote`` to ``compute.session.get_spark`` through the variables
+    it reads, so Spark starts only once the request has been checked; a flag overrides both."""
+    if args.master:
+        os.environ["LAKESTATS_SPARK_MASTER"] = args.master
+        os.environ.pop("LAKESTATS_SPARK_REMOTE", None)
+    if args.remote:
+        os.environ["LAKESTATS_SPARK_REMOTE"] = args.remote
+
+
 def _print_json(data: object) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))
 
@@ -75,6 +107,7 @@ def _jsonable_row(row: dict[str, object]) -> dict[str, object]:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    _use_spark(args)
     table = _table(args)
     result = table.analyze(
         columns=_columns(args.columns),
@@ -260,6 +293,7 @@ def cmd_export_paimon(args: argparse.Namespace) -> int:
 def cmd_sql(args: argparse.Namespace) -> int:
     from lakestats.sql import run_sql
 
+    _use_spark(args)
     result = run_sql(
         args.statement, catalog=args.catalog, warehouse=args.warehouse, stats_root=args.stats_root
     )
@@ -310,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write partition files only, no table-level reduction",
     )
+    _spark_flags(p)
     p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser("partitions", help="list partitions with statistics")
@@ -379,6 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--catalog")
     p.add_argument("--warehouse")
     p.add_argument("--json", action="store_true")
+    _spark_flags(p)
     p.set_defaults(func=cmd_sql)
     return parser
 

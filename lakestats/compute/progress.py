@@ -18,9 +18,14 @@ def spark_progress(spark, description: str, total: int, enabled: bool = True):  
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    from lakestats.compute.session import is_connect
+
+    if is_connect(spark):  # a Connect client has no status tracker: no bar, the job runs
+        yield
+        return
     try:
         tracker = spark.sparkContext.statusTracker()
-    except Exception:  # noqa: BLE001 - Spark Connect has no status tracker
+    except Exception:  # noqa: BLE001 - a session without a status tracker shows no bar
         yield
         return
     stop = threading.Event()

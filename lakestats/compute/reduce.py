@@ -43,7 +43,7 @@ from lakestats.compute.reduce_steps import (
     sum_histograms,
     write_table_files,
 )
-from lakestats.compute.session import result_schema
+from lakestats.compute.session import default_parallelism, result_schema
 from lakestats.stats.table_merge import (
     Grid,
     ScalarState,
@@ -70,7 +70,7 @@ def reduce_table(
     if fits_one_task(len(job.partitions), len(job.columns)):
         return reduce_in_one_task(spark, job, run_id)
     bins = job.bins
-    parallelism = max(2, spark.sparkContext.defaultParallelism)
+    parallelism = max(2, default_parallelism(spark))
     groups = GroupCache(job, f"table/{run_id}/groups")
     count = len(groups.members)
     frame = spark.range(0, count, 1, numPartitions=max(1, min(count, 2 * parallelism)))
