@@ -23,7 +23,7 @@ unreferenced files, never a half-written result.
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from lakestats import fs
 
@@ -49,6 +49,30 @@ def partition_dir(key_parts: list[tuple[str, str]]) -> str:
     if not key_parts:
         return UNPARTITIONED
     return "/".join(f"{escape(name)}={escape(value)}" for name, value in key_parts)
+
+
+NULL_VALUE = "__HIVE_DEFAULT_PARTITION__"  # Hive's directory name for a null value
+
+
+def partition_dir_of(key: list[tuple[str, str]], values: dict[str, object]) -> str:
+    """A plan's partition directory: its key with null values written as Hive writes
+    them, so a null and the string ``"null"`` never share a directory."""
+    return partition_dir(
+        [(name, NULL_VALUE if values.get(name, text) is None else text) for name, text in key]
+    )
+
+
+def parse_partition_dir(path: str) -> list[tuple[str, str]]:
+    """The (field, value) pairs of a partition directory (the inverse of
+    ``partition_dir``): ``/`` separates fields and every value's ``/``, ``=`` and ``%``
+    are escaped, so any value comes back exactly."""
+    if path == UNPARTITIONED or not path:
+        return []
+    pairs = []
+    for part in path.split("/"):
+        name, _, value = part.partition("=")
+        pairs.append((unquote(name), unquote(value)))
+    return pairs
 
 
 def partition_files(partition_path: str, run_id: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ only column data.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 import pyarrow as pa
@@ -141,9 +141,16 @@ class StatisticsReader:
             )
         return self._column_index[name]
 
-    def partition(self, spec: str | dict[str, object] | None) -> manifest.PartitionEntry:
-        """Find a partition by ``k=v[,k2=v2]`` (or a dict); ``None`` if unpartitioned."""
+    def partition(
+        self, spec: str | dict[str, object] | manifest.PartitionEntry | None
+    ) -> manifest.PartitionEntry:
+        """Find a partition by the name or the path ``partitions`` prints, by ``k=v[,k2=v2]``
+        or ``k=v/k2=v2`` (values percent-escaped as in the path where they hold ``,`` or
+        ``/``), or by a dict of values (``None`` for null); ``None``: table level, or the
+        one partition of an unpartitioned table."""
         parts = self.version.partitions
+        if isinstance(spec, manifest.PartitionEntry):
+            return spec
         if spec is None or spec == "" or spec == {}:
             if self.version.table_files:
                 return self.table_entry()
@@ -153,18 +160,19 @@ class StatisticsReader:
                 f"the table has {len(parts)} partitions: pass --partition k=v "
                 "(see `lakestats partitions`)"
             )
-        wanted = (
-            _parse_partition(spec)
-            if isinstance(spec, str)
-            else {k: str(v) for k, v in spec.items()}
-        )
-        for entry in parts:
-            have = dict(_parse_partition(entry.name)) if entry.name else {}
-            if have == wanted or {k: str(v) for k, v in entry.values.items()} == wanted:
-                return entry
+        for matches in _candidates(parts, spec):
+            if len(matches) == 1:
+                return matches[0]
+            if len(matches) > 1:
+                paths = ", ".join(m.path for m in matches[:5])
+                raise InvalidArgumentError(
+                    f"partition {spec!r} names {len(matches)} partitions ({paths}): pass the "
+                    "path `lakestats partitions --json` prints for the one you mean"
+                )
         examples = ", ".join(p.name for p in parts[:3])
         raise PartitionNotFoundError(
-            f"no partition {spec!r} in the statistics; partitions look like: {examples}"
+            f"no partition {spec!r} in the statistics; partitions look like: {examples} "
+            "(see `lakestats partitions`)"
         )
 
     def table_entry(self) -> manifest.PartitionEntry:
@@ -388,14 +396,56 @@ def bin_edges(
     return []
 
 
-def _parse_partition(spec: str) -> dict[str, str]:
-    out = {}
-    for part in spec.split(","):
-        if "=" not in part:
-            raise InvalidArgumentError(f"bad partition {spec!r}: write it as k=v or k=v,k2=v2")
-        name, _, value = part.partition("=")
-        out[name.strip()] = value.strip()
-    return out
+def _candidates(
+    parts: list[manifest.PartitionEntry], spec: str | dict[str, object]
+) -> Iterator[list[manifest.PartitionEntry]]:
+    """The partitions ``spec`` could mean, most literal reading first: the exact name,
+    the exact path, the path form decoded, then ``k=v,k2=v2`` split at commas. Stored
+    names are never parsed, so no value of one partition can break another's lookup."""
+    if isinstance(spec, dict):
+        yield [e for e in parts if _same_values(e, spec)]
+        return
+    yield [e for e in parts if e.name == spec]
+    yield [e for e in parts if e.path == spec]
+    if "/" in spec or "%" in spec:
+        wanted = layout.parse_partition_dir(spec.strip("/"))
+        yield [e for e in parts if e.key == wanted]
+    pieces = spec.split(",")
+    if all("=" in piece for piece in pieces):
+        pairs = [piece.partition("=") for piece in pieces]
+        wanted_dict = {name.strip(): value.strip() for name, _, value in pairs}
+        yield [e for e in parts if _same_text(e, wanted_dict)]
+    elif "=" not in spec:
+        raise InvalidArgumentError(
+            f"bad partition {spec!r}: write it as k=v or k=v,k2=v2 (or the name or path "
+            "`lakestats partitions --json` prints)"
+        )
+
+
+def _same_text(entry: manifest.PartitionEntry, wanted: dict[str, str]) -> bool:
+    key = dict(entry.key)
+    if key.keys() != wanted.keys():
+        return False
+    return all(
+        key[k] == v
+        or str(keys.to_json(entry.values.get(k))) == v
+        or (v in ("null", layout.NULL_VALUE) and entry.values.get(k, "") is None)
+        for k, v in wanted.items()
+    )
+
+
+def _same_values(entry: manifest.PartitionEntry, wanted: dict[str, object]) -> bool:
+    if set(entry.values) != set(wanted) and set(dict(entry.key)) != set(wanted):
+        return False
+    key = dict(entry.key)
+    for name, value in wanted.items():
+        have = entry.values.get(name, key.get(name))
+        if value is None:
+            if have is not None:
+                return False
+        elif not (have == value or str(value) in (str(have), key.get(name))):
+            return False
+    return True
 
 
 __all__ = ["StatisticsReader", "bin_edges", "decode_value", "parse_type"]
