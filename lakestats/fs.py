@@ -176,11 +176,13 @@ def list_files(uri: str, s3: S3Options | None = None, recursive: bool = False) -
 def check_directory(uri: str, s3: S3Options | None = None) -> None:
     """Fail with one line when ``uri`` exists but is a file (a statistics root must be
     a directory or not exist yet)."""
-    if file_info(uri, s3).type == pafs.FileType.File:
-        raise StorageError(
-            f"statistics root {uri} is a file, not a directory: pass the directory "
-            "`lakestats analyze` wrote to (--stats-root)"
-        )
+    parent = join(uri, "..") if not is_remote(uri) else None
+    for candidate in filter(None, (uri, parent and os.path.normpath(parent))):
+        if file_info(candidate, s3).type == pafs.FileType.File:
+            raise StorageError(
+                f"statistics root {uri} is not a directory ({candidate} is a file): pass "
+                "the directory `lakestats analyze` wrote to (--stats-root)"
+            )
 
 
 def open_output(uri: str, s3: S3Options | None = None):  # noqa: ANN201 - a binary stream

@@ -15,6 +15,7 @@ only column data.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 
@@ -26,7 +27,9 @@ import pyarrow.parquet as pq
 from lakestats import fs
 from lakestats.errors import (
     ColumnNotFoundError,
+    CorruptStatisticsError,
     InvalidArgumentError,
+    LakestatsError,
     PartitionNotFoundError,
     StatisticsNotFoundError,
 )
@@ -111,6 +114,31 @@ def decode_value(key: bytes | None, type_text: str) -> object:
     return keys.decode(key, dtype)
 
 
+def _damaged(uri: str, exc: BaseException) -> CorruptStatisticsError:
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return CorruptStatisticsError(
+        f"statistics file {uri} is damaged ({reason}): run `lakestats analyze` again, "
+        "which recomputes partitions whose files are missing or changed size",
+        path=uri,
+    )
+
+
+def _reading(method: Callable) -> Callable:
+    """A lookup whose file turns out to be corrupt past its footer fails in one line
+    naming the file, like one whose footer is."""
+
+    @functools.wraps(method)
+    def wrapper(self: StatisticsReader, *args: object, **kwargs: object) -> object:
+        try:
+            return method(self, *args, **kwargs)
+        except LakestatsError:
+            raise
+        except (OSError, pa.ArrowException) as exc:
+            raise _damaged(self._last_uri or self.root, exc) from exc
+
+    return wrapper
+
+
 class StatisticsReader:
     """Lookups against one published statistics version under a statistics root."""
 
@@ -127,6 +155,7 @@ class StatisticsReader:
         self.version = manifest.load_version(self.root, version, s3)
         self._column_index = {c["name"]: i for i, c in enumerate(self.version.columns)}
         self._files: dict[str, pq.ParquetFile] = {}
+        self._last_uri: str | None = None
 
     # -- naming ---------------------------------------------------------------
     @property
@@ -191,6 +220,7 @@ class StatisticsReader:
             files=self.version.table_files,
         )
 
+    @_reading
     def partitions_containing(self, column: str, value: object) -> list[dict[str, object]]:
         """Partitions whose rows hold ``value`` in ``column``, with its count in each
         (a lookup in the table-level frequencies' per-partition counts)."""
@@ -242,6 +272,7 @@ class StatisticsReader:
         if cached is not None:
             return cached
         filesystem, path = fs.resolve(uri, self.s3)
+        self._last_uri = uri
         try:
             handle = pq.ParquetFile(self._open(filesystem, path), pre_buffer=True)
         except FileNotFoundError as exc:
@@ -249,10 +280,13 @@ class StatisticsReader:
                 f"statistics file {uri} is missing: the statistics were expired or "
                 "deleted; run analyze again"
             ) from exc
+        except (OSError, pa.ArrowException) as exc:
+            raise _damaged(uri, exc) from exc
         self._files[uri] = handle
         return handle
 
     # -- lookups --------------------------------------------------------------
+    @_reading
     def statistics_table(
         self,
         partition: str | dict | None,
@@ -287,6 +321,7 @@ class StatisticsReader:
             out.append(row)
         return out
 
+    @_reading
     def frequencies(
         self, partition: str | dict | None, column: str, top: int | None = None
     ) -> list[tuple[object, int]]:
@@ -318,6 +353,7 @@ class StatisticsReader:
                 break
         return out if top is None else out[:top]
 
+    @_reading
     def histogram(
         self, partition: str | dict | None, column: str, start: int = 0, stop: int | None = None
     ) -> list[dict[str, object]]:
