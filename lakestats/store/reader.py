@@ -262,7 +262,13 @@ class StatisticsReader:
         else:
             pairs = list(zip(hit["partition_ids"], hit["partition_id_counts"], strict=True))
         return [
-            {"partition": parts[i].values, "name": parts[i].name, "frequency": c} for i, c in pairs
+            {
+                "partition": parts[i].values,
+                "name": parts[i].name,
+                "path": parts[i].path,
+                "frequency": c,
+            }
+            for i, c in pairs
         ]
 
     # -- files ----------------------------------------------------------------
