@@ -338,6 +338,8 @@ def _reusable_entries(
     entries, damaged = {}, set()
     for entry in previous.partitions:
         if verify.intact(entry.files, entry.file_sizes, sizes):
+            if not entry.file_sizes:  # a version from before sizes were recorded
+                entry.file_sizes = {k: sizes[r] for k, r in entry.files.items()}
             entries[(entry.path, entry.fingerprint)] = entry
         else:
             damaged.add((entry.path, entry.fingerprint))
