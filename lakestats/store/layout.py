@@ -3,7 +3,7 @@
 ::
 
     <root>/
-      latest.json                         pointer to the newest published version
+      latest.json                         hint: the newest version when written (never trusted)
       versions/v00000001.json             one manifest per published version
       versions/snapshots/v00000001_<snapshot id>_<snapshot time ms>
                                           empty marker: which snapshot a version describes
@@ -15,10 +15,11 @@
       _staging/<run-id>/                  partial states of sliced partitions (deleted after)
 
 A partition directory is its hive-style path (``year=1992/month=3``) with each value
-percent-escaped as Hive does; an unpartitioned table has one partition, ``_all``.
-Files of a run are never overwritten: a version becomes visible only when its
-manifest and then ``latest.json`` are written, so a failed or killed analyze leaves
-unreferenced files, never a half-written result.
+percent-escaped (``/``, ``=`` and ``%`` always; null as ``__HIVE_DEFAULT_PARTITION__``), so
+the path decodes back to the exact values; an unpartitioned table has one partition,
+``_all``. Files of a run are never overwritten: a version becomes visible only when its
+manifest exists (see ``manifest.py``), so a failed or killed analyze leaves unreferenced
+files, never a half-written result.
 """
 
 from __future__ import annotations
