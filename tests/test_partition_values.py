@@ -17,6 +17,7 @@ import pytest
 import lakestats.api as ls
 from lakestats import cli
 from lakestats.store import layout, manifest
+from tests.test_s3 import s3_endpoint  # noqa: F401 - the moto server fixture
 
 pytestmark = pytest.mark.spark
 
@@ -46,28 +47,86 @@ def _out(capsys: pytest.CaptureFixture, args: list[str]) -> object:
     return json.loads(captured.out)
 
 
-def test_any_partition_value_is_stored_and_looked_up_unambiguously(
+def _hive_table(root: Path) -> dict[str | None, pa.Table]:
+    expected = {}
+    for i, (value, directory) in enumerate(VALUES.items()):
+        (root / f"p={directory}").mkdir(parents=True)
+        pq.write_table(_rows(i), root / f"p={directory}" / "0.parquet")
+        expected[value] = _rows(i)
+    return expected
+
+
+def test_any_partition_value_in_a_hive_directory(
     spark,  # noqa: ANN001
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
 ) -> None:
-    table = tmp_path / "t"
-    expected: dict[str | None, pa.Table] = {}
-    for i, (value, directory) in enumerate(VALUES.items()):
-        (table / f"p={directory}").mkdir(parents=True)
-        pq.write_table(_rows(i), table / f"p={directory}" / "0.parquet")
-        expected[value] = _rows(i)
-    stats = str(tmp_path / "stats")
-    ls.open_table(str(table), stats_root=stats).analyze(spark=spark, bins=8)
-    base = [str(table), "--stats-root", stats, "--json"]
+    expected = _hive_table(tmp_path / "t")
+    _check_every_partition(spark, capsys, str(tmp_path / "t"), str(tmp_path / "stats"), expected)
 
+
+@pytest.mark.s3
+def test_any_partition_value_with_the_statistics_on_s3(
+    spark,  # noqa: ANN001
+    s3_endpoint,  # noqa: ANN001, F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint.endpoint_url)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    expected = _hive_table(tmp_path / "t")
+    stats = f"s3://lakestats-test/partition-values-{tmp_path.name}"
+    _check_every_partition(spark, capsys, str(tmp_path / "t"), stats, expected, s3_endpoint)
+
+
+def test_any_partition_value_in_an_iceberg_table(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """Identity partitions of an Iceberg table, where null is "null" in the partition's
+    human name like the string "null": both are stored apart and addressable."""
+    from pyiceberg.transforms import IdentityTransform
+
+    from lakestats.formats.iceberg import load_catalog
+
+    catalog = load_catalog(warehouse=str(tmp_path / "warehouse"))
+    catalog.create_namespace("db")
+    expected = {}
+    frames = []
+    for i, value in enumerate(VALUES):
+        rows = _rows(i)
+        frames.append(rows.append_column("p", pa.array([value] * rows.num_rows, pa.string())))
+        expected[value] = rows
+    data = pa.concat_tables(frames)
+    table = catalog.create_table("db.values", schema=data.schema)
+    with table.update_spec() as spec:
+        spec.add_field("p", IdentityTransform(), "p")
+    table.append(data)
+    location = catalog.load_table("db.values").location().removeprefix("file://")
+    _check_every_partition(spark, capsys, location, str(tmp_path / "stats"), expected)
+
+
+def _check_every_partition(
+    spark,  # noqa: ANN001
+    capsys: pytest.CaptureFixture,
+    table: str,
+    stats: str,
+    expected: dict[str | None, pa.Table],
+    s3=None,  # noqa: ANN001
+) -> None:
+    ls.open_table(table, stats_root=stats, s3=s3).analyze(spark=spark, bins=8)
+    base = [table, "--stats-root", stats, "--json"]
     listing = _out(capsys, ["partitions", *base])
     assert len(listing) == len(VALUES)
     assert len({p["path"] for p in listing}) == len(VALUES)  # no two share a directory
     by_value = {p["partition"]["p"]: p for p in listing}
     assert set(by_value) == set(VALUES)
     con = duckdb.connect()
-    api = ls.open_table(str(table), stats_root=stats)
+    api = ls.open_table(table, stats_root=stats, s3=s3)
     for i, value in enumerate(VALUES):
         entry = by_value[value]
         con.register("part", expected[value])
@@ -106,7 +165,7 @@ def test_any_partition_value_is_stored_and_looked_up_unambiguously(
     assert {h["frequency"] for h in holders} == {2}
 
     # the stored key of every partition reads back exactly, whatever its value holds
-    version = manifest.load_version(stats)
+    version = manifest.load_version(stats, None, s3)
     for entry in version.partitions:
         value = entry.values["p"]
         want = layout.NULL_VALUE if value is None else value

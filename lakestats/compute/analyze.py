@@ -180,7 +180,7 @@ def analyze(
     for i in todo:
         entries[i] = manifest.PartitionEntry(
             path=paths[i],
-            name=plans[i].name,
+            name=layout.partition_name_of(list(plans[i].key), plans[i].values),
             values=plans[i].values,
             row_count=0,  # known once computed, below
             size_bytes=plans[i].size_bytes,

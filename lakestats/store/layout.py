@@ -63,6 +63,14 @@ def partition_dir_of(key: list[tuple[str, str]], values: dict[str, object]) -> s
     )
 
 
+def partition_name_of(key: list[tuple[str, str]], values: dict[str, object]) -> str:
+    """A plan's display name ``k=v,k2=v2``, with null written as Hive writes it (for every
+    format alike), so a null is never named like the string ``"null"``."""
+    return ",".join(
+        f"{name}={NULL_VALUE if values.get(name, text) is None else text}" for name, text in key
+    )
+
+
 def parse_partition_dir(path: str) -> list[tuple[str, str]]:
     """The (field, value) pairs of a partition directory (the inverse of
     ``partition_dir``): ``/`` separates fields and every value's ``/``, ``=`` and ``%``
