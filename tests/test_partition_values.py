@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakestats.api as ls
-from lakestats import cli
+from lakestats import cli, fs
 from lakestats.store import layout, manifest
 from tests.test_s3 import s3_endpoint  # noqa: F401 - the moto server fixture
 
@@ -80,6 +80,16 @@ def test_any_partition_value_with_the_statistics_on_s3(
     expected = _hive_table(tmp_path / "t")
     stats = f"s3://lakestats-test/partition-values-{tmp_path.name}"
     _check_every_partition(spark, capsys, str(tmp_path / "t"), stats, expected, s3_endpoint)
+    # reuse on S3 verifies sizes too: everything reused, then one deleted file recomputed
+    table = ls.open_table(str(tmp_path / "t"), stats_root=stats, s3=s3_endpoint)
+    again = table.analyze(spark=spark, bins=8)
+    assert (again.partitions_computed, again.partitions_reused) == (0, len(VALUES))
+    entry = manifest.load_version(stats, None, s3_endpoint).partitions[0]
+    filesystem, path = fs.resolve(layout.absolute(stats, entry.files["frequencies"]), s3_endpoint)
+    filesystem.delete_file(path)
+    repaired = table.analyze(spark=spark, bins=8)
+    assert (repaired.partitions_computed, repaired.partitions_repaired) == (1, 1)
+    assert fs.exists(layout.absolute(stats, entry.files["statistics"]), s3_endpoint)
 
 
 def test_any_partition_value_in_an_iceberg_table(

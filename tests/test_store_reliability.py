@@ -308,6 +308,7 @@ def test_an_s3_endpoint_that_refuses_connections_is_one_line_quickly(
         ["expire", table],
         ["show", table, "--json"],
         ["partitions", table, "--json"],
+        ["analyze", table],
         ["history", "/nowhere", "--stats-root", f"{table}/_lakestats"],
     ):
         start = time.monotonic()
