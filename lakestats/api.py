@@ -17,7 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lakestats import fs
-from lakestats.errors import InvalidArgumentError, StatisticsNotFoundError, TableNotFoundError
+from lakestats.errors import (
+    CorruptStatisticsError,
+    InvalidArgumentError,
+    StatisticsNotFoundError,
+    TableNotFoundError,
+)
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
 from lakestats.store import layout, manifest
@@ -120,6 +125,11 @@ class LakestatsTable:
         return {
             **info,
             "version": version.version,
+            **(
+                {"damaged_versions_skipped": version.skipped_versions}
+                if version.skipped_versions
+                else {}
+            ),
             "row_count": version.merged_record_count,
             "columns": rows,
         }
@@ -140,9 +150,15 @@ class LakestatsTable:
         return reader.partitions_containing(column, typed)
 
     def history(self) -> list[dict[str, object]]:
-        out = []
+        out: list[dict[str, object]] = []
         for number in manifest.version_numbers(self.stats_root, self.s3):
-            v = manifest.load_version(self.stats_root, number, self.s3)
+            try:
+                v = manifest.load_version(self.stats_root, number, self.s3)
+            except CorruptStatisticsError as exc:  # listed, so it can be expired
+                out.append({"version": number, "damaged": exc.message})
+                continue
+            except StatisticsNotFoundError:
+                continue  # expired since the listing
             out.append(
                 {
                     "version": v.version,
@@ -164,6 +180,7 @@ class LakestatsTable:
             {
                 "partition": entry.values,
                 "name": entry.name,
+                "path": entry.path,  # unambiguous whatever the values hold; --partition takes it
                 "row_count": entry.row_count,
                 **{
                     f"{kind}_path": layout.absolute(reader.root, path)
@@ -264,7 +281,7 @@ def staleness(
             )
     plans = table.plan(target)
     known = {(e.path, e.fingerprint) for e in version.partitions}
-    paths = {layout.partition_dir(list(p.key)): p.fingerprint() for p in plans}
+    paths = {layout.partition_dir_of(list(p.key), p.values): p.fingerprint() for p in plans}
     changed = sum(1 for path, fp in paths.items() if (path, fp) not in known)
     changed += sum(1 for e in version.partitions if e.path not in paths)
     ids = table.field_ids(target)

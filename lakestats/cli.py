@@ -123,6 +123,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         "snapshot_id": result.snapshot_id,
         "partitions_computed": result.partitions_computed,
         "partitions_reused": result.partitions_reused,
+        "partitions_repaired": result.partitions_repaired,
         "row_count": result.row_count,
         "bytes_written": result.bytes_written,
         "stats_root": result.stats_root,
@@ -132,7 +133,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     else:
         print(
             f"analyzed {result.partitions_computed} partitions ({result.row_count} rows), "
-            f"reused {result.partitions_reused}; statistics version {result.version} "
+            f"reused {result.partitions_reused}"
+            + (
+                f" (recomputed {result.partitions_repaired} whose files were missing or damaged)"
+                if result.partitions_repaired
+                else ""
+            )
+            + f"; statistics version {result.version} "
             f"at {result.stats_root}"
         )
     return 0
@@ -175,7 +182,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     entry = reader.partition(args.partition)
     rows = [
         _jsonable_row(r)
-        for r in reader.column_statistics(entry.name or None, _columns(args.columns))
+        for r in reader.column_statistics(entry, _columns(args.columns))
     ]
     if args.json:
         _print_json({"partition": entry.values, "row_count": entry.row_count, "columns": rows})
@@ -245,6 +252,9 @@ def cmd_history(args: argparse.Namespace) -> int:
         _print_json(history)
         return 0
     for v in history:
+        if "damaged" in v:
+            print(f"v{v['version']:<4} damaged: {v['damaged']}")
+            continue
         print(
             f"v{v['version']:<4} snapshot {v['snapshot_id']}  {v['merged_record_count']} rows  "
             f"computed {v['partitions_computed']} reused {v['partitions_reused']}  "

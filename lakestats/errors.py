@@ -59,3 +59,7 @@ class DataFileError(LakestatsError):
 
 class ConflictError(LakestatsError):
     """Another analyze published first; retry."""
+
+
+class CorruptStatisticsError(StorageError):
+    """A statistics file or version manifest exists but cannot be read (truncated, edited)."""

@@ -4,11 +4,16 @@ Local paths and ``file://`` URIs go to the local filesystem, ``s3://`` to
 ``S3FileSystem``. S3 options come from ``S3Options`` (serializable, so executors
 build the same filesystem without relying on the driver's environment) and default
 to the standard AWS variables plus ``AWS_ENDPOINT_URL`` for S3-compatible servers.
+
+Every failure of the store (refused connection, full disk, a root that is a file) is
+one ``StorageError`` line; S3 requests have bounded timeouts and retries, so an
+endpoint that refuses or never answers fails in seconds, not minutes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import posixpath
@@ -68,8 +73,17 @@ def object_store_options(s3: S3Options | None) -> dict[str, str]:
     return options
 
 
+S3_CONNECT_TIMEOUT = 5.0  # seconds
+S3_REQUEST_TIMEOUT = 60.0
+S3_ATTEMPTS = 3
+
+
 def _s3(options: S3Options) -> pafs.FileSystem:
-    kwargs: dict[str, object] = {}
+    kwargs: dict[str, object] = {
+        "connect_timeout": S3_CONNECT_TIMEOUT,
+        "request_timeout": S3_REQUEST_TIMEOUT,
+        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=S3_ATTEMPTS),
+    }
     if options.endpoint_url:
         parsed = urlparse(options.endpoint_url)
         kwargs["endpoint_override"] = parsed.netloc or parsed.path
@@ -118,14 +132,85 @@ def join(base: str, *parts: str) -> str:
     return os.path.join(base, *parts)
 
 
+def _unreachable(uri: str, exc: OSError) -> StorageError:
+    """One line for a store that cannot be reached or read (S3 errors are multi-line)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    hint = (
+        "check the endpoint (AWS_ENDPOINT_URL), credentials and network"
+        if is_remote(uri)
+        else "check the path and its permissions"
+    )
+    return StorageError(f"cannot read {uri}: {text[:300]}; {hint}")
+
+
+def file_info(uri: str, s3: S3Options | None = None) -> pafs.FileInfo:
+    filesystem, path = resolve(uri, s3)
+    try:
+        return filesystem.get_file_info(path)
+    except OSError as exc:
+        raise _unreachable(uri, exc) from exc
+
+
 def exists(uri: str, s3: S3Options | None = None) -> bool:
-    fs, path = resolve(uri, s3)
-    return fs.get_file_info(path).type != pafs.FileType.NotFound
+    return file_info(uri, s3).type != pafs.FileType.NotFound
 
 
 def is_dir(uri: str, s3: S3Options | None = None) -> bool:
-    fs, path = resolve(uri, s3)
-    return fs.get_file_info(path).type == pafs.FileType.Directory
+    return file_info(uri, s3).type == pafs.FileType.Directory
+
+
+def list_files(uri: str, s3: S3Options | None = None, recursive: bool = False) -> list:
+    """The entries under directory ``uri`` (none when it does not exist)."""
+    filesystem, path = resolve(uri, s3)
+    selector = pafs.FileSelector(path, recursive=recursive, allow_not_found=True)
+    try:
+        return filesystem.get_file_info(selector)
+    except NotADirectoryError:
+        return []  # a file where a directory was expected: check_directory says so
+    except OSError as exc:
+        if exc.errno == errno.ENOTDIR or "not a directory" in str(exc).lower():
+            return []
+        raise _unreachable(uri, exc) from exc
+
+
+def check_directory(uri: str, s3: S3Options | None = None) -> None:
+    """Fail with one line when ``uri`` exists but is a file (a statistics root must be
+    a directory or not exist yet)."""
+    parent = join(uri, "..") if not is_remote(uri) else None
+    for candidate in filter(None, (uri, parent and os.path.normpath(parent))):
+        if file_info(candidate, s3).type == pafs.FileType.File:
+            raise StorageError(
+                f"statistics root {uri} is not a directory ({candidate} is a file): pass "
+                "the directory `lakestats analyze` wrote to (--stats-root)"
+            )
+
+
+def open_output(uri: str, s3: S3Options | None = None):  # noqa: ANN201 - a binary stream
+    """A writable binary stream for ``uri`` (parents created). Local files are opened
+    with Python's ``open`` (one place tests can make a disk full)."""
+    filesystem, path = resolve(uri, s3)
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return _open_local(path)
+    filesystem.create_dir(posixpath.dirname(path), recursive=True)
+    return filesystem.open_output_stream(path)
+
+
+def _open_local(path: str):  # noqa: ANN202 - a binary file
+    return open(path, "wb")  # noqa: SIM115 - the caller closes it
+
+
+def cannot_write(uri: str, exc: OSError) -> StorageError:
+    if exc.errno == errno.ENOSPC:
+        return StorageError(
+            f"cannot write {uri}: no space left on device; free space on the statistics "
+            "root (nothing was published, the previous version stands) and analyze again"
+        )
+    text = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    return StorageError(
+        f"cannot write {uri}: {text[:300]}; check that the statistics root is "
+        "writable or pass another one with --stats-root"
+    )
 
 
 def read_bytes(uri: str, s3: S3Options | None = None) -> bytes:
@@ -138,7 +223,9 @@ def read_bytes(uri: str, s3: S3Options | None = None) -> bytes:
     except OSError as exc:
         if "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
             raise FileNotFoundError(uri) from exc
-        raise StorageError(f"cannot read {uri}: {exc}") from exc
+        if exc.errno == errno.EISDIR or "is a directory" in str(exc).lower():
+            raise StorageError(f"cannot read {uri}: it is a directory, not a file") from exc
+        raise _unreachable(uri, exc) from exc
 
 
 def write_bytes_atomic(uri: str, data: bytes, s3: S3Options | None = None) -> None:
@@ -148,22 +235,22 @@ def write_bytes_atomic(uri: str, data: bytes, s3: S3Options | None = None) -> No
     sibling and rename it over the target.
     """
     fs, path = resolve(uri, s3)
+    if not isinstance(fs, pafs.LocalFileSystem):
+        try:
+            with open_output(uri, s3) as out:
+                out.write(data)
+        except OSError as exc:
+            raise cannot_write(uri, exc) from exc
+        return
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
     try:
-        parent = posixpath.dirname(path) if "://" in normalize(uri) else os.path.dirname(path)
-        fs.create_dir(parent, recursive=True)
-        if isinstance(fs, pafs.LocalFileSystem):
-            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-            with fs.open_output_stream(tmp) as out:
-                out.write(data)
-            os.replace(tmp, path)
-        else:
-            with fs.open_output_stream(path) as out:
-                out.write(data)
+        with open_output(tmp, s3) as out:
+            out.write(data)
+        os.replace(tmp, path)
     except OSError as exc:
-        raise StorageError(
-            f"cannot write {uri}: {exc.strerror or exc}; check that the statistics root is "
-            "writable or pass another one with --stats-root"
-        ) from exc
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # a full disk must not leave a partial temporary file behind
+        raise cannot_write(uri, exc) from exc
 
 
 def create_exclusive(uri: str, data: bytes, s3: S3Options | None = None) -> bool:
@@ -176,17 +263,19 @@ def create_exclusive(uri: str, data: bytes, s3: S3Options | None = None) -> bool
     """
     filesystem, path = resolve(uri, s3)
     if isinstance(filesystem, pafs.LocalFileSystem):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as out:
-            out.write(data)
         try:
+            with open_output(tmp, s3) as out:
+                out.write(data)
             os.link(tmp, path)
             return True
         except FileExistsError:
             return False
+        except OSError as exc:
+            raise cannot_write(uri, exc) from exc
         finally:
-            os.unlink(tmp)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     if uri.startswith("s3://"):
         created = _s3_put_if_absent(path, data, s3 or S3Options.from_env())
         if created is not None:
@@ -201,7 +290,8 @@ def _s3_put_if_absent(path: str, data: bytes, s3: S3Options) -> bool | None:
     """S3 conditional write (``If-None-Match: *``): True when created, False when the key
     exists, None when the store does not support it (then the caller falls back)."""
     import boto3
-    from botocore.exceptions import ClientError
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
 
     bucket, _, key = path.partition("/")
     client = boto3.client(
@@ -210,10 +300,20 @@ def _s3_put_if_absent(path: str, data: bytes, s3: S3Options) -> bool | None:
         region_name=s3.region,
         aws_access_key_id=s3.access_key,
         aws_secret_access_key=s3.secret_key,
+        config=Config(
+            connect_timeout=S3_CONNECT_TIMEOUT,
+            read_timeout=S3_REQUEST_TIMEOUT,
+            retries={"max_attempts": S3_ATTEMPTS, "mode": "standard"},
+        ),
     )
     try:
         client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
         return True
+    except BotoCoreError as exc:  # no connection, timeouts
+        raise StorageError(
+            f"cannot write s3://{path}: {exc}; check the endpoint (AWS_ENDPOINT_URL), "
+            "credentials and network"
+        ) from exc
     except ClientError as exc:
         error = exc.response.get("Error", {})
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")

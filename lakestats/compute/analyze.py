@@ -27,11 +27,18 @@ from lakestats.compute.reduce_local import compute_and_reduce, fits_one_task
 from lakestats.compute.reduce_steps import ReduceJob
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.compute.tasks import SUMMARY_SCHEMA, AnalyzeOptions, Job, merge_partition, run_slice
-from lakestats.errors import ColumnNotFoundError, InvalidArgumentError, LakestatsError
+from lakestats.errors import (
+    ColumnNotFoundError,
+    ConflictError,
+    CorruptStatisticsError,
+    InvalidArgumentError,
+    LakestatsError,
+    StatisticsNotFoundError,
+)
 from lakestats.formats.base import TableFormat
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.registry import registered_statistics
-from lakestats.store import layout, manifest
+from lakestats.store import layout, manifest, verify
 
 T = TypeVar("T")
 
@@ -45,6 +52,7 @@ class AnalyzeResult:
     row_count: int
     bytes_written: int
     stats_root: str
+    partitions_repaired: int = 0  # reusable but a file was missing or damaged: recomputed
 
 
 def _batches(rows: list[dict[str, object]]) -> pa.RecordBatch:
@@ -137,20 +145,24 @@ def analyze(
     clock = Clock()
     plans = table.plan(snapshot)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
-    paths = [layout.partition_dir(list(plan.key)) for plan in plans]
-    reusable, reduce_cache = (
-        _reusable_entries(stats_root, s3, columns, option_record) if incremental else ({}, {})
+    paths = [layout.partition_dir_of(list(plan.key), plan.values) for plan in plans]
+    reusable, damaged, reduce_cache = (
+        _reusable_entries(stats_root, s3, columns, option_record)
+        if incremental
+        else ({}, set(), {})
     )
     statistics = registered_statistics()
     if statistics:
         reusable, reduce_cache = {}, {}  # user-defined statistics may have changed
     entries: list[manifest.PartitionEntry | None] = []
     todo: list[int] = []
+    repaired = 0
     for i, plan in enumerate(plans):
         old = reusable.get((paths[i], plan.fingerprint()))
         entries.append(old)
         if old is None:
             todo.append(i)
+            repaired += (paths[i], plan.fingerprint()) in damaged
     clock.lap(f"planned {len(plans)} partitions, {len(todo)} to compute")
     job = _partition_job(
         table,
@@ -168,7 +180,7 @@ def analyze(
     for i in todo:
         entries[i] = manifest.PartitionEntry(
             path=paths[i],
-            name=plans[i].name,
+            name=layout.partition_name_of(list(plans[i].key), plans[i].values),
             values=plans[i].values,
             row_count=0,  # known once computed, below
             size_bytes=plans[i].size_bytes,
@@ -233,10 +245,14 @@ def analyze(
             )
             written += table_bytes
         clock.lap("table level reduced")
+    new_files = [path for i in todo for path in (entries[i].files.values())]  # type: ignore[union-attr]
+    table_level_files = [*(table_files or {}).values(), *reduce_cache.values()]
+    sizes = verify.sizes_of(stats_root, new_files + table_level_files, s3)
     for local, i in enumerate(todo):
         entry = entries[i]
         assert entry is not None
         entry.row_count = rows.get(local, 0)
+        entry.file_sizes = {k: sizes[r] for k, r in entry.files.items() if r in sizes}
     timestamps = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
     version = manifest.Version(
         version=0,
@@ -261,12 +277,21 @@ def analyze(
         extra={
             "custom_statistics": [s.name for s in statistics],
             **({"reduce_cache": reduce_cache} if reduce_cache else {}),
+            "file_sizes": {r: sizes[r] for r in table_level_files if r in sizes},
+            **({"partitions_repaired": repaired} if repaired else {}),
         },
     )
-    number = _publish_with_retry(stats_root, version, s3)
+    number = _publish(stats_root, version, s3)
     clock.lap(f"version {number} published")
     return AnalyzeResult(
-        number, snapshot, len(todo), len(plans) - len(todo), version.row_count, written, stats_root
+        number,
+        snapshot,
+        len(todo),
+        len(plans) - len(todo),
+        version.row_count,
+        written,
+        stats_root,
+        repaired,
     )
 
 
@@ -295,37 +320,50 @@ def _write_empty_table(
 
 def _reusable_entries(
     root: str, s3: fs.S3Options | None, columns: list[dict[str, str]], options: dict[str, object]
-) -> tuple[dict[tuple[str, str], manifest.PartitionEntry], dict[str, str]]:
-    """Partition entries of the latest version that are still valid for this analyze, and
-    its table-level reduction cache (``compute/group_cache.GroupCache``)."""
-    if manifest.latest_version_number(root, s3) == 0:
-        return {}, {}
-    previous = manifest.load_version(root, None, s3)
+) -> tuple[dict[tuple[str, str], manifest.PartitionEntry], set[tuple[str, str]], dict[str, str]]:
+    """Partition entries of the latest readable version that are still valid for this
+    analyze and whose files are intact (``store/verify.py``), the keys of those whose files
+    are missing or damaged (recomputed, reported as repaired), and the table-level
+    reduction cache entries still present (``compute/group_cache.GroupCache``)."""
+    try:
+        previous = manifest.load_version(root, None, s3)
+    except (StatisticsNotFoundError, CorruptStatisticsError):
+        return {}, set(), {}  # nothing (readable) to reuse: compute everything
     same = {k: v for k, v in previous.options.items() if k != "max_slice_bytes"} == {
         k: v for k, v in options.items() if k != "max_slice_bytes"
     }
     if previous.kind != "full" or previous.columns != columns or not same:
-        return {}, {}
-    entries = {(e.path, e.fingerprint): e for e in previous.partitions}
-    return entries, dict(previous.extra.get("reduce_cache", {}))
+        return {}, set(), {}
+    sizes = verify.stored_sizes(root, s3)
+    entries, damaged = {}, set()
+    for entry in previous.partitions:
+        if verify.intact(entry.files, entry.file_sizes, sizes):
+            if not entry.file_sizes:  # a version from before sizes were recorded
+                entry.file_sizes = {k: sizes[r] for k, r in entry.files.items()}
+            entries[(entry.path, entry.fingerprint)] = entry
+        else:
+            damaged.add((entry.path, entry.fingerprint))
+    recorded = dict(previous.extra.get("file_sizes", {}))
+    cache = {
+        key: relative
+        for key, relative in dict(previous.extra.get("reduce_cache", {})).items()
+        if verify.intact({key: relative}, recorded, sizes, parquet=False)
+    }
+    return entries, damaged, cache
 
 
-def _publish_with_retry(root: str, version: manifest.Version, s3: fs.S3Options | None) -> int:
-    """Publish; when another analyze won the race, publish after it unless it already
-    published statistics of the same snapshot (then stop with a clear conflict)."""
-    from lakestats.errors import ConflictError
+def _publish(root: str, version: manifest.Version, s3: fs.S3Options | None) -> int:
+    """Publish; when another analyze won the race, publish after it unless it published
+    statistics of the same snapshot (then stop with a clear conflict)."""
 
-    for _ in range(5):
-        try:
-            return manifest.publish(root, version, s3)
-        except ConflictError:
-            winner = manifest.load_version(root, None, s3)
-            if winner.snapshot_id == version.snapshot_id and winner.run_id != version.run_id:
-                raise ConflictError(
-                    f"another analyze published statistics version {winner.version} for the "
-                    f"same snapshot while this one ran; its result stands (nothing to do)"
-                ) from None
-    raise ConflictError(f"could not publish under {root}: too many concurrent analyses")
+    def same_snapshot(winner: manifest.Version) -> None:
+        if winner.snapshot_id == version.snapshot_id and winner.run_id != version.run_id:
+            raise ConflictError(
+                f"another analyze published statistics version {winner.version} for the "
+                "same snapshot while this one ran; its result stands (nothing to do)"
+            )
+
+    return manifest.publish(root, version, s3, on_conflict=same_snapshot)
 
 
 def _partition_job(

@@ -25,6 +25,8 @@ VIEW_SCHEMA = (
 def statistics_dataframe(spark: SparkSession, table: LakestatsTable) -> DataFrame:
     rows = []
     for item in table.history():
+        if "damaged" in item:
+            continue  # an unreadable manifest (see `lakestats history`) has no statistics
         version = manifest.load_version(table.stats_root, item["version"], table.s3)
         col_stats = {}
         if version.table_files:

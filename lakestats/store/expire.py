@@ -1,4 +1,10 @@
-"""Expire statistics versions and delete the files nothing references any more."""
+"""Expire statistics versions and delete the files nothing references any more.
+
+Also removes what failed or killed runs leave behind once older than the in-flight grace
+period: unreferenced partition and table files, ``*.tmp`` files of interrupted writes
+(a full disk), ``_staging/`` leftovers; and version manifests that are damaged (they
+cannot be read, so lookups already skip them; their files then age out as orphans).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from dataclasses import dataclass, field
 import pyarrow.fs as pafs
 
 from lakestats import fs
+from lakestats.errors import CorruptStatisticsError, StatisticsNotFoundError
 from lakestats.store import layout, manifest
 
 
@@ -17,6 +24,7 @@ class ExpirePlan:
     versions_removed: list[int] = field(default_factory=list)
     versions_kept: list[int] = field(default_factory=list)
     files_removed: list[str] = field(default_factory=list)  # relative to the root
+    damaged_versions: list[int] = field(default_factory=list)  # unreadable manifests
 
 
 def plan_expiry(
@@ -36,7 +44,14 @@ def plan_expiry(
     referenced: set[str] = set()
     removed_refs: set[str] = set()
     for number in numbers:
-        version = manifest.load_version(root, number, s3)
+        try:
+            version = manifest.load_version(root, number, s3)
+        except CorruptStatisticsError:
+            plan.damaged_versions.append(number)  # references unknown: its files age out
+            plan.versions_removed.append(number)
+            continue
+        except StatisticsNotFoundError:
+            continue  # removed since the listing
         refs = {path for e in version.partitions for path in e.files.values()}
         refs |= set((version.table_files or {}).values())
         refs |= set(version.extra.get("reduce_cache", {}).values())  # group_cache.GroupCache
@@ -51,19 +66,31 @@ def plan_expiry(
         else:
             plan.versions_kept.append(number)
             referenced |= refs
-    filesystem, base = fs.resolve(root, s3)
+    _, base = fs.resolve(root, s3)
     now = time.time()
+
+    def young(info: pafs.FileInfo) -> bool:
+        return info.mtime is not None and now - info.mtime.timestamp() < orphan_age_seconds
+
     for top in ("partitions", "table"):
-        selector = pafs.FileSelector(f"{base}/{top}", recursive=True, allow_not_found=True)
-        for info in filesystem.get_file_info(selector):
+        for info in fs.list_files(fs.join(root, top), s3, recursive=True):
             if info.type != pafs.FileType.File:
                 continue
             relative = info.path[len(base) + 1 :]
             if relative in referenced:
                 continue
-            young = info.mtime is not None and now - info.mtime.timestamp() < orphan_age_seconds
-            if relative in removed_refs or not young:
+            if relative in removed_refs or not young(info):
                 plan.files_removed.append(relative)
+    leftovers = [
+        *fs.list_files(root, s3),
+        *fs.list_files(fs.join(root, "versions"), s3, recursive=True),
+        *fs.list_files(fs.join(root, "_staging"), s3, recursive=True),
+    ]
+    for info in leftovers:
+        relative = info.path[len(base) + 1 :]
+        interrupted = relative.endswith(".tmp") or relative.startswith("_staging/")
+        if info.type == pafs.FileType.File and interrupted and not young(info):
+            plan.files_removed.append(relative)
     return plan
 
 

@@ -3,7 +3,7 @@
 ::
 
     <root>/
-      latest.json                         pointer to the newest published version
+      latest.json                         hint: the newest version when written (never trusted)
       versions/v00000001.json             one manifest per published version
       versions/snapshots/v00000001_<snapshot id>_<snapshot time ms>
                                           empty marker: which snapshot a version describes
@@ -15,15 +15,16 @@
       _staging/<run-id>/                  partial states of sliced partitions (deleted after)
 
 A partition directory is its hive-style path (``year=1992/month=3``) with each value
-percent-escaped as Hive does; an unpartitioned table has one partition, ``_all``.
-Files of a run are never overwritten: a version becomes visible only when its
-manifest and then ``latest.json`` are written, so a failed or killed analyze leaves
-unreferenced files, never a half-written result.
+percent-escaped (``/``, ``=`` and ``%`` always; null as ``__HIVE_DEFAULT_PARTITION__``), so
+the path decodes back to the exact values; an unpartitioned table has one partition,
+``_all``. Files of a run are never overwritten: a version becomes visible only when its
+manifest exists (see ``manifest.py``), so a failed or killed analyze leaves unreferenced
+files, never a half-written result.
 """
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from lakestats import fs
 
@@ -49,6 +50,38 @@ def partition_dir(key_parts: list[tuple[str, str]]) -> str:
     if not key_parts:
         return UNPARTITIONED
     return "/".join(f"{escape(name)}={escape(value)}" for name, value in key_parts)
+
+
+NULL_VALUE = "__HIVE_DEFAULT_PARTITION__"  # Hive's directory name for a null value
+
+
+def partition_dir_of(key: list[tuple[str, str]], values: dict[str, object]) -> str:
+    """A plan's partition directory: its key with null values written as Hive writes
+    them, so a null and the string ``"null"`` never share a directory."""
+    return partition_dir(
+        [(name, NULL_VALUE if values.get(name, text) is None else text) for name, text in key]
+    )
+
+
+def partition_name_of(key: list[tuple[str, str]], values: dict[str, object]) -> str:
+    """A plan's display name ``k=v,k2=v2``, with null written as Hive writes it (for every
+    format alike), so a null is never named like the string ``"null"``."""
+    return ",".join(
+        f"{name}={NULL_VALUE if values.get(name, text) is None else text}" for name, text in key
+    )
+
+
+def parse_partition_dir(path: str) -> list[tuple[str, str]]:
+    """The (field, value) pairs of a partition directory (the inverse of
+    ``partition_dir``): ``/`` separates fields and every value's ``/``, ``=`` and ``%``
+    are escaped, so any value comes back exactly."""
+    if path == UNPARTITIONED or not path:
+        return []
+    pairs = []
+    for part in path.split("/"):
+        name, _, value = part.partition("=")
+        pairs.append((unquote(name), unquote(value)))
+    return pairs
 
 
 def partition_files(partition_path: str, run_id: str) -> dict[str, str]:

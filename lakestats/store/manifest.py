@@ -1,19 +1,34 @@
 """Statistics versions: JSON manifests that say which partition files form a result.
 
-A version lists, for one table snapshot, every partition with its three files, plus
-the column list (names and types, in table order) that the files' rows follow. It is
-published by writing ``versions/vNNNNNNNN.json`` and then ``latest.json``; readers
-start from ``latest.json``, so a version is visible only once complete.
+A version lists, for one table snapshot, every partition with its three files (and
+their sizes, so a later analyze can verify what it reuses), plus the column list
+(names and types, in table order) that the files' rows follow.
+
+The commit protocol: a version is published by creating ``versions/vNNNNNNNN.json``
+exclusively (it appears whole or not at all, and two publishers never get one number).
+"Latest" is the highest version number in the ``versions/`` listing whose manifest
+reads back, so it never goes backwards however publishers interleave; ``latest.json``
+is only a hint for other tools, written after the version and never trusted by
+lookups. A damaged manifest (truncated, hand-edited) is skipped by lookups of the
+latest version (they fall back to the newest good one and say so) and never blocks a
+new publish, which takes the next number.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lakestats import fs
-from lakestats.errors import ConflictError, StatisticsNotFoundError, StorageError
+from lakestats.errors import (
+    ConflictError,
+    CorruptStatisticsError,
+    StatisticsNotFoundError,
+    StorageError,
+)
 from lakestats.store import layout
 from lakestats.store.schemas import FORMAT_VERSION
 
@@ -28,6 +43,13 @@ class PartitionEntry:
     files: dict[str, str]  # statistics/frequencies/histograms -> path relative to the root
     fingerprint: str = ""
     run_id: str = ""
+    file_sizes: dict[str, int] = field(default_factory=dict)  # kind -> bytes (when recorded)
+
+    @property
+    def key(self) -> list[tuple[str, str]]:
+        """The partition's (field, value) pairs, decoded from its path: the path escapes
+        every ``/``, ``=`` and ``%`` of a value, so this holds whatever the values are."""
+        return layout.parse_partition_dir(self.path)
 
 
 @dataclass
@@ -50,59 +72,106 @@ class Version:
     kind: str = "full"  # "full": column statistics; "noscan": counts from metadata only
     format_version: int = FORMAT_VERSION
     extra: dict[str, object] = field(default_factory=dict)
+    # newer versions whose manifests could not be read when this one was loaded as the
+    # latest (not stored: a property of the lookup, not of the version)
+    skipped_versions: list[int] = field(default_factory=list, repr=False)
 
     @property
     def row_count(self) -> int:
         return sum(p.row_count for p in self.partitions)
 
     def to_json(self) -> str:
-        # ``vars`` walks the dataclasses as ``asdict`` would, without its deep copies
-        return json.dumps(self, default=vars, indent=1, sort_keys=False)
+        return json.dumps(self, default=_stored_fields, indent=1, sort_keys=False)
 
     @classmethod
-    def from_json(cls, text: str) -> Version:
+    def from_json(cls, text: str | bytes) -> Version:
         data = json.loads(text)
+        data.pop("skipped_versions", None)
         data["partitions"] = [PartitionEntry(**p) for p in data["partitions"]]
-        return cls(**data)
+        version = cls(**data)
+        if not isinstance(version.version, int) or not isinstance(version.columns, list):
+            raise ValueError("version or columns has the wrong type")
+        return version
+
+
+def _stored_fields(value: object) -> dict[str, object]:
+    """What JSON stores of a dataclass: its fields, less the lookup-only ones (walks
+    nested dataclasses as ``asdict`` would, without its deep copies)."""
+    return {
+        f.name: getattr(value, f.name)
+        for f in dataclasses.fields(value)  # type: ignore[arg-type]
+        if f.name != "skipped_versions"
+    }
 
 
 def latest_version_number(root: str, s3: fs.S3Options | None = None) -> int:
+    """The highest published version number (0 when there is none), from the listing."""
+    numbers = version_numbers(root, s3)
+    return numbers[-1] if numbers else 0
+
+
+def read_version(root: str, number: int, s3: fs.S3Options | None = None) -> Version:
+    """Version ``number``; ``CorruptStatisticsError`` (one line, naming the file) when its
+    manifest exists but does not parse."""
+    uri = layout.absolute(root, layout.version_path(number))
     try:
-        return int(json.loads(fs.read_bytes(fs.join(root, layout.LATEST), s3))["version"])
-    except FileNotFoundError:
-        return 0
-    except (ValueError, KeyError) as exc:
-        raise StorageError(f"{fs.join(root, layout.LATEST)} is corrupt: {exc}") from exc
+        data = fs.read_bytes(uri, s3)
+    except FileNotFoundError as exc:
+        raise StatisticsNotFoundError(
+            f"statistics version {number} not found under {root}: see `lakestats history`"
+        ) from exc
+    try:
+        return Version.from_json(data)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSONDecodeError too
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CorruptStatisticsError(
+            f"statistics version file {uri} is damaged ({reason}): lookups skip it and "
+            "`lakestats analyze` publishes the next version; delete the file (or run "
+            "`lakestats expire`) to remove it",
+            path=uri,
+        ) from exc
 
 
 def load_version(root: str, version: int | None = None, s3: fs.S3Options | None = None) -> Version:
-    number = latest_version_number(root, s3) if version is None else version
-    if number == 0:
+    """Version ``version``, or the latest: the newest one whose manifest reads back (the
+    damaged newer ones it passed over are in ``skipped_versions``)."""
+    if version is not None:
+        return read_version(root, version, s3)
+    numbers = version_numbers(root, s3)
+    if not numbers:
         raise StatisticsNotFoundError(
             f"no statistics under {root}: run `lakestats analyze` on the table first "
             "(or pass the --stats-root it used)"
         )
-    try:
-        return Version.from_json(
-            fs.read_bytes(layout.absolute(root, layout.version_path(number)), s3)
-        )
-    except FileNotFoundError as exc:
-        raise StatisticsNotFoundError(
-            f"statistics version {number} not found under {root}"
-        ) from exc
+    skipped: list[int] = []
+    first_error: CorruptStatisticsError | None = None
+    for number in reversed(numbers):
+        try:
+            found = read_version(root, number, s3)
+        except CorruptStatisticsError as exc:
+            skipped.append(number)
+            first_error = first_error or exc
+            continue
+        except StatisticsNotFoundError:
+            continue  # expired between the listing and the read
+        found.skipped_versions = skipped
+        return found
+    if first_error is not None:
+        raise first_error
+    raise StatisticsNotFoundError(
+        f"no statistics under {root}: run `lakestats analyze` on the table first"
+    )
 
 
 def version_numbers(root: str, s3: fs.S3Options | None = None) -> list[int]:
     """Every published version number, ascending (from the ``versions/`` listing)."""
-    import pyarrow.fs as pafs
-
-    filesystem, path = fs.resolve(fs.join(root, "versions"), s3)
-    infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     numbers = []
-    for info in infos:
+    for info in fs.list_files(fs.join(root, "versions"), s3):
         name = info.path.rsplit("/", 1)[-1]
         if name.startswith("v") and name.endswith(".json") and name[1:-5].isdigit():
             numbers.append(int(name[1:-5]))
+    if not numbers:
+        fs.check_directory(root, s3)
     return sorted(numbers)
 
 
@@ -110,11 +179,8 @@ def snapshot_markers(
     root: str, s3: fs.S3Options | None = None
 ) -> dict[int, tuple[int | None, int | None]]:
     """Version number -> (snapshot id, snapshot time) of every marker (one listing)."""
-    import pyarrow.fs as pafs
-
-    filesystem, path = fs.resolve(layout.absolute(root, layout.SNAPSHOT_MARKERS), s3)
     found = {}
-    for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+    for info in fs.list_files(layout.absolute(root, layout.SNAPSHOT_MARKERS), s3):
         parsed = layout.parse_snapshot_marker(info.path.rsplit("/", 1)[-1])
         if parsed is not None:
             found[parsed[0]] = (parsed[1], parsed[2])
@@ -131,35 +197,54 @@ def snapshots_of_versions(
     result = {}
     for number in numbers:
         if number not in found:
-            version = load_version(root, number, s3)
-            found[number] = (version.snapshot_id, version.snapshot_timestamp_ms)
+            try:
+                version = load_version(root, number, s3)
+            except CorruptStatisticsError:
+                found[number] = (None, None)  # damaged: describes no snapshot
+            else:
+                found[number] = (version.snapshot_id, version.snapshot_timestamp_ms)
         result[number] = found[number]
     return result
 
 
-def publish(root: str, version: Version, s3: fs.S3Options | None = None) -> int:
-    """Publish ``version`` as the next version number.
+PUBLISH_ATTEMPTS = 100
 
-    The version file is created exclusively (a local rename that refuses to replace, or
-    a put-then-verify on object stores), so when two analyses race for one number, one
-    wins and the other gets ``ConflictError``; ``latest.json`` is then pointed at it.
+
+def publish(
+    root: str,
+    version: Version,
+    s3: fs.S3Options | None = None,
+    on_conflict: Callable[[Version], None] | None = None,
+) -> int:
+    """Publish ``version`` as the next version number; returns the number.
+
+    The version file is created exclusively (a hard link on local disks, a conditional
+    write on S3), so of publishers racing for one number exactly one wins; the others
+    try the next number, after ``on_conflict(winner)`` (which may raise to give up,
+    e.g. when the winner describes the same snapshot). Latest is derived from the
+    listing, so it is the highest number the moment the file exists.
     """
-    numbers = version_numbers(root, s3)
-    version.version = (numbers[-1] if numbers else 0) + 1
-    target = layout.absolute(root, layout.version_path(version.version))
-    data = version.to_json().encode()
-    if not fs.create_exclusive(target, data, s3):
+    for _ in range(PUBLISH_ATTEMPTS):
+        version.version = latest_version_number(root, s3) + 1
+        target = layout.absolute(root, layout.version_path(version.version))
+        data = version.to_json().encode()
+        if fs.create_exclusive(target, data, s3):
+            break
+        if on_conflict is not None:
+            with contextlib.suppress(CorruptStatisticsError, StatisticsNotFoundError):
+                on_conflict(read_version(root, version.version, s3))
+    else:
         raise ConflictError(
-            f"another analyze published statistics version {version.version} under {root} "
-            "while this one ran"
+            f"could not publish under {root}: {PUBLISH_ATTEMPTS} other analyses published "
+            "first; run analyze again"
         )
     marker = layout.snapshot_marker(
         version.version, version.snapshot_id, version.snapshot_timestamp_ms
     )
-    with contextlib.suppress(OSError, StorageError):  # an index only: lookups fall back
+    with contextlib.suppress(StorageError):  # an index only: lookups fall back without it
         fs.write_bytes_atomic(layout.absolute(root, marker), b"", s3)
-    current = latest_version_number(root, s3)
-    if version.version > current:
+    with contextlib.suppress(StorageError):  # a hint for other tools; lookups never read it
         pointer = json.dumps({"version": version.version, "snapshot_id": version.snapshot_id})
-        fs.write_bytes_atomic(fs.join(root, layout.LATEST), pointer.encode(), s3)
+        if latest_version_number(root, s3) == version.version:
+            fs.write_bytes_atomic(fs.join(root, layout.LATEST), pointer.encode(), s3)
     return version.version

@@ -15,7 +15,8 @@ only column data.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 import pyarrow as pa
@@ -26,7 +27,9 @@ import pyarrow.parquet as pq
 from lakestats import fs
 from lakestats.errors import (
     ColumnNotFoundError,
+    CorruptStatisticsError,
     InvalidArgumentError,
+    LakestatsError,
     PartitionNotFoundError,
     StatisticsNotFoundError,
 )
@@ -111,6 +114,31 @@ def decode_value(key: bytes | None, type_text: str) -> object:
     return keys.decode(key, dtype)
 
 
+def _damaged(uri: str, exc: BaseException) -> CorruptStatisticsError:
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return CorruptStatisticsError(
+        f"statistics file {uri} is damaged ({reason}): run `lakestats analyze` again, "
+        "which recomputes partitions whose files are missing or changed size",
+        path=uri,
+    )
+
+
+def _reading(method: Callable) -> Callable:
+    """A lookup whose file turns out to be corrupt past its footer fails in one line
+    naming the file, like one whose footer is."""
+
+    @functools.wraps(method)
+    def wrapper(self: StatisticsReader, *args: object, **kwargs: object) -> object:
+        try:
+            return method(self, *args, **kwargs)
+        except LakestatsError:
+            raise
+        except (OSError, pa.ArrowException) as exc:
+            raise _damaged(self._last_uri or self.root, exc) from exc
+
+    return wrapper
+
+
 class StatisticsReader:
     """Lookups against one published statistics version under a statistics root."""
 
@@ -127,6 +155,7 @@ class StatisticsReader:
         self.version = manifest.load_version(self.root, version, s3)
         self._column_index = {c["name"]: i for i, c in enumerate(self.version.columns)}
         self._files: dict[str, pq.ParquetFile] = {}
+        self._last_uri: str | None = None
 
     # -- naming ---------------------------------------------------------------
     @property
@@ -141,9 +170,16 @@ class StatisticsReader:
             )
         return self._column_index[name]
 
-    def partition(self, spec: str | dict[str, object] | None) -> manifest.PartitionEntry:
-        """Find a partition by ``k=v[,k2=v2]`` (or a dict); ``None`` if unpartitioned."""
+    def partition(
+        self, spec: str | dict[str, object] | manifest.PartitionEntry | None
+    ) -> manifest.PartitionEntry:
+        """Find a partition by the name or the path ``partitions`` prints, by ``k=v[,k2=v2]``
+        or ``k=v/k2=v2`` (values percent-escaped as in the path where they hold ``,`` or
+        ``/``), or by a dict of values (``None`` for null); ``None``: table level, or the
+        one partition of an unpartitioned table."""
         parts = self.version.partitions
+        if isinstance(spec, manifest.PartitionEntry):
+            return spec
         if spec is None or spec == "" or spec == {}:
             if self.version.table_files:
                 return self.table_entry()
@@ -153,18 +189,19 @@ class StatisticsReader:
                 f"the table has {len(parts)} partitions: pass --partition k=v "
                 "(see `lakestats partitions`)"
             )
-        wanted = (
-            _parse_partition(spec)
-            if isinstance(spec, str)
-            else {k: str(v) for k, v in spec.items()}
-        )
-        for entry in parts:
-            have = dict(_parse_partition(entry.name)) if entry.name else {}
-            if have == wanted or {k: str(v) for k, v in entry.values.items()} == wanted:
-                return entry
+        for matches in _candidates(parts, spec):
+            if len(matches) == 1:
+                return matches[0]
+            if len(matches) > 1:
+                paths = ", ".join(m.path for m in matches[:5])
+                raise InvalidArgumentError(
+                    f"partition {spec!r} names {len(matches)} partitions ({paths}): pass the "
+                    "path `lakestats partitions --json` prints for the one you mean"
+                )
         examples = ", ".join(p.name for p in parts[:3])
         raise PartitionNotFoundError(
-            f"no partition {spec!r} in the statistics; partitions look like: {examples}"
+            f"no partition {spec!r} in the statistics; partitions look like: {examples} "
+            "(see `lakestats partitions`)"
         )
 
     def table_entry(self) -> manifest.PartitionEntry:
@@ -183,6 +220,7 @@ class StatisticsReader:
             files=self.version.table_files,
         )
 
+    @_reading
     def partitions_containing(self, column: str, value: object) -> list[dict[str, object]]:
         """Partitions whose rows hold ``value`` in ``column``, with its count in each
         (a lookup in the table-level frequencies' per-partition counts)."""
@@ -224,7 +262,13 @@ class StatisticsReader:
         else:
             pairs = list(zip(hit["partition_ids"], hit["partition_id_counts"], strict=True))
         return [
-            {"partition": parts[i].values, "name": parts[i].name, "frequency": c} for i, c in pairs
+            {
+                "partition": parts[i].values,
+                "name": parts[i].name,
+                "path": parts[i].path,
+                "frequency": c,
+            }
+            for i, c in pairs
         ]
 
     # -- files ----------------------------------------------------------------
@@ -234,6 +278,7 @@ class StatisticsReader:
         if cached is not None:
             return cached
         filesystem, path = fs.resolve(uri, self.s3)
+        self._last_uri = uri
         try:
             handle = pq.ParquetFile(self._open(filesystem, path), pre_buffer=True)
         except FileNotFoundError as exc:
@@ -241,10 +286,13 @@ class StatisticsReader:
                 f"statistics file {uri} is missing: the statistics were expired or "
                 "deleted; run analyze again"
             ) from exc
+        except (OSError, pa.ArrowException) as exc:
+            raise _damaged(uri, exc) from exc
         self._files[uri] = handle
         return handle
 
     # -- lookups --------------------------------------------------------------
+    @_reading
     def statistics_table(
         self,
         partition: str | dict | None,
@@ -279,6 +327,7 @@ class StatisticsReader:
             out.append(row)
         return out
 
+    @_reading
     def frequencies(
         self, partition: str | dict | None, column: str, top: int | None = None
     ) -> list[tuple[object, int]]:
@@ -310,6 +359,7 @@ class StatisticsReader:
                 break
         return out if top is None else out[:top]
 
+    @_reading
     def histogram(
         self, partition: str | dict | None, column: str, start: int = 0, stop: int | None = None
     ) -> list[dict[str, object]]:
@@ -398,14 +448,56 @@ def _upper(lower: int, step: int, i: int, bins: int, end: int) -> int:
     return end if i == bins - 1 else lower + (i + 1) * step
 
 
-def _parse_partition(spec: str) -> dict[str, str]:
-    out = {}
-    for part in spec.split(","):
-        if "=" not in part:
-            raise InvalidArgumentError(f"bad partition {spec!r}: write it as k=v or k=v,k2=v2")
-        name, _, value = part.partition("=")
-        out[name.strip()] = value.strip()
-    return out
+def _candidates(
+    parts: list[manifest.PartitionEntry], spec: str | dict[str, object]
+) -> Iterator[list[manifest.PartitionEntry]]:
+    """The partitions ``spec`` could mean, most literal reading first: the exact name,
+    the exact path, the path form decoded, then ``k=v,k2=v2`` split at commas. Stored
+    names are never parsed, so no value of one partition can break another's lookup."""
+    if isinstance(spec, dict):
+        yield [e for e in parts if _same_values(e, spec)]
+        return
+    yield [e for e in parts if e.name == spec]
+    yield [e for e in parts if e.path == spec]
+    if "/" in spec or "%" in spec:
+        wanted = layout.parse_partition_dir(spec.strip("/"))
+        yield [e for e in parts if e.key == wanted]
+    pieces = spec.split(",")
+    if all("=" in piece for piece in pieces):
+        pairs = [piece.partition("=") for piece in pieces]
+        wanted_dict = {name.strip(): value.strip() for name, _, value in pairs}
+        yield [e for e in parts if _same_text(e, wanted_dict)]
+    elif "=" not in spec:
+        raise InvalidArgumentError(
+            f"bad partition {spec!r}: write it as k=v or k=v,k2=v2 (or the name or path "
+            "`lakestats partitions --json` prints)"
+        )
+
+
+def _same_text(entry: manifest.PartitionEntry, wanted: dict[str, str]) -> bool:
+    key = dict(entry.key)
+    if key.keys() != wanted.keys():
+        return False
+    return all(
+        key[k] == v
+        or str(keys.to_json(entry.values.get(k))) == v
+        or (v in ("null", layout.NULL_VALUE) and entry.values.get(k, "") is None)
+        for k, v in wanted.items()
+    )
+
+
+def _same_values(entry: manifest.PartitionEntry, wanted: dict[str, object]) -> bool:
+    if set(entry.values) != set(wanted) and set(dict(entry.key)) != set(wanted):
+        return False
+    key = dict(entry.key)
+    for name, value in wanted.items():
+        have = entry.values.get(name, key.get(name))
+        if value is None:
+            if have is not None:
+                return False
+        elif not (have == value or str(value) in (str(have), key.get(name))):
+            return False
+    return True
 
 
 __all__ = ["StatisticsReader", "bin_edges", "decode_value", "parse_type"]

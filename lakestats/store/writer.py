@@ -6,12 +6,13 @@ root through the filesystem layer; nothing passes through the driver.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakestats import fs
-from lakestats.errors import StorageError
 from lakestats.stats.accumulator import ColumnResult
 from lakestats.store import schemas
 from lakestats.threads import thread_map
@@ -68,18 +69,17 @@ def histograms_table(results: list[ColumnResult], bins: int) -> pa.Table:
 
 
 def _write(table: pa.Table, uri: str, s3: fs.S3Options | None, **options: object) -> int:
-    filesystem, path = fs.resolve(uri, s3)
+    """Write one file; a failure (full disk, no permission, no connection) is one
+    ``StorageError`` line and leaves no partial file where it can be helped."""
     try:
-        parent = path.rsplit("/", 1)[0]
-        filesystem.create_dir(parent, recursive=True)
-        with filesystem.open_output_stream(path) as out:
+        with fs.open_output(uri, s3) as out:
             pq.write_table(table, out, compression="zstd", store_schema=False, **options)
-        return filesystem.get_file_info(path).size
+        return fs.file_info(uri, s3).size
     except OSError as exc:
-        raise StorageError(
-            f"cannot write {uri}: {exc}; check that the statistics root is writable "
-            "or pass another one with --stats-root"
-        ) from exc
+        filesystem, path = fs.resolve(uri, s3)
+        with contextlib.suppress(OSError):
+            filesystem.delete_file(path)  # unreferenced either way; expire would remove it
+        raise fs.cannot_write(uri, exc) from exc
 
 
 def write_partition(

@@ -1,0 +1,59 @@
+"""Are the files a version references still what the analyze wrote? Existence and size.
+
+A version records each file's size (``PartitionEntry.file_sizes``, and
+``extra["file_sizes"]`` for table-level and cached-group files). An incremental
+analyze reuses a partition only when every one of its files is present with the
+recorded size (files of versions that recorded none: present and at least a Parquet
+file's minimum size), so a deleted or truncated file is recomputed, not carried on.
+One listing of the root answers for every file.
+"""
+
+from __future__ import annotations
+
+from lakestats import fs
+from lakestats.threads import thread_map
+
+MIN_PARQUET_BYTES = 12  # "PAR1" + footer length + "PAR1"
+PER_FILE_LIMIT = 64  # more files than this: one recursive listing beats one request each
+
+
+def stored_sizes(root: str, s3: fs.S3Options | None = None) -> dict[str, int]:
+    """Size of every file under ``partitions/`` and ``table/``, by path relative to root."""
+    _, base = fs.resolve(root, s3)
+    sizes: dict[str, int] = {}
+    for top in ("partitions", "table"):
+        for info in fs.list_files(fs.join(root, top), s3, recursive=True):
+            if info.is_file and info.path.startswith(base):
+                sizes[info.path[len(base) :].lstrip("/")] = info.size
+    return sizes
+
+
+def sizes_of(root: str, relatives: list[str], s3: fs.S3Options | None = None) -> dict[str, int]:
+    """Sizes of the files ``relatives`` (missing ones left out)."""
+    if len(relatives) > PER_FILE_LIMIT:
+        every = stored_sizes(root, s3)
+        return {r: every[r] for r in relatives if r in every}
+
+    def size(relative: str) -> int | None:
+        info = fs.file_info(fs.join(root, *relative.split("/")), s3)
+        return info.size if info.is_file else None
+
+    found = thread_map(size, relatives)
+    return {r: n for r, n in zip(relatives, found, strict=True) if n is not None}
+
+
+def intact(
+    files: dict[str, str], recorded: dict[str, int], sizes: dict[str, int], parquet: bool = True
+) -> bool:
+    """Every file of ``files`` (kind -> relative path) is present with its recorded size
+    (``recorded`` by kind or by path), or at least a minimal Parquet file's size."""
+    for kind, relative in files.items():
+        have = sizes.get(relative)
+        if have is None:
+            return False
+        want = recorded.get(kind, recorded.get(relative))
+        if want is not None and have != want:
+            return False
+        if want is None and parquet and have < MIN_PARQUET_BYTES:
+            return False
+    return True
