@@ -17,7 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lakestats import fs
-from lakestats.errors import InvalidArgumentError, StatisticsNotFoundError, TableNotFoundError
+from lakestats.errors import (
+    ColumnNotFoundError,
+    InvalidArgumentError,
+    StatisticsNotFoundError,
+    TableNotFoundError,
+)
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
 from lakestats.store import layout, manifest
@@ -76,6 +81,7 @@ class LakestatsTable:
         validate_options(options)
         self._format = None  # re-read the table: it may have changed since it was opened
         table = self.format
+        check_snapshot(table, snapshot_id)
         select_columns(table.schema(snapshot_id), options.columns)
         root = self.stats_root
         probe_writable(root, self.s3)
@@ -115,7 +121,18 @@ class LakestatsTable:
         keep = [
             c["name"] for c in version.columns if c["name"] not in info["columns_not_inherited"]
         ]
-        wanted = [c for c in (columns or keep) if c in keep]
+        for name in columns or ():
+            if name in info["columns_not_inherited"]:
+                raise ColumnNotFoundError(
+                    f"column {name!r} changed since snapshot {info['statistics_snapshot_id']} "
+                    "its statistics describe; analyze the table again"
+                )
+            if name not in keep:
+                raise ColumnNotFoundError(
+                    f"column {name!r} has no statistics; analyzed columns are: "
+                    f"{', '.join(keep[:20])}{' …' if len(keep) > 20 else ''}"
+                )
+        wanted = list(columns or keep)
         rows = reader.column_statistics(None, wanted)
         return {
             **info,
@@ -190,6 +207,12 @@ class LakestatsTable:
         start: int = 0,
         stop: int | None = None,
     ) -> list[dict[str, object]]:
+        if start < 0 or (stop is not None and stop < start):
+            raise InvalidArgumentError(
+                f"bins {start} to {stop} are not a range: bins are numbered from 0, --start is "
+                "the first bin and --stop the bin after the last, so 0 <= start <= stop "
+                "(e.g. --start 0 --stop 10 for the first ten)"
+            )
         return self.reader().histogram(partition, column, start, stop)
 
 
@@ -213,8 +236,28 @@ def snapshot_as_of(table: TableFormat, timestamp_ms: int) -> int:
 def _iso(timestamp_ms: int) -> str:
     import datetime as dt
 
-    moment = dt.datetime.fromtimestamp(timestamp_ms / 1000, dt.UTC)
+    try:
+        moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=timestamp_ms)
+    except OverflowError:
+        return f"{timestamp_ms} ms after 1970-01-01"
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def check_snapshot(table: TableFormat, snapshot_id: int | None) -> None:
+    """Refuse a ``--snapshot`` the table does not have (a Parquet directory has none)."""
+    if snapshot_id is None:
+        return
+    ids = [s.snapshot_id for s in table.snapshots()]
+    if not ids:
+        raise InvalidArgumentError(
+            f"{table.identifier} is a {table.format_name} table without snapshots: "
+            "drop --snapshot / --as-of"
+        )
+    if snapshot_id not in ids:
+        raise InvalidArgumentError(
+            f"snapshot {snapshot_id} is not a snapshot of {table.identifier}; its newest "
+            f"is {table.current_snapshot_id()}"
+        )
 
 
 def probe_writable(root: str, s3: fs.S3Options | None = None) -> None:
