@@ -21,6 +21,7 @@ from lakestats.errors import (
     ColumnNotFoundError,
     InvalidArgumentError,
     StatisticsNotFoundError,
+    StorageError,
     TableNotFoundError,
 )
 from lakestats.formats import TableFormat, looks_like_path
@@ -157,6 +158,7 @@ class LakestatsTable:
         return reader.partitions_containing(column, typed)
 
     def history(self) -> list[dict[str, object]]:
+        check_root(self.stats_root, self.s3)
         out = []
         for number in manifest.version_numbers(self.stats_root, self.s3):
             v = manifest.load_version(self.stats_root, number, self.s3)
@@ -257,6 +259,18 @@ def check_snapshot(table: TableFormat, snapshot_id: int | None) -> None:
         raise InvalidArgumentError(
             f"snapshot {snapshot_id} is not a snapshot of {table.identifier}; its newest "
             f"is {table.current_snapshot_id()}"
+        )
+
+
+def check_root(root: str, s3: fs.S3Options | None = None) -> None:
+    """A statistics root that is a file is a mistake to report, not an empty history."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = fs.resolve(root, s3)
+    if filesystem.get_file_info(path).type == pafs.FileType.File:
+        raise StorageError(
+            f"the statistics root {root} is a file, not a directory: pass the --stats-root "
+            "that analyze used"
         )
 
 

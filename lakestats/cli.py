@@ -240,6 +240,7 @@ def cmd_expire(args: argparse.Namespace) -> int:
     if args.retain_last < 1:
         raise InvalidArgumentError("--retain-last must be at least 1 (the latest version stays)")
     table = _table(args)
+    api.check_root(table.stats_root, table.s3)
     snapshots = table.format.snapshots()
     live = {s.snapshot_id for s in snapshots} if snapshots else None
     plan = plan_expiry(
