@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from lakestats.errors import LakestatsError
+
 _LOG4J2 = """\
 status = error
 appender.file.type = File
@@ -104,8 +106,14 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.python.unix.domain.socket.enabled", str(os.name == "posix").lower())
         .config("spark.driver.extraJavaOptions", quiet)
     )
-    with _stderr_to(_log_path):
-        spark = builder.getOrCreate()
+    try:
+        with _stderr_to(_log_path):
+            spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - no JVM (Java missing, no memory): one line
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise LakestatsError(
+            f"Spark did not start ({first}); its log is {_log_path}; lakestats needs Java 17"
+        ) from exc
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
