@@ -407,6 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = bool(os.environ.get("LAKESTATS_DEBUG"))
+    earlier_log = _spark_log()
     try:
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler
@@ -433,7 +434,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     finally:
-        _say_spark_log(args, debug)
+        log = _spark_log()
+        if log is not None and log != earlier_log and (debug or getattr(args, "verbose", False)):
+            print(f"lakestats: spark log: {log}", file=sys.stderr)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -441,14 +444,11 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else "no message"
 
 
-def _say_spark_log(args: argparse.Namespace, debug: bool) -> None:
-    """``--verbose`` / ``LAKESTATS_DEBUG``: where Spark's logs went, if Spark ran."""
+def _spark_log() -> str | None:
+    """The log file of the Spark session lakestats started, if it started one (``--verbose``
+    and ``LAKESTATS_DEBUG`` name it when this command started it)."""
     session = sys.modules.get("lakestats.compute.session")
-    if session is None or not (debug or getattr(args, "verbose", False)):
-        return
-    path = session.spark_log_path()
-    if path is not None:
-        print(f"lakestats: spark log: {path}", file=sys.stderr)
+    return session.spark_log_path() if session is not None else None
 
 
 if __name__ == "__main__":

@@ -101,11 +101,14 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         },
     )
     root = base / "s"
-    done = run_cli(["analyze", str(table), "--stats-root", str(root)], cwd=base)
+    done = run_cli(["analyze", str(table), "--stats-root", str(root), "--verbose"], cwd=base)
     assert done.returncode == 0, done.stderr
-    # one line means one line: a successful run prints its own output only, no Spark noise
-    assert done.stderr == "", done.stderr
     assert done.stdout.startswith("analyzed 2 partitions"), done.stdout
+    # one line means one line: no Spark or JVM noise, only the log file --verbose names
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lakestats: spark log: "), done.stderr
+    log = Path(line.removeprefix("lakestats: spark log: "))
+    assert "WARN" in log.read_text() or "Using incubator" in log.read_text()
     damaged = shutil.copytree(table, base / "damaged")
     data = (damaged / "p=z" / "0.parquet").read_bytes()
     (damaged / "p=z" / "0.parquet").write_bytes(data[: len(data) // 2])
@@ -128,8 +131,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 CASES = [
     # analyze: everything wrong with the request fails before Spark starts
     ("analyze {MISSING}", "does not exist"),
-    ("analyze nosuchtable", "no embedded catalog"),
-    ("analyze nodb.nosuch", "no embedded catalog"),
+    ("analyze nosuchtable", "no embedded catalog at"),
+    ("analyze nodb.nosuch", "no embedded catalog at"),
     ("analyze {T} --stats-root {S} --columns nope", "'nope'"),
     ("analyze {T} --stats-root {S} --columns ,", "--columns is empty"),
     ("analyze {T} --stats-root {S} --bins 0", "--bins"),
@@ -148,7 +151,7 @@ CASES = [
     ("partitions {MISSING}", "does not exist"),
     ("partitions {T} --stats-root {NEVER}", "no statistics"),
     ("partitions {T} --stats-root {FILE}", "cannot read"),
-    ("partitions nosuchtable", "no embedded catalog"),
+    ("partitions nosuchtable", "no embedded catalog at"),
     # show
     ("show {T} --stats-root {S} --columns nope", "'nope'"),
     ("show {T} --stats-root {S} --columns n,nope --json", "'nope'"),
@@ -186,7 +189,7 @@ CASES = [
     # history
     ("history {T} --stats-root {FILE}", "is a file"),
     ("history {MISSING}", "does not exist"),
-    ("history nosuchtable", "no embedded catalog"),
+    ("history nosuchtable", "no embedded catalog at"),
     # expire
     ("expire {T} --stats-root {S} --retain-last 0", "--retain-last"),
     ("expire {T} --stats-root {S} --orphan-age-minutes -5", "--orphan-age-minutes"),
@@ -199,7 +202,7 @@ CASES = [
     # sql
     ("sql 'SELECT 1'", "only ANALYZE TABLE"),
     ("sql 'ANALYZE TABLE {MISSING} COMPUTE STATISTICS NOSCAN'", "does not exist"),
-    ("sql 'ANALYZE TABLE nosuch COMPUTE STATISTICS'", "no embedded catalog"),
+    ("sql 'ANALYZE TABLE nosuch COMPUTE STATISTICS'", "no embedded catalog at"),
     ("sql 'ANALYZE TABLE {DAMAGED} COMPUTE STATISTICS NOSCAN' --stats-root {NEVER}", "footer"),
     ("sql 'ANALYZE TABLE {T} COMPUTE STATISTICS NOSCAN' --stats-root {FILE}", "cannot write"),
     ("sql 'ANALYZE TABLE {T} COMPUTE STATISTICS FOR COLUMNS nope' --stats-root {S}", "'nope'"),
@@ -335,7 +338,7 @@ def test_catalog_lookup_creates_nothing(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LAKESTATS_WAREHOUSE", raising=False)
     for command in (["show", "lineitem"], ["history", "db.lineitem"], ["analyze", "db.x"]):
-        _fails(capsys, command, TableNotFoundError, "no embedded catalog at")
+        _fails(capsys, command, TableNotFoundError, "not found in catalog 'lakestats': there is no")
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(TableNotFoundError, match="no embedded catalog"):
         ls.open_table("db.t", warehouse=str(tmp_path / "w")).format  # noqa: B018

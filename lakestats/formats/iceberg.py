@@ -58,8 +58,8 @@ def load_catalog(  # noqa: ANN201
     database = os.path.join(root, "catalog.db")
     if not create and not os.path.isfile(database):
         raise TableNotFoundError(
-            f"no embedded catalog at {database} (no --catalog given): pass a table directory "
-            "path, --warehouse DIR, or --catalog NAME"
+            f"not found in catalog {DEFAULT_CATALOG!r}: there is no embedded catalog at "
+            f"{database}; pass a table directory path, --warehouse DIR or --catalog NAME"
         )
     os.makedirs(root, exist_ok=True)
     return SqlCatalog(
@@ -192,7 +192,10 @@ class IcebergTable(TableFormat):
     ) -> IcebergTable:
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-        catalog = load_catalog(catalog_name, warehouse, create=False)
+        try:
+            catalog = load_catalog(catalog_name, warehouse, create=False)
+        except TableNotFoundError as exc:
+            raise TableNotFoundError(f"table {identifier!r} {exc}") from exc
         try:
             return cls(catalog.load_table(identifier), identifier)
         except (NoSuchTableError, NoSuchNamespaceError) as exc:
