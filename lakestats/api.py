@@ -106,8 +106,7 @@ class LakestatsTable:
     # -- looking up ---------------------------------------------------------
     def reader(self) -> StatisticsReader:
         if self._reader is None:
-            if looks_like_path(self.name) and not fs.exists(fs.normalize(self.name), self.s3):
-                raise TableNotFoundError(f"no table at {self.name}: the path does not exist")
+            self._check_path()
             self._reader = StatisticsReader(self.stats_root, s3=self.s3)
         return self._reader
 
@@ -157,7 +156,13 @@ class LakestatsTable:
             ) from exc
         return reader.partitions_containing(column, typed)
 
+    def _check_path(self) -> None:
+        """A lookup of a table path that does not exist is an error, not empty statistics."""
+        if looks_like_path(self.name) and not fs.exists(fs.normalize(self.name), self.s3):
+            raise TableNotFoundError(f"no table at {self.name}: the path does not exist")
+
     def history(self) -> list[dict[str, object]]:
+        self._check_path()
         check_root(self.stats_root, self.s3)
         out = []
         for number in manifest.version_numbers(self.stats_root, self.s3):
