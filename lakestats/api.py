@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 
 from lakestats import fs
 from lakestats.errors import (
+    ColumnNotFoundError,
     CorruptStatisticsError,
     InvalidArgumentError,
     StatisticsNotFoundError,
+    StorageError,
     TableNotFoundError,
 )
 from lakestats.formats import TableFormat, looks_like_path
@@ -81,6 +83,7 @@ class LakestatsTable:
         validate_options(options)
         self._format = None  # re-read the table: it may have changed since it was opened
         table = self.format
+        check_snapshot(table, snapshot_id)
         select_columns(table.schema(snapshot_id), options.columns)
         root = self.stats_root
         probe_writable(root, self.s3)
@@ -104,8 +107,7 @@ class LakestatsTable:
     # -- looking up ---------------------------------------------------------
     def reader(self) -> StatisticsReader:
         if self._reader is None:
-            if looks_like_path(self.name) and not fs.exists(fs.normalize(self.name), self.s3):
-                raise TableNotFoundError(f"no table at {self.name}: the path does not exist")
+            self._check_path()
             self._reader = StatisticsReader(self.stats_root, s3=self.s3)
         return self._reader
 
@@ -120,7 +122,18 @@ class LakestatsTable:
         keep = [
             c["name"] for c in version.columns if c["name"] not in info["columns_not_inherited"]
         ]
-        wanted = [c for c in (columns or keep) if c in keep]
+        for name in columns or ():
+            if name in info["columns_not_inherited"]:
+                raise ColumnNotFoundError(
+                    f"column {name!r} changed since snapshot {info['statistics_snapshot_id']} "
+                    "its statistics describe; analyze the table again"
+                )
+            if name not in keep:
+                raise ColumnNotFoundError(
+                    f"column {name!r} has no statistics; analyzed columns are: "
+                    f"{', '.join(keep[:20])}{' …' if len(keep) > 20 else ''}"
+                )
+        wanted = list(columns or keep)
         rows = reader.column_statistics(None, wanted)
         return {
             **info,
@@ -149,7 +162,14 @@ class LakestatsTable:
             ) from exc
         return reader.partitions_containing(column, typed)
 
+    def _check_path(self) -> None:
+        """A lookup of a table path that does not exist is an error, not empty statistics."""
+        if looks_like_path(self.name) and not fs.exists(fs.normalize(self.name), self.s3):
+            raise TableNotFoundError(f"no table at {self.name}: the path does not exist")
+
     def history(self) -> list[dict[str, object]]:
+        self._check_path()
+        check_root(self.stats_root, self.s3)
         out: list[dict[str, object]] = []
         for number in manifest.version_numbers(self.stats_root, self.s3):
             try:
@@ -207,6 +227,12 @@ class LakestatsTable:
         start: int = 0,
         stop: int | None = None,
     ) -> list[dict[str, object]]:
+        if start < 0 or (stop is not None and stop < start):
+            raise InvalidArgumentError(
+                f"bins {start} to {stop} are not a range: bins are numbered from 0, --start is "
+                "the first bin and --stop the bin after the last, so 0 <= start <= stop "
+                "(e.g. --start 0 --stop 10 for the first ten)"
+            )
         return self.reader().histogram(partition, column, start, stop)
 
 
@@ -230,8 +256,40 @@ def snapshot_as_of(table: TableFormat, timestamp_ms: int) -> int:
 def _iso(timestamp_ms: int) -> str:
     import datetime as dt
 
-    moment = dt.datetime.fromtimestamp(timestamp_ms / 1000, dt.UTC)
+    try:
+        moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=timestamp_ms)
+    except OverflowError:
+        return f"{timestamp_ms} ms after 1970-01-01"
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def check_snapshot(table: TableFormat, snapshot_id: int | None) -> None:
+    """Refuse a ``--snapshot`` the table does not have (a Parquet directory has none)."""
+    if snapshot_id is None:
+        return
+    ids = [s.snapshot_id for s in table.snapshots()]
+    if not ids:
+        raise InvalidArgumentError(
+            f"{table.identifier} is a {table.format_name} table without snapshots: "
+            "drop --snapshot / --as-of"
+        )
+    if snapshot_id not in ids:
+        raise InvalidArgumentError(
+            f"snapshot {snapshot_id} is not a snapshot of {table.identifier}; its newest "
+            f"is {table.current_snapshot_id()}"
+        )
+
+
+def check_root(root: str, s3: fs.S3Options | None = None) -> None:
+    """A statistics root that is a file is a mistake to report, not an empty history."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = fs.resolve(root, s3)
+    if filesystem.get_file_info(path).type == pafs.FileType.File:
+        raise StorageError(
+            f"the statistics root {root} is a file, not a directory: pass the --stats-root "
+            "that analyze used"
+        )
 
 
 def probe_writable(root: str, s3: fs.S3Options | None = None) -> None:

@@ -1,7 +1,10 @@
 """The ``lakestats`` command line: a thin layer over ``lakestats.api``.
 
 Every failure prints one line (``lakestats: error: …``) and exits non-zero; set
-``LAKESTATS_DEBUG=1`` to see the traceback.
+``LAKESTATS_DEBUG=1`` to see the traceback. Bad arguments get the same one line (``--help``
+prints the usage); an unexpected exception too, named by its type. A closed stdout (``| head``)
+ends the command quietly, as Unix tools do. Spark's own logs go to a file, named by
+``--verbose`` (see ``lakestats.compute.session``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,20 @@ from collections.abc import Sequence
 from lakestats import api
 from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.stats.keys import to_json
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as the one ``lakestats: error:`` line (no usage block)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog if self.prog.startswith("lakestats") else "lakestats"
+        _fail(f"{message} (see `{command} --help`)")
+        sys.exit(2)
+
+
+def _fail(message: str) -> None:
+    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    print(f"lakestats: error: {first}", file=sys.stderr)
 
 
 def _columns(text: str | None) -> list[str] | None:
@@ -31,6 +48,8 @@ def _positive(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number 0 or more, got {text!r}")
     return value
 
 
@@ -49,8 +68,17 @@ def _timestamp_ms(text: str) -> int:
     """``--as-of``: an ISO-8601 time (UTC unless it has an offset) or epoch milliseconds."""
     import datetime as dt
 
+    lowest = dt.datetime(1, 1, 2, tzinfo=dt.UTC)  # a day's margin for any offset
+    highest = dt.datetime(9999, 12, 30, tzinfo=dt.UTC)
+    out_of_range = argparse.ArgumentTypeError(
+        f"{text!r} is out of range: give a time between {lowest.date().isoformat()} and "
+        f"{highest:%Y-%m-%d} (UTC), or epoch milliseconds in that range"
+    )
     if text.isdigit():
-        return int(text)
+        value = int(text)
+        if value > int(highest.timestamp() * 1000):
+            raise out_of_range
+        return value
     try:
         moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -59,6 +87,11 @@ def _timestamp_ms(text: str) -> int:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
+    try:
+        if not lowest <= moment <= highest:
+            raise out_of_range
+    except OverflowError:
+        raise out_of_range from None
     return int(moment.timestamp() * 1000)
 
 
@@ -269,6 +302,7 @@ def cmd_expire(args: argparse.Namespace) -> int:
     if args.retain_last < 1:
         raise InvalidArgumentError("--retain-last must be at least 1 (the latest version stays)")
     table = _table(args)
+    api.check_root(table.stats_root, table.s3)
     snapshots = table.format.snapshots()
     live = {s.snapshot_id for s in snapshots} if snapshots else None
     plan = plan_expiry(
@@ -315,9 +349,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="lakestats", description="Column statistics for data-lake tables."
-    )
+    parser = _Parser(prog="lakestats", description="Column statistics for data-lake tables.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -326,6 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--catalog", help="pyiceberg catalog name (default: embedded SQLite)")
         p.add_argument("--warehouse", help="embedded catalog's warehouse directory")
         p.add_argument("--json", action="store_true", help="print JSON")
+        verbose(p)
+
+    def verbose(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--verbose", action="store_true", help="say where Spark's own log file is"
+        )
 
     p = sub.add_parser("analyze", help="compute statistics for every partition (Spark)")
     common(p)
@@ -425,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warehouse")
     p.add_argument("--json", action="store_true")
     _spark_flags(p)
+    verbose(p)
     p.set_defaults(func=cmd_sql)
     return parser
 
@@ -432,16 +471,49 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    debug = bool(os.environ.get("LAKESTATS_DEBUG"))
+    earlier_log = _spark_log()
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler
+        return code
+    except BrokenPipeError:
+        # the reader went away (`| head`): stop quietly; Python's exit flush must not fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a Unix tool killed by the signal
     except LakestatsError as exc:
-        if os.environ.get("LAKESTATS_DEBUG"):
+        if debug:
             raise
-        print(f"lakestats: error: {exc}", file=sys.stderr)
+        _fail(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         print("lakestats: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug or an error no layer translated: still one line
+        if debug:
+            raise
+        _fail(
+            f"unexpected {type(exc).__name__}: {_first_line(exc)} "
+            "(LAKESTATS_DEBUG=1 shows the traceback)"
+        )
+        return 1
+    finally:
+        log = _spark_log()
+        if log is not None and log != earlier_log and (debug or getattr(args, "verbose", False)):
+            print(f"lakestats: spark log: {log}", file=sys.stderr)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "no message"
+
+
+def _spark_log() -> str | None:
+    """The log file of the Spark session lakestats started, if it started one (``--verbose``
+    and ``LAKESTATS_DEBUG`` name it when this command started it)."""
+    session = sys.modules.get("lakestats.compute.session")
+    return session.spark_log_path() if session is not None else None
 
 
 if __name__ == "__main__":

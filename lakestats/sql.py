@@ -12,10 +12,11 @@ import datetime as dt
 import re
 import uuid
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakestats import api, fs
-from lakestats.errors import InvalidArgumentError
+from lakestats.errors import DataFileError, InvalidArgumentError
 from lakestats.store import manifest
 
 _STATEMENT = re.compile(
@@ -71,10 +72,9 @@ def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
             rows += plan.row_count
         else:
             for f in plan.data_files:
-                filesystem, path = fs.resolve(f.path, table.s3)
-                with filesystem.open_input_file(path) as handle:
-                    rows += pq.ParquetFile(handle).metadata.num_rows
+                rows += _footer_rows(f.path, table)
     root = table.stats_root
+    api.probe_writable(root, table.s3)  # one line now, not a failed publish
     previous = (
         manifest.load_version(root, None, table.s3)
         if manifest.latest_version_number(root, table.s3)
@@ -114,3 +114,16 @@ def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
         "merged_record_count": rows,
         "message": f"{name}: {rows} rows, statistics version {number} (counts only)",
     }
+
+
+def _footer_rows(uri: str, table: api.LakestatsTable) -> int:
+    """A data file's row count from its footer; a damaged file is one line naming it."""
+    filesystem, path = fs.resolve(uri, table.s3)
+    try:
+        with filesystem.open_input_file(path) as handle:
+            return pq.ParquetFile(handle).metadata.num_rows
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise DataFileError(
+            f"cannot read the footer of data file {uri}: {str(exc).splitlines()[0].rstrip('.')}; "
+            "repair or remove the file"
+        ) from exc

@@ -88,7 +88,7 @@ def test_delta_as_of_timestamp(spark, fixtures_dir: Path, tmp_path: Path, capsys
     assert cli.main(["analyze", path, "--stats-root", root, "--as-of", before]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no snapshot at or before" in err[0], err
-    with pytest.raises(SystemExit) as exit_info:  # argparse: usage line + one error line
+    with pytest.raises(SystemExit) as exit_info:  # argparse: one error line
         cli.main(["show", path, "--stats-root", root, "--as-of", "yesterday"])
     assert exit_info.value.code != 0 and "ISO-8601" in capsys.readouterr().err
 

@@ -1,15 +1,81 @@
-"""The SparkSession lakestats uses when the caller does not bring one."""
+"""The SparkSession lakestats uses when the caller does not bring one.
+
+A session lakestats starts keeps Spark's own output off the terminal: the JVM logs through a
+log4j2 configuration that writes to a file (``spark_log_path()``), and the JVM's stderr (its
+own warnings, the Python worker daemons' tracebacks, which inherit it) goes to the same file.
+``LAKESTATS_SPARK_LOG`` chooses the file (default: a new file under the temp directory).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from lakestats.errors import InvalidArgumentError
+from lakestats.errors import InvalidArgumentError, LakestatsError
+
+_LOG4J2 = """\
+status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+"""
+
+_log_path: str | None = None
+
+
+def spark_log_path() -> str | None:
+    """The file Spark's logs of the session lakestats started go to (None: none started)."""
+    return _log_path
+
+
+def _new_log_path() -> str:
+    chosen = os.environ.get("LAKESTATS_SPARK_LOG")
+    if chosen:
+        return os.path.abspath(chosen)
+    directory = os.path.join(tempfile.gettempdir(), "lakestats-logs")
+    os.makedirs(directory, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return os.path.join(directory, f"spark-{stamp}-{os.getpid()}.log")
+
+
+def _log4j2_config(log_path: str) -> str:
+    """A log4j2 properties file next to the log that sends every logger to it."""
+    config = log_path + ".log4j2.properties"
+    escaped = log_path.replace("\\", "/")
+    with open(config, "w", encoding="utf-8") as handle:
+        handle.write(_LOG4J2.format(path=escaped))
+    return config
+
+
+@contextlib.contextmanager
+def _stderr_to(path: str) -> Iterator[None]:
+    """File descriptor 2 points at ``path`` inside the block, so the JVM launched in it (and
+    the Python workers it forks later) inherit the file, not the terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+
 
 
 def get_spark(master: str | None = None, remote: str | None = None) -> SparkSession:
@@ -29,6 +95,10 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.pop("SPARK_PRINT_LAUNCH_COMMAND", None)
+    global _log_path
+    _log_path = _new_log_path()
+    quiet = f"-Dlog4j2.configurationFile=file:{_log4j2_config(_log_path)}"
     builder = (
         SparkSession.builder.master(master or os.environ.get("LAKESTATS_SPARK_MASTER", "local[*]"))
         .appName("lakestats")
@@ -41,8 +111,16 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
         # TCP between executor and Python worker stalls 40 ms per task (Nagle + delayed ACK
         # on the small input batch); Unix sockets do not, and workers are always local
         .config("spark.python.unix.domain.socket.enabled", str(os.name == "posix").lower())
+        .config("spark.driver.extraJavaOptions", quiet)
     )
-    spark = builder.getOrCreate()
+    try:
+        with _stderr_to(_log_path):
+            spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - no JVM (Java missing, no memory): one line
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise LakestatsError(
+            f"Spark did not start ({first}); its log is {_log_path}; lakestats needs Java 17"
+        ) from exc
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

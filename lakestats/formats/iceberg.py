@@ -42,19 +42,29 @@ def default_warehouse() -> str:
     return os.path.abspath(os.environ.get("LAKESTATS_WAREHOUSE", "warehouse"))
 
 
-def load_catalog(name: str | None = None, warehouse: str | None = None):  # noqa: ANN201
+def load_catalog(  # noqa: ANN201
+    name: str | None = None, warehouse: str | None = None, create: bool = True
+):
     """A pyiceberg catalog: the named one from pyiceberg's configuration, or the embedded
-    SQLite catalog under ``./warehouse`` (``LAKESTATS_WAREHOUSE`` overrides)."""
+    SQLite catalog under ``./warehouse`` (``LAKESTATS_WAREHOUSE`` overrides). With
+    ``create=False`` (every lookup) a missing embedded catalog is ``TableNotFoundError``,
+    not a new empty ``catalog.db``: a read never creates anything."""
     from pyiceberg.catalog import load_catalog as pyiceberg_load
     from pyiceberg.catalog.sql import SqlCatalog
 
     if name:
         return pyiceberg_load(name)
     root = warehouse or default_warehouse()
+    database = os.path.join(root, "catalog.db")
+    if not create and not os.path.isfile(database):
+        raise TableNotFoundError(
+            f"not found in catalog {DEFAULT_CATALOG!r}: there is no embedded catalog at "
+            f"{database}; pass a table directory path, --warehouse DIR or --catalog NAME"
+        )
     os.makedirs(root, exist_ok=True)
     return SqlCatalog(
         DEFAULT_CATALOG,
-        uri=f"sqlite:///{os.path.join(root, 'catalog.db')}",
+        uri=f"sqlite:///{database}",
         warehouse=f"file://{root}",
     )
 
@@ -182,7 +192,10 @@ class IcebergTable(TableFormat):
     ) -> IcebergTable:
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-        catalog = load_catalog(catalog_name, warehouse)
+        try:
+            catalog = load_catalog(catalog_name, warehouse, create=False)
+        except TableNotFoundError as exc:
+            raise TableNotFoundError(f"table {identifier!r} {exc}") from exc
         try:
             return cls(catalog.load_table(identifier), identifier)
         except (NoSuchTableError, NoSuchNamespaceError) as exc:

@@ -95,12 +95,27 @@ class ParquetDirReader(PartitionReader):
         if table.schema.equals(target):
             return table
         arrays = [
-            table.column(f.name)
+            _as_type(table.column(f.name), f, uri, part)
             if f.name in table.column_names
             else pa.nulls(table.num_rows, f.type)
             for f in target
         ]
         return pa.Table.from_arrays(arrays, schema=target.remove_metadata()).cast(target)
+
+
+def _as_type(column: pa.ChunkedArray, field: pa.Field, uri: str, part: Slice) -> pa.ChunkedArray:
+    """A file's column in the table's type; files that disagree are one line naming both."""
+    if column.type.equals(field.type):
+        return column
+    try:
+        return column.cast(field.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise DataFileError(
+            f"data file {uri} of partition {part.partition.name or '(all)'} stores column "
+            f"{field.name!r} as {column.type}, but the table's other files store it as "
+            f"{field.type} ({str(exc).splitlines()[0].rstrip('.')}); rewrite the file with "
+            "the table's type or move it out of the table"
+        ) from exc
 
 
 class ParquetDirectory(PathTable):

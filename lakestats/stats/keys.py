@@ -210,7 +210,10 @@ def parse_literal(text: str, dtype: pa.DataType) -> object:
     if kind == Kind.BINARY:
         return base64.b64decode(text)
     if kind == Kind.BOOLEAN:
-        return text.strip().lower() in ("true", "1", "yes")
+        word = text.strip().lower()
+        if word not in ("true", "1", "yes", "false", "0", "no"):
+            raise ValueError("expected true or false")
+        return word in ("true", "1", "yes")
     if kind == Kind.DECIMAL:
         return decimal.Decimal(text)
     array = pc.cast(pa.array([text]), dtype)

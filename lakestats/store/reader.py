@@ -244,23 +244,30 @@ class StatisticsReader:
             )
             hits = table.filter(mask).to_pylist()
             if hits:
-                return self._holders(hits[0])
-        row = self.statistics_table(
-            None, [column], fields=["frequencies_exact", "frequencies_truncated"]
-        ).to_pylist()[0]
-        if row["frequencies_exact"] and not row["frequencies_truncated"]:
-            return []  # every value is stored: this one occurs nowhere
-        raise InvalidArgumentError(
-            f"column {column!r} keeps only its most frequent values at table level (or all "
-            f"its values are distinct), so which partitions hold {value!r} is not recorded"
-        )
+                holders = self._holders(hits[0])
+                if holders is not None:
+                    return holders
+                break  # the table level counts it, but records no holders: ask the partitions
+        else:
+            row = self.statistics_table(
+                None,
+                [column],
+                fields=["frequencies_exact", "frequencies_truncated", "all_distinct"],
+            ).to_pylist()[0]
+            complete = row["frequencies_exact"] and not row["frequencies_truncated"]
+            if complete and not row["all_distinct"]:  # all distinct: none are stored
+                return []  # every value is stored: this one occurs nowhere
+        return self._partitions_holding(column, index, key, value)
 
-    def _holders(self, hit: dict[str, object]) -> list[dict[str, object]]:
+    def _holders(self, hit: dict[str, object]) -> list[dict[str, object]] | None:
+        """The holders the table level recorded for a value (categorical columns only)."""
         parts = self.version.partitions
         if hit["partition_counts"] is not None:
             pairs = [(i, c) for i, c in enumerate(hit["partition_counts"]) if c]
-        else:
+        elif hit["partition_ids"] is not None:
             pairs = list(zip(hit["partition_ids"], hit["partition_id_counts"], strict=True))
+        else:
+            return None
         return [
             {
                 "partition": parts[i].values,
@@ -270,6 +277,59 @@ class StatisticsReader:
             }
             for i, c in pairs
         ]
+
+    def _partitions_holding(
+        self, column: str, index: int, key: bytes, value: object
+    ) -> list[dict[str, object]]:
+        """``partitions_containing`` from each partition's own files: its stored frequencies
+        count the value; a partition whose list is complete and lacks it, or whose
+        ``[min, max]`` excludes it, does not hold it. Any other partition is undecidable
+        from statistics, and then the answer is an error, never a guess."""
+        fields = ["min", "max", "nan_count", "all_distinct", "frequencies_truncated"]
+        is_nan = isinstance(value, float) and value != value
+        out: list[dict[str, object]] = []
+        undecided = []
+        for entry in self.version.partitions:
+            handle = self._file(entry, "statistics")
+            group, offset = divmod(index, STATISTICS_ROW_GROUP)
+            stats = handle.read_row_group(group, columns=fields).slice(offset, 1).to_pylist()[0]
+            if is_nan:
+                if stats["nan_count"]:
+                    holder = {"partition": entry.values, "name": entry.name}
+                    out.append({**holder, "frequency": stats["nan_count"]})
+                continue
+            if stats["min"] is None or not stats["min"] <= key <= stats["max"]:
+                continue
+            count = self._partition_frequency(entry, index, key)
+            if count:
+                out.append({"partition": entry.values, "name": entry.name, "frequency": count})
+            elif stats["all_distinct"] or stats["frequencies_truncated"]:
+                undecided.append(entry.name)
+        if undecided:
+            raise InvalidArgumentError(
+                f"whether {value!r} is in column {column!r} is not recorded for "
+                f"{len(undecided)} partition(s) (e.g. {undecided[0]}): they keep only their "
+                "most frequent values or all their values are distinct; analyze with a larger "
+                "--max-frequencies"
+            )
+        return out
+
+    def _partition_frequency(self, entry: manifest.PartitionEntry, index: int, key: bytes) -> int:
+        handle = self._file(entry, "frequencies")
+        position = handle.schema_arrow.get_field_index("column_index")
+        for g in range(handle.metadata.num_row_groups):
+            stats = handle.metadata.row_group(g).column(position).statistics
+            if stats is not None and not (stats.min <= index <= stats.max):
+                continue
+            table = handle.read_row_group(g, columns=["value", "frequency", "column_index"])
+            mask = pc.and_(
+                pc.equal(table.column("column_index"), index),
+                pc.equal(table.column("value"), pa.scalar(key, pa.binary())),
+            )
+            hits = table.filter(mask).column("frequency").to_pylist()
+            if hits:
+                return int(hits[0])
+        return 0
 
     # -- files ----------------------------------------------------------------
     def _file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:
