@@ -257,6 +257,14 @@ class GroupCache:
         self._save(key, lambda: _ipc_bytes(part))
         return part
 
+    def ensure_index_part(self, members: list[int]) -> None:
+        """Make sure the group's part is cached (a staged reduction's stage 1): a part the
+        previous version cached is left for the last stage to read (and, if it is gone by
+        then, to recompute)."""
+        if self.enabled and self.index_key(members) in self.job.cache:
+            return
+        self.index_part(members)
+
     def expected_index(self) -> dict[str, str]:
         """On the driver: the index entries a reduction used or wrote (as ``expected``)."""
         if not self.enabled:

@@ -144,7 +144,7 @@ def _cached_states(
         for group in batch.column(0).to_pylist():
             groups.merge_states(merged, groups.states(groups.members[group]))
             if index_parts:
-                groups.index_part(groups.members[group])
+                groups.ensure_index_part(groups.members[group])
         if merged:
             yield pa.RecordBatch.from_pydict(
                 {
