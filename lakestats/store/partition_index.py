@@ -127,15 +127,25 @@ def assemble(
     values = pa.array([json.dumps(p.values, sort_keys=True) for p in partitions], pa.string())
     column_names = pa.array([c["name"] for c in columns], pa.string())
     taken = pa.array(partition_id)
+    column_taken = pa.array(column_index)
+    # names as dictionaries over the version's lists (no 1M-string copies; Parquet stores
+    # them dictionary-encoded anyway and reads them back as plain strings)
     arrays = {
         "partition_id": taken,
-        "partition_name": names.take(taken),
-        "partition_values": values.take(taken),
-        "column_index": pa.array(column_index),
-        "column": column_names.take(pa.array(column_index)),
+        "partition_name": pa.DictionaryArray.from_arrays(taken, names),
+        "partition_values": pa.DictionaryArray.from_arrays(taken, values),
+        "column_index": column_taken,
+        "column": pa.DictionaryArray.from_arrays(column_taken, column_names),
         **{name: rows.column(name) for name in SUMMARY_FIELDS},
     }
-    return pa.table(arrays).cast(schemas.PARTITION_INDEX_SCHEMA)
+    fields = [
+        field.with_type(arrays[field.name].type) if field.name in _NAMES else field
+        for field in schemas.PARTITION_INDEX_SCHEMA
+    ]
+    return pa.table(arrays).cast(pa.schema(fields))
+
+
+_NAMES = ("partition_name", "partition_values", "column")
 
 
 def group_rows(partitions: int) -> int:
