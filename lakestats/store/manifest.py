@@ -75,6 +75,8 @@ class Version:
     # newer versions whose manifests could not be read when this one was loaded as the
     # latest (not stored: a property of the lookup, not of the version)
     skipped_versions: list[int] = field(default_factory=list, repr=False)
+    # table-level partition_index.parquet, relative to the root (absent in older versions)
+    partition_index: str | None = None
 
     @property
     def row_count(self) -> int:
