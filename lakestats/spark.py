@@ -494,3 +494,60 @@ def _serialize_histogram(spark, column: ColumnStatistics) -> str:  # noqa: ANN00
     stream.write(bytearray(payload))
     stream.close()
     return jvm.java.util.Base64.getEncoder().encodeToString(buffer.toByteArray())
+
+
+def hive_session(metastore: str):  # noqa: ANN201 - pyspark.sql.SparkSession
+    """A local session whose catalog is a Hive metastore in Derby under ``metastore``: unlike
+    the in-memory catalog, it keeps tables and their statistics (as ``spark.sql.statistics.*``
+    table properties) for every later session pointed at the same directory."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+    home = Path(metastore).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(os.environ.get("LAKESTATS_SPARK_MASTER", "local[2]"))
+        .appName("lakestats-spark-register")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", str(home / "warehouse"))
+        .config(
+            "spark.hadoop.javax.jdo.option.ConnectionURL",
+            f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+        )
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
+    )
+    try:
+        spark = builder.enableHiveSupport().getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - pyspark raises plain exceptions here
+        raise UnsupportedFeatureError(
+            f"cannot start Spark with a Hive metastore ({exc}); use --dry-run to see the "
+            "statistics, or call lakestats.spark.register from your own session"
+        ) from exc
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def register_command(
+    table,  # noqa: ANN001 - lakestats.api.LakestatsTable
+    name: str,
+    *,
+    metastore: str,
+    snapshot_id: int | None = None,
+    dry_run: bool = False,
+    num_bins: int = DEFAULT_BINS,
+) -> dict[str, object]:
+    """``lakestats spark-register``: registers into the persistent metastore, or (dry) only
+    works out the statistics, without Spark."""
+    if dry_run:
+        return plan_statistics(table, name, snapshot_id=snapshot_id, num_bins=num_bins).to_json()
+    spark = hive_session(metastore)
+    try:
+        record = register(spark, table, name, snapshot_id=snapshot_id)
+    finally:
+        spark.stop()
+    return {**record.to_json(), "metastore": str(metastore)}
