@@ -52,6 +52,7 @@ INTEGRAL = {"byte": 1, "short": 2, "int": 4, "long": 8}
 FIXED_SIZE = {**INTEGRAL, "float": 4, "double": 8, "date": 4, "timestamp": 8,
               "timestamp_ntz": 8, "boolean": 1}  # fmt: skip
 HISTOGRAM_TYPES = {*INTEGRAL, "float", "double", "decimal", "date", "timestamp", "timestamp_ntz"}
+MAX_FREQUENCY_POINTS = 200_000  # beyond, the stored histogram is the source (decoding cost)
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 EPOCH_NAIVE = dt.datetime(1970, 1, 1)
@@ -162,8 +163,10 @@ def plan_statistics(
         theirs = ours if spark_types is None else spark_types.get(column)
         if len(row.get("column_path") or [column]) > 1:
             skipped[column] = "a struct field: Spark keeps statistics of top-level columns only"
-        elif theirs is None or ours is None:
+        elif ours is None:
             skipped[column] = f"type {row['type']} has no column statistics in Spark"
+        elif theirs is None:
+            skipped[column] = "not a column of a type Spark keeps statistics for in its table"
         elif not _compatible(ours, theirs):
             skipped[column] = f"Spark reads it as {theirs}, lakestats saw {row['type']}"
         else:
@@ -281,6 +284,7 @@ def _pieces(
     column = row["column"]
     distinct = row.get("distinct_count") or 1
     complete = bool(row.get("frequencies_exact")) and not row.get("frequencies_truncated")
+    complete = complete and distinct <= MAX_FREQUENCY_POINTS
     if complete and not row.get("all_distinct"):
         pairs = [
             (_double(v, spark_type), c)
@@ -380,7 +384,10 @@ def register(
             "Parquet directories become v1 tables (with its jars a "
             f"{fmt.format_name} table is a v2 table, whose statistics Spark cannot set)"
         )
-    table.table_statistics(snapshot_id, columns=[])  # fails early when never analyzed
+    from lakestats.api import version_for_snapshot
+
+    # never analyzed: fail before anything is created in Spark's catalog
+    version_for_snapshot(table.stats_root, fmt, snapshot_id, table.s3)
     _create_table(spark, name, fmt.location)
     record = plan_statistics(
         table,

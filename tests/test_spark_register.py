@@ -14,6 +14,7 @@ import subprocess
 import sys
 import types
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -32,8 +33,6 @@ from lakestats.errors import (
 )
 from lakestats.spark import plan_statistics, register
 
-EPOCH = dt.date(1970, 1, 1)
-
 
 def _orders(n: int, rng: np.random.Generator) -> pa.Table:
     start = dt.date(1992, 1, 1)
@@ -45,6 +44,13 @@ def _orders(n: int, rng: np.random.Generator) -> pa.Table:
                                      rng.integers(0, 2400, n)], pa.date32()),  # fmt: skip
             "o_totalprice": pa.array(np.round(rng.gamma(2.0, 70_000.0, n), 2)),
             "o_orderpriority": pa.array([f"{p}-PRIORITY" for p in rng.integers(1, 6, n)]),
+            "o_discount": pa.array(
+                [Decimal(int(v)).scaleb(-2) for v in rng.integers(-5000, 90000, n)],
+                pa.decimal128(12, 2),
+            ),
+            "o_loaded": pa.array(
+                1_700_000_000_000_000 + rng.integers(0, 10**13, n), pa.timestamp("us", tz="UTC")
+            ),
         }
     )
 
@@ -240,6 +246,34 @@ def test_join_becomes_broadcast_with_lakestats_statistics(spark, tpch):
         rows, _ = _stats(spark.table("ls_orders").where("o_orderdate = DATE '1995-03-15'"))
         true = _true_count(tpch["orders"], "o_orderdate = DATE '1995-03-15'")
         assert 0.3 * true <= rows <= 3 * true + 3
+
+
+def test_values_match_sparks_own_analyze(spark, tpch):
+    """min/max in Spark's external forms (timestamps in the session time zone, decimals,
+    dates), distinct and null counts, lengths: as Spark's ANALYZE leaves them."""
+    columns = ["o_orderdate", "o_totalprice", "o_discount", "o_loaded", "o_orderpriority"]
+    zone = {"spark__sql__session__timeZone": "America/Los_Angeles"}
+    with _tables(spark, "ls_o", "spark_o"), _conf(spark, **zone):
+        record = register(spark, ls.open_table(str(tpch["orders"])), "ls_o")
+        assert {c.name: c.spark_type for c in record.columns}["o_loaded"] == "timestamp"
+        spark.sql(f"CREATE TABLE spark_o USING parquet LOCATION '{tpch['orders']}'")
+        spark.sql(f"ANALYZE TABLE spark_o COMPUTE STATISTICS FOR COLUMNS {', '.join(columns)}")
+        for column in columns:
+            ours, theirs = (
+                {r.info_name: r.info_value for r in
+                 spark.sql(f"DESCRIBE EXTENDED {t} {column}").collect()}  # fmt: skip
+                for t in ("ls_o", "spark_o")
+            )
+            for key in ("min", "max", "num_nulls", "avg_col_len", "max_col_len"):
+                assert ours[key] == theirs[key], (column, key)
+            # Spark's distinct count is a HyperLogLog++ estimate (5 % relative error)
+            assert abs(int(ours["distinct_count"]) - int(theirs["distinct_count"])) <= (
+                0.05 * int(ours["distinct_count"])
+            )
+        where = "o_loaded < TIMESTAMP '2024-01-15 00:00:00' AND o_discount > 100"
+        estimate, _ = _stats(spark.table("ls_o").where(where))
+        true = spark.table("spark_o").where(where).count()
+        assert 0.8 * true <= estimate <= 1.25 * true
 
 
 def test_register_reuses_its_table_and_refuses_another_location(spark, tpch):
