@@ -38,7 +38,6 @@ import math
 import struct
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
-from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -143,7 +142,6 @@ def plan_statistics(
     *,
     snapshot_id: int | None = None,
     num_bins: int = DEFAULT_BINS,
-    time_zone: str = "UTC",
     spark_types: dict[str, str] | None = None,
 ) -> RegisteredStatistics:
     """lakestats' table-level statistics as Spark catalog statistics, without Spark.
@@ -155,7 +153,6 @@ def plan_statistics(
     stats = table.table_statistics(snapshot_id)
     version = manifest.load_version(table.stats_root, stats["version"], table.s3)
     reader = StatisticsReader(table.stats_root, version.version, s3=table.s3)
-    zone = ZoneInfo(time_zone)
     columns, skipped = [], {}
     for row in stats["columns"]:
         column = row["column"]
@@ -170,7 +167,7 @@ def plan_statistics(
         elif not _compatible(ours, theirs):
             skipped[column] = f"Spark reads it as {theirs}, lakestats saw {row['type']}"
         else:
-            columns.append(_column(row, theirs, reader, num_bins, zone))
+            columns.append(_column(row, theirs, reader, num_bins))
     for column, spark_type in (spark_types or {}).items():
         if column not in {r["column"] for r in stats["columns"]}:
             skipped.setdefault(column, f"no lakestats statistics ({spark_type})")
@@ -194,7 +191,7 @@ def _compatible(ours: str, theirs: str) -> bool:
 
 
 def _column(
-    row: dict, spark_type: str, reader: StatisticsReader, num_bins: int, zone: ZoneInfo
+    row: dict, spark_type: str, reader: StatisticsReader, num_bins: int
 ) -> ColumnStatistics:
     kind = kind_of(parse_type(row["type"]))
     non_null = row["row_count"] - row["null_count"]
@@ -206,7 +203,7 @@ def _column(
     else:
         avg_len = max_len = 16 if spark_type == "decimal" and _wide(row["type"]) else (
             FIXED_SIZE.get(spark_type, 8))  # fmt: skip
-        low, high = (_external(row[k], spark_type, zone) for k in ("min", "max"))
+        low, high = (_external(row[k], spark_type) for k in ("min", "max"))
     out = ColumnStatistics(
         name=row["column"],
         spark_type=spark_type,
@@ -230,8 +227,9 @@ def _wide(type_text: str) -> bool:
     return getattr(dtype, "precision", 0) > 18  # Spark's DecimalType.defaultSize: 8 or 16
 
 
-def _external(value: object, spark_type: str, zone: ZoneInfo) -> str | None:
-    """A value as Spark's ``CatalogColumnStat.toExternalString`` writes it."""
+def _external(value: object, spark_type: str) -> str | None:
+    """A value as Spark's ``CatalogColumnStat.toExternalString`` writes it (timestamps in
+    UTC: Spark parses stored statistics with a UTC formatter, whatever the session zone)."""
     if value is None:
         return None
     if spark_type in INTEGRAL:
@@ -249,7 +247,7 @@ def _external(value: object, spark_type: str, zone: ZoneInfo) -> str | None:
     if spark_type == "date":
         return value.isoformat()
     if spark_type == "timestamp":
-        return value.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S.%f")
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     if spark_type == "timestamp_ntz":
         return value.strftime("%Y-%m-%d %H:%M:%S.%f")
     return None
@@ -394,7 +392,6 @@ def register(
         name,
         snapshot_id=snapshot_id,
         num_bins=int(spark.conf.get("spark.sql.statistics.histogram.numBins", "254")),
-        time_zone=spark.conf.get("spark.sql.session.timeZone"),
         spark_types=_spark_types(spark, name),
     )
     _set_statistics(spark, record)

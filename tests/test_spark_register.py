@@ -249,7 +249,7 @@ def test_join_becomes_broadcast_with_lakestats_statistics(spark, tpch):
 
 
 def test_values_match_sparks_own_analyze(spark, tpch):
-    """min/max in Spark's external forms (timestamps in the session time zone, decimals,
+    """min/max in Spark's external forms (timestamps shown in a non-UTC session zone, decimals,
     dates), distinct and null counts, lengths: as Spark's ANALYZE leaves them."""
     columns = ["o_orderdate", "o_totalprice", "o_discount", "o_loaded", "o_orderpriority"]
     zone = {"spark__sql__session__timeZone": "America/Los_Angeles"}
