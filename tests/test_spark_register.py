@@ -252,7 +252,10 @@ def test_values_match_sparks_own_analyze(spark, tpch):
     """min/max in Spark's external forms (timestamps shown in a non-UTC session zone, decimals,
     dates), distinct and null counts, lengths: as Spark's ANALYZE leaves them."""
     columns = ["o_orderdate", "o_totalprice", "o_discount", "o_loaded", "o_orderpriority"]
-    zone = {"spark__sql__session__timeZone": "America/Los_Angeles"}
+    zone = {
+        "spark__sql__session__timeZone": "America/Los_Angeles",
+        "spark__sql__cbo__enabled": "true",
+    }
     with _tables(spark, "ls_o", "spark_o"), _conf(spark, **zone):
         record = register(spark, ls.open_table(str(tpch["orders"])), "ls_o")
         orders = pq.read_table(tpch["orders"])
