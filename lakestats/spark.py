@@ -28,7 +28,9 @@ set (SPARK-39420); a Parquet listing of their directories would read removed fil
 Spark Connect has no JVM handle, so ``register`` needs a classic session.
 
 The statistics are worked out in plain Python (``plan_statistics``, also the CLI's
-``--dry-run``); py4j is confined to ``_create_table``, ``_spark_types`` and ``_set_statistics``.
+``--dry-run``); py4j is confined to ``_create_table``, ``_set_statistics`` and
+``_serialize_histogram``. Catalog timestamps are UTC wall-clock strings (Spark parses stored
+statistics with a UTC formatter, whatever the session time zone).
 """
 
 from __future__ import annotations
