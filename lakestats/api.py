@@ -173,6 +173,31 @@ class LakestatsTable:
             for entry in reader.version.partitions
         ]
 
+    def estimate(
+        self, where: str, snapshot_id: int | None = None, table_level: bool = False
+    ) -> dict[str, object]:
+        """Rows ``where`` keeps, estimated per partition from the statistics and summed,
+        with sound bounds (see README "Selectivity estimates"); ``table_level`` uses the
+        table-level files as one partition instead. Never starts Spark."""
+        from lakestats import estimate_source, predicates
+
+        if snapshot_id is None:
+            reader = self.reader()
+        else:
+            version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
+            reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
+        pred = predicates.parse(where, estimate_source.column_types(reader))
+        columns = predicates.columns_of(pred)
+        parts = (
+            estimate_source.table_level(reader, columns)
+            if table_level
+            else estimate_source.partitions_of(reader, columns)
+        )
+        result = predicates.estimate(pred, parts)
+        result["version"] = reader.version.version
+        result["snapshot_id"] = reader.version.snapshot_id
+        return result
+
     def statistics(
         self, partition: str | dict | None = None, columns: list[str] | None = None
     ) -> list[dict[str, object]]:

@@ -187,6 +187,21 @@ def cmd_partitions_containing(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from lakestats.stats.keys import to_json
+
+    result = _table(args).estimate(args.where, args.snapshot, table_level=args.table_level)
+    for item in result["partitions"]:
+        item["partition"] = {k: to_json(v) for k, v in item["partition"].items()}
+    if args.json:
+        _print_json(result)
+    else:
+        kind = "exact" if result["exact"] else f"between {result['lower']} and {result['upper']}"
+        print(f"{result['row_count']:.0f} rows ({kind}), selectivity {result['selectivity']:.6g}, "
+              f"{len(result['partitions'])} partitions can match")
+    return 0
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     history = _table(args).history()
     if args.json:
@@ -327,6 +342,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--column", required=True)
     p.add_argument("--value", required=True, help="the value, as text")
     p.set_defaults(func=cmd_partitions_containing)
+
+    p = sub.add_parser("estimate", help="rows a predicate keeps, with sound bounds")
+    common(p)
+    p.add_argument("--where", required=True, help="SQL boolean expression over columns")
+    p.add_argument("--snapshot", type=int, help="the table snapshot (default: latest version)")
+    p.add_argument(
+        "--table-level", action="store_true", help="use the table-level statistics only"
+    )
+    p.set_defaults(func=cmd_estimate)
 
     p = sub.add_parser("history", help="statistics versions, oldest first")
     common(p)
