@@ -289,9 +289,13 @@ def _unlisted_value(
         if hist.exact:
             bound = min(bound, in_bin)
         method = "histogram"
-        if _integral(s):
-            lo, hi = _bin_span_int(s, hist, b)
-            average = min(average, in_bin / max(1, hi - lo + 1))
+        if distinct_rest and distinct_rest > 0 and rest > 0:
+            # rows per distinct value in this bin, assuming the value occurs (as planners do)
+            distinct_in_bin = max(1.0, min(in_bin, distinct_rest * in_bin / rest))
+            if _integral(s):
+                lo, hi = _bin_span_int(s, hist, b)
+                distinct_in_bin = max(1.0, min(distinct_in_bin, hi - lo + 1))
+            average = in_bin / distinct_in_bin if in_bin else 0.0
     return Estimate.of(min(average, bound), 0, bound, method)
 
 
