@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -133,7 +133,7 @@ LEAVES = (Compare, Between, In, IsNull, PrefixLike, Like)
 def parse(
     text: str,
     columns: Mapping[str, pa.DataType],
-    unanalyzed: Iterable[str] = (),
+    unanalyzed: Container[str] = (),
 ) -> Predicate:
     """Parse ``text`` against ``columns`` (name -> Arrow type of analyzed columns);
     ``unanalyzed`` names table columns that exist but have no statistics."""
@@ -147,7 +147,7 @@ def parse(
     except (ParseError, TokenError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvalidPredicateError(f"cannot parse predicate {text!r}: {first}") from exc
-    return _Parser(columns, set(unanalyzed)).node(tree, negate=False)
+    return _Parser(columns, unanalyzed).node(tree, negate=False)
 
 
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -155,7 +155,7 @@ _NEGATE = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
 class _Parser:
-    def __init__(self, columns: Mapping[str, pa.DataType], unanalyzed: set[str]) -> None:
+    def __init__(self, columns: Mapping[str, pa.DataType], unanalyzed: Container[str]) -> None:
         self.columns = columns
         self.unanalyzed = unanalyzed
 

@@ -301,3 +301,15 @@ def test_never_analyzed(tmp_path: Path) -> None:
     with pytest.raises(StatisticsNotFoundError):
         ls.open_table(str(tmp_path / "t")).estimate("a = 1")
     assert issubclass(StatisticsNotFoundError, LakestatsError)
+
+
+def test_column_without_statistics(spark, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    (tmp_path / "t").mkdir()
+    pq.write_table(pa.table({"a": [1, 2, 2], "b": [1.0, None, 3.0]}), tmp_path / "t" / "x.parquet")
+    table = ls.open_table(str(tmp_path / "t"))
+    table.analyze(columns=["a"], spark=spark)
+    assert table.estimate("a = 2")["row_count"] == 2
+    with pytest.raises(StatisticsNotFoundError, match="column 'b' has no statistics: analyze it"):
+        table.estimate("a = 2 AND b > 1")
+    with pytest.raises(ColumnNotFoundError, match="unknown column 'c' in predicate"):
+        table.estimate("c > 1")
