@@ -199,6 +199,7 @@ def run_table(spark, label: str, table_dir: Path, spec: dict, counts: dict, seed
     table = ls.open_table(str(table_dir), stats_root=str(root))
     table.analyze(spark=spark)
     analyze_s = time.perf_counter() - start
+    print(f"  ... {label}: lakestats analyze {analyze_s:.1f} s", flush=True)
 
     name = f"est_{label}"
     spark.sql(f"DROP TABLE IF EXISTS {name}")
@@ -209,11 +210,15 @@ def run_table(spark, label: str, table_dir: Path, spec: dict, counts: dict, seed
     start = time.perf_counter()
     spark.sql(f"ANALYZE TABLE {name} COMPUTE STATISTICS FOR ALL COLUMNS")
     spark_analyze_s = time.perf_counter() - start
+    print(f"  ... {label}: Spark ANALYZE {spark_analyze_s:.1f} s", flush=True)
     total_rows = con.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
 
     results = []
     lakestats_ms, spark_ms = [], []
-    for cls, where in Generator(con, source, spec, seed).predicates(counts):
+    predicates = Generator(con, source, spec, seed).predicates(counts)
+    for number, (cls, where) in enumerate(predicates):
+        if number % 50 == 0:
+            print(f"  ... {label}: predicate {number}/{len(predicates)}", flush=True)
         truth = con.execute(f"SELECT count(*) FROM {source} WHERE {where}").fetchone()[0]
         t0 = time.perf_counter()
         ours = table.estimate(where)

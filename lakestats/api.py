@@ -200,7 +200,10 @@ class LakestatsTable:
             if table_level
             else estimate_source.partitions_of(reader, columns)
         )
-        result = predicates.estimate(pred, parts)
+        table = None
+        if not table_level and reader.version.table_files:
+            table = estimate_source.table_level(reader, columns)[0]
+        result = predicates.estimate(pred, parts, table)
         result["version"] = reader.version.version
         result["snapshot_id"] = reader.version.snapshot_id
         return result

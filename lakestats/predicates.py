@@ -700,23 +700,41 @@ def can_match(pred: Predicate, partition: PartitionStatistics) -> bool:
     return partition.row_count > 0 and _estimate(push_not(pred), partition).upper > 0
 
 
-def estimate(pred: Predicate, partitions: Iterable[PartitionStatistics]) -> dict[str, object]:
-    """Rows ``pred`` keeps, per partition then summed; see the module docstring."""
+def estimate(
+    pred: Predicate,
+    partitions: Iterable[PartitionStatistics],
+    table: PartitionStatistics | None = None,
+) -> dict[str, object]:
+    """Rows ``pred`` keeps, per partition then summed; see the module docstring.
+
+    ``table`` (the table-level statistics, optional) sets the total of equality and IN
+    conjuncts on values a partition does not list: per partition such a value is only
+    bounded, and whether it occurs there at all is unknown, so the partitions' point
+    estimates are scaled to the table-level estimate (which, as planners do, assumes the
+    value occurs), each kept inside its partition's bounds."""
     pred = push_not(pred)
     top = terms(pred) if isinstance(pred, And) else [pred]
     total_rows = 0
+    evaluated: list[tuple[PartitionStatistics, list[sel.Estimate]]] = []
+    for part in partitions:
+        total_rows += part.row_count
+        if part.row_count > 0:
+            evaluated.append((part, [_estimate(t, part) for t in top]))
+    if table is not None:
+        for j, term in enumerate(top):
+            keys_ = _point_keys(term)
+            if keys_ is not None:
+                _scale_to_table(evaluated, j, table.summary(columns_of(term)[0]), keys_)
     rows = 0.0
     lower = upper = 0
     exact = True
     matching = []
-    detail = [{"predicate": normalize(t), "row_count": 0.0, "lower": 0, "upper": 0,
-               "exact": True} for t in top]
-    for part in partitions:
+    detail = [
+        {"predicate": normalize(t), "row_count": 0.0, "lower": 0, "upper": 0, "exact": True}
+        for t in top
+    ]
+    for part, conjuncts in evaluated:
         n = part.row_count
-        total_rows += n
-        if n <= 0:
-            continue
-        conjuncts = [_estimate(t, part) for t in top]
         e = combine_and(n, conjuncts) if len(conjuncts) > 1 else conjuncts[0]
         for d, c in zip(detail, conjuncts, strict=True):
             d["row_count"] += c.rows
@@ -728,16 +746,18 @@ def estimate(pred: Predicate, partitions: Iterable[PartitionStatistics]) -> dict
         upper += e.upper
         exact = exact and e.exact
         if e.upper > 0:
-            matching.append({
-                "partition": part.values,
-                "name": part.name,
-                "partition_rows": n,
-                "row_count": e.rows,
-                "lower": e.lower,
-                "upper": e.upper,
-                "exact": e.exact,
-                "method": e.method,
-            })
+            matching.append(
+                {
+                    "partition": part.values,
+                    "name": part.name,
+                    "partition_rows": n,
+                    "row_count": e.rows,
+                    "lower": e.lower,
+                    "upper": e.upper,
+                    "exact": e.exact,
+                    "method": e.method,
+                }
+            )
     for d in detail:
         d["selectivity"] = d["row_count"] / total_rows if total_rows else 0.0
     return {
@@ -751,6 +771,37 @@ def estimate(pred: Predicate, partitions: Iterable[PartitionStatistics]) -> dict
         "partitions": matching,
         "detail": detail,
     }
+
+
+def _point_keys(term: Predicate) -> list[bytes] | None:
+    """The values of an equality / IN term on one column (NULL not kept), else None."""
+    if len(columns_of(term)) != 1 or not _is_set(term):
+        return None
+    cs = column_set(term)
+    if cs.null == "T" or not cs.true or any(r.point is None for r in cs.true):
+        return None
+    return [r.point for r in cs.true]
+
+
+def _scale_to_table(
+    evaluated: list[tuple[PartitionStatistics, list[sel.Estimate]]],
+    j: int,
+    table_summary: sel.ColumnSummary,
+    point_keys: list[bytes],
+) -> None:
+    loose = [(i, c[j]) for i, (_, c) in enumerate(evaluated) if not c[j].exact]
+    if not loose:
+        return
+    target = sel.estimate_keys(table_summary, kr.points(point_keys)).rows
+    fixed = sum(c[j].rows for _, c in evaluated if c[j].exact)
+    want = max(0.0, target - fixed)
+    have = sum(e.rows for _, e in loose)
+    weights = [e.rows for _, e in loose] if have > 0 else [float(e.upper) for _, e in loose]
+    scale = want / (sum(weights) or 1.0)
+    for (i, e), w in zip(loose, weights, strict=True):
+        evaluated[i][1][j] = sel.Estimate.of(
+            w * scale, e.lower, e.upper, e.method + " (scaled to table level)"
+        )
 
 
 __all__ = [
