@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.errors import StatisticsNotFoundError
-from lakestats.stats.selectivity import ColumnSummary, Frequencies, Histogram
+from lakestats.stats.selectivity import ColumnSummary, Frequencies, Histogram, storage_number
 from lakestats.store import manifest
 from lakestats.store.reader import StatisticsReader, parse_type
 
@@ -135,13 +135,10 @@ class ReaderPartition:
     def _histogram(self, column: str, row: dict) -> Histogram | None:
         if row.get("histogram_bins") is None or row.get("histogram_lower") is None:
             return None
-        from lakestats.stats.selectivity import ColumnSummary as _S
-        from lakestats.stats.selectivity import _number
-
         handle = self.reader._file(self.entry, "histograms")
         counts = handle.read(columns=[column]).column(0).slice(0, row["histogram_bins"])
         dtype = parse_type(row["type"])
-        lower = _number(_S(dtype, 0, 0), row["histogram_lower"])
+        lower = storage_number(dtype, row["histogram_lower"])
         exact = (not self.table_level) or bool(row.get("histogram_exact"))
         return Histogram(
             lower,

@@ -345,14 +345,19 @@ def _integral(s: ColumnSummary) -> bool:
 
 
 def _number(s: ColumnSummary, key: bytes) -> int | float:
-    """A key in the histogram's storage units."""
-    kind = s.kind
+    return storage_number(s.dtype, key)
+
+
+def storage_number(dtype: pa.DataType, key: bytes) -> int | float:
+    """A key in a histogram's storage units: the integer of integer and temporal values,
+    the unscaled integer of decimals, the double of floating-point values."""
+    kind = kind_of(dtype)
     if kind == Kind.FLOATING:
         return keys.decode(key, pa.float64())
     raw = int.from_bytes(key, "big")
     if kind == Kind.DECIMAL:
         return raw - (1 << (len(key) * 8 - 1))
-    if pat.is_uint64(s.dtype):
+    if pat.is_uint64(dtype):
         return raw
     return raw - (1 << 63)
 
@@ -465,5 +470,6 @@ __all__ = [
     "is_null",
     "like",
     "prefix",
+    "storage_number",
     "value_range",
 ]
