@@ -89,7 +89,7 @@ class Generator:
         self.spec = spec
         self.sample = con.execute(
             f"SELECT * FROM {source} USING SAMPLE reservoir(3000 ROWS) REPEATABLE ({seed})"
-        ).fetch_arrow_table()
+        ).to_arrow_table()
 
     def value(self, column: str) -> object:
         values = self.sample.column(column)
@@ -189,19 +189,38 @@ def spark_rows(spark, name: str, where: str) -> float | None:  # noqa: ANN001
     return float(count.get().toString()) if count.isDefined() else None
 
 
-def run_table(spark, label: str, table_dir: Path, spec: dict, counts: dict, seed: int) -> list:  # noqa: ANN001
+def run_table(  # noqa: PLR0913
+    spark,  # noqa: ANN001
+    label: str,
+    table_dir: Path,
+    spec: dict,
+    counts: dict,
+    seed: int,
+    reuse: bool = False,
+) -> list:
     con = duckdb.connect()
     con.execute("SET threads = 2")
     source = f"read_parquet('{table_dir}/**/*.parquet', hive_partitioning = true)"
     root = DATA / "estimate_stats" / label
-    shutil.rmtree(root, ignore_errors=True)
-    start = time.perf_counter()
     table = ls.open_table(str(table_dir), stats_root=str(root))
-    table.analyze(spark=spark)
+    start = time.perf_counter()
+    if not (reuse and (root / "latest.json").exists()):
+        shutil.rmtree(root, ignore_errors=True)
+        table.analyze(spark=spark)
     analyze_s = time.perf_counter() - start
     print(f"  ... {label}: lakestats analyze {analyze_s:.1f} s", flush=True)
 
     name = f"est_{label}"
+    spark_analyze_s = float("nan")
+    if spark is not None:
+        spark_analyze_s = _spark_analyze(spark, name, table_dir)
+    print(f"  ... {label}: Spark ANALYZE {spark_analyze_s:.1f} s", flush=True)
+    total_rows = con.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
+    return _evaluate(spark, label, table, con, source, spec, counts, seed, total_rows,
+                     analyze_s, spark_analyze_s)
+
+
+def _spark_analyze(spark, name: str, table_dir: Path) -> float:  # noqa: ANN001
     spark.sql(f"DROP TABLE IF EXISTS {name}")
     spark.catalog.createTable(name, path=str(table_dir), source="parquet")
     spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
@@ -209,10 +228,12 @@ def run_table(spark, label: str, table_dir: Path, spec: dict, counts: dict, seed
     spark.conf.set("spark.sql.statistics.histogram.enabled", "true")
     start = time.perf_counter()
     spark.sql(f"ANALYZE TABLE {name} COMPUTE STATISTICS FOR ALL COLUMNS")
-    spark_analyze_s = time.perf_counter() - start
-    print(f"  ... {label}: Spark ANALYZE {spark_analyze_s:.1f} s", flush=True)
-    total_rows = con.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
+    return time.perf_counter() - start
 
+
+def _evaluate(spark, label, table, con, source, spec, counts, seed, total_rows,  # noqa: ANN001, PLR0913
+              analyze_s, spark_analyze_s) -> list:  # noqa: ANN001
+    name = f"est_{label}"
     results = []
     lakestats_ms, spark_ms = [], []
     predicates = Generator(con, source, spec, seed).predicates(counts)
@@ -223,7 +244,7 @@ def run_table(spark, label: str, table_dir: Path, spec: dict, counts: dict, seed
         t0 = time.perf_counter()
         ours = table.estimate(where)
         t1 = time.perf_counter()
-        theirs = spark_rows(spark, name, where)
+        theirs = spark_rows(spark, name, where) if spark is not None else float("nan")
         t2 = time.perf_counter()
         lakestats_ms.append((t1 - t0) * 1000)
         spark_ms.append((t2 - t1) * 1000)
@@ -238,13 +259,14 @@ def run_table(spark, label: str, table_dir: Path, spec: dict, counts: dict, seed
                 "exact_ok": (not ours["exact"]) or ours["row_count"] == truth,
                 "exact": ours["exact"],
                 "spark": theirs if theirs is not None else float(total_rows),
+                "bounds": (ours["lower"], ours["upper"]),
                 "spark_none": theirs is None,
             }
         )
     print(f"\n## {label}: {total_rows:,} rows; lakestats analyze {analyze_s:.1f} s, Spark ANALYZE "
           f"FOR ALL COLUMNS with histograms {spark_analyze_s:.1f} s; per estimate median "
           f"lakestats {statistics.median(lakestats_ms):.0f} ms, Spark optimizer "
-          f"{statistics.median(spark_ms):.0f} ms")
+          f"{statistics.median(spark_ms):.0f} ms", flush=True)
     report(results)
     return results
 
@@ -283,24 +305,30 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1)
     parser.add_argument("--zipf-rows", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--tables", default="lineitem,zipf")
+    parser.add_argument("--no-spark-cbo", action="store_true", help="lakestats estimates only")
+    parser.add_argument("--reuse-stats", action="store_true", help="keep a previous analyze")
     args = parser.parse_args()
     from lakestats.compute.session import get_spark
 
-    print(f"# bench/estimate.py on {machine()}")
-    spark = get_spark()
+    print(f"# bench/estimate.py on {machine()}", flush=True)
+    spark = None if (args.no_spark_cbo and args.reuse_stats) else get_spark()
+    cbo = None if args.no_spark_cbo else spark
     lineitem = partitioned(tpch_lineitem(args.scale), "month")
     every = []
-    every += run_table(
-        spark, "lineitem_month", lineitem, LINEITEM,
+    if "lineitem" in args.tables:
+        every += run_table(
+        cbo, "lineitem_month", lineitem, LINEITEM,
         {"eq frequent": 30, "eq rare": 30, "range": 40, "in": 25, "prefix like": 25,
          "and 2": 30, "and 3": 25, "or": 25},
-        args.seed,
+        args.seed, args.reuse_stats,
     )
-    every += run_table(
-        spark, "zipf", zipf_table(args.zipf_rows, args.seed), ZIPF,
+    if "zipf" in args.tables:
+        every += run_table(
+        cbo, "zipf", zipf_table(args.zipf_rows, args.seed), ZIPF,
         {"eq frequent": 15, "eq rare": 15, "range": 20, "in": 10, "null": 10, "prefix like": 10,
          "and 2": 15, "and 3": 10, "or": 10},
-        args.seed + 1,
+        args.seed + 1, args.reuse_stats,
     )
     print(f"\n## both tables: {len(every)} predicates")
     report(every)
