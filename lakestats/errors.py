@@ -63,3 +63,11 @@ class ConflictError(LakestatsError):
 
 class CorruptStatisticsError(StorageError):
     """A statistics file or version manifest exists but cannot be read (truncated, edited)."""
+
+
+class InvalidPredicateError(InvalidArgumentError):
+    """A predicate (``--where``) cannot be parsed, or a literal does not fit its column."""
+
+
+class UnsupportedPredicateError(InvalidPredicateError):
+    """A predicate uses syntax the estimator does not support (named in the message)."""
