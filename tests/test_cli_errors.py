@@ -150,7 +150,7 @@ CASES = [
     # partitions
     ("partitions {MISSING}", "does not exist"),
     ("partitions {T} --stats-root {NEVER}", "no statistics"),
-    ("partitions {T} --stats-root {FILE}", "cannot read"),
+    ("partitions {T} --stats-root {FILE}", "is not a directory"),
     ("partitions nosuchtable", "no embedded catalog at"),
     # show
     ("show {T} --stats-root {S} --columns nope", "'nope'"),
@@ -164,7 +164,7 @@ CASES = [
     ("show {T} --stats-root {S} --as-of 0001-01-01T00:00:00+01:00", "out of range"),
     ("show {T} --stats-root {S} --snapshot 1 --as-of 2024-01-01", "not both"),
     ("show {T} --stats-root {NEVER}", "no statistics"),
-    ("show {T} --stats-root {FILE}", "cannot read"),
+    ("show {T} --stats-root {FILE}", "is not a directory"),
     ("show {MISSING}", "does not exist"),
     ("show", "required: table"),
     # frequencies
@@ -182,6 +182,21 @@ CASES = [
     ("histogram {T} --stats-root {S} --column s", "has no histogram"),
     ("histogram {T} --stats-root {S} --column n --partition p=nope", "no partition"),
     # partitions-containing
+    # stats (batched lookups)
+    ("stats {T} --stats-root {S} --columns nope", "'nope'"),
+    ("stats {T} --stats-root {S}", "--columns"),
+    ("stats {T} --stats-root {NEVER} --columns n", "no statistics"),
+    ("stats {T} --stats-root {S} --columns n --where 'n >'", "n >"),
+    # estimate
+    ("estimate {T} --stats-root {S} --where 'nope = 1'", "'nope'"),
+    ("estimate {T} --stats-root {S}", "--where"),
+    ("estimate {T} --stats-root {S} --where 'f(n) = 1'", "unsupported syntax"),
+    ("estimate {T} --stats-root {NEVER} --where 'n = 1'", "no statistics"),
+    # spark-register (only --dry-run and argument errors: they fail before Spark starts)
+    ("spark-register {T} --stats-root {S}", "--name"),
+    ("spark-register {T} --stats-root {NEVER} --name t --dry-run", "no statistics"),
+    ("spark-register {MISSING} --name t --dry-run", "does not exist"),
+    ("spark-register {T} --stats-root {S} --name t --bins 0 --dry-run", "bins"),
     ("partitions-containing {T} --stats-root {S} --column nope --value 1", "'nope'"),
     ("partitions-containing {T} --stats-root {S} --column n --value abc", "not a value"),
     ("partitions-containing {T} --stats-root {S} --column n", "--value"),
