@@ -186,7 +186,10 @@ def qerror(est: float, true: int) -> float:
 def spark_rows(spark, name: str, where: str) -> float | None:  # noqa: ANN001
     plan = spark.sql(f"SELECT * FROM {name} WHERE {where}")._jdf.queryExecution().optimizedPlan()
     count = plan.stats().rowCount()
-    return float(count.get().toString()) if count.isDefined() else None
+    if not count.isDefined():
+        return None
+    value = count.get()  # py4j hands a Scala BigInt back as a Python int
+    return float(value if isinstance(value, int) else value.toString())
 
 
 def run_table(  # noqa: PLR0913
