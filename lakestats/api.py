@@ -18,7 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lakestats import fs
-from lakestats.errors import InvalidArgumentError, StatisticsNotFoundError, TableNotFoundError
+from lakestats.errors import (
+    InvalidArgumentError,
+    LakestatsError,
+    StatisticsNotFoundError,
+    TableNotFoundError,
+)
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
 from lakestats.store import layout, manifest
@@ -200,6 +205,36 @@ class LakestatsTable:
             for entry in reader.version.partitions
         ]
 
+    def estimate(
+        self, where: str, snapshot_id: int | None = None, table_level: bool = False
+    ) -> dict[str, object]:
+        """Rows ``where`` keeps, estimated per partition from the statistics and summed,
+        with sound bounds (see README "Selectivity estimates"); ``table_level`` uses the
+        table-level files as one partition instead. Never starts Spark."""
+        from lakestats import estimate_source, predicates
+
+        if snapshot_id is None:
+            reader = self.reader()
+        else:
+            version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
+            reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
+        pred = predicates.parse(
+            where, estimate_source.column_types(reader), _TableColumns(self, snapshot_id)
+        )
+        columns = predicates.columns_of(pred)
+        parts = (
+            estimate_source.table_level(reader, columns)
+            if table_level
+            else estimate_source.partitions_of(reader, columns)
+        )
+        table = None
+        if not table_level and reader.version.table_files:
+            table = estimate_source.table_level(reader, columns)[0]
+        result = predicates.estimate(pred, parts, table)
+        result["version"] = reader.version.version
+        result["snapshot_id"] = reader.version.snapshot_id
+        return result
+
     def statistics(
         self, partition: str | dict | None = None, columns: list[str] | None = None
     ) -> list[dict[str, object]]:
@@ -218,6 +253,23 @@ class LakestatsTable:
         stop: int | None = None,
     ) -> list[dict[str, object]]:
         return self.reader().histogram(partition, column, start, stop)
+
+
+class _TableColumns:
+    """The table's column names, read only when asked (a predicate naming a column without
+    statistics), so an estimate normally never opens the table's metadata."""
+
+    def __init__(self, table: LakestatsTable, snapshot_id: int | None) -> None:
+        self.table, self.snapshot_id = table, snapshot_id
+
+    def __contains__(self, name: object) -> bool:
+        from lakestats.stats.leaves import leaves_of
+
+        try:
+            schema = self.table.format.schema(self.snapshot_id)
+        except LakestatsError:
+            return False
+        return name in {leaf.name for leaf in leaves_of(schema)}
 
 
 def snapshot_as_of(table: TableFormat, timestamp_ms: int) -> int:

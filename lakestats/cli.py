@@ -219,6 +219,21 @@ def _json_values(row: dict[str, object]) -> dict[str, object]:
     return {key: to_json(value) for key, value in row.items()}
 
 
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from lakestats.stats.keys import to_json
+
+    result = _table(args).estimate(args.where, args.snapshot, table_level=args.table_level)
+    for item in result["partitions"]:
+        item["partition"] = {k: to_json(v) for k, v in item["partition"].items()}
+    if args.json:
+        _print_json(result)
+    else:
+        kind = "exact" if result["exact"] else f"between {result['lower']} and {result['upper']}"
+        print(f"{result['row_count']:.0f} rows ({kind}), selectivity {result['selectivity']:.6g}, "
+              f"{len(result['partitions'])} partitions can match")
+    return 0
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     history = _table(args).history()
     if args.json:
@@ -376,6 +391,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--as-of", type=_timestamp_ms, help="the snapshot current at this time (ISO-8601)"
     )
     p.set_defaults(func=cmd_stats)
+    p = sub.add_parser("estimate", help="rows a predicate keeps, with sound bounds")
+    common(p)
+    p.add_argument("--where", required=True, help="SQL boolean expression over columns")
+    p.add_argument("--snapshot", type=int, help="the table snapshot (default: latest version)")
+    p.add_argument(
+        "--table-level", action="store_true", help="use the table-level statistics only"
+    )
+    p.set_defaults(func=cmd_estimate)
 
     p = sub.add_parser("history", help="statistics versions, oldest first")
     common(p)

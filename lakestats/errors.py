@@ -59,3 +59,11 @@ class DataFileError(LakestatsError):
 
 class ConflictError(LakestatsError):
     """Another analyze published first; retry."""
+
+
+class InvalidPredicateError(InvalidArgumentError):
+    """A predicate (``--where``) cannot be parsed, or a literal does not fit its column."""
+
+
+class UnsupportedPredicateError(InvalidPredicateError):
+    """A predicate uses syntax the estimator does not support (named in the message)."""

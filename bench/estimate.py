@@ -1,0 +1,310 @@
+"""Selectivity estimates: lakestats vs Spark's CBO, q-error against DuckDB's true counts.
+
+    python -m bench.estimate [--scale 1] [--seed 14]
+
+Two tables: TPC-H lineitem at ``--scale`` partitioned by ship year+month (84 partitions),
+and a skewed table (Zipf values whose frequent values differ by partition, partition sizes
+Zipf too). A fixed, seeded set of predicates per class (single column: equality on a
+frequent value (columns with <= 100 distinct values) and on a rare one, ranges, IN lists,
+IS [NOT] NULL, prefix LIKE; two and three conjuncts over different columns; OR), true
+counts from DuckDB, estimates from ``LakestatsTable.estimate`` and from Spark's CBO after
+``ANALYZE TABLE ... COMPUTE STATISTICS FOR ALL COLUMNS`` with
+``spark.sql.statistics.histogram.enabled`` (the optimized plan's ``rowCount``; when Spark
+has none, e.g. LIKE, its plan keeps every row, which is what we count).
+q-error = max(est, true) / min(est, true), both floored at 1 row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import lakestats.api as ls
+from bench.common import DATA, machine, partitioned, tpch_lineitem
+
+SINGLE = ("eq frequent", "eq rare", "range", "in", "null", "prefix like")
+CONJUNCTIONS = ("and 2", "and 3")
+
+
+def zipf_table(rows: int, seed: int) -> Path:
+    out = DATA / f"zipf_{rows}"
+    if (out / "_SUCCESS").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    rng = np.random.default_rng(seed)
+    sizes = np.maximum(200, (rows / np.arange(1, 31) ** 0.8))
+    sizes = (sizes / sizes.sum() * rows).astype(int)
+    for day, n in enumerate(sizes, start=1):
+        z = rng.zipf(1.3, n) % 20_000
+        rotate = (day * 37) % 500  # the frequent values differ by partition
+        x = rng.normal(day, 10, n)
+        base = dt.date(2024, 1, 1)
+        table = pa.table(
+            {
+                "z": pa.array((z + rotate) % 20_000, pa.int64()),
+                "cat": pa.array([f"c{(int(v) * 7 + day) % 3000:04d}" for v in rng.zipf(1.2, n)]),
+                "x": pa.array(x, mask=rng.random(n) < 0.1 * (day % 3)),
+                "g": pa.array(rng.integers(0, 1_000_000, n), pa.int64()),
+                "amount": pa.array(
+                    [decimal.Decimal(int(v)).scaleb(-2) for v in rng.zipf(1.5, n) % 100_000],
+                    pa.decimal128(12, 2),
+                ),
+                "seen": pa.array([base + dt.timedelta(days=int(v)) for v in
+                                  rng.integers(0, 365, n)], pa.date32()),
+            }
+        )
+        (out / f"day={day}").mkdir(parents=True)
+        pq.write_table(table, out / f"day={day}" / "part-0.parquet")
+    (out / "_SUCCESS").touch()
+    return out
+
+
+def sql_literal(value: object) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+class Generator:
+    """Seeded predicates over one table, from a reservoir sample of its rows."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, source: str, spec: dict, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.spec = spec
+        self.sample = con.execute(
+            f"SELECT * FROM {source} USING SAMPLE reservoir(3000 ROWS) REPEATABLE ({seed})"
+        ).fetch_arrow_table()
+
+    def value(self, column: str) -> object:
+        values = self.sample.column(column)
+        while True:
+            v = values[int(self.rng.integers(0, len(values)))].as_py()
+            if v is not None and not (isinstance(v, float) and np.isnan(v)):
+                return v
+
+    def pick(self, kind: str) -> str:
+        return str(self.rng.choice(self.spec[kind]))
+
+    def single(self, cls: str, exclude: set[str] = frozenset()) -> tuple[str, str]:
+        for _ in range(100):
+            kind = {"eq frequent": "frequent", "eq rare": "rare", "range": "ordered",
+                    "in": "frequent", "null": "nullable", "prefix like": "prefix"}[cls]
+            column = self.pick(kind)
+            if column not in exclude:
+                break
+        if cls in ("eq frequent", "eq rare"):
+            return column, f"{column} = {sql_literal(self.value(column))}"
+        if cls == "range":
+            a, b = sorted([self.value(column), self.value(column)])
+            form = int(self.rng.integers(0, 3))
+            if form == 0:
+                return column, f"{column} < {sql_literal(a)}"
+            if form == 1:
+                return column, f"{column} >= {sql_literal(a)}"
+            return column, f"{column} BETWEEN {sql_literal(a)} AND {sql_literal(b)}"
+        if cls == "in":
+            if self.rng.random() < 0.3 and self.spec["rare"]:
+                column = self.pick("rare")
+            items = sorted({sql_literal(self.value(column))
+                            for _ in range(int(self.rng.integers(2, 6)))})
+            return column, f"{column} IN ({', '.join(items)})"
+        if cls == "null":
+            return column, f"{column} IS {'NOT ' if self.rng.random() < 0.5 else ''}NULL"
+        text = str(self.value(column))
+        prefix = text[: int(self.rng.integers(1, 5))].replace("%", "").replace("_", "")
+        return column, f"{column} LIKE {sql_literal(prefix + '%')}"
+
+    def conjunction(self, k: int) -> str:
+        used: set[str] = set()
+        parts = []
+        for _ in range(k):
+            cls = str(self.rng.choice(["eq frequent", "range", "in", "range"]))
+            column, text = self.single(cls, used)
+            used.add(column)
+            parts.append(text)
+        return " AND ".join(parts)
+
+    def disjunction(self) -> str:
+        a = self.single(str(self.rng.choice(["eq frequent", "range", "in"])))[1]
+        b = self.single(str(self.rng.choice(["eq frequent", "range", "eq rare"])))[1]
+        return f"({a}) OR ({b})"
+
+    def predicates(self, counts: dict[str, int]) -> list[tuple[str, str]]:
+        out = []
+        for cls, n in counts.items():
+            for _ in range(n):
+                if cls in SINGLE:
+                    out.append((cls, self.single(cls)[1]))
+                elif cls == "and 2":
+                    out.append((cls, self.conjunction(2)))
+                elif cls == "and 3":
+                    out.append((cls, self.conjunction(3)))
+                else:
+                    out.append((cls, self.disjunction()))
+        return out
+
+
+LINEITEM = {
+    "frequent": ["l_shipmode", "l_returnflag", "l_linestatus", "l_quantity", "l_discount",
+                 "l_tax", "l_linenumber", "l_shipinstruct"],
+    "rare": ["l_orderkey", "l_partkey", "l_suppkey", "l_extendedprice", "l_comment"],
+    "ordered": ["l_shipdate", "l_commitdate", "l_receiptdate", "l_quantity", "l_extendedprice",
+                "l_discount", "l_partkey", "l_orderkey", "l_suppkey"],
+    "nullable": [],
+    "prefix": ["l_comment", "l_shipinstruct", "l_shipmode"],
+}
+ZIPF = {
+    "frequent": ["z", "cat"],
+    "rare": ["g", "amount"],
+    "ordered": ["z", "x", "g", "amount", "seen"],
+    "nullable": ["x"],
+    "prefix": ["cat"],
+}
+
+
+def qerror(est: float, true: int) -> float:
+    e, t = max(float(est), 1.0), max(float(true), 1.0)
+    return max(e / t, t / e)
+
+
+def spark_rows(spark, name: str, where: str) -> float | None:  # noqa: ANN001
+    plan = spark.sql(f"SELECT * FROM {name} WHERE {where}")._jdf.queryExecution().optimizedPlan()
+    count = plan.stats().rowCount()
+    return float(count.get().toString()) if count.isDefined() else None
+
+
+def run_table(spark, label: str, table_dir: Path, spec: dict, counts: dict, seed: int) -> list:  # noqa: ANN001
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    source = f"read_parquet('{table_dir}/**/*.parquet', hive_partitioning = true)"
+    root = DATA / "estimate_stats" / label
+    shutil.rmtree(root, ignore_errors=True)
+    start = time.perf_counter()
+    table = ls.open_table(str(table_dir), stats_root=str(root))
+    table.analyze(spark=spark)
+    analyze_s = time.perf_counter() - start
+    print(f"  ... {label}: lakestats analyze {analyze_s:.1f} s", flush=True)
+
+    name = f"est_{label}"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.catalog.createTable(name, path=str(table_dir), source="parquet")
+    spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+    spark.conf.set("spark.sql.cbo.enabled", "true")
+    spark.conf.set("spark.sql.statistics.histogram.enabled", "true")
+    start = time.perf_counter()
+    spark.sql(f"ANALYZE TABLE {name} COMPUTE STATISTICS FOR ALL COLUMNS")
+    spark_analyze_s = time.perf_counter() - start
+    print(f"  ... {label}: Spark ANALYZE {spark_analyze_s:.1f} s", flush=True)
+    total_rows = con.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
+
+    results = []
+    lakestats_ms, spark_ms = [], []
+    predicates = Generator(con, source, spec, seed).predicates(counts)
+    for number, (cls, where) in enumerate(predicates):
+        if number % 50 == 0:
+            print(f"  ... {label}: predicate {number}/{len(predicates)}", flush=True)
+        truth = con.execute(f"SELECT count(*) FROM {source} WHERE {where}").fetchone()[0]
+        t0 = time.perf_counter()
+        ours = table.estimate(where)
+        t1 = time.perf_counter()
+        theirs = spark_rows(spark, name, where)
+        t2 = time.perf_counter()
+        lakestats_ms.append((t1 - t0) * 1000)
+        spark_ms.append((t2 - t1) * 1000)
+        results.append(
+            {
+                "table": label,
+                "class": cls,
+                "where": where,
+                "true": truth,
+                "lakestats": ours["row_count"],
+                "bounds_hold": ours["lower"] <= truth <= ours["upper"],
+                "exact_ok": (not ours["exact"]) or ours["row_count"] == truth,
+                "exact": ours["exact"],
+                "spark": theirs if theirs is not None else float(total_rows),
+                "spark_none": theirs is None,
+            }
+        )
+    print(f"\n## {label}: {total_rows:,} rows; lakestats analyze {analyze_s:.1f} s, Spark ANALYZE "
+          f"FOR ALL COLUMNS with histograms {spark_analyze_s:.1f} s; per estimate median "
+          f"lakestats {statistics.median(lakestats_ms):.0f} ms, Spark optimizer "
+          f"{statistics.median(spark_ms):.0f} ms")
+    report(results)
+    return results
+
+
+def _stats(values: list[float]) -> str:
+    a = np.array(values)
+    return (f"{np.median(a):7.2f} {np.percentile(a, 90):7.2f} {np.percentile(a, 99):8.2f} "
+            f"{a.max():9.1f}")
+
+
+def report(results: list[dict]) -> None:
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        groups.setdefault(r["class"], []).append(r)
+    groups["ALL single-column"] = [r for r in results if r["class"] in SINGLE]
+    groups["ALL conjunctions"] = [r for r in results if r["class"] in CONJUNCTIONS]
+    print(f"{'class':20s} {'n':>4s} | {'lakestats q-error: p50':>22s} {'p90':>7s} {'p99':>8s} "
+          f"{'max':>9s} | {'Spark CBO q-error: p50':>22s} {'p90':>7s} {'p99':>8s} {'max':>9s} "
+          f"| exact  spark-none")
+    for cls, rows in groups.items():
+        if not rows:
+            continue
+        ours = [qerror(r["lakestats"], r["true"]) for r in rows]
+        theirs = [qerror(r["spark"], r["true"]) for r in rows]
+        exact = sum(r["exact"] for r in rows)
+        none = sum(r["spark_none"] for r in rows)
+        print(f"{cls:20s} {len(rows):4d} | {'':15s}{_stats(ours)} | {'':15s}{_stats(theirs)} "
+              f"| {exact:5d}  {none:5d}")
+    bad = [r for r in results if not (r["bounds_hold"] and r["exact_ok"])]
+    print(f"bounds held for {len(results) - len(bad)}/{len(results)} predicates"
+          + ("" if not bad else f"; VIOLATIONS: {[r['where'] for r in bad][:5]}"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=1)
+    parser.add_argument("--zipf-rows", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=14)
+    args = parser.parse_args()
+    from lakestats.compute.session import get_spark
+
+    print(f"# bench/estimate.py on {machine()}")
+    spark = get_spark()
+    lineitem = partitioned(tpch_lineitem(args.scale), "month")
+    every = []
+    every += run_table(
+        spark, "lineitem_month", lineitem, LINEITEM,
+        {"eq frequent": 30, "eq rare": 30, "range": 40, "in": 25, "prefix like": 25,
+         "and 2": 30, "and 3": 25, "or": 25},
+        args.seed,
+    )
+    every += run_table(
+        spark, "zipf", zipf_table(args.zipf_rows, args.seed), ZIPF,
+        {"eq frequent": 15, "eq rare": 15, "range": 20, "in": 10, "null": 10, "prefix like": 10,
+         "and 2": 15, "and 3": 10, "or": 10},
+        args.seed + 1,
+    )
+    print(f"\n## both tables: {len(every)} predicates")
+    report(every)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Partition statistics for the estimator, read from a published version's files.
+
+``partitions_of(reader, columns)`` yields one ``PartitionStatistics``
+(``lakestats.predicates``) per partition of the version; ``table_level(reader, columns)``
+one for the table-level files. Each reads its ``statistics.parquet`` rows of the
+predicate's columns once, and its frequencies and histogram only when an estimate needs
+them (a range inside [min, max] without complete frequencies, an equality on an
+unlisted value). A table-level partition index can replace this module later: the
+estimator only sees the protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakestats.errors import StatisticsNotFoundError
+from lakestats.stats.selectivity import ColumnSummary, Frequencies, Histogram
+from lakestats.store import manifest
+from lakestats.store.reader import StatisticsReader, parse_type
+
+_FIELDS = [
+    "column",
+    "type",
+    "row_count",
+    "null_count",
+    "nan_count",
+    "distinct_count",
+    "all_distinct",
+    "min",
+    "max",
+    "frequencies_count",
+    "frequencies_truncated",
+    "frequencies_min",
+    "histogram_lower",
+    "histogram_width",
+    "histogram_bins",
+    "histogram_exact",
+    "frequencies_exact",
+]
+
+
+class ReaderPartition:
+    """One partition (or the table level) of a version, for ``lakestats.predicates``."""
+
+    def __init__(
+        self,
+        reader: StatisticsReader,
+        entry: manifest.PartitionEntry,
+        columns: list[str],
+        table_level: bool = False,
+    ) -> None:
+        self.reader = reader
+        self.entry = entry
+        self.columns = columns
+        self.table_level = table_level
+        self.name = entry.name
+        self.values = dict(entry.values)
+        self.row_count = int(entry.row_count)
+        self._rows: dict[str, dict] | None = None
+        self._summaries: dict[str, ColumnSummary] = {}
+
+    def _statistics_rows(self) -> dict[str, dict]:
+        if self._rows is None:
+            handle = self.reader._file(self.entry, "statistics")
+            names = handle.schema_arrow.names
+            fields = [f for f in _FIELDS if f in names]
+            indices = [self.reader.column_index(c) for c in self.columns]
+            table = handle.read(columns=fields).take(pa.array(indices, pa.int64()))
+            self._rows = {r["column"]: r for r in table.to_pylist()}
+        return self._rows
+
+    def summary(self, column: str) -> ColumnSummary:
+        if column not in self._summaries:
+            self._summaries[column] = self._summary(column)
+        return self._summaries[column]
+
+    def _summary(self, column: str) -> ColumnSummary:
+        row = self._statistics_rows()[column]
+        dtype = parse_type(row["type"])
+        return ColumnSummary(
+            dtype=dtype,
+            row_count=int(row["row_count"]),
+            null_count=int(row["null_count"]),
+            nan_count=int(row.get("nan_count") or 0),
+            distinct_count=row.get("distinct_count"),
+            min_key=row.get("min"),
+            max_key=row.get("max"),
+            frequencies_source=lambda: self._frequencies(column, row),
+            histogram_source=lambda: self._histogram(column, row),
+        )
+
+    def _frequencies(self, column: str, row: dict) -> Frequencies | None:
+        if self.table_level and not row.get("frequencies_exact"):
+            # table-level counts of truncated columns are bounds, not counts: unused here
+            return None
+        if row.get("all_distinct"):
+            return Frequencies((), np.zeros(0, dtype=np.int64), False, 1)
+        truncated = bool(row.get("frequencies_truncated"))
+        if not row.get("frequencies_count") and not truncated:
+            complete = (row.get("distinct_count") or 0) == 0
+            return Frequencies((), np.zeros(0, dtype=np.int64), complete, None)
+        index = self.reader.column_index(column)
+        handle = self.reader._file(self.entry, "frequencies")
+        names = handle.schema_arrow.names
+        metadata = handle.metadata
+        keys_out: list[bytes] = []
+        counts_out: list[int] = []
+        if "column_index" in names:
+            position = names.index("column_index")
+            for g in range(metadata.num_row_groups):
+                stats = metadata.row_group(g).column(position).statistics
+                if stats is not None and not (stats.min <= index <= stats.max):
+                    continue
+                t = handle.read_row_group(g, columns=["value", "frequency", "column_index"])
+                t = t.filter(pc.equal(t.column("column_index"), index))
+                keys_out.extend(t.column("value").to_pylist())
+                counts_out.extend(t.column("frequency").to_pylist())
+        else:
+            t = handle.read(columns=["column", "value", "frequency"])
+            t = t.filter(pc.equal(t.column("column"), column))
+            keys_out = t.column("value").to_pylist()
+            counts_out = t.column("frequency").to_pylist()
+        order = sorted(range(len(keys_out)), key=keys_out.__getitem__)
+        return Frequencies(
+            tuple(keys_out[i] for i in order),
+            np.array([counts_out[i] for i in order], dtype=np.int64),
+            complete=not truncated,
+            unlisted_bound=row.get("frequencies_min") if truncated else None,
+        )
+
+    def _histogram(self, column: str, row: dict) -> Histogram | None:
+        if row.get("histogram_bins") is None or row.get("histogram_lower") is None:
+            return None
+        from lakestats.stats.selectivity import ColumnSummary as _S
+        from lakestats.stats.selectivity import _number
+
+        handle = self.reader._file(self.entry, "histograms")
+        counts = handle.read(columns=[column]).column(0).slice(0, row["histogram_bins"])
+        dtype = parse_type(row["type"])
+        lower = _number(_S(dtype, 0, 0), row["histogram_lower"])
+        exact = (not self.table_level) or bool(row.get("histogram_exact"))
+        return Histogram(
+            lower,
+            float(row["histogram_width"]),
+            np.asarray(counts.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64),
+            exact,
+        )
+
+
+def partitions_of(reader: StatisticsReader, columns: list[str]) -> Iterator[ReaderPartition]:
+    """Every partition of the reader's version."""
+    for entry in reader.version.partitions:
+        yield ReaderPartition(reader, entry, columns)
+
+
+def table_level(reader: StatisticsReader, columns: list[str]) -> list[ReaderPartition]:
+    """The table-level files as one partition (counts and bounds of the whole table)."""
+    if not reader.version.table_files:
+        raise StatisticsNotFoundError(
+            "this statistics version has no table-level files; run `lakestats analyze` again"
+        )
+    return [ReaderPartition(reader, reader.table_entry(), columns, table_level=True)]
+
+
+def column_types(reader: StatisticsReader) -> dict[str, pa.DataType]:
+    return {c["name"]: parse_type(c["type"]) for c in reader.columns}
+
+
+__all__ = ["ReaderPartition", "column_types", "partitions_of", "table_level"]

@@ -1,0 +1,831 @@
+"""SQL predicates over a table's columns: parsing, normal form, pruning and row estimates.
+
+``parse(text, columns)`` turns a SQL boolean expression (parsed by sqlglot) into a frozen
+tree of ``Compare``, ``Between``, ``In``, ``IsNull``, ``PrefixLike``, ``Like``, ``And`` and
+``Or``, with every literal typed by its column's Arrow type and carried as its
+order-preserving key (``lakestats.stats.keys``), so comparisons against stored min, max and
+frequency values are byte comparisons. ``NOT`` is pushed down to the leaves with SQL's
+three-valued logic (``NOT (a < 5)`` is ``a >= 5``, which, like ``a < 5``, keeps no NULL).
+``Not`` exists as a node type for callers that build trees by hand; ``parse`` never
+returns one.
+
+``LIKE``: ``'abc%'`` (one trailing ``%``, no other wildcard) is a ``PrefixLike``, a key
+range; a pattern without wildcards is an equality; any other pattern is a ``Like`` leaf,
+exact over complete frequencies and otherwise bounded by the rows of its literal prefix.
+
+``normalize(pred)`` is a canonical text (flattened and sorted conjuncts and disjuncts,
+sorted distinct IN lists, ``BETWEEN`` as two comparisons, canonical literals), so
+equivalent spellings get one key. ``estimate(pred, partitions)`` estimates per partition
+(``lakestats.stats.selectivity``) and sums, so skew between partitions is kept.
+
+Combination within one partition (documented in README "Selectivity estimates"):
+
+* conditions on one column are first combined into one set of key ranges (Kleene logic
+  per value: true, false or unknown), so ``a > 1 AND a < 5``, ``a = 1 OR a = 2`` and
+  ``NOT (a IN (...))`` are single exact-where-possible lookups;
+* AND across columns: the point estimate assumes independence (``n * prod(e_i / n)``);
+  bounds are Fréchet's: ``max(0, sum(lower_i) - (k-1) n) .. min(upper_i)``;
+* OR across columns: inclusion-exclusion under independence
+  (``n * (1 - prod(1 - e_i / n))``); bounds ``max(lower_i) .. min(n, sum(upper_i))``.
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from collections.abc import Container, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.types as pat
+
+from lakestats.errors import (
+    ColumnNotFoundError,
+    InvalidPredicateError,
+    StatisticsNotFoundError,
+    UnsupportedPredicateError,
+)
+from lakestats.stats import key_ranges as kr
+from lakestats.stats import keys
+from lakestats.stats import selectivity as sel
+from lakestats.stats.kinds import Kind, kind_of
+
+# -- the tree ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A typed value: ``value`` (Python), ``key`` (its order-preserving key), ``sql``
+    (canonical SQL text)."""
+
+    value: object
+    key: bytes
+    sql: str
+
+
+@dataclass(frozen=True)
+class Compare:
+    column: str
+    op: str  # = <> < <= > >=
+    value: Literal
+
+
+@dataclass(frozen=True)
+class Between:
+    column: str
+    low: Literal
+    high: Literal
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class In:
+    column: str
+    values: tuple[Literal, ...]
+    negated: bool = False
+    has_null: bool = False  # a NULL in the list: no value is ever NOT IN it
+
+
+@dataclass(frozen=True)
+class IsNull:
+    column: str
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class PrefixLike:
+    column: str
+    prefix: str
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Like:
+    column: str
+    pattern: str
+    negated: bool = False
+    escape: str | None = None
+
+
+@dataclass(frozen=True)
+class And:
+    children: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    children: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    child: Predicate
+
+
+Predicate = Compare | Between | In | IsNull | PrefixLike | Like | And | Or | Not
+LEAVES = (Compare, Between, In, IsNull, PrefixLike, Like)
+
+
+# -- parsing -------------------------------------------------------------------------------
+
+
+def parse(
+    text: str,
+    columns: Mapping[str, pa.DataType],
+    unanalyzed: Container[str] = (),
+) -> Predicate:
+    """Parse ``text`` against ``columns`` (name -> Arrow type of analyzed columns);
+    ``unanalyzed`` names table columns that exist but have no statistics."""
+    import sqlglot
+    from sqlglot.errors import ParseError, TokenError
+
+    if not text or not text.strip():
+        raise InvalidPredicateError("the predicate is empty: pass --where 'column = value'")
+    try:
+        tree = sqlglot.parse_one(text)
+    except (ParseError, TokenError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidPredicateError(f"cannot parse predicate {text!r}: {first}") from exc
+    return _Parser(columns, unanalyzed).node(tree, negate=False)
+
+
+_FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NEGATE = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+class _Parser:
+    def __init__(self, columns: Mapping[str, pa.DataType], unanalyzed: Container[str]) -> None:
+        self.columns = columns
+        self.unanalyzed = unanalyzed
+
+    def node(self, e, negate: bool) -> Predicate:  # noqa: ANN001
+        from sqlglot import exp
+
+        ops = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+        if isinstance(e, exp.Paren):
+            return self.node(e.this, negate)
+        if isinstance(e, exp.Not):
+            return self.node(e.this, not negate)
+        if isinstance(e, exp.And | exp.Or):
+            kids = (self.node(e.left, negate), self.node(e.right, negate))
+            is_and = isinstance(e, exp.And) != negate  # De Morgan
+            return And(kids) if is_and else Or(kids)
+        if type(e) in ops:
+            op = ops[type(e)]
+            left, right = e.left, e.right
+            if not isinstance(left, exp.Column) and isinstance(right, exp.Column):
+                left, right, op = right, left, _FLIP[op]
+            column, dtype = self.column(left, e)
+            if isinstance(right, exp.Column):
+                raise UnsupportedPredicateError(
+                    f"comparing two columns ({e.sql()}) is not supported: compare a column "
+                    "with a literal"
+                )
+            value = self.literal(right, column, dtype)
+            if value is None:
+                raise InvalidPredicateError(
+                    f"{e.sql()} is never true in SQL: write {column} IS NULL instead"
+                )
+            return Compare(column, _NEGATE[op] if negate else op, value)
+        if isinstance(e, exp.Between):
+            column, dtype = self.column(e.this, e)
+            low, high = self.literal(e.args["low"], column, dtype), self.literal(
+                e.args["high"], column, dtype
+            )
+            if low is None or high is None:
+                raise InvalidPredicateError(f"{e.sql()}: BETWEEN needs two non-NULL values")
+            return Between(column, low, high, negated=negate)
+        if isinstance(e, exp.In):
+            if e.args.get("query") is not None or e.args.get("unnest") is not None:
+                raise UnsupportedPredicateError(
+                    f"a subquery in IN ({e.sql()}) is not supported: list the values"
+                )
+            column, dtype = self.column(e.this, e)
+            values = [self.literal(v, column, dtype) for v in e.expressions]
+            typed = {v.key: v for v in values if v is not None}
+            ordered = tuple(typed[k] for k in sorted(typed))
+            return In(column, ordered, negated=negate, has_null=None in values)
+        if isinstance(e, exp.Is):
+            if not isinstance(e.expression, exp.Null):
+                raise UnsupportedPredicateError(
+                    f"{e.sql()} is not supported: only IS NULL and IS NOT NULL are"
+                )
+            column, _ = self.column(e.this, e)
+            return IsNull(column, negated=negate)
+        if isinstance(e, exp.Escape) and isinstance(e.this, exp.Like):
+            escape = self.string(e.expression, e)
+            if len(escape) != 1:
+                raise InvalidPredicateError(f"{e.sql()}: the ESCAPE string must be one character")
+            return self.like(e.this, negate, escape)
+        if isinstance(e, exp.Like):
+            return self.like(e, negate, None)
+        raise UnsupportedPredicateError(f"unsupported syntax in predicate: {_describe(e)}")
+
+    def like(self, e, negate: bool, escape: str | None) -> Predicate:  # noqa: ANN001
+        column, dtype = self.column(e.this, e)
+        if kind_of(dtype) != Kind.STRING:
+            raise InvalidPredicateError(
+                f"{e.sql()}: LIKE needs a string column; {column!r} is {dtype}"
+            )
+        pattern = self.string(e.expression, e)
+        negate = negate != bool(e.args.get("negate"))
+        head, wildcard_tail = _split_pattern(pattern, escape)
+        if wildcard_tail is None:  # no wildcard: an equality
+            lit = self.literal_value(head, column, dtype)
+            return Compare(column, "<>" if negate else "=", lit)
+        if wildcard_tail == "%":
+            return PrefixLike(column, head, negated=negate)
+        return Like(column, pattern, negated=negate, escape=escape)
+
+    def string(self, e, parent) -> str:  # noqa: ANN001
+        from sqlglot import exp
+
+        if isinstance(e, exp.Literal) and e.is_string:
+            return e.this
+        raise UnsupportedPredicateError(
+            f"{parent.sql()}: expected a string literal, got {_describe(e)}"
+        )
+
+    def column(self, e, parent) -> tuple[str, pa.DataType]:  # noqa: ANN001
+        from sqlglot import exp
+
+        if not isinstance(e, exp.Column):
+            raise UnsupportedPredicateError(
+                f"unsupported syntax in predicate: {_describe(e)} in {parent.sql()} "
+                "(only columns compared with literals are supported)"
+            )
+        name = ".".join(p.name for p in e.parts)
+        if name not in self.columns:
+            if name in self.unanalyzed:
+                raise StatisticsNotFoundError(
+                    f"column {name!r} has no statistics: analyze it (lakestats analyze "
+                    f"--columns ...,{name}) before estimating with it"
+                )
+            known = ", ".join(list(self.columns)[:20])
+            raise ColumnNotFoundError(f"unknown column {name!r} in predicate; columns are: {known}")
+        dtype = self.columns[name]
+        if kind_of(dtype) in (Kind.NESTED, Kind.NULL, Kind.OTHER):
+            raise StatisticsNotFoundError(
+                f"column {name!r} ({dtype}) has no value statistics (min, max, frequencies): "
+                "predicates can use only scalar columns"
+            )
+        return name, dtype
+
+    def literal(self, e, column: str, dtype: pa.DataType) -> Literal | None:  # noqa: ANN001
+        """A SQL literal as a value of the column's type (None for NULL)."""
+        from sqlglot import exp
+
+        if isinstance(e, exp.Null):
+            return None
+        kind = kind_of(dtype)
+        if isinstance(e, exp.Boolean):
+            if kind != Kind.BOOLEAN:
+                raise _wrong_type(e.sql(), column, dtype)
+            return _make_literal(bool(e.this), dtype)
+        if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
+            return self.number(f"-{e.this.this}", column, dtype)
+        if isinstance(e, exp.Literal):
+            if e.is_string:
+                return self.literal_value(e.this, column, dtype)
+            return self.number(e.this, column, dtype)
+        if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal):
+            family = _type_family(e.to)
+            allowed = {
+                Kind.TEMPORAL: ("date", "timestamp", "time"),
+                Kind.DECIMAL: ("number",),
+                Kind.INTEGER: ("number",),
+                Kind.FLOATING: ("number",),
+                Kind.STRING: ("string",),
+                Kind.BOOLEAN: ("boolean",),
+            }.get(kind, ())
+            if family not in allowed:
+                raise _wrong_type(e.sql(), column, dtype)
+            return self.literal_value(str(e.this.this), column, dtype)
+        raise UnsupportedPredicateError(
+            f"unsupported syntax in predicate: {_describe(e)} (expected a literal)"
+        )
+
+    def number(self, text: str, column: str, dtype: pa.DataType) -> Literal:
+        kind = kind_of(dtype)
+        if kind not in (Kind.INTEGER, Kind.FLOATING, Kind.DECIMAL):
+            raise _wrong_type(text, column, dtype)
+        if kind == Kind.INTEGER:
+            try:
+                number = decimal.Decimal(text)
+            except decimal.InvalidOperation as exc:
+                raise _wrong_type(text, column, dtype) from exc
+            if number != number.to_integral_value():
+                raise _wrong_type(text, column, dtype, "not an integer")
+            return _make_literal(int(number), dtype, text)
+        return self.literal_value(text, column, dtype)
+
+    def literal_value(self, text: str, column: str, dtype: pa.DataType) -> Literal:
+        try:
+            if pat.is_timestamp(dtype) and dtype.tz is not None:
+                value = _timestamp_with_zone(text, dtype)
+            else:
+                value = keys.parse_literal(text, dtype)
+            return _make_literal(value, dtype, text)
+        except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
+            raise _wrong_type(repr(text), column, dtype) from exc
+
+
+def _timestamp_with_zone(text: str, dtype: pa.TimestampType) -> object:
+    """A zoned column accepts ISO text with an offset, or without one (read as UTC)."""
+    import pyarrow.compute as pc
+
+    try:
+        return keys.parse_literal(text, dtype)
+    except (pa.ArrowInvalid, ValueError):
+        naive = pc.cast(pa.array([text]), pa.timestamp(dtype.unit))
+        return naive.cast(dtype)[0].as_py()
+
+
+def _make_literal(value: object, dtype: pa.DataType, text: str | None = None) -> Literal:
+    try:
+        array = pa.array([value], type=dtype)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+        raise InvalidPredicateError(
+            f"literal {text or value!r} does not fit type {dtype}: {exc}"
+        ) from exc
+    if kind_of(dtype) == Kind.DECIMAL and text is not None:
+        decoded = array[0].as_py()
+        if decimal.Decimal(text) != decoded:
+            raise InvalidPredicateError(f"literal {text} does not fit type {dtype} exactly")
+    key = keys.encode(array)[0].as_py()
+    return Literal(keys.decode(key, dtype), key, _sql_literal(keys.decode(key, dtype), dtype))
+
+
+def _sql_literal(value: object, dtype: pa.DataType) -> str:
+    kind = kind_of(dtype)
+    if kind == Kind.BOOLEAN:
+        return "TRUE" if value else "FALSE"
+    if kind == Kind.STRING:
+        return "'" + str(value).replace("'", "''") + "'"
+    if kind == Kind.BINARY:
+        return "'" + str(keys.to_json(value)) + "'"
+    if kind == Kind.FLOATING:
+        text = keys.to_json(value)
+        return f"'{text}'" if isinstance(text, str) else repr(float(text))
+    if kind == Kind.TEMPORAL:
+        prefix = "DATE" if pat.is_date(dtype) else "TIMESTAMP" if pat.is_timestamp(dtype) else ""
+        return f"{prefix} '{keys.to_json(value)}'".strip()
+    return str(keys.to_json(value))
+
+
+def _wrong_type(text: str, column: str, dtype: pa.DataType, why: str = "") -> Exception:
+    hint = f" ({why})" if why else ""
+    example = {
+        Kind.TEMPORAL: "DATE '2024-01-31' or TIMESTAMP '2024-01-31 12:00:00'",
+        Kind.STRING: "'text'",
+        Kind.BOOLEAN: "TRUE or FALSE",
+        Kind.DECIMAL: "12.34",
+        Kind.INTEGER: "42",
+        Kind.FLOATING: "1.5",
+    }.get(kind_of(dtype), "a literal")
+    return InvalidPredicateError(
+        f"literal {text} is not a value of column {column!r} ({dtype}){hint}: write e.g. {example}"
+    )
+
+
+def _type_family(datatype) -> str:  # noqa: ANN001
+    name = str(datatype.this).rsplit(".", 1)[-1].upper()
+    if name == "DATE":
+        return "date"
+    if name.startswith("TIMESTAMP") or name.startswith("DATETIME"):
+        return "timestamp"
+    if name.startswith("TIME"):
+        return "time"
+    if name in ("VARCHAR", "CHAR", "TEXT", "NCHAR", "NVARCHAR", "STRING"):
+        return "string"
+    if name in ("BOOLEAN",):
+        return "boolean"
+    return "number"
+
+
+def _describe(e) -> str:  # noqa: ANN001
+    from sqlglot import exp
+
+    if isinstance(e, exp.Subquery | exp.Select):
+        what = "a subquery"
+    elif isinstance(e, exp.Func):
+        what = f"function call {e.sql_name() if hasattr(e, 'sql_name') else type(e).__name__}"
+    else:
+        what = type(e).__name__
+    return f"{what} ({e.sql()})"
+
+
+def _split_pattern(pattern: str, escape: str | None) -> tuple[str, str | None]:
+    """The literal head of a LIKE pattern, and the rest from the first wildcard on (None
+    when there is no wildcard)."""
+    head = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if escape is not None and ch == escape and i + 1 < len(pattern):
+            head.append(pattern[i + 1])
+            i += 2
+            continue
+        if ch in "%_":
+            return "".join(head), pattern[i:]
+        head.append(ch)
+        i += 1
+    return "".join(head), None
+
+
+def like_regex(pattern: str, escape: str | None) -> re.Pattern:
+    parts = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if escape is not None and ch == escape and i + 1 < len(pattern):
+            parts.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        parts.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    return re.compile("".join(parts), re.DOTALL)
+
+
+# -- normal form ---------------------------------------------------------------------------
+
+
+def columns_of(pred: Predicate) -> list[str]:
+    """The columns a predicate reads, sorted."""
+    if isinstance(pred, And | Or):
+        return sorted({c for child in pred.children for c in columns_of(child)})
+    if isinstance(pred, Not):
+        return columns_of(pred.child)
+    return [pred.column]
+
+
+def push_not(pred: Predicate, negate: bool = False) -> Predicate:
+    """The same predicate with every ``Not`` pushed into the leaves (three-valued logic)."""
+    if isinstance(pred, Not):
+        return push_not(pred.child, not negate)
+    if isinstance(pred, And | Or):
+        kids = tuple(push_not(c, negate) for c in pred.children)
+        return (And if isinstance(pred, And) != negate else Or)(kids)
+    if not negate:
+        return pred
+    if isinstance(pred, Compare):
+        return Compare(pred.column, _NEGATE[pred.op], pred.value)
+    return type(pred)(**{**pred.__dict__, "negated": not pred.negated})
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def normalize(pred: Predicate) -> str:
+    """Canonical SQL text of ``pred``: equivalent spellings give the same text."""
+    pred = push_not(pred)
+    if isinstance(pred, And | Or):
+        glue = " AND " if isinstance(pred, And) else " OR "
+        parts = set()
+        for child in _flatten(pred):
+            text = normalize(child)
+            as_or = isinstance(child, Or) or (isinstance(child, Between) and child.negated)
+            as_and = isinstance(child, And) or (isinstance(child, Between) and not child.negated)
+            if (as_or and isinstance(pred, And)) or (as_and and isinstance(pred, Or)):
+                text = f"({text})"
+            parts.add(text)
+        return glue.join(sorted(parts))
+    col = _quote(pred.column)
+    if isinstance(pred, Compare):
+        return f"{col} {pred.op} {pred.value.sql}"
+    if isinstance(pred, Between):
+        if pred.negated:
+            return f"{col} < {pred.low.sql} OR {col} > {pred.high.sql}"
+        return f"{col} <= {pred.high.sql} AND {col} >= {pred.low.sql}"
+    if isinstance(pred, In):
+        items = [v.sql for v in pred.values] + (["NULL"] if pred.has_null else [])
+        return f"{col} {'NOT IN' if pred.negated else 'IN'} ({', '.join(items)})"
+    if isinstance(pred, IsNull):
+        return f"{col} IS {'NOT NULL' if pred.negated else 'NULL'}"
+    if isinstance(pred, PrefixLike):
+        escaped = pred.prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        text = "'" + (escaped + "%").replace("'", "''") + "'"
+        tail = " ESCAPE '\\'" if escaped != pred.prefix else ""
+        return f"{col} {'NOT LIKE' if pred.negated else 'LIKE'} {text}{tail}"
+    if isinstance(pred, Like):
+        text = "'" + pred.pattern.replace("'", "''") + "'"
+        tail = f" ESCAPE '{pred.escape}'" if pred.escape else ""
+        return f"{col} {'NOT LIKE' if pred.negated else 'LIKE'} {text}{tail}"
+    raise TypeError(pred)
+
+
+def _flatten(pred: And | Or) -> list[Predicate]:
+    out: list[Predicate] = []
+    for child in pred.children:
+        if type(child) is type(pred):
+            out.extend(_flatten(child))
+        elif isinstance(child, Between) and child.negated == isinstance(pred, Or):
+            c = child.column
+            if child.negated:
+                out.extend([Compare(c, "<", child.low), Compare(c, ">", child.high)])
+            else:
+                out.extend([Compare(c, ">=", child.low), Compare(c, "<=", child.high)])
+        else:
+            out.append(child)
+    return out
+
+
+# -- partitions ---------------------------------------------------------------------------
+
+
+class PartitionStatistics(Protocol):
+    """What an estimate needs of one partition (the table level is one such partition)."""
+
+    name: str
+    values: dict[str, object]
+    row_count: int
+
+    def summary(self, column: str) -> sel.ColumnSummary: ...
+
+
+# -- sets of values of one column (Kleene logic) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnSet:
+    """For one column: the keys for which a predicate is TRUE, those for which it is
+    FALSE (the rest is UNKNOWN), and its value on NULL (``"T"``, ``"F"`` or ``"U"``)."""
+
+    true: kr.KeySet
+    false: kr.KeySet
+    null: str
+
+    def negate(self) -> ColumnSet:
+        return ColumnSet(self.false, self.true, {"T": "F", "F": "T", "U": "U"}[self.null])
+
+    def both(self, other: ColumnSet) -> ColumnSet:
+        pair = (self.null, other.null)
+        null = "F" if "F" in pair else "T" if pair == ("T", "T") else "U"
+        return ColumnSet(
+            kr.intersect(self.true, other.true), kr.union(self.false, other.false), null
+        )
+
+    def either(self, other: ColumnSet) -> ColumnSet:
+        pair = (self.null, other.null)
+        null = "T" if "T" in pair else "F" if pair == ("F", "F") else "U"
+        return ColumnSet(
+            kr.union(self.true, other.true), kr.intersect(self.false, other.false), null
+        )
+
+
+def _is_set(pred: Predicate) -> bool:
+    if isinstance(pred, And | Or):
+        return all(_is_set(c) for c in pred.children)
+    if isinstance(pred, Not):
+        return _is_set(pred.child)
+    return not isinstance(pred, Like)
+
+
+def column_set(pred: Predicate) -> ColumnSet:
+    """The ColumnSet of a predicate over one column without general LIKE leaves."""
+    if isinstance(pred, Not):
+        return column_set(pred.child).negate()
+    if isinstance(pred, And | Or):
+        sets = [column_set(c) for c in pred.children]
+        out = sets[0]
+        for s in sets[1:]:
+            out = out.both(s) if isinstance(pred, And) else out.either(s)
+        return out
+    if isinstance(pred, IsNull):
+        base = ColumnSet(kr.NOTHING, kr.EVERYTHING, "T")
+        return base.negate() if pred.negated else base
+    if isinstance(pred, Compare):
+        k = pred.value.key
+        true = {
+            "=": kr.points([k]),
+            "<>": kr.complement(kr.points([k])),
+            "<": kr.between(None, True, k, False),
+            "<=": kr.between(None, True, k, True),
+            ">": kr.between(k, False, None, True),
+            ">=": kr.between(k, True, None, True),
+        }[pred.op]
+        return ColumnSet(true, kr.complement(true), "U")
+    if isinstance(pred, Between):
+        true = kr.between(pred.low.key, True, pred.high.key, True)
+        base = ColumnSet(true, kr.complement(true), "U")
+    elif isinstance(pred, In):
+        true = kr.points([v.key for v in pred.values])
+        base = ColumnSet(true, kr.NOTHING if pred.has_null else kr.complement(true), "U")
+    elif isinstance(pred, PrefixLike):
+        true = kr.prefix_range(pred.prefix.encode("utf-8"))
+        base = ColumnSet(true, kr.complement(true), "U")
+    else:
+        raise TypeError(pred)
+    return base.negate() if pred.negated else base
+
+
+# -- estimates -----------------------------------------------------------------------------
+
+
+def _leaf_estimate(pred: Predicate, part: PartitionStatistics) -> sel.Estimate:
+    column = columns_of(pred)[0]
+    summary = part.summary(column)
+    if isinstance(pred, Like):
+        matcher = like_regex(pred.pattern, pred.escape)
+        head, _ = _split_pattern(pred.pattern, pred.escape)
+        candidates = kr.prefix_range(head.encode("utf-8")) if head else kr.EVERYTHING
+        return sel.like(summary, lambda t: matcher.fullmatch(t) is not None, candidates,
+                        pred.negated)
+    cs = column_set(pred)
+    values = sel.estimate_keys(summary, cs.true)
+    if cs.null != "T" or summary.null_count == 0:
+        return values
+    n = summary.null_count
+    return sel.Estimate.of(values.rows + n, values.lower + n, values.upper + n,
+                           values.method + " + null count")
+
+
+def terms(pred: Predicate) -> list[Predicate]:
+    """The independent terms of a conjunction or disjunction: children on one column (and
+    without general LIKE) merged into one term, others kept as they are."""
+    if not isinstance(pred, And | Or):
+        return [pred]
+    groups: dict[str, list[Predicate]] = {}
+    others: list[Predicate] = []
+    for child in _flatten(pred):
+        cols = columns_of(child)
+        if len(cols) == 1 and _is_set(child):
+            groups.setdefault(cols[0], []).append(child)
+        else:
+            others.append(child)
+    merged = [g[0] if len(g) == 1 else type(pred)(tuple(g)) for _, g in sorted(groups.items())]
+    return merged + others
+
+
+def _estimate(pred: Predicate, part: PartitionStatistics) -> sel.Estimate:
+    cols = columns_of(pred)
+    if len(cols) == 1 and (_is_set(pred) or isinstance(pred, LEAVES)):
+        return _leaf_estimate(pred, part)
+    parts = [_estimate(t, part) for t in terms(pred)]
+    n = part.row_count
+    return combine_and(n, parts) if isinstance(pred, And) else combine_or(n, parts)
+
+
+def combine_and(n: int, parts: list[sel.Estimate]) -> sel.Estimate:
+    """Independence for the point estimate, Fréchet bounds."""
+    if any(p.upper == 0 for p in parts):
+        return sel.Estimate.count(0, "and: a term keeps nothing")
+    if n <= 0:
+        return sel.Estimate.count(0, "empty")
+    rows = float(n)
+    for p in parts:
+        rows *= p.rows / n
+    lower = max(0, sum(p.lower for p in parts) - (len(parts) - 1) * n)
+    upper = min(p.upper for p in parts)
+    return sel.Estimate.of(rows, lower, upper, "and (independence)")
+
+
+def combine_or(n: int, parts: list[sel.Estimate]) -> sel.Estimate:
+    """Inclusion-exclusion under independence; bounds max(lower) .. min(n, sum(upper))."""
+    if n <= 0:
+        return sel.Estimate.count(0, "empty")
+    miss = 1.0
+    for p in parts:
+        miss *= 1.0 - p.rows / n
+    lower = max(p.lower for p in parts)
+    upper = min(n, sum(p.upper for p in parts))
+    return sel.Estimate.of(n * (1.0 - miss), lower, upper, "or (independence)")
+
+
+def can_match(pred: Predicate, partition: PartitionStatistics) -> bool:
+    """False only when the statistics prove no row of the partition satisfies ``pred``
+    (min/max, null counts, complete frequencies, exact histogram bins)."""
+    return partition.row_count > 0 and _estimate(push_not(pred), partition).upper > 0
+
+
+def estimate(
+    pred: Predicate,
+    partitions: Iterable[PartitionStatistics],
+    table: PartitionStatistics | None = None,
+) -> dict[str, object]:
+    """Rows ``pred`` keeps, per partition then summed; see the module docstring.
+
+    ``table`` (the table-level statistics, optional) sets the total of equality and IN
+    conjuncts on values a partition does not list: per partition such a value is only
+    bounded, and whether it occurs there at all is unknown, so the partitions' point
+    estimates are scaled to the table-level estimate (which, as planners do, assumes the
+    value occurs), each kept inside its partition's bounds."""
+    pred = push_not(pred)
+    top = terms(pred) if isinstance(pred, And) else [pred]
+    total_rows = 0
+    evaluated: list[tuple[PartitionStatistics, list[sel.Estimate]]] = []
+    for part in partitions:
+        total_rows += part.row_count
+        if part.row_count > 0:
+            evaluated.append((part, [_estimate(t, part) for t in top]))
+    if table is not None:
+        for j, term in enumerate(top):
+            keys_ = _point_keys(term)
+            if keys_ is not None:
+                _scale_to_table(evaluated, j, table.summary(columns_of(term)[0]), keys_)
+    rows = 0.0
+    lower = upper = 0
+    exact = True
+    matching = []
+    detail = [
+        {"predicate": normalize(t), "row_count": 0.0, "lower": 0, "upper": 0, "exact": True}
+        for t in top
+    ]
+    for part, conjuncts in evaluated:
+        n = part.row_count
+        e = combine_and(n, conjuncts) if len(conjuncts) > 1 else conjuncts[0]
+        for d, c in zip(detail, conjuncts, strict=True):
+            d["row_count"] += c.rows
+            d["lower"] += c.lower
+            d["upper"] += c.upper
+            d["exact"] = d["exact"] and c.exact
+        rows += e.rows
+        lower += e.lower
+        upper += e.upper
+        exact = exact and e.exact
+        if e.upper > 0:
+            matching.append(
+                {
+                    "partition": part.values,
+                    "name": part.name,
+                    "partition_rows": n,
+                    "row_count": e.rows,
+                    "lower": e.lower,
+                    "upper": e.upper,
+                    "exact": e.exact,
+                    "method": e.method,
+                }
+            )
+    for d in detail:
+        d["selectivity"] = d["row_count"] / total_rows if total_rows else 0.0
+    return {
+        "predicate": normalize(pred),
+        "row_count": rows,
+        "lower": lower,
+        "upper": upper,
+        "exact": exact,
+        "selectivity": rows / total_rows if total_rows else 0.0,
+        "table_rows": total_rows,
+        "partitions": matching,
+        "detail": detail,
+    }
+
+
+def _point_keys(term: Predicate) -> list[bytes] | None:
+    """The values of an equality / IN term on one column (NULL not kept), else None."""
+    if len(columns_of(term)) != 1 or not _is_set(term):
+        return None
+    cs = column_set(term)
+    if cs.null == "T" or not cs.true or any(r.point is None for r in cs.true):
+        return None
+    return [r.point for r in cs.true]
+
+
+def _scale_to_table(
+    evaluated: list[tuple[PartitionStatistics, list[sel.Estimate]]],
+    j: int,
+    table_summary: sel.ColumnSummary,
+    point_keys: list[bytes],
+) -> None:
+    loose = [(i, c[j]) for i, (_, c) in enumerate(evaluated) if not c[j].exact]
+    if not loose:
+        return
+    target = sel.estimate_keys(table_summary, kr.points(point_keys)).rows
+    fixed = sum(c[j].rows for _, c in evaluated if c[j].exact)
+    want = max(0.0, target - fixed)
+    have = sum(e.rows for _, e in loose)
+    weights = [e.rows for _, e in loose] if have > 0 else [float(e.upper) for _, e in loose]
+    scale = want / (sum(weights) or 1.0)
+    for (i, e), w in zip(loose, weights, strict=True):
+        evaluated[i][1][j] = sel.Estimate.of(
+            w * scale, e.lower, e.upper, e.method + " (scaled to table level)"
+        )
+
+
+__all__ = [
+    "And",
+    "Between",
+    "ColumnSet",
+    "Compare",
+    "In",
+    "IsNull",
+    "Like",
+    "Literal",
+    "Not",
+    "Or",
+    "PartitionStatistics",
+    "Predicate",
+    "PrefixLike",
+    "can_match",
+    "column_set",
+    "columns_of",
+    "combine_and",
+    "combine_or",
+    "estimate",
+    "normalize",
+    "parse",
+    "push_not",
+    "terms",
+]

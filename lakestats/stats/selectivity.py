@@ -1,0 +1,469 @@
+"""How many rows of one partition a single-column condition keeps: estimates with sound bounds.
+
+Pure NumPy/Arrow. A ``ColumnSummary`` is what the statistics files say about one column in
+one partition; the estimators return an ``Estimate``: a point estimate ``rows`` and bounds
+``lower <= true count <= upper`` that always hold (``exact`` when they meet). The method:
+
+* NULL rows never satisfy a value condition; ``IS NULL`` is ``null_count`` (exact).
+* NaN is one value, above ``+inf`` (as in Spark and DuckDB): counted exactly from ``nan_count``.
+* min/max pruning: a range outside ``[min, max]`` keeps nothing, a range covering it keeps
+  every non-null, non-NaN row (both exact).
+* complete frequencies (every value listed): exact counts for any set of values.
+* truncated frequencies: listed values are exact; an unlisted value has at most the smallest
+  listed count (``unlisted_bound``). The rest is read from the histogram after the listed
+  values are taken out of their bins (PostgreSQL's MCV + histogram combination): bins fully
+  inside a range are exact, the (at most two) edge bins are interpolated linearly and bound
+  the error by their own count. An equality on an unlisted value gets the remaining rows per
+  remaining distinct value, capped by its bin's remainder and by ``unlisted_bound``.
+* no histogram (strings, binary): the remainder is interpolated over the key bytes between
+  min and max, bounded by all of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.types as pat
+
+from lakestats.stats import key_ranges as kr
+from lakestats.stats import keys
+from lakestats.stats.kinds import Kind, kind_of
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Rows kept: point estimate and sound bounds (``exact`` when the bounds meet)."""
+
+    rows: float
+    lower: int
+    upper: int
+    exact: bool
+    method: str
+
+    @staticmethod
+    def of(rows: float, lower: int, upper: int, method: str) -> Estimate:
+        lower, upper = int(lower), int(max(lower, upper))
+        rows = float(min(max(rows, lower), upper)) if math.isfinite(rows) else (lower + upper) / 2
+        return Estimate(rows, lower, upper, lower == upper, method)
+
+    @staticmethod
+    def count(n: int, method: str) -> Estimate:
+        return Estimate(float(n), int(n), int(n), True, method)
+
+
+@dataclass(frozen=True)
+class Frequencies:
+    """Stored value counts: ``keys`` sorted by key, exact ``counts``; ``complete`` when every
+    value is listed, else any unlisted value occurs at most ``unlisted_bound`` times."""
+
+    keys: tuple[bytes, ...]
+    counts: np.ndarray
+    complete: bool
+    unlisted_bound: int | None = None
+
+    def count_of(self, key: bytes) -> int | None:
+        import bisect
+
+        i = bisect.bisect_left(self.keys, key)
+        if i < len(self.keys) and self.keys[i] == key:
+            return int(self.counts[i])
+        return None
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Equi-width bins as the writer built them (``lakestats.stats.histogram``): ``lower``
+    and ``width`` in storage units (ints for integer, decimal and temporal columns, floats
+    for floating point). ``exact``: the counts are true counts (partition histograms)."""
+
+    lower: int | float
+    width: float
+    counts: np.ndarray
+    exact: bool = True
+
+
+Loader = Callable[[], object]
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnSummary:
+    """What the statistics say about one column of one partition. ``frequencies`` and
+    ``histogram`` may be given as zero-argument loaders, called only when an estimate
+    needs them."""
+
+    dtype: pa.DataType
+    row_count: int
+    null_count: int
+    nan_count: int = 0
+    distinct_count: int | None = None
+    min_key: bytes | None = None
+    max_key: bytes | None = None
+    frequencies_source: Frequencies | Loader | None = None
+    histogram_source: Histogram | Loader | None = None
+    percentiles: dict[str, bytes] | None = field(default=None)
+
+    @cached_property
+    def frequencies(self) -> Frequencies | None:
+        source = self.frequencies_source
+        return source() if callable(source) else source
+
+    @cached_property
+    def histogram(self) -> Histogram | None:
+        source = self.histogram_source
+        return source() if callable(source) else source
+
+    @property
+    def kind(self) -> Kind:
+        return kind_of(self.dtype)
+
+    @property
+    def non_null(self) -> int:
+        return self.row_count - self.null_count
+
+    @property
+    def ordered_values(self) -> int:
+        """Non-null, non-NaN rows: the ones between min and max."""
+        return self.row_count - self.null_count - (self.nan_count or 0)
+
+
+NAN_KEY: bytes = keys.encode(pa.array([float("nan")]))[0].as_py()
+
+
+# -- public estimators ------------------------------------------------------------------
+
+
+def is_null(s: ColumnSummary, negated: bool = False) -> Estimate:
+    return Estimate.count(s.non_null if negated else s.null_count, "null count")
+
+
+def equals(s: ColumnSummary, key: bytes) -> Estimate:
+    return estimate_keys(s, kr.points([key]))
+
+
+def in_list(s: ColumnSummary, key_list: list[bytes]) -> Estimate:
+    return estimate_keys(s, kr.points(key_list))
+
+
+def value_range(
+    s: ColumnSummary,
+    lower: bytes | None,
+    lower_inclusive: bool,
+    upper: bytes | None,
+    upper_inclusive: bool,
+) -> Estimate:
+    return estimate_keys(s, kr.between(lower, lower_inclusive, upper, upper_inclusive))
+
+
+def prefix(s: ColumnSummary, text: str) -> Estimate:
+    return estimate_keys(s, kr.prefix_range(text.encode("utf-8")))
+
+
+def estimate_keys(s: ColumnSummary, key_set: kr.KeySet) -> Estimate:
+    """Rows whose (non-null) key is in ``key_set``: the sum over its ranges, or all
+    non-null rows minus the complement when the complement is a few single values
+    (``<>``, ``NOT IN``), which estimates much better than two interpolated ranges."""
+    if s.non_null == 0 or not key_set:
+        return Estimate.count(0, "empty")
+    rest = kr.complement(key_set)
+    if rest and all(r.point is not None for r in rest) and len(rest) <= len(key_set) + 1:
+        kept = _sum([_range(s, r) for r in rest])
+        return Estimate.of(
+            s.non_null - kept.rows, s.non_null - kept.upper, s.non_null - kept.lower, kept.method
+        )
+    return _sum([_range(s, r) for r in key_set])
+
+
+def like(
+    s: ColumnSummary, matches: Callable[[str], bool], candidates: kr.KeySet, negated: bool
+) -> Estimate:
+    """``LIKE`` with any pattern: exact over complete frequencies; otherwise the listed
+    values matched exactly and the rest bounded by the rows in ``candidates`` (the
+    pattern's literal prefix), scaled by the share of listed candidates that match."""
+    positive = _like(s, matches, candidates)
+    if not negated:
+        return positive
+    n = s.non_null
+    return Estimate.of(n - positive.rows, n - positive.upper, n - positive.lower, positive.method)
+
+
+# -- internals ----------------------------------------------------------------------------
+
+
+def _sum(parts: list[Estimate]) -> Estimate:
+    if not parts:
+        return Estimate.count(0, "empty")
+    methods = sorted({p.method for p in parts})
+    return Estimate.of(
+        sum(p.rows for p in parts),
+        sum(p.lower for p in parts),
+        sum(p.upper for p in parts),
+        " + ".join(methods),
+    )
+
+
+def _listed(s: ColumnSummary) -> tuple[list[bytes], np.ndarray]:
+    """Listed values other than NaN (NaN is counted by ``nan_count``)."""
+    freq = s.frequencies
+    if freq is None or not freq.keys:
+        return [], np.zeros(0, dtype=np.int64)
+    keys_ = list(freq.keys)
+    counts = np.asarray(freq.counts, dtype=np.int64)
+    if s.kind == Kind.FLOATING and keys_ and keys_[-1] == NAN_KEY:
+        return keys_[:-1], counts[:-1]
+    return keys_, counts
+
+
+def _range(s: ColumnSummary, r: kr.KeyRange) -> Estimate:
+    nan_part = 0
+    if s.kind == Kind.FLOATING and s.nan_count and r.contains(NAN_KEY):
+        nan_part = s.nan_count
+    ordered = _ordered_part(s, r)
+    if nan_part == 0:
+        return ordered
+    return Estimate.of(ordered.rows + nan_part, ordered.lower + nan_part, ordered.upper + nan_part,
+                       ordered.method)
+
+
+def _ordered_part(s: ColumnSummary, r: kr.KeyRange) -> Estimate:
+    """Rows with a key in ``r`` among the non-null, non-NaN values (all in [min, max])."""
+    m = s.ordered_values
+    if m <= 0 or s.min_key is None or s.max_key is None:
+        return Estimate.count(0, "min/max")
+    clipped = kr.intersect((r,), kr.between(s.min_key, True, s.max_key, True))
+    if not clipped:
+        return Estimate.count(0, "min/max")
+    r = clipped[0]
+    whole = kr.between(s.min_key, True, s.max_key, True)[0]
+    if r == whole:
+        return Estimate.count(m, "min/max")
+    freq = s.frequencies
+    listed, counts = _listed(s)
+    inside = np.fromiter((r.contains(k) for k in listed), dtype=bool, count=len(listed))
+    listed_in = int(counts[inside].sum()) if len(listed) else 0
+    if freq is not None and freq.complete:
+        return Estimate.count(listed_in, "frequencies")
+    rest = m - int(counts.sum())
+    if rest <= 0:
+        return Estimate.count(listed_in, "frequencies")
+    point = r.point
+    hist = s.histogram if s.kind in _HISTOGRAM_KINDS else None
+    if point is not None:
+        return _unlisted_value(s, point, listed, counts, rest, listed_in, hist)
+    if hist is not None and len(hist.counts):
+        return _histogram_range(s, r, hist, listed, counts, rest, listed_in)
+    fraction = _key_fraction(s, r)
+    method = "frequencies + key interpolation" if listed else "key interpolation"
+    return Estimate.of(listed_in + rest * fraction, listed_in, listed_in + rest, method)
+
+
+_HISTOGRAM_KINDS = (Kind.INTEGER, Kind.FLOATING, Kind.DECIMAL, Kind.TEMPORAL)
+
+
+def _unlisted_value(
+    s: ColumnSummary,
+    key: bytes,
+    listed: list[bytes],
+    counts: np.ndarray,
+    rest: int,
+    listed_in: int,
+    hist: Histogram | None,
+) -> Estimate:
+    if listed_in:  # the value is listed: its count is exact
+        return Estimate.count(listed_in, "frequencies")
+    freq = s.frequencies
+    bound = rest if freq is None or freq.unlisted_bound is None else min(rest, freq.unlisted_bound)
+    distinct_rest = None
+    if s.distinct_count is not None:
+        distinct_rest = s.distinct_count - len(listed) - (1 if s.nan_count else 0)
+    average = rest / distinct_rest if distinct_rest and distinct_rest > 0 else bound / 2
+    method = "frequency bound"
+    if hist is not None and len(hist.counts):
+        remainder = _remainders(s, hist, listed, counts)
+        b = _bin_of(s, hist, _number(s, key))
+        in_bin = int(remainder[b])
+        if hist.exact:
+            bound = min(bound, in_bin)
+        method = "histogram"
+        if distinct_rest and distinct_rest > 0 and rest > 0:
+            # rows per distinct value in this bin, assuming the value occurs (as planners do)
+            distinct_in_bin = max(1.0, min(in_bin, distinct_rest * in_bin / rest))
+            if _integral(s):
+                lo, hi = _bin_span_int(s, hist, b)
+                distinct_in_bin = max(1.0, min(distinct_in_bin, hi - lo + 1))
+            average = in_bin / distinct_in_bin if in_bin else 0.0
+    return Estimate.of(min(average, bound), 0, bound, method)
+
+
+def _histogram_range(
+    s: ColumnSummary,
+    r: kr.KeyRange,
+    hist: Histogram,
+    listed: list[bytes],
+    counts: np.ndarray,
+    rest: int,
+    listed_in: int,
+) -> Estimate:
+    remainder = _remainders(s, hist, listed, counts)
+    lo_key, lo_inclusive = r.lower
+    hi_key, hi_inclusive = r.upper
+    lo_num, hi_num = _number(s, lo_key), _number(s, hi_key)
+    first, last = _bin_of(s, hist, lo_num), _bin_of(s, hist, hi_num)
+    full = int(remainder[first + 1 : last].sum()) if last > first + 1 else 0
+    point = float(full)
+    edge = 0
+    for b in sorted({first, last}):
+        share = _bin_share(s, hist, b, lo_num, lo_inclusive, hi_num, hi_inclusive)
+        if share >= 1.0 and _integral(s):
+            full += int(remainder[b])
+            point += float(remainder[b])
+            continue
+        edge += int(remainder[b])
+        point += float(remainder[b]) * share
+    if not hist.exact:  # re-binned: the bins are estimates, only the totals bound
+        return Estimate.of(listed_in + point, listed_in, listed_in + rest, "histogram (approx.)")
+    method = "frequencies + histogram" if len(listed) else "histogram"
+    return Estimate.of(listed_in + point, listed_in + full, listed_in + full + edge, method)
+
+
+def _remainders(
+    s: ColumnSummary, hist: Histogram, listed: list[bytes], counts: np.ndarray
+) -> np.ndarray:
+    """Bin counts with the listed values taken out (never below zero)."""
+    remainder = np.asarray(hist.counts, dtype=np.int64).copy()
+    for key, c in zip(listed, counts, strict=True):
+        remainder[_bin_of(s, hist, _number(s, key))] -= int(c)
+    return np.maximum(remainder, 0)
+
+
+def _integral(s: ColumnSummary) -> bool:
+    return s.kind in (Kind.INTEGER, Kind.DECIMAL, Kind.TEMPORAL)
+
+
+def _number(s: ColumnSummary, key: bytes) -> int | float:
+    """A key in the histogram's storage units."""
+    kind = s.kind
+    if kind == Kind.FLOATING:
+        return keys.decode(key, pa.float64())
+    raw = int.from_bytes(key, "big")
+    if kind == Kind.DECIMAL:
+        return raw - (1 << (len(key) * 8 - 1))
+    if pat.is_uint64(s.dtype):
+        return raw
+    return raw - (1 << 63)
+
+
+def _bin_of(s: ColumnSummary, hist: Histogram, value: int | float) -> int:
+    """The bin the writer put ``value`` in (the same arithmetic, so it is monotone and the
+    bins strictly between two values' bins hold only values between them)."""
+    nbins = len(hist.counts)
+    if hist.width == 0:
+        return 0
+    if _integral(s):
+        return min(max(int((value - int(hist.lower)) // int(hist.width)), 0), nbins - 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        raw = np.floor((np.float64(value) - np.float64(hist.lower)) / np.float64(hist.width))
+    raw = np.nan_to_num(raw, nan=0.0, posinf=nbins - 1, neginf=0)
+    return int(np.clip(raw, 0, nbins - 1))
+
+
+def _bin_span_int(s: ColumnSummary, hist: Histogram, b: int) -> tuple[int, int]:
+    """Inclusive integer span of bin ``b``, clipped to [min, max]."""
+    width = int(hist.width)
+    lo = int(hist.lower) + b * width
+    hi = lo + width - 1
+    top = _number(s, s.max_key) if s.max_key is not None else hi
+    return lo, min(hi, int(top)) if b == len(hist.counts) - 1 or top < hi else hi
+
+
+def _bin_share(
+    s: ColumnSummary,
+    hist: Histogram,
+    b: int,
+    lo: int | float,
+    lo_inclusive: bool,
+    hi: int | float,
+    hi_inclusive: bool,
+) -> float:
+    """The share of bin ``b`` inside the range, values assumed uniform in the bin."""
+    if _integral(s):
+        start, end = _bin_span_int(s, hist, b)
+        q_lo = int(lo) if lo_inclusive else int(lo) + 1
+        q_hi = int(hi) if hi_inclusive else int(hi) - 1
+        covered = min(end, q_hi) - max(start, q_lo) + 1
+        return max(0.0, covered / (end - start + 1))
+    if hist.width == 0:
+        return 0.5
+    start = float(hist.lower) + b * hist.width
+    end = float(hist.lower) + (b + 1) * hist.width
+    if b == len(hist.counts) - 1 and s.max_key is not None:
+        end = max(end, float(_number(s, s.max_key)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        covered = min(end, float(hi)) - max(start, float(lo))
+        share = covered / (end - start) if end > start else 0.5
+    return 0.5 if not math.isfinite(share) else min(1.0, max(0.0, share))
+
+
+def _key_fraction(s: ColumnSummary, r: kr.KeyRange) -> float:
+    """Where a range falls between min and max, reading keys as base-256 fractions after
+    their common prefix (PostgreSQL's convert_to_scalar for strings)."""
+    lo_key, hi_key = s.min_key or b"", s.max_key or b""
+    common = 0
+    while common < min(len(lo_key), len(hi_key)) and lo_key[common] == hi_key[common]:
+        common += 1
+
+    def position(key: bytes | None, default: float) -> float:
+        if key is None:
+            return default
+        tail = key[common : common + 8].ljust(8, b"\x00")
+        return int.from_bytes(tail, "big") / 2.0**64
+
+    low, high = position(lo_key, 0.0), position(hi_key, 1.0)
+    if high <= low:
+        return 0.5
+    a = max(low, position(r.lower[0], low))
+    b = min(high, position(r.upper[0], high))
+    return min(1.0, max(0.0, (b - a) / (high - low)))
+
+
+def _like(s: ColumnSummary, matches: Callable[[str], bool], candidates: kr.KeySet) -> Estimate:
+    if s.non_null == 0:
+        return Estimate.count(0, "empty")
+    freq = s.frequencies
+    listed, counts = _listed(s)
+    texts = [k.decode("utf-8", errors="replace") for k in listed]
+    hit = np.fromiter((matches(t) for t in texts), dtype=bool, count=len(texts))
+    listed_hit = int(counts[hit].sum()) if len(listed) else 0
+    if freq is not None and freq.complete:
+        return Estimate.count(listed_hit, "frequencies")
+    in_candidates = np.fromiter(
+        (any(r.contains(k) for r in candidates) for k in listed), dtype=bool, count=len(listed)
+    )
+    listed_candidates = int(counts[in_candidates].sum()) if len(listed) else 0
+    candidate = estimate_keys(s, candidates)
+    rest_point = max(0.0, candidate.rows - listed_candidates)
+    rest_upper = max(0, candidate.upper - listed_candidates)
+    share = listed_hit / listed_candidates if listed_candidates else 0.5
+    return Estimate.of(
+        listed_hit + rest_point * share, listed_hit, listed_hit + rest_upper, "like sample"
+    )
+
+
+__all__ = [
+    "NAN_KEY",
+    "ColumnSummary",
+    "Estimate",
+    "Frequencies",
+    "Histogram",
+    "equals",
+    "estimate_keys",
+    "in_list",
+    "is_null",
+    "like",
+    "prefix",
+    "value_range",
+]

@@ -1,0 +1,270 @@
+"""The predicate parser and normalizer, and the estimators' bounds on random data.
+
+No Spark: partitions are summarized in memory the way the writer summarizes them (its
+histogram module, top-k frequencies by count then value), random predicates are estimated,
+and DuckDB counts the same rows with the predicate's normalized text, so the bounds, the
+exactness claims and the normal form's meaning are all checked against an independent
+engine.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from lakestats import predicates as P
+from lakestats.stats import histogram as hist
+from lakestats.stats import keys
+from lakestats.stats import selectivity as sel
+from lakestats.stats.kinds import Kind, kind_of
+
+TYPES = {
+    "i": pa.int64(),
+    "f": pa.float64(),
+    "s": pa.string(),
+    "d": pa.decimal128(10, 2),
+    "day": pa.date32(),
+    "ts": pa.timestamp("us"),
+    "tsz": pa.timestamp("us", tz="UTC"),
+    "b": pa.bool_(),
+}
+
+
+def norm(text: str) -> str:
+    return P.normalize(P.parse(text, TYPES))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("i > 1 AND s = 'x'", "s = 'x' AND 1 < i"),
+        ("i BETWEEN 1 AND 5", "i <= 5 AND i >= 1"),
+        ("NOT (i < 5)", "i >= 5"),
+        ("NOT (i < 5 OR s IS NULL)", "s IS NOT NULL AND i >= 5"),
+        ("i IN (3, 1, 2, 1)", "i IN (1, 2, 3)"),
+        ("NOT i IN (1, 2)", "i NOT IN (2, 1)"),
+        ("d = 1.5", "d = 1.50"),
+        ("day = '2020-01-02'", "day = DATE '2020-01-02'"),
+        ("tsz = TIMESTAMP '2020-01-01 02:00:00+02:00'", "tsz = '2020-01-01 00:00:00'"),
+        ("f = 'NaN'", "f = 'nan'"),
+        ("(i = 1 OR i = 2) AND (s = 'a')", "s = 'a' AND (i = 2 OR i = 1)"),
+        ("s LIKE 'ab'", "s = 'ab'"),
+        ("NOT s LIKE 'ab%'", "s NOT LIKE 'ab%'"),
+        ("NOT (i BETWEEN 1 AND 5)", "i < 1 OR i > 5"),
+        ("b = TRUE", "b = true"),
+    ],
+)
+def test_equivalent_spellings_normalize_alike(a: str, b: str) -> None:
+    assert norm(a) == norm(b)
+
+
+def test_tree_shapes() -> None:
+    pred = P.parse("NOT (i < 5 AND s LIKE 'ab%') OR i IS NULL", TYPES)
+    assert isinstance(pred, P.Or)
+    inner, isnull = pred.children
+    assert isinstance(inner, P.Or) and isnull == P.IsNull("i")
+    left, right = inner.children
+    assert isinstance(left, P.Compare) and left.op == ">=" and left.value.value == 5
+    assert right == P.PrefixLike("s", "ab", negated=True)
+    assert P.columns_of(pred) == ["i", "s"]
+    like = P.parse("s LIKE 'a_c%'", TYPES)
+    assert isinstance(like, P.Like)
+    lit = P.parse("d = 1.5", TYPES).value
+    assert lit.value == decimal.Decimal("1.50")
+    assert lit.key == keys.encode(pa.array([decimal.Decimal("1.50")], TYPES["d"]))[0].as_py()
+    stamp = P.parse("tsz >= TIMESTAMP '2020-01-01 10:00:00+02:00'", TYPES).value
+    assert stamp.value == dt.datetime(2020, 1, 1, 8, tzinfo=dt.UTC)
+    assert P.parse("i IN (1, NULL)", TYPES).has_null
+    assert P.push_not(P.Not(P.Compare("i", "<", lit))) == P.Compare("i", ">=", lit)
+
+
+# -- random data, summarized as the writer does -----------------------------------------
+
+
+class MemoryPartition:
+    """A partition summarized in memory like lakestats' writer: top-``k`` frequencies by
+    (count desc, value), the writer's equi-width histograms."""
+
+    def __init__(self, name: str, table: pa.Table, k: int, bins: int) -> None:
+        self.name, self.values, self.row_count = name, {}, table.num_rows
+        self.table, self.k, self.bins = table, k, bins
+
+    def summary(self, column: str) -> sel.ColumnSummary:
+        col = self.table.column(column).combine_chunks()
+        dtype = col.type
+        kind = kind_of(dtype)
+        valid = col.filter(pc.is_valid(col))
+        encoded = keys.encode(valid) if len(valid) else pa.array([], pa.binary())
+        key_list = encoded.to_pylist()
+        uniq, counts = np.unique(np.array(key_list, dtype=object), return_counts=True)
+        uniq = [bytes(u) for u in uniq]
+        nan_count = 0
+        if kind == Kind.FLOATING:
+            nan_count = int(pc.sum(pc.is_nan(valid)).as_py() or 0)
+        ordered = [u for u in uniq if u != sel.NAN_KEY]
+        order = sorted(range(len(uniq)), key=lambda i: (-counts[i], uniq[i]))
+        all_distinct = len(uniq) == len(valid) and len(valid) > 0
+        if all_distinct:
+            freq = sel.Frequencies((), np.zeros(0, np.int64), False, 1)
+        elif len(uniq) <= self.k:
+            freq = sel.Frequencies(tuple(uniq), counts.astype(np.int64), True)
+        else:
+            top = sorted(order[: self.k], key=lambda i: uniq[i])
+            freq = sel.Frequencies(
+                tuple(uniq[i] for i in top),
+                counts[top].astype(np.int64),
+                False,
+                int(counts[order[self.k - 1]]),
+            )
+        histogram = None
+        values = keys.decode_array(pa.array(uniq, pa.binary()), dtype) if uniq else None
+        if kind == Kind.FLOATING and values is not None:
+            nums = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)
+            keep = ~np.isnan(nums)
+            built = hist.float_histogram(nums[keep], counts[keep], self.bins)
+            if built is not None:
+                histogram = sel.Histogram(built.lower, built.width, built.counts)
+        elif kind in (Kind.INTEGER, Kind.TEMPORAL, Kind.DECIMAL) and values is not None:
+            ints = (
+                keys.unscaled_int64(values) if kind == Kind.DECIMAL else keys.integers(values)
+            )
+            built = hist.integer_histogram(ints, counts, self.bins)
+            histogram = sel.Histogram(built.lower, built.width, built.counts)
+        return sel.ColumnSummary(
+            dtype,
+            self.row_count,
+            col.null_count,
+            nan_count,
+            len(uniq),
+            ordered[0] if ordered else None,
+            ordered[-1] if ordered else None,
+            freq,
+            histogram,
+        )
+
+
+def _table(rng: np.random.Generator, n: int) -> pa.Table:
+    floats = np.round(rng.normal(0, 20, n), 1)
+    floats[rng.random(n) < 0.05] = np.nan
+    floats[rng.random(n) < 0.02] = np.inf
+    words = [f"w{int(z) % 60:02d}" for z in rng.zipf(1.5, n)]
+    return pa.table(
+        {
+            "i": pa.array(rng.zipf(1.3, n) % 300, mask=rng.random(n) < 0.1),
+            "f": pa.array(floats, mask=rng.random(n) < 0.1),
+            "s": pa.array(words, mask=pa.array(rng.random(n) < 0.1)),
+            "d": pa.array([decimal.Decimal(int(v)).scaleb(-2) for v in rng.integers(0, 2000, n)],
+                          TYPES["d"]),
+            "day": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=int(v))
+                             for v in rng.integers(0, 400, n)], pa.date32()),
+            "b": pa.array(rng.random(n) < 0.2, mask=rng.random(n) < 0.1),
+        }
+    )
+
+
+def _literal(rng: np.random.Generator, column: str) -> str:
+    if column == "i":
+        return str(int(rng.choice([0, 1, 2, 3, 7, 50, 150, 299, 400])))
+    if column == "f":
+        return str(rng.choice(["-10.5", "0", "3.3", "25", "'NaN'", "'Infinity'", "-100"]))
+    if column == "s":
+        return f"'w{int(rng.integers(0, 70)):02d}'"
+    if column == "d":
+        return f"{rng.integers(-10, 2100) / 100:.2f}"
+    if column == "day":
+        return f"DATE '{dt.date(2020, 1, 1) + dt.timedelta(days=int(rng.integers(-5, 410)))}'"
+    return str(rng.choice(["TRUE", "FALSE"]))
+
+
+def _leaf(rng: np.random.Generator) -> str:
+    column = str(rng.choice(["i", "f", "s", "d", "day", "b"]))
+    shape = int(rng.integers(0, 8))
+    a, b = _literal(rng, column), _literal(rng, column)
+    if shape == 0:
+        return f"{column} {rng.choice(['=', '<>', '<', '<=', '>', '>='])} {a}"
+    if shape == 1:
+        return f"{column} BETWEEN {a} AND {b}"
+    if shape == 2:
+        items = ", ".join(_literal(rng, column) for _ in range(int(rng.integers(1, 5))))
+        return f"{column} {'NOT ' if rng.random() < 0.3 else ''}IN ({items})"
+    if shape == 3:
+        return f"{column} IS {'NOT ' if rng.random() < 0.5 else ''}NULL"
+    if shape == 4 and column == "s":
+        return f"s {'NOT ' if rng.random() < 0.3 else ''}LIKE 'w{int(rng.integers(0, 7))}%'"
+    if shape == 5 and column == "s":
+        return f"s LIKE '%{int(rng.integers(0, 10))}'"
+    return f"{column} {rng.choice(['<', '>='])} {a}"
+
+
+def _predicate(rng: np.random.Generator, depth: int = 0) -> str:
+    r = rng.random()
+    if depth >= 2 or r < 0.4:
+        return _leaf(rng)
+    left, right = _predicate(rng, depth + 1), _predicate(rng, depth + 1)
+    if r < 0.7:
+        return f"({left}) AND ({right})"
+    if r < 0.9:
+        return f"({left}) OR ({right})"
+    return f"NOT ({left})"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_predicates_bounds_hold(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    parts = [
+        MemoryPartition(f"p{j}", _table(rng, int(n)), k=int(rng.integers(3, 40)), bins=int(b))
+        for j, (n, b) in enumerate([(800, 8), (300, 32), (50, 4)])
+    ]
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for p in parts:
+        con.register(p.name, p.table)
+    exact_seen = 0
+    for _ in range(120):
+        text = _predicate(rng)
+        pred = P.parse(text, TYPES)
+        result = P.estimate(pred, parts)
+        normalized = P.normalize(pred)
+        total = 0
+        listed = {p["name"]: p for p in result["partitions"]}
+        for p in parts:
+            truth = con.execute(f"SELECT count(*) FROM {p.name} WHERE {text}").fetchone()[0]
+            again = con.execute(f"SELECT count(*) FROM {p.name} WHERE {normalized}").fetchone()[0]
+            assert truth == again, (text, normalized)
+            total += truth
+            if truth:
+                assert p.name in listed, (text, p.name, truth)
+                e = listed[p.name]
+                assert e["lower"] <= truth <= e["upper"], (text, p.name, truth, e)
+                if e["exact"]:
+                    assert e["row_count"] == truth, (text, p.name, truth, e)
+            assert P.can_match(pred, p) or truth == 0
+        assert result["lower"] <= total <= result["upper"], (text, total, result)
+        if result["exact"]:
+            exact_seen += 1
+            assert result["row_count"] == total
+    assert exact_seen > 10
+
+
+def test_truncated_frequencies_taken_out_of_the_histogram() -> None:
+    """A value listed among the frequent ones is exact; the histogram's bin for an unlisted
+    value is counted without the listed values (PostgreSQL's MCV + histogram)."""
+    values = np.array([5] * 100 + [6] * 3 + [7] * 2 + list(range(100, 200)), dtype=np.int64)
+    part = MemoryPartition("p", pa.table({"i": values}), k=1, bins=4)
+    s = part.summary("i")
+    assert s.frequencies.keys == (keys.encode(pa.array([5]))[0].as_py(),)
+    five = sel.equals(s, keys.encode(pa.array([5]))[0].as_py())
+    assert five.exact and five.rows == 100
+    six = sel.equals(s, keys.encode(pa.array([6]))[0].as_py())
+    # bin 0 is [5, 54): 105 rows, 5 once the listed 5 is taken out
+    assert six.lower == 0 and six.upper == 5 and 1 <= six.rows <= 3
+    whole_bin = sel.value_range(s, None, True, keys.encode(pa.array([53]))[0].as_py(), True)
+    assert whole_bin.exact and whole_bin.rows == 105
+    edge = sel.value_range(s, None, True, keys.encode(pa.array([50]))[0].as_py(), True)
+    assert (edge.lower, edge.upper, edge.exact) == (100, 105, False)
