@@ -298,6 +298,27 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_spark_register(args: argparse.Namespace) -> int:
+    from lakestats.spark import register_command
+
+    result = register_command(
+        _table(args),
+        args.name,
+        metastore=args.metastore,
+        snapshot_id=args.snapshot,
+        dry_run=args.dry_run,
+        num_bins=args.bins,
+    )
+    if args.json or args.dry_run:
+        _print_json(result)
+    else:
+        print(
+            f"registered {result['name']} ({result['row_count']} rows, "
+            f"{len(result['columns'])} columns with statistics) in {args.metastore}"
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lakestats", description="Column statistics for data-lake tables."
@@ -433,6 +454,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warehouse")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser(
+        "spark-register", help="a Spark table with lakestats' statistics (Hive metastore)"
+    )
+    common(p)
+    p.add_argument("--name", required=True, help="Spark table name (db.table or table)")
+    p.add_argument(
+        "--metastore",
+        default="spark-metastore",
+        help="directory of the local Hive (Derby) metastore (default ./spark-metastore)",
+    )
+    p.add_argument("--snapshot", type=int, help="table snapshot (default: current)")
+    p.add_argument("--bins", type=_positive, default=254, help="histogram bins (default 254)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the statistics as JSON, no Spark"
+    )
+    p.set_defaults(func=cmd_spark_register)
     return parser
 
 

@@ -1,0 +1,557 @@
+"""Spark's optimizer fed with lakestats' statistics (no full scan, no ``ANALYZE``).
+
+    import lakestats.api as ls
+    from lakestats.spark import register
+
+    record = register(spark, ls.open_table("/lake/lineitem"), "lineitem")
+    spark.sql("SELECT * FROM lineitem WHERE l_quantity < 5").explain(mode="cost")
+
+``register`` makes an analyzed table visible in Spark's session catalog as a v1 datasource
+table (``CREATE TABLE name USING parquet LOCATION …``; hive-style partitions are recovered)
+and sets lakestats' table-level statistics as its catalog statistics, as ``ANALYZE TABLE … FOR
+ALL COLUMNS`` with histograms would: ``sizeInBytes`` (the data files' bytes), ``rowCount``,
+and per column ``distinctCount``, ``min``, ``max``, ``nullCount``, ``avgLen``, ``maxLen`` and an
+equi-height ``Histogram`` of ``spark.sql.statistics.histogram.numBins`` bins.
+
+The histogram is cut from the best table-level source lakestats has, in this order:
+
+* ``frequencies``: every value with its exact count (``frequencies_exact``, not truncated): the
+  bins' edges are exact nearest-rank percentiles and each bin's ``ndv`` an exact count;
+* ``histogram``: the stored equi-width histogram; cumulative counts cut into equal-count bins,
+  interpolating linearly inside an equi-width bin (a bin holding one lattice point, as
+  integer columns with few values get, is a point mass, not interpolated);
+* ``percentiles``: p01 … p99 with min and max, linear in between.
+
+Only Parquet directories are covered: Delta, Iceberg, Hudi and Paimon tables need their
+format's jars in Spark and are then v2 tables, whose statistics the session catalog cannot
+set (SPARK-39420); a Parquet listing of their directories would read removed files.
+Spark Connect has no JVM handle, so ``register`` needs a classic session.
+
+The statistics are worked out in plain Python (``plan_statistics``, also the CLI's
+``--dry-run``); py4j is confined to ``_create_table``, ``_spark_types`` and ``_set_statistics``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import struct
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+
+import numpy as np
+
+from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
+from lakestats.stats.kinds import Kind, kind_of
+from lakestats.store import manifest
+from lakestats.store.reader import StatisticsReader, parse_type
+
+DEFAULT_BINS = 254  # spark.sql.statistics.histogram.numBins
+INTEGRAL = {"byte": 1, "short": 2, "int": 4, "long": 8}
+FIXED_SIZE = {**INTEGRAL, "float": 4, "double": 8, "date": 4, "timestamp": 8,
+              "timestamp_ntz": 8, "boolean": 1}  # fmt: skip
+HISTOGRAM_TYPES = {*INTEGRAL, "float", "double", "decimal", "date", "timestamp", "timestamp_ntz"}
+MAX_FREQUENCY_POINTS = 200_000  # beyond, the stored histogram is the source (decoding cost)
+EPOCH_DATE = dt.date(1970, 1, 1)
+EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+EPOCH_NAIVE = dt.datetime(1970, 1, 1)
+
+
+@dataclass
+class ColumnStatistics:
+    """One column's catalog statistics, values in Spark's external string forms."""
+
+    name: str
+    spark_type: str
+    distinct_count: int | None
+    null_count: int
+    min: str | None
+    max: str | None
+    avg_len: int
+    max_len: int
+    histogram_source: str | None = None  # frequencies | histogram | percentiles
+    histogram_height: float | None = None
+    histogram_bins: list[tuple[float, float, int]] = field(default_factory=list)
+
+    def spark_map(self) -> dict[str, str]:
+        """The ``<col>.<key>`` map ``CatalogColumnStat.fromMap`` reads (histogram apart)."""
+        out = {"version": "2", "nullCount": str(self.null_count), "avgLen": str(self.avg_len),
+               "maxLen": str(self.max_len)}  # fmt: skip
+        if self.distinct_count is not None:
+            out["distinctCount"] = str(self.distinct_count)
+        if self.min is not None and self.max is not None:
+            out["min"], out["max"] = self.min, self.max
+        return {f"{self.name}.{k}": v for k, v in out.items()}
+
+
+@dataclass
+class RegisteredStatistics:
+    """What ``register`` set (or, dry, would set) for one table."""
+
+    name: str
+    location: str
+    version: int
+    snapshot_id: int | None
+    size_in_bytes: int
+    row_count: int
+    columns: list[ColumnStatistics]
+    skipped: dict[str, str]  # column -> why it got no statistics in Spark
+    stale: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        out = asdict(self)
+        for column in out["columns"]:
+            column["histogram_bins"] = [list(b) for b in column["histogram_bins"]]
+        return out
+
+
+# -- the statistics, in plain Python ------------------------------------------------
+
+
+def spark_type_of(type_text: str) -> str | None:
+    """The Spark type Spark's Parquet reader gives a column of this Arrow type (None: none
+    that column statistics support)."""
+    import pyarrow as pa
+    import pyarrow.types as pat
+
+    dtype = parse_type(type_text)
+    if not isinstance(dtype, pa.DataType):
+        return None
+    if pat.is_dictionary(dtype):
+        dtype = dtype.value_type
+    simple = {pa.int8(): "byte", pa.int16(): "short", pa.int32(): "int", pa.int64(): "long",
+              pa.uint8(): "short", pa.uint16(): "int", pa.uint32(): "long",
+              pa.float32(): "float", pa.float64(): "double", pa.bool_(): "boolean",
+              pa.date32(): "date", pa.date64(): "date"}  # fmt: skip
+    if dtype in simple:
+        return simple[dtype]
+    if pat.is_decimal(dtype):
+        return "decimal"
+    if pat.is_timestamp(dtype):
+        return "timestamp" if dtype.tz else "timestamp_ntz"
+    if pat.is_string(dtype) or pat.is_large_string(dtype) or pat.is_string_view(dtype):
+        return "string"
+    if pat.is_binary(dtype) or pat.is_large_binary(dtype) or pat.is_fixed_size_binary(dtype):
+        return "binary"
+    return None
+
+
+def plan_statistics(
+    table,  # noqa: ANN001 - lakestats.api.LakestatsTable
+    name: str,
+    *,
+    snapshot_id: int | None = None,
+    num_bins: int = DEFAULT_BINS,
+    spark_types: dict[str, str] | None = None,
+) -> RegisteredStatistics:
+    """lakestats' table-level statistics as Spark catalog statistics, without Spark.
+
+    ``spark_types`` (column -> Spark type, from the Spark table) decides which columns Spark
+    has; by default every top-level column Spark's Parquet reader would show."""
+    if num_bins < 1:
+        raise InvalidArgumentError(f"histogram bins must be 1 or more, got {num_bins}")
+    stats = table.table_statistics(snapshot_id)
+    version = manifest.load_version(table.stats_root, stats["version"], table.s3)
+    reader = StatisticsReader(table.stats_root, version.version, s3=table.s3)
+    columns, skipped = [], {}
+    for row in stats["columns"]:
+        column = row["column"]
+        ours = spark_type_of(row["type"])
+        theirs = ours if spark_types is None else spark_types.get(column)
+        if len(row.get("column_path") or [column]) > 1:
+            skipped[column] = "a struct field: Spark keeps statistics of top-level columns only"
+        elif ours is None:
+            skipped[column] = f"type {row['type']} has no column statistics in Spark"
+        elif theirs is None:
+            skipped[column] = "not a column of a type Spark keeps statistics for in its table"
+        elif not _compatible(ours, theirs):
+            skipped[column] = f"Spark reads it as {theirs}, lakestats saw {row['type']}"
+        else:
+            columns.append(_column(row, theirs, reader, num_bins))
+    for column, spark_type in (spark_types or {}).items():
+        if column not in {r["column"] for r in stats["columns"]}:
+            skipped.setdefault(column, f"no lakestats statistics ({spark_type})")
+    return RegisteredStatistics(
+        name=name,
+        location=table.format.location,
+        version=version.version,
+        snapshot_id=stats.get("snapshot_id"),
+        size_in_bytes=version.merged_record_size,
+        row_count=stats["row_count"],
+        columns=columns,
+        skipped=skipped,
+        stale=bool(stats.get("stale")),
+    )
+
+
+def _compatible(ours: str, theirs: str) -> bool:
+    if ours == theirs:
+        return True
+    return ours in INTEGRAL and theirs in INTEGRAL  # e.g. a partition column inferred as int
+
+
+def _column(
+    row: dict, spark_type: str, reader: StatisticsReader, num_bins: int
+) -> ColumnStatistics:
+    kind = kind_of(parse_type(row["type"]))
+    non_null = row["row_count"] - row["null_count"]
+    if spark_type in ("string", "binary"):
+        # Spark's ANALYZE: ceil(avg(length)), max(length); min/max are not kept for these
+        avg_len = math.ceil(row["avg_length"]) if row.get("avg_length") is not None else 20
+        max_len = int(row["max_length"] or 0)
+        low = high = None
+    else:
+        avg_len = max_len = 16 if spark_type == "decimal" and _wide(row["type"]) else (
+            FIXED_SIZE.get(spark_type, 8))  # fmt: skip
+        low, high = (_external(row[k], spark_type) for k in ("min", "max"))
+    out = ColumnStatistics(
+        name=row["column"],
+        spark_type=spark_type,
+        distinct_count=row.get("distinct_count"),
+        null_count=row["null_count"],
+        min=low,
+        max=high,
+        avg_len=avg_len,
+        max_len=max_len,
+    )
+    if spark_type in HISTOGRAM_TYPES and non_null > 0 and row["min"] is not None:
+        pieces, source = _pieces(row, kind, spark_type, reader)
+        if pieces is not None:
+            out.histogram_height, out.histogram_bins = equi_height(pieces, num_bins)
+            out.histogram_source = source
+    return out
+
+
+def _wide(type_text: str) -> bool:
+    dtype = parse_type(type_text)
+    return getattr(dtype, "precision", 0) > 18  # Spark's DecimalType.defaultSize: 8 or 16
+
+
+def _external(value: object, spark_type: str) -> str | None:
+    """A value as Spark's ``CatalogColumnStat.toExternalString`` writes it (timestamps in
+    UTC: Spark parses stored statistics with a UTC formatter, whatever the session zone)."""
+    if value is None:
+        return None
+    if spark_type in INTEGRAL:
+        return str(int(value))
+    if spark_type in ("float", "double"):
+        number = float(value)
+        if math.isnan(number):
+            return None
+        return "Infinity" if number == math.inf else "-Infinity" if number == -math.inf else (
+            repr(number))  # fmt: skip
+    if spark_type == "decimal":
+        return format(Decimal(value), "f")
+    if spark_type == "boolean":
+        return "true" if value else "false"
+    if spark_type == "date":
+        return value.isoformat()
+    if spark_type == "timestamp":
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    if spark_type == "timestamp_ntz":
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return None
+
+
+def _double(value: object, spark_type: str) -> float:
+    """A value as Spark's histogram holds it (``EstimationUtils.toDouble`` of the internal
+    value): days for dates, microseconds for timestamps."""
+    if spark_type == "date":
+        return float((value - EPOCH_DATE).days)
+    if spark_type == "timestamp":
+        return float((value - EPOCH_UTC) // dt.timedelta(microseconds=1))
+    if spark_type == "timestamp_ntz":
+        return float((value - EPOCH_NAIVE) // dt.timedelta(microseconds=1))
+    return float(value)
+
+
+@dataclass
+class Pieces:
+    """A column's value distribution: rows uniform over ``[lo, hi]`` per piece (a point mass
+    when ``lo == hi``), with an ndv per piece; in increasing order."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    count: np.ndarray
+    ndv: np.ndarray
+
+
+def _pieces(
+    row: dict, kind: Kind, spark_type: str, reader: StatisticsReader
+) -> tuple[Pieces | None, str | None]:
+    column = row["column"]
+    distinct = row.get("distinct_count") or 1
+    complete = bool(row.get("frequencies_exact")) and not row.get("frequencies_truncated")
+    complete = complete and distinct <= MAX_FREQUENCY_POINTS
+    if complete and not row.get("all_distinct"):
+        pairs = [
+            (_double(v, spark_type), c)
+            for v, c in reader.frequencies(None, column)
+            if not (isinstance(v, float) and math.isnan(v))
+        ]
+        if pairs:
+            pairs.sort()
+            values = np.array([p[0] for p in pairs])
+            counts = np.array([p[1] for p in pairs], dtype=np.float64)
+            return Pieces(values, values, counts, np.ones(len(values))), "frequencies"
+    bins = reader.histogram(None, column) if row.get("histogram_bins") else []
+    if bins:
+        top = _double(row["max"], spark_type)
+        lo = np.array([_double(b["lower"], spark_type) for b in bins])
+        hi = np.minimum(np.array([_double(b["upper"], spark_type) for b in bins]), top)
+        counts = np.array([b["count"] for b in bins], dtype=np.float64)
+        lo, hi = np.minimum(lo, hi), hi
+        # one lattice point per bin (integer widths, fewer points than bins): a point mass
+        configured = int(reader.version.options.get("bins") or 0)
+        if kind != Kind.FLOATING and row.get("histogram_exact") and len(bins) < configured:
+            hi = lo.copy()
+        total = counts.sum()
+        ndv = np.where(hi == lo, 1.0, np.minimum(counts, distinct * counts / max(total, 1)))
+        keep = counts > 0
+        return Pieces(lo[keep], hi[keep], counts[keep], ndv[keep]), "histogram"
+    names = ("min", "p01", "p05", "p25", "p50", "p75", "p95", "p99", "max")
+    ranks = (0, 1, 5, 25, 50, 75, 95, 99, 100)
+    marks = [(q, row.get(n)) for q, n in zip(ranks, names, strict=True)]
+    marks = [(q, _double(v, spark_type)) for q, v in marks if v is not None]
+    if len(marks) < 2:
+        return None, None
+    non_null = row["row_count"] - row["null_count"] - (row.get("nan_count") or 0)
+    qs = np.array([q for q, _ in marks], dtype=np.float64)
+    xs = np.array([x for _, x in marks])
+    counts = np.diff(qs) / 100.0 * non_null
+    ndv = np.maximum(1.0, distinct * np.diff(qs) / 100.0)
+    return Pieces(xs[:-1], xs[1:], counts, ndv), "percentiles"
+
+
+def equi_height(pieces: Pieces, num_bins: int) -> tuple[float, list[tuple[float, float, int]]]:
+    """Spark's equi-height histogram of a distribution: ``num_bins`` bins of ``height`` rows,
+    edges at the ``i / num_bins`` quantiles (nearest rank on point masses, linear inside a
+    piece), ``ndv`` of bin ``i`` counted over ``(edge i, edge i+1]`` (the first bin includes
+    its lower edge; a bin with equal edges has ndv 1), as Spark's ANALYZE computes them."""
+    total = float(pieces.count.sum())
+    cum = np.cumsum(pieces.count)
+    before = cum - pieces.count
+    targets = np.arange(1, num_bins) * (total / num_bins)
+    index = np.minimum(np.searchsorted(cum, targets - 1e-9 * total, side="left"), len(cum) - 1)
+    share = np.clip((targets - before[index]) / pieces.count[index], 0.0, 1.0)
+    inner = pieces.lo[index] + share * (pieces.hi[index] - pieces.lo[index])
+    edges = np.concatenate([[pieces.lo[0]], inner, [pieces.hi[-1]]])
+    edges = np.maximum.accumulate(edges)
+    bins = []
+    for i in range(num_bins):
+        lo, hi = float(edges[i]), float(edges[i + 1])
+        ndv = 1 if lo == hi else _ndv_between(pieces, lo, hi, first=i == 0)
+        bins.append((lo, hi, ndv))
+    return total / num_bins, bins
+
+
+def _ndv_between(pieces: Pieces, lo: float, hi: float, first: bool) -> int:
+    """Distinct values in ``(lo, hi]`` (``[lo, hi]`` for the first bin)."""
+    points = pieces.lo == pieces.hi
+    at = pieces.lo
+    inside = (at > lo) | (first & (at == lo))
+    exact = float(pieces.ndv[points & inside & (at <= hi)].sum())
+    spread = ~points
+    width = np.where(spread, pieces.hi - pieces.lo, 1.0)
+    overlap = np.clip(np.minimum(hi, pieces.hi) - np.maximum(lo, pieces.lo), 0.0, None) / width
+    estimated = float((pieces.ndv * overlap)[spread].sum())
+    return max(1, round(exact + estimated))
+
+
+# -- the Spark side (py4j, classic sessions only) ------------------------------------
+
+
+def register(
+    spark,  # noqa: ANN001 - pyspark.sql.SparkSession
+    table,  # noqa: ANN001 - lakestats.api.LakestatsTable
+    name: str,
+    *,
+    snapshot_id: int | None = None,
+) -> RegisteredStatistics:
+    """Create (or reuse) the v1 table ``name`` over ``table``'s data and set lakestats'
+    statistics as its catalog statistics. Returns what was set and what was skipped."""
+    if getattr(spark, "_jsparkSession", None) is None:
+        raise LakestatsError(
+            "registering statistics needs a classic SparkSession (py4j); Spark Connect cannot "
+            "set catalog statistics: use a classic session or lakestats' own lookups"
+        )
+    fmt = table.format
+    if fmt.format_name != "parquet":
+        raise UnsupportedFeatureError(
+            f"cannot register a {fmt.format_name} table in Spark's session catalog: only "
+            "Parquet directories become v1 tables (with its jars a "
+            f"{fmt.format_name} table is a v2 table, whose statistics Spark cannot set)"
+        )
+    from lakestats.api import version_for_snapshot
+
+    # never analyzed: fail before anything is created in Spark's catalog
+    version_for_snapshot(table.stats_root, fmt, snapshot_id, table.s3)
+    _create_table(spark, name, fmt.location)
+    record = plan_statistics(
+        table,
+        name,
+        snapshot_id=snapshot_id,
+        num_bins=int(spark.conf.get("spark.sql.statistics.histogram.numBins", "254")),
+        spark_types=_spark_types(spark, name),
+    )
+    _set_statistics(spark, record)
+    return record
+
+
+def _spark_location(location: str) -> str:
+    return location if "://" in location else "file://" + location
+
+
+def _create_table(spark, name: str, location: str) -> None:  # noqa: ANN001
+    """``CREATE TABLE name USING parquet LOCATION …`` and its partitions; an existing table
+    over the same location is reused, one over another location refused."""
+    jsession = spark._jsparkSession
+    ident = jsession.sessionState().sqlParser().parseTableIdentifier(name)
+    catalog = jsession.sessionState().catalog()
+    wanted = _spark_location(location).rstrip("/")
+    if catalog.tableExists(ident):
+        meta = catalog.getTableMetadata(ident)
+        current = str(meta.location().toString()).rstrip("/")
+        if current.replace("file:///", "file:/") != wanted.replace("file:///", "file:/"):
+            raise InvalidArgumentError(
+                f"Spark table {name} already exists over {current}, not {wanted}: "
+                "drop it or register under another name"
+            )
+        return
+    escaped = wanted.replace("'", "\\'")
+    spark.sql(f"CREATE TABLE {name} USING parquet LOCATION '{escaped}'")
+    if catalog.getTableMetadata(ident).partitionColumnNames().nonEmpty():
+        spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+
+
+def _spark_types(spark, name: str) -> dict[str, str]:  # noqa: ANN001
+    from pyspark.sql import types as T
+
+    simple = {T.ByteType: "byte", T.ShortType: "short", T.IntegerType: "int",
+              T.LongType: "long", T.FloatType: "float", T.DoubleType: "double",
+              T.DecimalType: "decimal", T.DateType: "date", T.TimestampType: "timestamp",
+              T.TimestampNTZType: "timestamp_ntz", T.BooleanType: "boolean",
+              T.StringType: "string", T.BinaryType: "binary"}  # fmt: skip
+    out = {}
+    for spark_field in spark.table(name).schema.fields:
+        out[spark_field.name] = simple.get(type(spark_field.dataType))
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _set_statistics(spark, record: RegisteredStatistics) -> None:  # noqa: ANN001
+    """``SessionCatalog.alterTableStats`` with a ``CatalogStatistics`` built JVM-side
+    (``CatalogColumnStat.fromMap`` parses Spark's own external forms; ``BigInt`` options come
+    from parsing too, as py4j turns Scala ``BigInt`` into Python ``int``)."""
+    jvm, jsession = spark._jvm, spark._jsparkSession
+    catalog = jsession.sessionState().catalog()
+    ident = jsession.sessionState().sqlParser().parseTableIdentifier(record.name)
+    stat_class = jvm.org.apache.spark.sql.catalyst.catalog.CatalogColumnStat
+    to_scala = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap
+
+    def scala_map(entries: dict) -> object:
+        java = jvm.java.util.HashMap()
+        for key, value in entries.items():
+            java.put(key, value)
+        return to_scala(java)
+
+    def big_int_option(number: int) -> object:  # Option[BigInt]
+        parsed = stat_class.fromMap("t", "c", scala_map({"c.version": "2",
+                                                         "c.distinctCount": str(number)}))
+        return parsed.get().distinctCount()
+
+    column_stats = jvm.java.util.HashMap()
+    for column in record.columns:
+        entries = column.spark_map()
+        if column.histogram_bins:
+            entries[f"{column.name}.histogram"] = _serialize_histogram(spark, column)
+        parsed = stat_class.fromMap(record.name, column.name, scala_map(entries))
+        column_stats.put(column.name, parsed.get())
+    args = jvm.java.util.ArrayList()
+    # the BigInt itself, kept JVM-side (``.get()`` would hand Python an int)
+    args.addAll(
+        jvm.scala.jdk.javaapi.CollectionConverters.asJava(
+            big_int_option(record.size_in_bytes).toList()
+        )
+    )
+    args.add(big_int_option(record.row_count))
+    args.add(to_scala(column_stats))
+    constructor = jvm.java.lang.Class.forName(
+        "org.apache.spark.sql.catalyst.catalog.CatalogStatistics"
+    ).getConstructors()[0]
+    statistics = constructor.newInstance(args.toArray())
+    catalog.alterTableStats(ident, jvm.scala.Option.apply(statistics))
+
+
+def _serialize_histogram(spark, column: ColumnStatistics) -> str:  # noqa: ANN001
+    """``HistogramSerializer.serialize``'s string: the bins written as its ``DataOutputStream``
+    writes them (height, count, all lo, all hi, all ndv, -1), LZ4-framed and base64-encoded
+    JVM-side with the same classes, in a handful of py4j calls rather than one per bin."""
+    bins = column.histogram_bins
+    payload = struct.pack(">di", column.histogram_height, len(bins))
+    payload += struct.pack(f">{len(bins)}d", *(b[0] for b in bins))
+    payload += struct.pack(f">{len(bins)}d", *(b[1] for b in bins))
+    payload += struct.pack(f">{len(bins)}q", *(b[2] for b in bins))
+    payload += struct.pack(">i", -1)
+    jvm = spark._jvm
+    buffer = jvm.java.io.ByteArrayOutputStream()
+    stream = jvm.net.jpountz.lz4.LZ4BlockOutputStream(buffer)
+    stream.write(bytearray(payload))
+    stream.close()
+    return jvm.java.util.Base64.getEncoder().encodeToString(buffer.toByteArray())
+
+
+def hive_session(metastore: str):  # noqa: ANN201 - pyspark.sql.SparkSession
+    """A local session whose catalog is a Hive metastore in Derby under ``metastore``: unlike
+    the in-memory catalog, it keeps tables and their statistics (as ``spark.sql.statistics.*``
+    table properties) for every later session pointed at the same directory."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+    home = Path(metastore).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(os.environ.get("LAKESTATS_SPARK_MASTER", "local[2]"))
+        .appName("lakestats-spark-register")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", str(home / "warehouse"))
+        .config(
+            "spark.hadoop.javax.jdo.option.ConnectionURL",
+            f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+        )
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
+    )
+    try:
+        spark = builder.enableHiveSupport().getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - pyspark raises plain exceptions here
+        raise UnsupportedFeatureError(
+            f"cannot start Spark with a Hive metastore ({exc}); use --dry-run to see the "
+            "statistics, or call lakestats.spark.register from your own session"
+        ) from exc
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def register_command(
+    table,  # noqa: ANN001 - lakestats.api.LakestatsTable
+    name: str,
+    *,
+    metastore: str,
+    snapshot_id: int | None = None,
+    dry_run: bool = False,
+    num_bins: int = DEFAULT_BINS,
+) -> dict[str, object]:
+    """``lakestats spark-register``: registers into the persistent metastore, or (dry) only
+    works out the statistics, without Spark."""
+    if dry_run:
+        return plan_statistics(table, name, snapshot_id=snapshot_id, num_bins=num_bins).to_json()
+    spark = hive_session(metastore)
+    try:
+        record = register(spark, table, name, snapshot_id=snapshot_id)
+    finally:
+        spark.stop()
+    return {**record.to_json(), "metastore": str(metastore)}
