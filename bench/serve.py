@@ -131,6 +131,40 @@ async def run_clients(base: str, mix: list[tuple[str, str]], clients: int):  # n
     return times, errors, wall
 
 
+def in_process(wide: Path, lineitem: Path, n: int = 300) -> dict[str, float]:
+    """Median seconds of the same lookups as direct facade calls in this process (no HTTP,
+    one at a time): the baseline the HTTP figures are compared with."""
+    import lakestats.api as ls
+
+    w, li = ls.open_table(str(wide)), ls.open_table(str(lineitem))
+    rng = random.Random(2)
+    calls = {
+        "partition statistics": lambda c, p, y: w.statistics(
+            f"p={p}", [f"c{c:04d}", f"c{(c + 1) % WIDE_COLUMNS:04d}"]
+        ),
+        "partition frequencies": lambda c, p, y: li.frequencies(
+            "l_shipmode", f"ship_year={y}", 5
+        ),
+        "partition histogram": lambda c, p, y: li.histogram(
+            "l_quantity", f"ship_year={y}", c % 40, c % 40 + 10
+        ),
+        "fan-out 10 cols x 10 parts": lambda c, p, y: w.stats(
+            [f"c{(c + 7 * k) % WIDE_COLUMNS:04d}" for k in range(10)]
+        ),
+    }
+    out = {}
+    for kind, call in calls.items():
+        times = []
+        for _ in range(n):
+            args = (rng.randrange(WIDE_COLUMNS), rng.randrange(WIDE_PARTITIONS),
+                    rng.randrange(1992, 1999))
+            started = time.perf_counter()
+            call(*args)
+            times.append(time.perf_counter() - started)
+        out[kind] = statistics.median(times)
+    return out
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -187,10 +221,16 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             server.kill()
     total = sum(len(v) for v in times.values())
-    print(f"{'endpoint class':30s} {'requests':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'mean ms':>8s}")
-    for kind, values in times.items():
-        print(f"{kind:30s} {len(values):9d} {percentile(values, 0.5) * 1000:8.1f} "
-              f"{percentile(values, 0.99) * 1000:8.1f} {statistics.fmean(values) * 1000:8.1f}")
+    direct = in_process(wide, lineitem)
+    print(f"{'endpoint class':30s} {'requests':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'mean ms':>8s}"
+          f" {'in-process p50 ms':>18s} {'HTTP p50 / in-process':>22s}")
+    for kind, values in sorted(times.items()):
+        p50 = percentile(values, 0.5)
+        base = direct.get(kind)
+        extra = f" {base * 1000:18.2f} {p50 / base:22.1f}" if base else ""
+        print(f"{kind:30s} {len(values):9d} {p50 * 1000:8.1f} "
+              f"{percentile(values, 0.99) * 1000:8.1f} {statistics.fmean(values) * 1000:8.1f}"
+              + extra)
     print(f"total {total} requests in {wall:.1f} s: {total / wall:,.0f} requests/s; "
           f"errors: {len(errors)}")
     for line in errors[:5]:

@@ -254,7 +254,11 @@ def test_pages_show_the_numbers(served) -> None:  # noqa: ANN001
     api = client.get("/api/tables/sales/statistics").json()
     page = client.get("/tables/sales").text
     assert f'<dd id="row-count">{api["row_count"]:,}</dd>' in page
-    assert page.count("<tr data-column=") == 6 and "<svg" in page
+    assert page.count("<tr data-column=") == 6
+    cells = client.get("/tables/sales/cells?page=1").json()
+    assert "<svg" in cells["n"]["hist"] and cells["word"]["hist"] == ""
+    top = client.get("/api/tables/sales/columns/word/frequencies?top=3").json()["frequencies"]
+    assert [f'title="{f["value"]}"' in cells["word"]["top"] for f in top] == [True] * 3
     part = client.get("/tables/sales?partition=region=north").text
     assert '<option value="region=north" selected>' in part
     column = client.get("/tables/sales/columns/word?partition=region=east").text

@@ -83,6 +83,7 @@ def test_table_page_column_page_and_partition(base_url: str, browser, tmp_path: 
         assert row.locator(".distinct").inner_text() == f"{column['distinct_count']:,}"
         if isinstance(column["min"], str):
             assert row.locator(".min").get_attribute("title") == column["min"]
+    page.wait_for_selector('#columns-body[data-loaded="true"]')
     assert page.locator("#columns td.hist svg rect").count() > 0
     page.screenshot(path=str(tmp_path / "table.png"), full_page=True)
     DOCS.mkdir(exist_ok=True)
@@ -91,7 +92,11 @@ def test_table_page_column_page_and_partition(base_url: str, browser, tmp_path: 
     north = api.get("/api/tables/sales/statistics?partition=region=north").json()
     page.select_option("#partition", "region=north")
     page.wait_for_url("**partition=region%3Dnorth**")
+    page.wait_for_selector('#columns-body[data-loaded="true"]')
     assert page.inner_text("#row-count") == f"{north['row_count']:,}"
+    top = api.get("/api/tables/sales/columns/word/frequencies?partition=region=north&top=3")
+    shown = page.locator('#columns tr[data-column="word"] td.top .tv b').all_inner_texts()
+    assert shown == [f"{f['frequency']:,}" for f in top.json()["frequencies"]]
     for column in north["columns"]:
         row = page.locator(f'#columns tr[data-column="{column["name"]}"]')
         assert row.locator(".null-count").inner_text() == f"{column['null_count']:,}"

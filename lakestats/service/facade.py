@@ -1,8 +1,8 @@
 """Answers the routes and pages share, each built from ``LakestatsTable`` calls only.
 
-Table-level statistics are memoized per table handle and snapshot (a version never
-changes; the handle is re-opened when a newer version appears), because
-``table_statistics`` also plans the table to say how stale the statistics are.
+Table-level statistics are memoized per table version, snapshot and column list
+(``TableSet.memo``), because ``table_statistics`` also plans the table to say how stale
+the statistics are.
 """
 
 from __future__ import annotations
@@ -41,20 +41,25 @@ def column_names(handle: ls.LakestatsTable) -> list[dict[str, str]]:
 def table_level(
     tables: TableSet, name: str, snapshot_id: int | None, columns: list[str] | None
 ) -> dict[str, object]:
-    """``table_statistics`` as JSON (``show --json``), all columns memoized, then cut to
-    ``columns`` in the order asked."""
+    """``table_statistics`` as JSON (``show --json``) for ``columns`` (all when None),
+    memoized per column list: reading every column of a wide table costs seconds, a
+    page's worth milliseconds."""
     handle = tables.get(name)
-    full = tables.memo(
-        name, ("table_level", snapshot_id), lambda: _table_level(handle, snapshot_id)
-    )
-    if columns is None:
-        return full
-    by_name = {c["name"]: c for c in full["columns"]}
-    return {**full, "columns": [by_name[c] for c in columns if c in by_name]}
+    key = ("table_level", snapshot_id, tuple(columns) if columns is not None else None)
+    return tables.memo(name, key, lambda: _table_level(handle, snapshot_id, columns))
 
 
-def _table_level(handle: ls.LakestatsTable, snapshot_id: int | None) -> dict[str, object]:
-    data = handle.table_statistics(snapshot_id)
+def staleness(tables: TableSet, name: str, snapshot_id: int | None) -> dict[str, object]:
+    """The table-level answer's snapshot, version and ``stale`` fields, without columns."""
+    first = tables.get(name).reader().columns[:1]
+    data = table_level(tables, name, snapshot_id, [c["name"] for c in first])
+    return {k: v for k, v in data.items() if k != "columns"}
+
+
+def _table_level(
+    handle: ls.LakestatsTable, snapshot_id: int | None, columns: list[str] | None
+) -> dict[str, object]:
+    data = handle.table_statistics(snapshot_id, columns)
     data["columns"] = [column_row(r) for r in data["columns"]]
     return data
 

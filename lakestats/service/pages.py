@@ -2,7 +2,8 @@
 
 ``/`` lists the served tables; ``/tables/{name}`` shows one row per column (type, nulls,
 distinct count, min, max, mean, a histogram, top values) for the table or one partition,
-100 columns per page; ``/tables/{name}/columns/{column}`` shows the full histogram (zoom
+100 columns per page (histograms and top values load right after, from
+``/tables/{name}/cells``); ``/tables/{name}/columns/{column}`` shows the full histogram (zoom
 with ``start``/``stop``), the top 100 values and every partition's min/max/nulls from the
 partition index. Data comes from the facade (``facade``), is memoized per table handle,
 and is laid out by the Jinja2 templates in ``templates/``. Errors render as a page with
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
@@ -22,7 +23,7 @@ from fastapi.templating import Jinja2Templates
 from lakestats.errors import LakestatsError
 from lakestats.service import facade, views
 from lakestats.service.errors import status_of
-from lakestats.service.jsonio import column_row
+from lakestats.service.jsonio import LakestatsJSON, column_row
 from lakestats.service.tables import TableSet
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -77,7 +78,9 @@ def table_page(
 def table_context(
     tables: TableSet, name: str, partition: str | None, page: int, snapshot: int | None
 ) -> dict[str, object]:
-    """Everything ``table.html`` shows for one page of columns."""
+    """Everything ``table.html`` shows for one page of columns, except the histogram and
+    top-value cells: the page loads those from ``/tables/{name}/cells`` after its first
+    paint (``static/app.js``), so the statistics show at once even on wide tables."""
     handle = tables.get(name)
     reader = handle.reader()
     version = reader.version
@@ -87,7 +90,7 @@ def table_context(
     names = columns[(page - 1) * PER_PAGE : page * PER_PAGE]
     if partition is None and not version.table_files and version.partitions:
         partition = version.partitions[0].name or None  # no table level: first partition
-    level = facade.table_level(tables, name, snapshot, []) if version.table_files else None
+    level = facade.staleness(tables, name, snapshot) if version.table_files else None
     if partition is None:
         level = facade.table_level(tables, name, snapshot, names)
         rows, row_count, entry_name = level["columns"], level["row_count"], None
@@ -95,24 +98,13 @@ def table_context(
         entry = reader.partition(partition)
         rows = [column_row(r) for r in handle.statistics(entry.name or None, names)]
         row_count, entry_name = entry.row_count, entry.name
-    cells = []
-    for row in rows:
-        bins = []
-        if row.get("histogram_bins"):
-            bins = handle.histogram(row["name"], entry_name, 0, None)
-        top = []
-        if not row.get("all_distinct"):
-            pairs = handle.frequencies(row["name"], entry_name, TOP_ON_TABLE_PAGE)
-            top = [{"value": v, "frequency": f} for v, f in pairs]
-        cells.append(
-            {
-                "row": row,
-                "distinct": views.distinct(row),
-                "nulls": views.null_share(row),
-                "bars": views.bars(bins, 120, 24, 40),
-                "top": views.top_values(top),
-            }
-        )
+    cells = [
+        {"row": row, "distinct": views.distinct(row), "nulls": views.null_share(row)}
+        for row in rows
+    ]
+    query = {"page": page, **({"partition": entry_name} if entry_name else {})}
+    if snapshot is not None and entry_name is None:
+        query["snapshot"] = snapshot
     return {
         "name": name,
         "version": version,
@@ -121,12 +113,65 @@ def table_context(
         "partitions": [p.name for p in version.partitions],
         "row_count": row_count,
         "cells": cells,
+        "cells_url": f"/tables/{quote(name, safe='')}/cells?{urlencode(query)}",
         "page": page,
         "pages": pages,
         "columns_total": len(columns),
         "first": (page - 1) * PER_PAGE + 1,
         "snapshot": snapshot,
     }
+
+
+@router.get("/tables/{table}/cells")
+def table_cells(
+    request: Request,
+    table: str,
+    partition: Annotated[str | None, Query(max_length=4096)] = None,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+    snapshot: int | None = None,
+):  # noqa: ANN201
+    """The histogram and top-value cells of one page of columns, as HTML fragments by
+    column name (JSON), for ``app.js`` to put into the table page."""
+    tables: TableSet = request.app.state.tables
+    try:
+        cells = tables.memo(
+            table,
+            ("table_cells", partition or None, page, snapshot),
+            lambda: cells_of(tables, table, partition or None, page, snapshot),
+        )
+    except LakestatsError as exc:
+        return LakestatsJSON(
+            {"error": {"type": type(exc).__name__, "message": exc.message}},
+            status_code=status_of(exc),
+        )
+    return LakestatsJSON(cells)
+
+
+def cells_of(
+    tables: TableSet, name: str, partition: str | None, page: int, snapshot: int | None
+) -> dict[str, dict[str, str]]:
+    context = tables.memo(
+        name,
+        ("table_page", partition, page, snapshot),
+        lambda: table_context(tables, name, partition, page, snapshot),
+    )
+    handle = tables.get(name)
+    macros = templates.env.get_template("_cells.html").module
+    out = {}
+    for cell in context["cells"]:
+        row = cell["row"]
+        bins = []
+        if row.get("histogram_bins"):
+            bins = handle.histogram(row["name"], context["partition"], 0, None)
+        top = []
+        if not row.get("all_distinct"):
+            pairs = handle.frequencies(row["name"], context["partition"], TOP_ON_TABLE_PAGE)
+            top = [{"value": v, "frequency": f} for v, f in pairs]
+        out[row["name"]] = {
+            "hist": str(macros.sparkline(views.bars(bins, 120, 24, 40), row)),
+            "top": str(macros.top(views.top_values(top))),
+        }
+    return out
 
 
 @router.get("/tables/{table}/columns/{column}")

@@ -1,11 +1,14 @@
 """The served tables by name, as ``LakestatsTable`` handles kept fresh.
 
-A handle caches the latest statistics version and its file footers, so repeated lookups
-read only the row groups they need. ``TableSet.get`` re-opens a handle at most every
-``refresh_seconds`` when a newer version was published, and every ``reopen_seconds``
-anyway (the table may have a new snapshot: ``stale`` must see it), so a long-running
-service follows ``lakestats analyze`` without a restart.
-An unknown name is a ``TableNotFoundError`` (404); names are never paths.
+A handle caches the latest statistics version and its open files (Parquet footers), so
+repeated lookups read only the row groups they need. Handles are per thread: a reader's
+open files are not shared between the threads FastAPI runs requests on. ``TableSet.get``
+re-checks the latest version at most every ``refresh_seconds`` and re-opens the handle
+when a newer one was published, and every ``reopen_seconds`` anyway (the table may have a
+new snapshot: ``stale`` must see it), so a long-running service follows ``lakestats
+analyze`` without a restart. ``memo`` keeps answers per table and version, shared by all
+threads, for ``reopen_seconds``. An unknown name is a ``TableNotFoundError`` (404); names
+are never paths.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 import lakestats.api as ls
@@ -32,7 +35,12 @@ class _Handle:
     version: int
     checked_at: float
     opened_at: float
-    memo: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Memo:
+    started_at: float
+    answers: dict
 
 
 class TableSet:
@@ -47,54 +55,65 @@ class TableSet:
         self.configs = {c.name: c for c in configs}
         self.refresh_seconds = refresh_seconds
         self.reopen_seconds = reopen_seconds
-        self._handles: dict[str, _Handle] = {}
-        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._memos: dict[str, _Memo] = {}
 
     def names(self) -> list[str]:
         return list(self.configs)
 
     def warm_up(self) -> None:
-        """Open every table and its latest version now, not on the first request."""
+        """Open every table (its format's libraries load on first use: seconds) and its
+        latest version now, not on the first request."""
         for name in self.configs:
             with contextlib.suppress(LakestatsError):  # not analyzed: pages and API say so
-                self.get(name).reader()
+                table = self.get(name)
+                table.format.schema(None)
+                table.reader()
+
+    def _handles(self) -> dict[str, _Handle]:
+        handles = getattr(self._local, "handles", None)
+        if handles is None:
+            handles = self._local.handles = {}
+        return handles
 
     def get(self, name: str) -> ls.LakestatsTable:
-        """The handle of ``name``; 404 (``TableNotFoundError``) for any other name."""
+        """This thread's handle of ``name``; 404 (``TableNotFoundError``) for any other."""
+        return self._handle(name).table
+
+    def _handle(self, name: str) -> _Handle:
         config = self.configs.get(name)
         if config is None:
             known = ", ".join(sorted(self.configs)) or "(none)"
             raise TableNotFoundError(
                 f"no table named {name!r} is served here; served tables: {known}"
             )
+        handles = self._handles()
         now = time.monotonic()
-        handle = self._handles.get(name)
+        handle = handles.get(name)
         if handle is not None and now - handle.checked_at < self.refresh_seconds:
-            return handle.table
-        with self._lock:
-            handle = self._handles.get(name)
-            if handle is not None and now - handle.checked_at < self.refresh_seconds:
-                return handle.table
-            if handle is None or now - handle.opened_at >= self.reopen_seconds:
-                handle = _Handle(_open(config), -1, now, now)  # the table may have moved on
-            latest = manifest.latest_version_number(handle.table.stats_root, config.s3)
-            if handle.version not in (-1, latest):
-                handle = _Handle(_open(config), latest, now, now)  # a newer version
-            self._handles[name] = _Handle(
-                handle.table, latest, now, handle.opened_at, handle.memo
-            )
-            return handle.table
+            return handle
+        if handle is None or now - handle.opened_at >= self.reopen_seconds:
+            handle = _Handle(_open(config), -1, now, now)  # the table may have moved on
+        latest = manifest.latest_version_number(handle.table.stats_root, config.s3)
+        if handle.version not in (-1, latest):
+            handle = _Handle(_open(config), latest, now, now)  # a newer version
+        handle = handles[name] = _Handle(handle.table, latest, now, handle.opened_at)
+        return handle
 
     def memo(self, name: str, key: object, compute: Callable[[], T]) -> T:
-        """``compute()`` once per handle of ``name`` (dropped when the handle is re-opened);
-        at most ``MEMO_SIZE`` answers per table."""
-        self.get(name)
-        handle = self._handles[name]
-        if key not in handle.memo:
-            if len(handle.memo) >= MEMO_SIZE:
-                handle.memo.clear()
-            handle.memo[key] = compute()
-        return handle.memo[key]
+        """``compute()`` once per table version and ``reopen_seconds`` (at most
+        ``MEMO_SIZE`` answers per table)."""
+        version = self._handle(name).version
+        now = time.monotonic()
+        memo = self._memos.get(name)
+        if memo is None or now - memo.started_at >= self.reopen_seconds:
+            memo = self._memos[name] = _Memo(now, {})
+        full_key = (version, key)
+        if full_key not in memo.answers:
+            if len(memo.answers) >= MEMO_SIZE:
+                memo.answers.clear()
+            memo.answers[full_key] = compute()
+        return memo.answers[full_key]
 
 
 def _open(config: TableConfig) -> ls.LakestatsTable:
