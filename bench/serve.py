@@ -117,7 +117,12 @@ async def run_clients(base: str, mix: list[tuple[str, str]], clients: int):  # n
         while queue:
             kind, path = queue.pop()
             started = time.perf_counter()
-            response = await session.get(path)
+            try:
+                response = await session.get(path)
+            except httpx.HTTPError as exc:
+                errors.append(f"{type(exc).__name__} {exc} after "
+                              f"{time.perf_counter() - started:.1f} s: {path}")
+                continue
             elapsed = time.perf_counter() - started
             if response.status_code != 200:
                 errors.append(f"{response.status_code} {path} {response.text[:200]}")

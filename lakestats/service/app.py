@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
@@ -23,6 +24,7 @@ from lakestats.service.tables import TableSet
 
 STATIC = Path(__file__).parent / "static"
 CONFIG_ENV = "LAKESTATS_SERVE_TABLES"
+THREADS = 8
 
 
 def create_app(configs: list[TableConfig] | None = None, warm_up: bool = False) -> FastAPI:
@@ -31,6 +33,9 @@ def create_app(configs: list[TableConfig] | None = None, warm_up: bool = False) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # lookups are CPU-bound and each thread keeps its own table handles: a few threads
+        # per worker (the default pool has 40)
+        anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
         if warm_up:
             app.state.tables.warm_up()
         yield

@@ -30,4 +30,6 @@ def serve(
         port=port,
         workers=workers,
         log_level="warning",
+        # a busy worker answers the supervisor's ping late; the 5 s default kills it mid-request
+        timeout_worker_healthcheck=60,
     )
