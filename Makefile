@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench clean browser
 
 setup: $(STAMP)
 
@@ -16,7 +16,12 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(BIN)/python -m lakestats.demo
 
-test: setup
+# the browser test drives Debian's chromium (Playwright's own download is not used)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium; }
+
+test: setup browser
 	$(BIN)/ruff check lakestats tests bench
 	$(BIN)/python -m pytest
 

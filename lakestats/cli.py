@@ -416,6 +416,15 @@ def cmd_spark_register(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from lakestats.service.config import demo_tables, load_tables
+    from lakestats.service.server import serve
+
+    configs = load_tables(args.tables) if args.tables else demo_tables(args.warehouse)
+    serve(configs, host=args.host, port=args.port, workers=args.workers)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="lakestats", description="Column statistics for data-lake tables.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -575,6 +584,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the statistics as JSON, no Spark"
     )
     p.set_defaults(func=cmd_spark_register)
+
+    p = sub.add_parser("serve", help="the statistics service: HTTP API and web pages")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
+    p.add_argument(
+        "--tables", help="TOML or JSON file: name -> table (default: the demo warehouse)"
+    )
+    p.add_argument("--warehouse", help="the demo's warehouse directory (default ./warehouse)")
+    p.add_argument("--workers", type=_positive, default=1, help="uvicorn workers (default 1)")
+    p.set_defaults(func=cmd_serve)
     return parser
 
 

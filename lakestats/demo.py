@@ -99,7 +99,8 @@ def main() -> None:
     console.print(
         "next: [cyan]lakestats show demo.lineitem --json[/cyan] (table level) or "
         "[cyan]lakestats show demo.lineitem --partition "
-        f"{name} --json[/cyan] (run from {os.getcwd()})"
+        f"{name} --json[/cyan] (run from {os.getcwd()}); [cyan]lakestats serve[/cyan] shows it "
+        "at http://127.0.0.1:8080/tables/lineitem"
     )
 
 

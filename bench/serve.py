@@ -1,0 +1,248 @@
+"""HTTP service throughput and latency: ``lakestats serve`` under 32 concurrent clients.
+
+Two tables: a generated 1,000-column x 10-partition Parquet table (``wide``) and TPC-H
+lineitem (scale 0.1) by ship year (``lineitem``), both analyzed once on local Spark. The
+server runs as ``lakestats serve --workers W`` on 127.0.0.1; 32 httpx async clients send a
+fixed number of requests over a mix of endpoints. Prints p50/p99 per endpoint class,
+requests/s and errors (must be 0); plus the first (uncached) load of the 1,000-column
+table page. Targets: single-partition lookups p50 < 10 ms, p99 < 50 ms; >= 1,000 req/s.
+
+    python -m bench.serve [--requests 20000] [--workers 2] [--clients 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.common import DATA, machine, partitioned, tpch_lineitem
+
+WIDE_COLUMNS = 1000
+WIDE_PARTITIONS = 10
+WIDE_ROWS = 2000
+
+
+def wide_table(root: Path) -> Path:
+    """1,000 columns (floats, integers, low-cardinality strings) x 10 partitions."""
+    if (root / "_SUCCESS").exists():
+        return root
+    for p in range(WIDE_PARTITIONS):
+        rng = np.random.default_rng(p)
+        columns = {}
+        for c in range(WIDE_COLUMNS):
+            if c % 10 < 7:
+                columns[f"c{c:04d}"] = rng.normal(c, 1 + p, WIDE_ROWS)
+            elif c % 10 < 9:
+                columns[f"c{c:04d}"] = rng.integers(0, 100 + c, WIDE_ROWS)
+            else:
+                columns[f"c{c:04d}"] = pa.array([f"v{v}" for v in rng.integers(0, 20, WIDE_ROWS)])
+        directory = root / f"p={p}"
+        directory.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table(columns), directory / "part-0.parquet")
+    (root / "_SUCCESS").touch()
+    return root
+
+
+def analyzed(path: Path) -> None:
+    import lakestats.api as ls
+    from lakestats.store import manifest
+
+    table = ls.open_table(str(path))
+    if manifest.latest_version_number(table.stats_root) == 0:
+        started = time.perf_counter()
+        table.analyze()
+        print(f"analyzed {path.name} in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def requests_mix(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """``(class, path)`` pairs: mostly single-partition lookups, some table-level, estimates,
+    fan-outs (10 columns x every partition) and table pages."""
+    rng = random.Random(seed)
+    years = list(range(1992, 1999))
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        c = rng.randrange(WIDE_COLUMNS)
+        p = rng.randrange(WIDE_PARTITIONS)
+        y = rng.choice(years)
+        if r < 0.25:
+            out.append(("partition statistics", f"/api/tables/wide/statistics?partition=p={p}"
+                        f"&columns=c{c:04d},c{(c + 1) % WIDE_COLUMNS:04d}"))
+        elif r < 0.45:
+            out.append(("partition frequencies", "/api/tables/lineitem/columns/l_shipmode/"
+                        f"frequencies?partition=ship_year={y}&top=5"))
+        elif r < 0.65:
+            out.append(("partition histogram", "/api/tables/lineitem/columns/l_quantity/"
+                        f"histogram?partition=ship_year={y}&start={c % 40}&stop={c % 40 + 10}"))
+        elif r < 0.75:
+            out.append(("table statistics", f"/api/tables/wide/statistics?columns=c{c:04d}"))
+        elif r < 0.85:
+            out.append(("estimate", "/api/tables/lineitem/estimate?where="
+                        f"l_quantity < {c % 50} AND l_shipmode = 'AIR'"))
+        elif r < 0.95:
+            cols = ",".join(f"c{(c + 7 * k) % WIDE_COLUMNS:04d}" for k in range(10))
+            out.append(("fan-out 10 cols x 10 parts", f"/api/tables/wide/stats?columns={cols}"))
+        else:
+            out.append(("table page (cached)", f"/tables/wide?page={c % 10 + 1}"))
+    return out
+
+
+async def run_clients(base: str, mix: list[tuple[str, str]], clients: int):  # noqa: ANN201
+    import httpx
+
+    queue = list(reversed(mix))
+    times: dict[str, list[float]] = {}
+    errors: list[str] = []
+
+    async def client(session: httpx.AsyncClient) -> None:
+        while queue:
+            kind, path = queue.pop()
+            started = time.perf_counter()
+            try:
+                response = await session.get(path)
+            except httpx.HTTPError as exc:
+                errors.append(f"{type(exc).__name__} {exc} after "
+                              f"{time.perf_counter() - started:.1f} s: {path}")
+                continue
+            elapsed = time.perf_counter() - started
+            if response.status_code != 200:
+                errors.append(f"{response.status_code} {path} {response.text[:200]}")
+            times.setdefault(kind, []).append(elapsed)
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as session:
+        started = time.perf_counter()
+        await asyncio.gather(*(client(session) for _ in range(clients)))
+        wall = time.perf_counter() - started
+    return times, errors, wall
+
+
+def in_process(wide: Path, lineitem: Path, n: int = 300) -> dict[str, float]:
+    """Median seconds of the same lookups as direct facade calls in this process (no HTTP,
+    one at a time): the baseline the HTTP figures are compared with."""
+    import lakestats.api as ls
+
+    w, li = ls.open_table(str(wide)), ls.open_table(str(lineitem))
+    rng = random.Random(2)
+    calls = {
+        "partition statistics": lambda c, p, y: w.statistics(
+            f"p={p}", [f"c{c:04d}", f"c{(c + 1) % WIDE_COLUMNS:04d}"]
+        ),
+        "partition frequencies": lambda c, p, y: li.frequencies(
+            "l_shipmode", f"ship_year={y}", 5
+        ),
+        "partition histogram": lambda c, p, y: li.histogram(
+            "l_quantity", f"ship_year={y}", c % 40, c % 40 + 10
+        ),
+        "fan-out 10 cols x 10 parts": lambda c, p, y: w.stats(
+            [f"c{(c + 7 * k) % WIDE_COLUMNS:04d}" for k in range(10)]
+        ),
+    }
+    out = {}
+    for kind, call in calls.items():
+        times = []
+        for _ in range(n):
+            args = (rng.randrange(WIDE_COLUMNS), rng.randrange(WIDE_PARTITIONS),
+                    rng.randrange(1992, 1999))
+            started = time.perf_counter()
+            call(*args)
+            times.append(time.perf_counter() - started)
+        out[kind] = statistics.median(times)
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    import httpx
+
+    wide = wide_table(DATA / "serve_wide_1000x10")
+    lineitem = partitioned(tpch_lineitem(0.1), "year")
+    analyzed(wide)
+    analyzed(lineitem)
+    config = DATA / "serve_tables.json"
+    config.write_text(json.dumps({"tables": {"wide": {"table": str(wide)},
+                                             "lineitem": {"table": str(lineitem)}}}))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "lakestats.cli", "serve", "--tables", str(config),
+         "--port", str(port), "--workers", str(args.workers)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{base}/api/tables", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit("the server did not start within 120 s")
+            time.sleep(0.2)
+        print(f"machine: {machine()}; server workers {args.workers}, {args.clients} clients, "
+              f"{args.requests} requests", flush=True)
+        started = time.perf_counter()
+        first = httpx.get(f"{base}/tables/wide?page=3", timeout=60)
+        cold = time.perf_counter() - started
+        print(f"first load of /tables/wide?page=3 (100 of 1,000 columns, uncached): "
+              f"{cold * 1000:.0f} ms, {len(first.content) / 1024:.0f} KiB", flush=True)
+        asyncio.run(run_clients(base, requests_mix(2000, seed=1), args.clients))  # warm up
+        times, errors, wall = asyncio.run(
+            run_clients(base, requests_mix(args.requests), args.clients)
+        )
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    total = sum(len(v) for v in times.values())
+    direct = in_process(wide, lineitem)
+    print(f"{'endpoint class':30s} {'requests':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'mean ms':>8s}"
+          f" {'in-process p50 ms':>18s} {'HTTP p50 / in-process':>22s}")
+    for kind, values in sorted(times.items()):
+        p50 = percentile(values, 0.5)
+        base = direct.get(kind)
+        extra = f" {base * 1000:18.2f} {p50 / base:22.1f}" if base else ""
+        print(f"{kind:30s} {len(values):9d} {p50 * 1000:8.1f} "
+              f"{percentile(values, 0.99) * 1000:8.1f} {statistics.fmean(values) * 1000:8.1f}"
+              + extra)
+    print(f"total {total} requests in {wall:.1f} s: {total / wall:,.0f} requests/s; "
+          f"errors: {len(errors)}")
+    for line in errors[:5]:
+        print("  error:", line)
+    if errors:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""The JSON API under ``/api``: each route is one facade call (``LakestatsTable``).
+
+Answers carry an ``ETag`` from the table, its statistics version and snapshot, and honour
+``If-None-Match`` (304). Values follow the CLI's ``--json`` conventions (``jsonio``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+from lakestats.errors import StatisticsNotFoundError
+from lakestats.service import facade
+from lakestats.service.errors import ERROR_SCHEMA
+from lakestats.service.jsonio import answer, column_row, etag
+from lakestats.service.params import check_columns, column_list, snapshot_of
+
+ERRORS = {
+    status: {
+        "description": text,
+        "content": {"application/json": {"schema": ERROR_SCHEMA}},
+    }
+    for status, text in [
+        (400, "bad parameter, predicate or value"),
+        (404, "unknown table, column, partition, or no statistics"),
+    ]
+}
+router = APIRouter(prefix="/api", responses=ERRORS)
+
+TableName = Annotated[str, Path(description="a served table's name (see /api/tables)")]
+ColumnName = Annotated[str, Path(description="a column name (struct leaves: a.b)")]
+Columns = Annotated[str | None, Query(description="comma-separated column names")]
+Partition = Annotated[
+    str | None, Query(description="k=v[,k2=v2]; omit for table level", max_length=4096)
+]
+Snapshot = Annotated[int | None, Query(description="table snapshot id (default: current)")]
+AsOf = Annotated[
+    str | None,
+    Query(description="the snapshot current at this time (ISO-8601 or epoch ms)", max_length=64),
+]
+Where = Annotated[str, Query(description="SQL boolean expression", max_length=65536)]
+
+
+@router.get("/tables", summary="served tables")
+def list_tables(request: Request) -> Response:
+    tables = request.app.state.tables
+    data = [facade.table_summary(tables, name) for name in tables.names()]
+    return answer(request, data, etag("tables", *[(d["name"], d.get("version")) for d in data]))
+
+
+@router.get("/tables/{table}", summary="a table: version, snapshot, partitions, columns")
+def table_info(request: Request, table: TableName) -> Response:
+    tables = request.app.state.tables
+    data = facade.table_summary(tables, table, strict=True)
+    data["columns"] = facade.column_names(tables.get(table))
+    return answer(request, data, etag(table, data["version"], data["snapshot_id"]))
+
+
+@router.get("/tables/{table}/versions", summary="statistics versions, oldest first")
+def versions(request: Request, table: TableName) -> Response:
+    handle = request.app.state.tables.get(table)
+    history = handle.history()
+    return answer(request, history, etag(table, "versions", [v["version"] for v in history]))
+
+
+@router.get("/tables/{table}/partitions", summary="partitions with statistics")
+def partitions(request: Request, table: TableName) -> Response:
+    handle = request.app.state.tables.get(table)
+    version = handle.reader().version.version
+    tag = etag(table, version, "partitions")
+    data = [
+        {"partition": p["partition"], "name": p["name"], "row_count": p["row_count"]}
+        for p in handle.partitions()
+    ]
+    return answer(request, {"version": version, "partitions": data}, tag)
+
+
+@router.get("/tables/{table}/statistics", summary="statistics of the table or one partition")
+def statistics(
+    request: Request,
+    table: TableName,
+    columns: Columns = None,
+    partition: Partition = None,
+    snapshot: Snapshot = None,
+    as_of: AsOf = None,
+) -> Response:
+    """As ``lakestats show --json``: table level (with ``stale``) unless ``partition``."""
+    tables = request.app.state.tables
+    handle = tables.get(table)
+    names = column_list(columns)
+    check_columns(handle, names)
+    snapshot_id = snapshot_of(handle, snapshot, as_of)
+    if not partition:
+        data = facade.table_level(tables, table, snapshot_id, names)
+        return answer(request, data, etag(table, data["version"], data["snapshot_id"], names))
+    version = handle.reader().version.version
+    entry = handle.reader().partition(partition)
+    rows = handle.statistics(entry.name or None, names)
+    data = {
+        "partition": entry.values,
+        "name": entry.name,
+        "row_count": entry.row_count,
+        "version": version,
+        "columns": [column_row(r) for r in rows],
+    }
+    return answer(request, data, etag(table, version, entry.name, names))
+
+
+@router.get("/tables/{table}/stats", summary="some columns, table and every partition (batched)")
+def stats(
+    request: Request,
+    table: TableName,
+    columns: Annotated[str, Query(description="comma-separated column names")],
+    where: Annotated[
+        str | None, Query(description="partition filter (= / IN on partition columns)")
+    ] = None,
+    by_partition: bool = True,
+    snapshot: Snapshot = None,
+    as_of: AsOf = None,
+) -> Response:
+    """As ``lakestats stats --json`` (``by_partition`` defaults to true here)."""
+    handle = request.app.state.tables.get(table)
+    names = column_list(columns)
+    snapshot_id = snapshot_of(handle, snapshot, as_of)
+    data = handle.stats(names, where=where, by_partition=by_partition, snapshot_id=snapshot_id)
+    level = data["table"]
+    data["table"]["columns"] = [column_row(c) for c in level["columns"]]
+    tag = etag(table, level["version"], level["snapshot_id"], request.url.query)
+    return answer(request, data, tag)
+
+
+@router.get("/tables/{table}/columns/{column}/frequencies", summary="top-k value frequencies")
+def frequencies(
+    request: Request,
+    table: TableName,
+    column: ColumnName,
+    partition: Partition = None,
+    top: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
+) -> Response:
+    handle = request.app.state.tables.get(table)
+    data = facade.frequencies(handle, column, partition, top)
+    return answer(request, data, etag(table, data["version"], column, partition, top))
+
+
+@router.get("/tables/{table}/columns/{column}/histogram", summary="histogram bins [start, stop)")
+def histogram(
+    request: Request,
+    table: TableName,
+    column: ColumnName,
+    partition: Partition = None,
+    start: Annotated[int, Query(ge=0, le=2**31)] = 0,
+    stop: Annotated[int | None, Query(ge=0, le=2**31)] = None,
+) -> Response:
+    handle = request.app.state.tables.get(table)
+    data = facade.histogram(handle, column, partition, start, stop)
+    return answer(request, data, etag(table, data["version"], column, partition, start, stop))
+
+
+@router.get(
+    "/tables/{table}/columns/{column}/partitions-containing",
+    summary="partitions that hold a value (table-level frequencies)",
+)
+def partitions_containing(
+    request: Request,
+    table: TableName,
+    column: ColumnName,
+    value: Annotated[str, Query(description="the value, as text", max_length=65536)],
+) -> Response:
+    handle = request.app.state.tables.get(table)
+    version = handle.reader().version.version
+    holders = handle.partitions_containing(column, value)
+    data = {"column": column, "value": value, "version": version, "partitions": holders}
+    return answer(request, data, etag(table, version, column, value))
+
+
+@router.get("/tables/{table}/estimate", summary="rows a predicate keeps, with sound bounds")
+def estimate(
+    request: Request,
+    table: TableName,
+    where: Where,
+    table_level: bool = False,
+    snapshot: Snapshot = None,
+    as_of: AsOf = None,
+) -> Response:
+    """As ``lakestats estimate --json``."""
+    handle = request.app.state.tables.get(table)
+    snapshot_id = snapshot_of(handle, snapshot, as_of)
+    data = handle.estimate(where, snapshot_id, table_level=table_level)
+    tag = etag(table, data["version"], data["snapshot_id"], where, table_level)
+    return answer(request, data, tag)
+
+
+@router.get(
+    "/tables/{table}/predicate-statistics",
+    summary="statistics of the rows a predicate keeps (a derived entry), if computed",
+)
+def predicate_statistics(
+    request: Request,
+    table: TableName,
+    where: Where,
+    snapshot: Snapshot = None,
+    as_of: AsOf = None,
+) -> Response:
+    """A derived entry computed by ``lakestats analyze TABLE --where PRED``; 404 saying so
+    when there is none (the service never starts Spark)."""
+    tables = request.app.state.tables
+    handle = tables.get(table)
+    snapshot_id = snapshot_of(handle, snapshot, as_of)
+    data = facade.derived_entry(handle, where, snapshot_id)
+    if data is None:
+        quoted = where.replace('"', '\\"')
+        raise StatisticsNotFoundError(
+            f"no statistics computed for {where!r}; compute them with "
+            f'`lakestats analyze {tables.configs[table].table} --where "{quoted}"` '
+            "(this service never starts Spark)"
+        )
+    return answer(request, data, etag(table, data.get("version"), where, snapshot_id))

@@ -1,0 +1,76 @@
+"""The ASGI application: ``create_app(configs)``; ``app_from_env()`` for uvicorn workers.
+
+JSON API under ``/api`` (``api_routes``), pages at ``/`` and ``/tables/...`` (``pages``),
+vendored CSS/JS under ``/static``, OpenAPI at ``/openapi.json`` (docs at ``/docs`` load
+assets from a CDN, so use ``/openapi.json`` offline).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio.to_thread
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from lakestats.fs import S3Options
+from lakestats.service import api_routes, errors, pages
+from lakestats.service.config import TableConfig, demo_tables, load_tables
+from lakestats.service.tables import TableSet
+
+STATIC = Path(__file__).parent / "static"
+CONFIG_ENV = "LAKESTATS_SERVE_TABLES"
+THREADS = 8
+
+
+def create_app(configs: list[TableConfig] | None = None, warm_up: bool = False) -> FastAPI:
+    """The service over ``configs`` (default: the demo warehouse's lineitem);
+    ``warm_up`` opens every table at startup instead of on its first request."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # lookups are CPU-bound and each thread keeps its own table handles: a few threads
+        # per worker (the default pool has 40)
+        anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
+        if warm_up:
+            app.state.tables.warm_up()
+        yield
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="lakestats",
+        summary="Column statistics of data-lake tables: lookups, estimates, previews.",
+        version="0.1.0",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.tables = TableSet(configs if configs is not None else demo_tables())
+    errors.install(app)
+    app.include_router(api_routes.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """For ``uvicorn --factory`` with several workers: the config travels in the
+    environment (``LAKESTATS_SERVE_TABLES``: a config file path, or a JSON list)."""
+    value = os.environ.get(CONFIG_ENV)
+    if not value:
+        return create_app(warm_up=True)
+    if value.startswith("["):
+        return create_app([config_from_json(spec) for spec in json.loads(value)], warm_up=True)
+    return create_app(load_tables(value), warm_up=True)
+
+
+def config_to_json(config: TableConfig) -> dict[str, object]:
+    return {**vars(config), "s3": vars(config.s3) if config.s3 else None}
+
+
+def config_from_json(spec: dict[str, object]) -> TableConfig:
+    s3 = spec.get("s3")
+    return TableConfig(**{**spec, "s3": S3Options(**s3) if s3 else None})

@@ -1,0 +1,248 @@
+"""Server-rendered pages: the table list, a table's columns, one column in depth.
+
+``/`` lists the served tables; ``/tables/{name}`` shows one row per column (type, nulls,
+distinct count, min, max, mean, a histogram, top values) for the table or one partition,
+100 columns per page (histograms and top values load right after, from
+``/tables/{name}/cells``); ``/tables/{name}/columns/{column}`` shows the full histogram (zoom
+with ``start``/``stop``), the top 100 values and every partition's min/max/nulls from the
+partition index. Data comes from the facade (``facade``), is memoized per table handle,
+and is laid out by the Jinja2 templates in ``templates/``. Errors render as a page with
+the same status the JSON API would give.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from lakestats.errors import LakestatsError
+from lakestats.service import facade, views
+from lakestats.service.errors import status_of
+from lakestats.service.jsonio import LakestatsJSON, column_row
+from lakestats.service.tables import TableSet
+
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+templates.env.globals["views"] = views
+templates.env.globals["path"] = lambda *segments: "/" + "/".join(
+    quote(str(s), safe="") for s in segments
+)
+router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+
+PER_PAGE = 100
+TOP_ON_TABLE_PAGE = 3
+TOP_ON_COLUMN_PAGE = 100
+COLUMN_PAGE_BARS = 200
+
+
+def _render(request: Request, template: str, context: dict, status_code: int = 200):  # noqa: ANN202
+    return templates.TemplateResponse(request, template, context, status_code=status_code)
+
+
+def _error(request: Request, exc: LakestatsError):  # noqa: ANN202
+    context = {"kind": type(exc).__name__, "message": exc.message}
+    return _render(request, "error.html", context, status_of(exc))
+
+
+@router.get("/")
+def index(request: Request):  # noqa: ANN201
+    tables: TableSet = request.app.state.tables
+    rows = [facade.table_summary(tables, name) for name in tables.names()]
+    return _render(request, "index.html", {"tables": rows})
+
+
+@router.get("/tables/{table}")
+def table_page(
+    request: Request,
+    table: str,
+    partition: Annotated[str | None, Query(max_length=4096)] = None,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+    snapshot: int | None = None,
+):  # noqa: ANN201
+    tables: TableSet = request.app.state.tables
+    try:
+        context = tables.memo(
+            table,
+            ("table_page", partition or None, page, snapshot),
+            lambda: table_context(tables, table, partition or None, page, snapshot),
+        )
+    except LakestatsError as exc:
+        return _error(request, exc)
+    return _render(request, "table.html", context)
+
+
+def table_context(
+    tables: TableSet, name: str, partition: str | None, page: int, snapshot: int | None
+) -> dict[str, object]:
+    """Everything ``table.html`` shows for one page of columns, except the histogram and
+    top-value cells: the page loads those from ``/tables/{name}/cells`` after its first
+    paint (``static/app.js``), so the statistics show at once even on wide tables."""
+    handle = tables.get(name)
+    reader = handle.reader()
+    version = reader.version
+    columns = [c["name"] for c in reader.columns]
+    pages = max(1, -(-len(columns) // PER_PAGE))
+    page = min(page, pages)
+    names = columns[(page - 1) * PER_PAGE : page * PER_PAGE]
+    if partition is None and not version.table_files and version.partitions:
+        partition = version.partitions[0].name or None  # no table level: first partition
+    level = facade.staleness(tables, name, snapshot) if version.table_files else None
+    if partition is None:
+        level = facade.table_level(tables, name, snapshot, names)
+        rows, row_count, entry_name = level["columns"], level["row_count"], None
+    else:
+        entry = reader.partition(partition)
+        rows = [column_row(r) for r in handle.statistics(entry.name or None, names)]
+        row_count, entry_name = entry.row_count, entry.name
+    cells = [
+        {"row": row, "distinct": views.distinct(row), "nulls": views.null_share(row)}
+        for row in rows
+    ]
+    query = {"page": page, **({"partition": entry_name} if entry_name else {})}
+    if snapshot is not None and entry_name is None:
+        query["snapshot"] = snapshot
+    return {
+        "name": name,
+        "version": version,
+        "level": level,
+        "partition": entry_name,
+        "partitions": [p.name for p in version.partitions],
+        "row_count": row_count,
+        "cells": cells,
+        "cells_url": f"/tables/{quote(name, safe='')}/cells?{urlencode(query)}",
+        "page": page,
+        "pages": pages,
+        "columns_total": len(columns),
+        "first": (page - 1) * PER_PAGE + 1,
+        "snapshot": snapshot,
+    }
+
+
+@router.get("/tables/{table}/cells")
+def table_cells(
+    request: Request,
+    table: str,
+    partition: Annotated[str | None, Query(max_length=4096)] = None,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+    snapshot: int | None = None,
+):  # noqa: ANN201
+    """The histogram and top-value cells of one page of columns, as HTML fragments by
+    column name (JSON), for ``app.js`` to put into the table page."""
+    tables: TableSet = request.app.state.tables
+    try:
+        cells = tables.memo(
+            table,
+            ("table_cells", partition or None, page, snapshot),
+            lambda: cells_of(tables, table, partition or None, page, snapshot),
+        )
+    except LakestatsError as exc:
+        return LakestatsJSON(
+            {"error": {"type": type(exc).__name__, "message": exc.message}},
+            status_code=status_of(exc),
+        )
+    return LakestatsJSON(cells)
+
+
+def cells_of(
+    tables: TableSet, name: str, partition: str | None, page: int, snapshot: int | None
+) -> dict[str, dict[str, str]]:
+    context = tables.memo(
+        name,
+        ("table_page", partition, page, snapshot),
+        lambda: table_context(tables, name, partition, page, snapshot),
+    )
+    handle = tables.get(name)
+    macros = templates.env.get_template("_cells.html").module
+    out = {}
+    for cell in context["cells"]:
+        row = cell["row"]
+        bins = []
+        if row.get("histogram_bins"):
+            bins = handle.histogram(row["name"], context["partition"], 0, None)
+        top = []
+        if not row.get("all_distinct"):
+            pairs = handle.frequencies(row["name"], context["partition"], TOP_ON_TABLE_PAGE)
+            top = [{"value": v, "frequency": f} for v, f in pairs]
+        out[row["name"]] = {
+            "hist": str(macros.sparkline(views.bars(bins, 120, 24, 40), row)),
+            "top": str(macros.top(views.top_values(top))),
+        }
+    return out
+
+
+@router.get("/tables/{table}/columns/{column}")
+def column_page(
+    request: Request,
+    table: str,
+    column: str,
+    partition: Annotated[str | None, Query(max_length=4096)] = None,
+    start: Annotated[int, Query(ge=0, le=2**31)] = 0,
+    stop: Annotated[int | None, Query(ge=0, le=2**31)] = None,
+):  # noqa: ANN201
+    tables: TableSet = request.app.state.tables
+    try:
+        context = column_context(tables, table, column, partition or None, start, stop)
+    except LakestatsError as exc:
+        return _error(request, exc)
+    return _render(request, "column.html", context)
+
+
+def column_context(
+    tables: TableSet,
+    name: str,
+    column: str,
+    partition: str | None,
+    start: int,
+    stop: int | None,
+) -> dict[str, object]:
+    """Everything ``column.html`` shows: statistics, zoomable histogram, top values and
+    the per-partition summary (``stats`` over the partition index)."""
+    handle = tables.get(name)
+    reader = handle.reader()
+    reader.column_index(column)
+    version = reader.version
+    entry_name = reader.partition(partition).name or None if partition else None
+    if entry_name is None and not version.table_files and version.partitions:
+        entry_name = version.partitions[0].name or None
+    [row] = [column_row(r) for r in handle.statistics(entry_name, [column])]
+    histogram = None
+    if row.get("histogram_bins"):
+        histogram = facade.histogram(handle, column, entry_name, start, stop)
+    frequencies = None
+    if not row.get("all_distinct"):
+        frequencies = facade.frequencies(handle, column, entry_name, TOP_ON_COLUMN_PAGE)
+    per_partition = tables.memo(
+        name, ("column_partitions", column), lambda: _partition_rows(handle, column)
+    )
+    return {
+        "name": name,
+        "column": column,
+        "version": version,
+        "partition": entry_name,
+        "partitions": [p.name for p in version.partitions],
+        "row": row,
+        "distinct": views.distinct(row),
+        "nulls": views.null_share(row),
+        "histogram": histogram,
+        "bars": views.bars(
+            histogram["bins"], 800, 200, COLUMN_PAGE_BARS, histogram["start"]
+        ) if histogram else [],
+        "top": views.top_values(frequencies["frequencies"]) if frequencies else [],
+        "frequencies": frequencies,
+        "per_partition": per_partition,
+    }
+
+
+def _partition_rows(handle, column: str) -> list[dict[str, object]]:  # noqa: ANN001
+    if not handle.reader().version.partitions:
+        return []
+    data = handle.stats([column], by_partition=True)
+    out = []
+    for part in data.get("partitions", []):
+        [stats] = part["columns"]
+        out.append({"name": part["name"], "row_count": part["row_count"], **stats})
+    return out

@@ -1,0 +1,44 @@
+"""Query parameters shared by routes: column lists, snapshots, ``as_of`` times.
+
+Each turns request text into what the facade takes, raising ``InvalidArgumentError``
+(400) with one line when it cannot.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import lakestats.api as ls
+from lakestats.errors import InvalidArgumentError
+
+
+def column_list(text: str | None) -> list[str] | None:
+    """``a,b`` -> ``["a", "b"]``; ``None`` stays ``None`` (all columns)."""
+    if text is None:
+        return None
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if not names:
+        raise InvalidArgumentError("columns is empty: list column names separated by commas")
+    return names
+
+
+def check_columns(table: ls.LakestatsTable, names: list[str] | None) -> None:
+    """Unknown columns are a 404 naming them (the facade's table level skips them)."""
+    reader = table.reader()
+    for name in names or ():
+        reader.column_index(name)
+
+
+def snapshot_of(table: ls.LakestatsTable, snapshot: int | None, as_of: str | None) -> int | None:
+    """The snapshot a request asks for: ``snapshot``, or the one current at ``as_of``."""
+    if as_of is None:
+        return snapshot
+    if snapshot is not None:
+        raise InvalidArgumentError("pass snapshot or as_of, not both")
+    from lakestats.cli import _timestamp_ms
+
+    try:
+        moment = _timestamp_ms(as_of)
+    except (argparse.ArgumentTypeError, OverflowError, ValueError) as exc:
+        raise InvalidArgumentError(f"as_of: {exc}") from None
+    return ls.snapshot_as_of(table.format, moment)

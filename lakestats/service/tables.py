@@ -1,0 +1,126 @@
+"""The served tables by name, as ``LakestatsTable`` handles kept fresh.
+
+A handle caches the latest statistics version and its open files (Parquet footers), so
+repeated lookups read only the row groups they need. Handles are per thread: a reader's
+open files are not shared between the threads FastAPI runs requests on. ``TableSet.get``
+re-checks the latest version at most every ``refresh_seconds`` and re-opens the handle
+when a newer one was published, and every ``reopen_seconds`` anyway (the table may have a
+new snapshot: ``stale`` must see it), so a long-running service follows ``lakestats
+analyze`` without a restart. ``memo`` keeps answers per table and version, shared by all
+threads, for ``reopen_seconds``. An unknown name is a ``TableNotFoundError`` (404); names
+are never paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import lakestats.api as ls
+from lakestats.errors import LakestatsError, TableNotFoundError
+from lakestats.service.config import TableConfig
+from lakestats.store import manifest
+
+T = TypeVar("T")
+MEMO_SIZE = 512
+
+
+@dataclass
+class _Handle:
+    table: ls.LakestatsTable
+    version: int
+    checked_at: float
+    opened_at: float
+
+
+@dataclass
+class _Memo:
+    started_at: float
+    answers: dict
+
+
+class TableSet:
+    """Name -> ``LakestatsTable`` for the configured tables."""
+
+    def __init__(
+        self,
+        configs: list[TableConfig],
+        refresh_seconds: float = 2.0,
+        reopen_seconds: float = 60.0,
+    ) -> None:
+        self.configs = {c.name: c for c in configs}
+        self.refresh_seconds = refresh_seconds
+        self.reopen_seconds = reopen_seconds
+        self._local = threading.local()
+        self._memos: dict[str, _Memo] = {}
+
+    def names(self) -> list[str]:
+        return list(self.configs)
+
+    def warm_up(self) -> None:
+        """Open every table (its format's libraries load on first use: seconds) and its
+        latest version now, not on the first request."""
+        for name in self.configs:
+            with contextlib.suppress(LakestatsError):  # not analyzed: pages and API say so
+                table = self.get(name)
+                table.format.schema(None)
+                table.reader()
+
+    def _handles(self) -> dict[str, _Handle]:
+        handles = getattr(self._local, "handles", None)
+        if handles is None:
+            handles = self._local.handles = {}
+        return handles
+
+    def get(self, name: str) -> ls.LakestatsTable:
+        """This thread's handle of ``name``; 404 (``TableNotFoundError``) for any other."""
+        return self._handle(name).table
+
+    def _handle(self, name: str) -> _Handle:
+        config = self.configs.get(name)
+        if config is None:
+            known = ", ".join(sorted(self.configs)) or "(none)"
+            raise TableNotFoundError(
+                f"no table named {name!r} is served here; served tables: {known}"
+            )
+        handles = self._handles()
+        now = time.monotonic()
+        handle = handles.get(name)
+        if handle is not None and now - handle.checked_at < self.refresh_seconds:
+            return handle
+        if handle is None or now - handle.opened_at >= self.reopen_seconds:
+            handle = _Handle(_open(config), -1, now, now)  # the table may have moved on
+        latest = manifest.latest_version_number(handle.table.stats_root, config.s3)
+        if handle.version not in (-1, latest):
+            handle = _Handle(_open(config), latest, now, now)  # a newer version
+        handle = handles[name] = _Handle(handle.table, latest, now, handle.opened_at)
+        return handle
+
+    def memo(self, name: str, key: object, compute: Callable[[], T]) -> T:
+        """``compute()`` once per table version and ``reopen_seconds`` (at most
+        ``MEMO_SIZE`` answers per table)."""
+        version = self._handle(name).version
+        now = time.monotonic()
+        memo = self._memos.get(name)
+        if memo is None or now - memo.started_at >= self.reopen_seconds:
+            memo = self._memos[name] = _Memo(now, {})
+        full_key = (version, key)
+        if full_key not in memo.answers:
+            if len(memo.answers) >= MEMO_SIZE:
+                memo.answers.clear()
+            memo.answers[full_key] = compute()
+        return memo.answers[full_key]
+
+
+def _open(config: TableConfig) -> ls.LakestatsTable:
+    return ls.open_table(
+        config.table,
+        stats_root=config.stats_root,
+        catalog=config.catalog,
+        warehouse=config.warehouse,
+        s3=config.s3,
+    )

@@ -1,0 +1,119 @@
+"""The pages in a real browser: headless Chromium (Debian's ``chromium``) driven by
+Playwright against ``lakestats serve``'s app under uvicorn on 127.0.0.1. The numbers shown
+must equal the JSON API's; choosing a partition switches every column; a column page opens;
+screenshots go to the test's temp dir (and ``docs/service.png`` when it is missing or
+``LAKESTATS_UPDATE_DOCS=1``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lakestats.service.app import create_app
+from tests.test_service_fixture import analyzed_sales
+
+pytestmark = pytest.mark.spark
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--disable-sync",
+]
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory, spark):  # noqa: ANN001, ANN201
+    import uvicorn
+
+    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+        pytest.fail("chromium is not installed: run `make browser` (apt-get install chromium)")
+    config = analyzed_sales(tmp_path_factory.mktemp("browser"), spark)
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app([config]), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start within 30 s"
+        time.sleep(0.05)
+    yield url
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():  # noqa: ANN201
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
+        yield browser
+        browser.close()
+
+
+def test_table_page_column_page_and_partition(base_url: str, browser, tmp_path: Path) -> None:  # noqa: ANN001
+    api = httpx.Client(base_url=base_url, timeout=30)
+    level = api.get("/api/tables/sales/statistics").json()
+    page = browser.new_page(viewport={"width": 1400, "height": 700})
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/")
+    page.click("text=sales")
+    page.wait_for_url("**/tables/sales")
+    assert page.inner_text("#row-count") == f"{level['row_count']:,}"
+    assert page.inner_text("#version") == str(level["version"])
+    rows = page.locator("#columns tbody tr")
+    assert rows.count() == len(level["columns"])
+    for column in level["columns"]:
+        row = page.locator(f'#columns tr[data-column="{column["name"]}"]')
+        assert row.locator(".null-count").inner_text() == f"{column['null_count']:,}"
+        assert row.locator(".distinct").inner_text() == f"{column['distinct_count']:,}"
+        if isinstance(column["min"], str):
+            assert row.locator(".min").get_attribute("title") == column["min"]
+    page.wait_for_selector('#columns-body[data-loaded="true"]')
+    assert page.locator("#columns td.hist svg rect").count() > 0
+    page.screenshot(path=str(tmp_path / "table.png"), full_page=True)
+    if os.environ.get("LAKESTATS_UPDATE_DOCS") or not (DOCS / "service.png").exists():
+        DOCS.mkdir(exist_ok=True)  # the README's screenshot; refreshed on request only
+        page.screenshot(path=str(DOCS / "service.png"), full_page=True)
+
+    north = api.get("/api/tables/sales/statistics?partition=region=north").json()
+    page.select_option("#partition", "region=north")
+    page.wait_for_url("**partition=region%3Dnorth**")
+    page.wait_for_selector('#columns-body[data-loaded="true"]')
+    assert page.inner_text("#row-count") == f"{north['row_count']:,}"
+    top = api.get("/api/tables/sales/columns/word/frequencies?partition=region=north&top=3")
+    shown = page.locator('#columns tr[data-column="word"] td.top .tv b').all_inner_texts()
+    assert shown == [f"{f['frequency']:,}" for f in top.json()["frequencies"]]
+    for column in north["columns"]:
+        row = page.locator(f'#columns tr[data-column="{column["name"]}"]')
+        assert row.locator(".null-count").inner_text() == f"{column['null_count']:,}"
+    page.screenshot(path=str(tmp_path / "partition.png"), full_page=True)
+
+    page.click('#columns tr[data-column="n"] td.name a')
+    page.wait_for_url("**/tables/sales/columns/n?partition=**")
+    bins = api.get("/api/tables/sales/columns/n/histogram?partition=region=north").json()
+    assert page.locator("#histogram svg rect").count() == min(len(bins["bins"]), 200)
+    top = api.get("/api/tables/sales/columns/n/frequencies?partition=region=north&top=100").json()
+    assert page.locator("#top-values tbody tr").count() == len(top["frequencies"])
+    assert page.locator("#partitions tbody tr").count() == 3
+    page.locator("#histogram svg a").nth(2).click()
+    page.wait_for_url("**start=2&stop=3**")
+    assert "bins 2–3 of" in page.inner_text("h2")
+    page.screenshot(path=str(tmp_path / "column.png"), full_page=True)
+    assert (tmp_path / "column.png").stat().st_size > 1000
