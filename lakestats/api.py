@@ -193,7 +193,13 @@ class LakestatsTable:
         else:
             version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
             reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
-        return column_stats(reader, columns, where=where, by_partition=by_partition)
+        return column_stats(
+            reader,
+            columns,
+            where=where,
+            by_partition=by_partition,
+            unanalyzed=_TableColumns(self, snapshot_id),
+        )
 
     def history(self) -> list[dict[str, object]]:
         self._check_path()
@@ -239,12 +245,18 @@ class LakestatsTable:
         ]
 
     def estimate(
-        self, where: str, snapshot_id: int | None = None, table_level: bool = False
+        self,
+        where: str,
+        snapshot_id: int | None = None,
+        table_level: bool = False,
+        source: str = "index",
     ) -> dict[str, object]:
         """Rows ``where`` keeps, estimated per partition from the statistics and summed,
         with sound bounds (see README "Selectivity estimates"); ``table_level`` uses the
-        table-level files as one partition instead. Never starts Spark."""
-        from lakestats import estimate_source, predicates
+        table-level files as one partition instead. ``source``: ``"index"`` (the version's
+        partition index, falling back to the files without one) or ``"files"`` (every
+        partition's files). Never starts Spark."""
+        from lakestats import estimate_source, index_source, predicates
 
         if snapshot_id is None:
             reader = self.reader()
@@ -258,6 +270,8 @@ class LakestatsTable:
         parts = (
             estimate_source.table_level(reader, columns)
             if table_level
+            else index_source.partitions_of(reader, columns)
+            if source == "index"
             else estimate_source.partitions_of(reader, columns)
         )
         table = None

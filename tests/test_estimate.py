@@ -204,6 +204,32 @@ EXACT = [
 ]
 
 
+def test_index_provider_equals_file_provider(analyzed, monkeypatch) -> None:  # noqa: ANN001
+    """The partition-index provider (the default) gives the file provider's estimates,
+    bounds and partitions, and opens no partition file where min/max or null counts
+    settle every partition."""
+    from lakestats.store.reader import StatisticsReader
+
+    root, con = analyzed
+    table = ls.open_table(str(root))
+    assert table.reader().partition_index() is not None
+    for where in PREDICATES:
+        assert table.estimate(where) == table.estimate(where, source="files"), where
+    opened: list[str] = []
+    original = StatisticsReader._file
+
+    def spy(self, entry, kind):  # noqa: ANN001, ANN202
+        opened.append(kind)
+        return original(self, entry, kind)
+
+    monkeypatch.setattr(StatisticsReader, "_file", spy)
+    fresh = ls.open_table(str(root))
+    result = fresh.estimate("i > 99999 OR u IS NULL")
+    assert (result["row_count"], result["exact"]) == (0, True)
+    assert sum(_true_counts(con, "i > 99999 OR u IS NULL").values()) == 0
+    assert opened == []  # every partition settled by the index's scalars
+
+
 @pytest.mark.parametrize("where", EXACT)
 def test_exact_where_the_statistics_allow(analyzed, where: str) -> None:  # noqa: ANN001
     root, con = analyzed
