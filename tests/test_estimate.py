@@ -339,3 +339,14 @@ def test_column_without_statistics(spark, tmp_path: Path, capsys) -> None:  # no
         table.estimate("a = 2 AND b > 1")
     with pytest.raises(ColumnNotFoundError, match="unknown column 'c' in predicate"):
         table.estimate("c > 1")
+    # the same one-line errors for stats --where (CLI: one line, non-zero exit)
+    with pytest.raises(StatisticsNotFoundError, match="column 'b' has no statistics: analyze it"):
+        table.stats(["a"], where="b > 1")
+    with pytest.raises(InvalidPredicateError, match="'x'"):
+        table.stats(["a"], where="a = 'x'")
+    assert table.stats(["a"], where="a > 1")["table"]["partitions_matched"] == 1
+    for command in (["stats", "--columns", "a"], ["estimate"]):
+        for where in ("b > 1", "c > 1", "a = 'x'"):
+            code = cli.main([command[0], str(tmp_path / "t"), *command[1:], "--where", where])
+            err = capsys.readouterr().err.strip()
+            assert code != 0 and err.startswith("lakestats: error:") and "\n" not in err, err
