@@ -133,8 +133,13 @@ class LakestatsTable:
             reader = StatisticsReader(self.stats_root, s3=self.s3)
             if reader.version.snapshot_id == snapshot and reader.version.partitions:
                 entries = reader.version.partitions
-                names = {entries[i].name for i in partitions_that_can_match(where, reader)}
-                keep = names.__contains__
+                matched = {entries[i].name for i in partitions_that_can_match(where, reader)}
+                known = {e.name: e.fingerprint for e in entries}
+
+                def keep(name: str, fingerprint: str) -> bool:
+                    # statistics of other data (changed since, or new) cannot prune it
+                    return name in matched or known.get(name) != fingerprint
+
         except (StatisticsNotFoundError, ColumnNotFoundError):
             keep = None  # never analyzed, or a column without statistics: every partition
         root = derived.write_predicate(self.stats_root, normalized, self.s3)

@@ -146,3 +146,21 @@ def test_never_analyzed_where(tmp_path: Path, capsys) -> None:  # noqa: ANN001
         assert "analyze" in err
     with pytest.raises(StatisticsNotFoundError):
         ls.open_table(str(tmp_path / "t")).stats(["x"], where="x > 1")
+
+
+def test_changed_partition_is_not_pruned_by_old_statistics(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """A directory table has no snapshots: a partition whose files changed since the last
+    analyze is analyzed even if its old statistics say it cannot match."""
+    root = tmp_path / "t"
+    for part, values in (("a", [1, 2, 3]), ("b", [10, 20])):
+        (root / f"part={part}").mkdir(parents=True)
+        pa.parquet.write_table(pa.table({"x": values}), root / f"part={part}" / "d.parquet")
+    handle = ls.open_table(str(root))
+    handle.analyze(spark=spark)
+    # (a fingerprint is path, size and row count of each file: this rewrite changes them)
+    pa.parquet.write_table(pa.table({"x": [10, 11, 12, 13]}), root / "part=a" / "d.parquet")
+    result = handle.analyze(spark=spark, where="x >= 10")
+    assert result.partitions_computed == 2
+    assert result.row_count == 6  # 10 to 13 in a (new data) + 10, 20 in b
+    # no snapshots: the lookup returns the newest derived analysis
+    assert handle.stats(["x"], where="x >= 10")["table"]["row_count"] == 6

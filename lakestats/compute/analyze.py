@@ -124,14 +124,14 @@ def analyze(
     incremental: bool = True,
     table_level: bool = True,
     row_filter: object | None = None,
-    keep_partition: Callable[[str], bool] | None = None,
+    keep_partition: Callable[[str, str], bool] | None = None,
     extra: dict[str, object] | None = None,
 ) -> AnalyzeResult:
     """Analyze the partitions that changed since the last version, reduce, publish.
 
     Derived statistics (``lakestats.derived``): ``row_filter`` (a ``lakestats.predicates``
-    tree) keeps only the rows where it is TRUE, inside each task; ``keep_partition`` (by
-    partition name) skips partitions that cannot match; ``extra`` goes into the version."""
+    tree) keeps only the rows where it is TRUE, inside each task; ``keep_partition`` (partition
+    name, plan fingerprint) skips partitions that cannot match; ``extra`` goes into the version."""
     validate_options(options)
     s3 = s3 or fs.S3Options.from_env()  # executors use the driver's settings, not their env
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
@@ -155,7 +155,9 @@ def analyze(
         plans = [
             plan
             for plan in plans
-            if keep_partition(layout.partition_name_of(list(plan.key), plan.values))
+            if keep_partition(
+                layout.partition_name_of(list(plan.key), plan.values), plan.fingerprint()
+            )
         ]
     if row_filter is not None and read_columns is not None:
         from lakestats.predicates import columns_of
