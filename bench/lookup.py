@@ -21,7 +21,12 @@ decoding and the table-level rows (the JSON-ready dict). The competitor is the o
 one ``statistics.parquet`` per partition (threads: ``threads.prefetch``), on fewer
 partitions, with its time per partition.
 
+Estimate (``--estimate-only``, and after the fan-out lookups): a 3-conjunct predicate over
+the fan-out table through the partition-index provider, cold and warm, against the
+per-partition-file provider in the same run.
+
     python -m bench.lookup [--lookups 200] [--fanout | --fanout-only] [--fanout-runs 30]
+                           [--estimate-only [--estimate-runs 10]]
 """
 
 from __future__ import annotations
@@ -296,6 +301,50 @@ def fanout(root: str, s3: fs.S3Options | None, runs: int, old_partitions: int) -
           f"~{p50 / old_partitions * count / 1000:.1f} s for {count} partitions")
 
 
+ESTIMATE_WHERE = "id_3 >= 390000 AND float_1 > 120 AND int_4 = 17"
+"""3 conjuncts: a range that prunes by min/max (250 of 10,000 partitions survive), a
+range inside [min, max] (histogram) and an equality (complete frequencies)."""
+
+
+def estimate_fanout(root: str, runs: int) -> None:
+    """An estimate for a 3-conjunct predicate over every partition: the partition-index
+    provider (default) against the per-partition-file provider, in the same run."""
+    from lakestats import estimate_source, index_source, predicates
+
+    def once(source: str, reader: StatisticsReader | None) -> tuple[float, dict]:
+        start = time.perf_counter()
+        r = reader or StatisticsReader(root, 1)
+        pred = predicates.parse(ESTIMATE_WHERE, estimate_source.column_types(r))
+        columns = predicates.columns_of(pred)
+        module = index_source if source == "index" else estimate_source
+        parts = module.partitions_of(r, columns)
+        table = estimate_source.table_level(r, columns)[0]
+        result = predicates.estimate(pred, parts, table)
+        return time.perf_counter() - start, result
+
+    print(f"\n# estimate, 3 conjuncts, {FANOUT_PARTITIONS} partitions x 100 columns: "
+          f"{ESTIMATE_WHERE}")
+    print(f"{'provider':40s} {'p50 ms':>9s} {'runs':>5s} {'partitions':>11s} {'rows':>9s}")
+    warm = StatisticsReader(root, 1)
+    once("index", warm)
+    p50s = {}
+    for label, source, reader, n in [
+        ("index, cold (new reader)", "index", None, runs),
+        ("index, warm (manifest cached)", "index", warm, runs),
+        ("competitor: partition files, cold", "files", None, max(1, runs // 5)),
+    ]:
+        samples = []
+        for _ in range(n):
+            seconds, result = once(source, reader)
+            samples.append(seconds)
+        p50s[label] = statistics.median(samples) * 1000
+        print(f"{label:40s} {p50s[label]:9.1f} {n:5d} {len(result['partitions']):11d} "
+              f"{result['row_count']:9.1f}")
+    index_p50 = p50s["index, cold (new reader)"]
+    print(f"files / index (cold): {p50s['competitor: partition files, cold'] / index_p50:.1f}x;"
+          f" target p50 < 50 ms: {'met' if index_p50 < 50 else 'NOT met'}")
+
+
 def _moto() -> tuple[object, fs.S3Options]:
     """moto's S3 server in its own process on 127.0.0.1 (as ``tests/test_s3.py``), with a
     bucket ``bench``; the caller terminates it."""
@@ -358,6 +407,7 @@ def main_fanout(spark, runs: int) -> None:  # noqa: ANN001
     root = build_fanout(spark, DATA / "fanout_stats")
     print("\n## local disk")
     fanout(root, None, runs, 1000)
+    estimate_fanout(root, max(5, runs // 3))
     server, s3 = _moto()
     try:
         remote = "s3://bench/fanout_stats"
@@ -375,7 +425,22 @@ def main() -> None:
     parser.add_argument("--fanout", action="store_true", help="also the fan-out lookups")
     parser.add_argument("--fanout-only", action="store_true", help="only the fan-out lookups")
     parser.add_argument("--fanout-runs", type=int, default=30)
+    parser.add_argument(
+        "--estimate-only",
+        action="store_true",
+        help="only the 3-conjunct estimate on the fan-out table (built when missing)",
+    )
+    parser.add_argument("--estimate-runs", type=int, default=10)
     args = parser.parse_args()
+    if args.estimate_only:
+        print(f"# lookup  {dt.date.today()}  {machine()}")
+        root = DATA / "fanout_stats"
+        from lakestats.store.manifest import latest_version_number
+
+        if not latest_version_number(str(root)):
+            root = Path(build_fanout(get_spark("local[2]"), root))
+        estimate_fanout(str(root), args.estimate_runs)
+        return
     if args.fanout_only:
         print(f"# lookup  {dt.date.today()}  {machine()}")
         main_fanout(get_spark("local[2]"), args.fanout_runs)

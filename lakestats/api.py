@@ -72,9 +72,15 @@ class LakestatsTable:
         spark=None,
         progress: bool = False,
         table_level: bool = True,
+        where: str | None = None,
     ):  # noqa: ANN001, ANN201
         """Compute and publish statistics for every partition (a Spark job), then reduce
-        them to table level (unless ``table_level`` is False: partition files only)."""
+        them to table level (unless ``table_level`` is False: partition files only).
+
+        ``where``: the statistics of the rows the predicate keeps instead, over only the
+        partitions that can match, stored as a derived entry (``lakestats.derived``)
+        keyed by the normalized predicate and the snapshot; the table's own statistics
+        are left as they are."""
         from lakestats.compute.analyze import analyze, select_columns, validate_options
         from lakestats.compute.tasks import AnalyzeOptions
 
@@ -89,6 +95,10 @@ class LakestatsTable:
         select_columns(table.schema(snapshot_id), options.columns)
         root = self.stats_root
         probe_writable(root, self.s3)
+        derived_args: dict[str, object] = {}
+        if where is not None:
+            derived_args = self._derived_job(where, snapshot_id)
+            root = str(derived_args.pop("root"))
         if spark is None:
             from lakestats.compute.session import get_spark
 
@@ -102,9 +112,63 @@ class LakestatsTable:
             s3=self.s3,
             progress=progress,
             table_level=table_level,
+            **derived_args,
         )
         self._reader = None
         return result
+
+    def _derived_job(self, where: str, snapshot_id: int | None) -> dict[str, object]:
+        """The row filter, partition pruning and store of ``analyze --where``."""
+        from lakestats import derived, predicates
+        from lakestats.partition_filter import partitions_that_can_match
+        from lakestats.stats.leaves import leaves_of
+
+        table = self.format
+        types = {leaf.name: leaf.type for leaf in leaves_of(table.schema(snapshot_id))}
+        pred = predicates.parse(where, types)
+        normalized = predicates.normalize(pred)
+        snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
+        keep = None
+        try:  # prune with the current statistics when they describe this snapshot
+            reader = StatisticsReader(self.stats_root, s3=self.s3)
+            if reader.version.snapshot_id == snapshot and reader.version.partitions:
+                entries = reader.version.partitions
+                matched = {entries[i].name for i in partitions_that_can_match(where, reader)}
+                known = {e.name: e.fingerprint for e in entries}
+
+                def keep(name: str, fingerprint: str) -> bool:
+                    # statistics of other data (changed since, or new) cannot prune it
+                    return name in matched or known.get(name) != fingerprint
+
+        except (StatisticsNotFoundError, ColumnNotFoundError):
+            keep = None  # never analyzed, or a column without statistics: every partition
+        root = derived.write_predicate(self.stats_root, normalized, self.s3)
+        return {
+            "root": root,
+            "row_filter": pred,
+            "keep_partition": keep,
+            "extra": {"derived_predicate": normalized, "derived_text": where},
+        }
+
+    def derived_reader(
+        self, where: str, snapshot_id: int | None = None
+    ) -> StatisticsReader | None:
+        """The derived statistics of ``where`` at the snapshot of the table's statistics
+        version (``analyze --where``), or None when that predicate was not analyzed."""
+        from lakestats import derived, estimate_source, predicates
+
+        reader = self._version_reader(snapshot_id)
+        pred = predicates.parse(
+            where, estimate_source.column_types(reader), _TableColumns(self, snapshot_id)
+        )
+        normalized = predicates.normalize(pred)
+        return derived.find(self.stats_root, normalized, reader.version.snapshot_id, self.s3)
+
+    def _version_reader(self, snapshot_id: int | None) -> StatisticsReader:
+        if snapshot_id is None:
+            return self.reader()
+        version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
+        return StatisticsReader(self.stats_root, version.version, s3=self.s3)
 
     # -- looking up ---------------------------------------------------------
     def reader(self) -> StatisticsReader:
@@ -188,12 +252,21 @@ class LakestatsTable:
         "p99"}]}]}`` with decoded values (``partitions`` only with ``by_partition``)."""
         from lakestats.query import column_stats
 
-        if snapshot_id is None:
-            reader = self.reader()
-        else:
-            version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
-            reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
-        return column_stats(reader, columns, where=where, by_partition=by_partition)
+        reader = self._version_reader(snapshot_id)
+        if where:
+            found = self.derived_reader(where, snapshot_id)
+            if found is not None:  # analyzed with --where: a lookup
+                result = column_stats(found, columns, by_partition=by_partition)
+                result["derived"] = True
+                result["predicate"] = found.version.extra.get("derived_predicate")
+                return result
+        return column_stats(
+            reader,
+            columns,
+            where=where,
+            by_partition=by_partition,
+            unanalyzed=_TableColumns(self, snapshot_id),
+        )
 
     def history(self) -> list[dict[str, object]]:
         self._check_path()
@@ -220,6 +293,9 @@ class LakestatsTable:
                     "kind": v.kind,
                 }
             )
+        from lakestats import derived
+
+        out.extend(derived.entries(self.stats_root, self.s3))
         return out
 
     def partitions(self) -> list[dict[str, object]]:
@@ -239,18 +315,23 @@ class LakestatsTable:
         ]
 
     def estimate(
-        self, where: str, snapshot_id: int | None = None, table_level: bool = False
+        self,
+        where: str,
+        snapshot_id: int | None = None,
+        table_level: bool = False,
+        source: str = "index",
     ) -> dict[str, object]:
         """Rows ``where`` keeps, estimated per partition from the statistics and summed,
         with sound bounds (see README "Selectivity estimates"); ``table_level`` uses the
-        table-level files as one partition instead. Never starts Spark."""
-        from lakestats import estimate_source, predicates
+        table-level files as one partition instead. ``source``: ``"index"`` (the version's
+        partition index, falling back to the files without one) or ``"files"`` (every
+        partition's files). Never starts Spark."""
+        from lakestats import estimate_source, index_source, predicates
 
-        if snapshot_id is None:
-            reader = self.reader()
-        else:
-            version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
-            reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
+        reader = self._version_reader(snapshot_id)
+        found = self.derived_reader(where, snapshot_id)
+        if found is not None:  # analyzed with --where: the exact count
+            return _derived_estimate(reader, found)
         pred = predicates.parse(
             where, estimate_source.column_types(reader), _TableColumns(self, snapshot_id)
         )
@@ -258,6 +339,8 @@ class LakestatsTable:
         parts = (
             estimate_source.table_level(reader, columns)
             if table_level
+            else index_source.partitions_of(reader, columns)
+            if source == "index"
             else estimate_source.partitions_of(reader, columns)
         )
         table = None
@@ -292,6 +375,52 @@ class LakestatsTable:
                 "(e.g. --start 0 --stop 10 for the first ten)"
             )
         return self.reader().histogram(partition, column, start, stop)
+
+
+def _derived_estimate(reader: StatisticsReader, found: StatisticsReader) -> dict[str, object]:
+    """``estimate``'s answer from derived statistics: exact row counts per partition."""
+    total = sum(e.row_count for e in reader.version.partitions)
+    rows_of = {e.name: e.row_count for e in reader.version.partitions}
+    kept = sum(e.row_count for e in found.version.partitions)
+    predicate = found.version.extra.get("derived_predicate")
+    method = "derived statistics (analyze --where)"
+    return {
+        "predicate": predicate,
+        "row_count": float(kept),
+        "lower": kept,
+        "upper": kept,
+        "exact": True,
+        "selectivity": kept / total if total else 0.0,
+        "table_rows": total,
+        "partitions": [
+            {
+                "partition": e.values,
+                "name": e.name,
+                "partition_rows": rows_of.get(e.name, e.row_count),
+                "row_count": float(e.row_count),
+                "lower": e.row_count,
+                "upper": e.row_count,
+                "exact": True,
+                "method": method,
+            }
+            for e in found.version.partitions
+            if e.row_count
+        ],
+        "detail": [
+            {
+                "predicate": predicate,
+                "row_count": float(kept),
+                "lower": kept,
+                "upper": kept,
+                "exact": True,
+                "selectivity": kept / total if total else 0.0,
+            }
+        ],
+        "derived": True,
+        "derived_version": found.version.version,
+        "version": reader.version.version,
+        "snapshot_id": reader.version.snapshot_id,
+    }
 
 
 class _TableColumns:

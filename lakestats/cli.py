@@ -150,6 +150,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         snapshot_id=args.snapshot,
         table_level=not args.partitions_only,
         progress=not args.json and sys.stderr.isatty(),
+        **({"where": args.where} if args.where is not None else {}),
     )
     summary = {
         "version": result.version,
@@ -335,6 +336,12 @@ def cmd_history(args: argparse.Namespace) -> int:
         if "damaged" in v:
             print(f"v{v['version']:<4} damaged: {v['damaged']}")
             continue
+        if v.get("kind") == "derived":
+            print(
+                f"derived {v['key']} v{v['version']} snapshot {v['snapshot_id']}  "
+                f"{v['row_count']} rows  where {v['predicate']}  {v['created_at']}"
+            )
+            continue
         print(
             f"v{v['version']:<4} snapshot {v['snapshot_id']}  {v['merged_record_count']} rows  "
             f"computed {v['partitions_computed']} reused {v['partitions_reused']}  "
@@ -344,6 +351,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_expire(args: argparse.Namespace) -> int:
+    from lakestats import derived
+    from lakestats.store import manifest
     from lakestats.store.expire import apply_expiry, plan_expiry
 
     if args.retain_last < 1:
@@ -357,11 +366,14 @@ def cmd_expire(args: argparse.Namespace) -> int:
     )
     if not args.dry_run:
         apply_expiry(table.stats_root, plan)
+    kept = {manifest.load_version(table.stats_root, n).snapshot_id for n in plan.versions_kept}
+    derived_removed = derived.expire(table.stats_root, kept, table.s3, dry_run=args.dry_run)
     data = {
         "dry_run": args.dry_run,
         "versions_removed": plan.versions_removed,
         "versions_kept": plan.versions_kept,
         "files_removed": len(plan.files_removed),
+        "derived_removed": derived_removed,
     }
     if args.json:
         _print_json(data)
@@ -469,6 +481,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write partition files only, no table-level reduction",
     )
+    p.add_argument(
+        "--where",
+        help="statistics of the rows this SQL predicate keeps, stored as a derived entry "
+        "(the table's own statistics are not replaced)",
+    )
     _spark_flags(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -513,7 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--columns", required=True, help="column names, comma-separated")
     p.add_argument(
-        "--where", help="only partitions that can match (for now: partition columns = / IN)"
+        "--where",
+        help="only partitions that can match (min/max, nulls, frequencies); the derived "
+        "statistics when the predicate was analyzed with analyze --where",
     )
     p.add_argument(
         "--by-partition", action="store_true", help="also every matching partition's statistics"

@@ -34,7 +34,7 @@ from __future__ import annotations
 import decimal
 import re
 from collections.abc import Container, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import pyarrow as pa
@@ -719,7 +719,7 @@ def estimate(
     for part in partitions:
         total_rows += part.row_count
         if part.row_count > 0:
-            evaluated.append((part, [_estimate(t, part) for t in top]))
+            evaluated.append((part, _conjunct_estimates(top, part)))
     if table is not None:
         for j, term in enumerate(top):
             keys_ = _point_keys(term)
@@ -771,6 +771,31 @@ def estimate(
         "partitions": matching,
         "detail": detail,
     }
+
+
+class _ScalarView:
+    """A partition's min/max, counts and flags only: frequencies and histograms unread."""
+
+    def __init__(self, part: PartitionStatistics) -> None:
+        self.part = part
+        self.name, self.values, self.row_count = part.name, part.values, part.row_count
+
+    def summary(self, column: str) -> sel.ColumnSummary:
+        full = self.part.summary(column)
+        return replace(full, frequencies_source=None, histogram_source=None)
+
+
+def _conjunct_estimates(top: list[Predicate], part: PartitionStatistics) -> list[sel.Estimate]:
+    """Each conjunct's estimate in ``part``. Conjuncts are first estimated from the
+    scalars alone: when one of them keeps nothing, the partition is pruned and those
+    (sound, coarser) estimates stand, so a pruned partition never loads frequencies or
+    a histogram; otherwise every conjunct is estimated with all the statistics."""
+    if len(top) > 1:
+        light = _ScalarView(part)
+        first = [_estimate(t, light) for t in top]
+        if any(e.upper == 0 for e in first):
+            return first
+    return [_estimate(t, part) for t in top]
 
 
 def _point_keys(term: Predicate) -> list[bytes] | None:

@@ -5,10 +5,13 @@ and ``lakestats stats`` return (and what an HTTP layer can return unchanged). Pe
 statistics come from ``store.partition_index.partition_summaries`` (the partition index's
 row groups of those columns), decoded column by column with vectorized key decoding;
 table-level statistics from the table-level ``statistics.parquet``. ``where`` selects
-partitions through ``partition_filter.partitions_that_can_match``.
+partitions through ``partition_filter.partitions_that_can_match`` (pruning by min/max,
+null counts and complete frequencies).
 """
 
 from __future__ import annotations
+
+from collections.abc import Container
 
 import numpy as np
 import pyarrow as pa
@@ -31,8 +34,10 @@ def column_stats(
     columns: list[str],
     where: str | None = None,
     by_partition: bool = True,
+    unanalyzed: Container[str] = (),
 ) -> dict[str, object]:
-    """See ``LakestatsTable.stats``."""
+    """See ``LakestatsTable.stats``; ``unanalyzed``: table columns without statistics
+    (named in ``where``'s error)."""
     names = list(dict.fromkeys(columns))
     if not names:
         raise InvalidArgumentError("no columns asked for: pass --columns a,b")
@@ -41,9 +46,7 @@ def column_stats(
     version = reader.version
     entries = version.partitions
     if where:
-        selected = partitions_that_can_match(
-            where, entries, lambda cols: partition_summaries(reader, cols)
-        )
+        selected = partitions_that_can_match(where, reader, unanalyzed)
     else:
         selected = list(range(len(entries)))
     table: dict[str, object] = {

@@ -204,6 +204,32 @@ EXACT = [
 ]
 
 
+def test_index_provider_equals_file_provider(analyzed, monkeypatch) -> None:  # noqa: ANN001
+    """The partition-index provider (the default) gives the file provider's estimates,
+    bounds and partitions, and opens no partition file where min/max or null counts
+    settle every partition."""
+    from lakestats.store.reader import StatisticsReader
+
+    root, con = analyzed
+    table = ls.open_table(str(root))
+    assert table.reader().partition_index() is not None
+    for where in PREDICATES:
+        assert table.estimate(where) == table.estimate(where, source="files"), where
+    opened: list[str] = []
+    original = StatisticsReader._file
+
+    def spy(self, entry, kind):  # noqa: ANN001, ANN202
+        opened.append(kind)
+        return original(self, entry, kind)
+
+    monkeypatch.setattr(StatisticsReader, "_file", spy)
+    fresh = ls.open_table(str(root))
+    result = fresh.estimate("i > 99999 OR u IS NULL")
+    assert (result["row_count"], result["exact"]) == (0, True)
+    assert sum(_true_counts(con, "i > 99999 OR u IS NULL").values()) == 0
+    assert opened == []  # every partition settled by the index's scalars
+
+
 @pytest.mark.parametrize("where", EXACT)
 def test_exact_where_the_statistics_allow(analyzed, where: str) -> None:  # noqa: ANN001
     root, con = analyzed
@@ -313,3 +339,14 @@ def test_column_without_statistics(spark, tmp_path: Path, capsys) -> None:  # no
         table.estimate("a = 2 AND b > 1")
     with pytest.raises(ColumnNotFoundError, match="unknown column 'c' in predicate"):
         table.estimate("c > 1")
+    # the same one-line errors for stats --where (CLI: one line, non-zero exit)
+    with pytest.raises(StatisticsNotFoundError, match="column 'b' has no statistics: analyze it"):
+        table.stats(["a"], where="b > 1")
+    with pytest.raises(InvalidPredicateError, match="'x'"):
+        table.stats(["a"], where="a = 'x'")
+    assert table.stats(["a"], where="a > 1")["table"]["partitions_matched"] == 1
+    for command in (["stats", "--columns", "a"], ["estimate"]):
+        for where in ("b > 1", "c > 1", "a = 'x'"):
+            code = cli.main([command[0], str(tmp_path / "t"), *command[1:], "--where", where])
+            err = capsys.readouterr().err.strip()
+            assert code != 0 and err.startswith("lakestats: error:") and "\n" not in err, err

@@ -26,7 +26,11 @@ import pytest
 import lakestats.api as ls
 from lakestats import cli
 from lakestats.compute import reduce_local
-from lakestats.errors import ColumnNotFoundError, InvalidArgumentError, StatisticsNotFoundError
+from lakestats.errors import (
+    ColumnNotFoundError,
+    InvalidPredicateError,
+    StatisticsNotFoundError,
+)
 from lakestats.stats.percentiles import percentile_names
 from lakestats.store import layout, manifest, partition_index, schemas
 from lakestats.store.manifest import PartitionEntry
@@ -207,10 +211,24 @@ def test_stats_query_cli_where_and_fallback(spark, tmp_path: Path, capsys) -> No
     # errors: one line each
     with pytest.raises(ColumnNotFoundError, match="column 'nope' has no statistics"):
         handle.stats(["x", "nope"])
-    with pytest.raises(ColumnNotFoundError, match="'word' is not one"):
-        handle.stats(["x"], where="word = 'ant'")
-    with pytest.raises(InvalidArgumentError, match="supports only partition-column"):
-        handle.stats(["x"], where="p > 1")
+    # --where prunes by any column's min/max, nulls and frequencies, not only partition
+    # columns: frequencies are complete here, so exactly the partitions that hold a match
+    for where, keep in [
+        ("word = 'ant'", data["word"] == "ant"),
+        ("p > 1", data["p"] > 1),
+        ("n > 1000 OR (p <> 3 AND word = 'cat')", (data["p"] != 3) & (data["word"] == "cat")),
+        ("word IN ('zzz') OR x IS NULL", data["x"].isna()),
+    ]:
+        shown = handle.stats(["x"], where=where)
+        got = [p["partition"]["p"] for p in shown["partitions"]]
+        assert got == sorted(set(data[keep]["p"])), where
+    with pytest.raises(ColumnNotFoundError, match="unknown column 'nope' in predicate"):
+        handle.stats(["x"], where="nope = 1")
+    with pytest.raises(InvalidPredicateError, match="'abc'"):
+        handle.stats(["x"], where="x = 'abc'")
+    code = cli.main(["stats", str(root), "--columns", "x", "--where", "x = 'abc'"])
+    assert code != 0
+    assert capsys.readouterr().err.strip().count("\n") == 0
     code = cli.main(["stats", str(root), "--columns", "nope", "--json"])
     assert code != 0
     assert capsys.readouterr().err.strip().count("\n") == 0

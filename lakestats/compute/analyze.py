@@ -123,8 +123,15 @@ def analyze(
     progress: bool = True,
     incremental: bool = True,
     table_level: bool = True,
+    row_filter: object | None = None,
+    keep_partition: Callable[[str, str], bool] | None = None,
+    extra: dict[str, object] | None = None,
 ) -> AnalyzeResult:
-    """Analyze the partitions that changed since the last version, reduce, publish."""
+    """Analyze the partitions that changed since the last version, reduce, publish.
+
+    Derived statistics (``lakestats.derived``): ``row_filter`` (a ``lakestats.predicates``
+    tree) keeps only the rows where it is TRUE, inside each task; ``keep_partition`` (partition
+    name, plan fingerprint) skips partitions that cannot match; ``extra`` goes into the version."""
     validate_options(options)
     s3 = s3 or fs.S3Options.from_env()  # executors use the driver's settings, not their env
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
@@ -144,6 +151,19 @@ def analyze(
     }
     clock = Clock()
     plans = table.plan(snapshot)
+    if keep_partition is not None:
+        plans = [
+            plan
+            for plan in plans
+            if keep_partition(
+                layout.partition_name_of(list(plan.key), plan.values), plan.fingerprint()
+            )
+        ]
+    if row_filter is not None and read_columns is not None:
+        from lakestats.predicates import columns_of
+
+        top = {name.split(".")[0] for name in columns_of(row_filter)}  # type: ignore[arg-type]
+        read_columns = [*read_columns, *sorted(n for n in top if n not in read_columns)]
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     paths = [layout.partition_dir_of(list(plan.key), plan.values) for plan in plans]
     reusable, damaged, reduce_cache = (
@@ -177,6 +197,7 @@ def analyze(
         run_id,
         s3,
     )
+    job.row_filter = row_filter
     for i in todo:
         entries[i] = manifest.PartitionEntry(
             path=paths[i],
@@ -283,6 +304,7 @@ def analyze(
             **({"reduce_cache": reduce_cache} if reduce_cache else {}),
             "file_sizes": {r: sizes[r] for r in table_level_files if r in sizes},
             **({"partitions_repaired": repaired} if repaired else {}),
+            **(extra or {}),
         },
     )
     number = _publish(stats_root, version, s3)

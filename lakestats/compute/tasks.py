@@ -49,6 +49,7 @@ class Job:
     slices: list[Slice]
     partition_paths: list[str]  # per partition index
     slice_partition: list[int] = field(default_factory=list)  # task -> partition index
+    row_filter: object | None = None  # a lakestats.predicates tree: only rows where TRUE
 
     def files(self, partition: int) -> dict[str, str]:
         return layout.partition_files(self.partition_paths[partition], self.run_id)
@@ -90,6 +91,10 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
     partition = job.slice_partition[task_id]
     try:
         table = job.reader.read(part, job.read_columns)
+        if job.row_filter is not None:  # statistics of a predicate (analyze --where)
+            from lakestats.predicate_eval import matching_rows
+
+            table = matching_rows(job.row_filter, table)
         accumulators = [ColumnAccumulator(leaf, list(job.statistics)) for leaf in job.leaves]
         for accumulator in accumulators:
             accumulator.observe(leaf_array(table, accumulator.leaf))
