@@ -8,7 +8,8 @@ B (the yardstick): ``python -c`` that imports ``pyarrow.parquet`` and reads one 
 Also ``python -c pass`` (the interpreter alone) and, with ``--baseline-code``, the same CLI
 lookup with another checkout on ``PYTHONPATH`` (before/after in one run). The commands run
 in turn, A B … A B …, so a machine whose speed drifts slows all of them alike; medians of
-``--runs`` whole-process wall times, and the median of the pairwise ratios A/B.
+``--runs`` whole-process wall and CPU (user + system) times, and the median of the
+pairwise ratios A/B (CPU time is the steadier figure on a machine shared with other jobs).
 
 Then warm lookups inside one process (a reader that has served the partition before):
 median of 500 ``column_statistics`` calls, for each code version.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -75,10 +77,15 @@ def _env(code: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(code)}
 
 
-def _time(command: list[str], env: dict[str, str]) -> float:
+def _time(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, timeout=120)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
 
 
 def main() -> None:
@@ -120,23 +127,26 @@ def main() -> None:
     )
     for command, env in commands.values():  # warm the page cache once
         _time(command, env)
-    samples: dict[str, list[float]] = {name: [] for name in commands}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(args.runs):
         for name, (command, env) in commands.items():
             samples[name].append(_time(command, env))
-    lakestats, yardstick = samples["lakestats show (this code)"], samples[
+    ours, yardstick = samples["lakestats show (this code)"], samples[
         "pyarrow: read one column chunk"
     ]
-    print(f"{'process':48s} {'median s':>9s} {'min s':>7s} {'max s':>7s} {'/ pyarrow':>9s}")
-    base = statistics.median(yardstick)
-    for name, values in samples.items():
-        median = statistics.median(values)
-        print(
-            f"{name:48s} {median:9.3f} {min(values):7.3f} {max(values):7.3f} "
-            f"{median / base:9.2f}"
-        )
-    pairs = statistics.median(a / b for a, b in zip(lakestats, yardstick, strict=True))
-    print(f"median of pairwise ratios lakestats / pyarrow: {pairs:.2f} (target <= 1.5)")
+    for label, which in (("wall", 0), ("CPU (user + system)", 1)):
+        print(f"\n{label} seconds per process")
+        print(f"{'process':48s} {'median':>8s} {'min':>7s} {'max':>7s} {'/ pyarrow':>9s}")
+        base = statistics.median(s[which] for s in yardstick)
+        for name, runs in samples.items():
+            values = [r[which] for r in runs]
+            median = statistics.median(values)
+            print(
+                f"{name:48s} {median:8.3f} {min(values):7.3f} {max(values):7.3f} "
+                f"{median / base:9.2f}"
+            )
+        pairs = statistics.median(a[which] / b[which] for a, b in zip(ours, yardstick, strict=True))
+        print(f"median of pairwise ratios lakestats / pyarrow: {pairs:.2f} (target <= 1.5)")
 
     print("\nwarm lookup in one process (statistics of 1 column, median of 500)")
     codes = {"this code": REPO}
