@@ -23,6 +23,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +35,8 @@ from bench.common import DATA, machine
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS, ROWS, PARTITIONS = 200, 2_000, 2
+NEUTRAL = tempfile.gettempdir()  # the processes' working directory: not a checkout, whose
+# ``lakestats`` package ``python -m``/``-c`` would import ahead of PYTHONPATH
 
 _WARM = """
 import time, statistics
@@ -81,7 +84,9 @@ def _time(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system) of one whole process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, timeout=120)
+    subprocess.run(
+        command, env=env, check=True, stdout=subprocess.DEVNULL, timeout=120, cwd=NEUTRAL
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -156,6 +161,7 @@ def main() -> None:
         done = subprocess.run(
             [python, "-c", _WARM.format(root=str(table / "_lakestats"))],
             env=_env(code),
+            cwd=NEUTRAL,
             check=True,
             capture_output=True,
             text=True,

@@ -134,6 +134,8 @@ def write_partition(
             uris["histograms"],
             s3,
             write_statistics=False,
+            use_dictionary=False,
+            column_encoding="DELTA_BINARY_PACKED",  # small counts, consecutive bins
             compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
         )
 
