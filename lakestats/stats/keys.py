@@ -27,7 +27,6 @@ import math
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from lakestats.stats.kinds import Kind, kind_of
@@ -93,6 +92,24 @@ def encode(values: pa.Array) -> pa.Array:
     if kind == Kind.BINARY:
         return values.cast(pa.binary())
     raise TypeError(f"no key encoding for type {dtype}")
+
+
+def encode_value(value: object, dtype: pa.DataType) -> bytes:
+    """``encode`` of one Python value (bytes equal to ``encode(pa.array([value]))[0]``);
+    strings, binary, booleans and plain integers without building an Arrow array (which
+    would import pandas, see ``lakestats.stats.arrays``)."""
+    plain = dtype.value_type if pat.is_dictionary(dtype) else dtype
+    kind = kind_of(plain)
+    if kind == Kind.STRING and isinstance(value, str):
+        return value.encode("utf-8")
+    if kind == Kind.BINARY and isinstance(value, bytes | bytearray):
+        return bytes(value)
+    if kind == Kind.BOOLEAN and isinstance(value, bool):
+        return b"\x01" if value else b"\x00"
+    if kind == Kind.INTEGER and isinstance(value, int) and not isinstance(value, bool):
+        stored = value if pat.is_uint64(plain) else value + (1 << 63)
+        return stored.to_bytes(8, "big")
+    return encode(pa.array([value], dtype))[0].as_py()
 
 
 def integers(values: pa.Array) -> np.ndarray:
@@ -164,7 +181,9 @@ def unscaled_of(value: decimal.Decimal, scale: int) -> int:
 
 def from_integer(value: int, dtype: pa.DataType) -> object:
     """The Python value of a temporal type from its integer storage."""
-    return pa.array([value], type=physical_int_storage(dtype)).view(dtype)[0].as_py()
+    from lakestats.stats.arrays import integer_array
+
+    return integer_array([value], dtype)[0].as_py()
 
 
 def physical_int_storage(dtype: pa.DataType) -> pa.DataType:
@@ -216,8 +235,9 @@ def parse_literal(text: str, dtype: pa.DataType) -> object:
         return word in ("true", "1", "yes")
     if kind == Kind.DECIMAL:
         return decimal.Decimal(text)
-    array = pc.cast(pa.array([text]), dtype)
-    return array[0].as_py()
+    from lakestats.stats.arrays import string_array
+
+    return string_array([text]).cast(dtype)[0].as_py()
 
 
 def decode_array(encoded: pa.Array, dtype: pa.DataType) -> pa.Array:

@@ -20,7 +20,20 @@ import pyarrow as pa
 
 from lakestats.stats.percentiles import percentile_names
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""On-disk format version, in each version manifest (``format_version``) and in each
+file's key-value metadata (``lakestats.format_version``). 1: the first files (no key in
+the files). 2: the key; zstd levels and encodings chosen by ``bench/size.py`` (below).
+Every version is read by the same code: the schemas are unchanged."""
+
+FORMAT_VERSION_KEY = "lakestats.format_version"
+
+# zstd levels measured by bench/size.py (pyarrow's default is 1): frequency rows shrink by
+# a third at level 6; statistics rows are mostly sketches that no level compresses further;
+# histogram counts are written DELTA_BINARY_PACKED (a third smaller than plain or dictionary)
+STATISTICS_ZSTD_LEVEL = 3
+FREQUENCIES_ZSTD_LEVEL = 6
+HISTOGRAMS_ZSTD_LEVEL = 3
 
 STATISTICS_SCHEMA = pa.schema(
     [

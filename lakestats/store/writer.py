@@ -69,11 +69,22 @@ def histograms_table(results: list[ColumnResult], bins: int) -> pa.Table:
 
 
 def _write(table: pa.Table, uri: str, s3: fs.S3Options | None, **options: object) -> int:
-    """Write one file; a failure (full disk, no permission, no connection) is one
-    ``StorageError`` line and leaves no partial file where it can be helped."""
+    """One file, zstd-compressed, with ``lakestats.format_version`` in its key-value
+    metadata (files of format version 1 have none and are read the same way); a failure
+    (full disk, no permission, no connection) is one ``StorageError`` line and leaves no
+    partial file where it can be helped."""
+    row_group_size = options.pop("row_group_size", None)
     try:
-        with fs.open_output(uri, s3) as out:
-            pq.write_table(table, out, compression="zstd", store_schema=False, **options)
+        with (
+            fs.open_output(uri, s3) as out,
+            pq.ParquetWriter(
+                out, table.schema, compression="zstd", store_schema=False, **options
+            ) as parquet,
+        ):
+            parquet.write_table(table, row_group_size=row_group_size)
+            parquet.add_key_value_metadata(
+                {schemas.FORMAT_VERSION_KEY: str(schemas.FORMAT_VERSION)}
+            )
         return fs.file_info(uri, s3).size
     except OSError as exc:
         filesystem, path = fs.resolve(uri, s3)
@@ -103,6 +114,7 @@ def write_partition(
             s3,
             row_group_size=schemas.STATISTICS_ROW_GROUP,
             write_statistics=False,
+            compression_level=schemas.STATISTICS_ZSTD_LEVEL,
         )
 
     def write_frequencies() -> int:
@@ -113,6 +125,7 @@ def write_partition(
             row_group_size=schemas.FREQUENCIES_ROW_GROUP,
             write_statistics=["column_index"],
             use_dictionary=["column"],
+            compression_level=schemas.FREQUENCIES_ZSTD_LEVEL,
         )
 
     def write_histograms() -> int:
@@ -122,6 +135,8 @@ def write_partition(
             s3,
             write_statistics=False,
             use_dictionary=False,
+            column_encoding="DELTA_BINARY_PACKED",  # small counts, consecutive bins
+            compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
         )
 
     # compression and uploads overlap; on an object store the three requests do too

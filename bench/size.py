@@ -1,0 +1,247 @@
+"""Statistics bytes against data bytes, per file and per statistic column.
+
+    python -m bench.size [--tables lineitem,wide1000,wide10000,store_sales] [--tag NAME]
+
+Tables (generated once under bench/data; data bytes = the table's Parquet files):
+
+* ``lineitem``: TPC-H lineitem scale 1 (tpchgen-cli), hive-partitioned by ship year+month;
+* ``wide1000``: 1,000 columns (integers, doubles, 50-value strings, unique ids) in 3
+  partitions of 3,000 rows;
+* ``wide10000``: 10,000 columns of the same mix in 2 partitions of 1,000 rows;
+* ``store_sales``: TPC-DS store_sales scale 1 by ``ss_store_sk`` (only when
+  ``bench/data/tpcds-sf1/store_sales.parquet`` exists; DuckDB's tpcds extension makes it).
+
+Each is analyzed into ``bench/data/<table>_stats_<tag>`` (reused when present: pass
+another ``--tag`` after changing the writer). Bytes are attributed to columns with the
+footers' column-chunk ``total_compressed_size``; the rest of a file is its footer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.common import DATA, machine, partitioned, tpch_lineitem
+
+GROUPS = {
+    "names": ("column", "column_path", "type"),
+    "counts": (
+        "row_count",
+        "null_count",
+        "nan_count",
+        "distinct_count",
+        "all_distinct",
+        "true_count",
+    ),
+    "min/max keys": ("min", "max"),
+    "moments": ("sum", "mean", "variance", "stddev"),
+    "lengths": ("min_length", "avg_length", "max_length"),
+    "percentiles": ("p01", "p05", "p25", "p50", "p75", "p95", "p99"),
+    "frequency bookkeeping": (
+        "frequencies_count",
+        "frequencies_truncated",
+        "frequencies_omitted",
+        "frequencies_min",
+    ),
+    "histogram edges": ("histogram_lower", "histogram_width", "histogram_bins"),
+    "HLL sketch": ("hll_sketch",),
+    "KLL sketch": ("kll_sketch",),
+}
+PURPOSE = {
+    "names": "which table column a row describes, and its Arrow type (decodes the keys)",
+    "counts": "rows, nulls, NaN, exact distinct values, true values",
+    "min/max keys": "order-preserving bounds",
+    "moments": "sum, mean, variance, stddev (mergeable by Chan's formulas)",
+    "lengths": "string/binary/list lengths",
+    "percentiles": "exact nearest-rank percentiles",
+    "frequency bookkeeping": "how many value rows are stored, what was cut",
+    "histogram edges": "lower edge, width and bin count: every bin edge",
+    "HLL sketch": "distinct-count sketch for table-level roll-up when frequencies are partial",
+    "KLL sketch": "quantile sketch for table-level percentiles when frequencies are partial",
+    "table-level flags": "exactness and bounds of the roll-up (null in partition files)",
+    "footer": "Parquet footer: schema, row-group and column-chunk metadata",
+}
+
+
+def _wide(name: str, columns: int, rows: int, partitions: int) -> Path:
+    table_dir = DATA / name
+    if (table_dir / "_SUCCESS").exists():
+        return table_dir
+    rng = np.random.default_rng(11)
+    for p in range(partitions):
+        data = {}
+        for i in range(columns):
+            kind = i % 4
+            if kind == 0:
+                data[f"int_{i}"] = rng.integers(0, 1000, rows)
+            elif kind == 1:
+                data[f"float_{i}"] = np.round(rng.normal(100, 15, rows), 2)
+            elif kind == 2:
+                data[f"cat_{i}"] = pa.array(rng.integers(0, 50, rows).astype(str))
+            else:
+                data[f"id_{i}"] = np.arange(p * rows, (p + 1) * rows) * 7 + i
+        (table_dir / f"part={p}").mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table(data), table_dir / f"part={p}" / "data.parquet")
+    (table_dir / "_SUCCESS").touch()
+    return table_dir
+
+
+def _store_sales() -> Path | None:
+    source = DATA / "tpcds-sf1" / "store_sales.parquet"
+    out = DATA / "store_sales_by_store"
+    if (out / "_SUCCESS").exists():
+        return out
+    if not source.exists():
+        return None
+    table = pq.read_table(source)
+    table = table.sort_by([("ss_store_sk", "ascending")])
+    pq.write_to_dataset(
+        table,
+        out,
+        partition_cols=["ss_store_sk"],
+        min_rows_per_group=1 << 20,
+        max_rows_per_group=1 << 20,
+    )
+    (out / "_SUCCESS").touch()
+    return out
+
+
+def tables(names: list[str]) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for name in names:
+        if name == "lineitem":
+            out[name] = partitioned(tpch_lineitem(1), "month")
+        elif name == "wide1000":
+            out[name] = _wide("size_wide1000", 1000, 3000, 3)
+        elif name == "wide10000":
+            out[name] = _wide("size_wide10000", 10_000, 1000, 2)
+        elif name == "store_sales":
+            path = _store_sales()
+            if path is None:
+                print("store_sales: no bench/data/tpcds-sf1/store_sales.parquet, skipped")
+            else:
+                out[name] = path
+    return out
+
+
+def data_bytes(table_dir: Path) -> int:
+    return sum(
+        p.stat().st_size
+        for p in table_dir.rglob("*.parquet")
+        if "_lakestats" not in p.parts and not any(s.endswith("_stats") for s in p.parts)
+    )
+
+
+def attribute(path: Path, into: dict[str, int]) -> None:
+    """Add each column's compressed bytes (and the footer's) of one Parquet file."""
+    metadata = pq.ParquetFile(path).metadata
+    chunks = 0
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            name = column.path_in_schema.split(".")[0]
+            into[name] += column.total_compressed_size
+            chunks += column.total_compressed_size
+    into["footer"] += path.stat().st_size - chunks
+
+
+def report(name: str, table_dir: Path, root: Path) -> None:
+    from lakestats.store.reader import StatisticsReader
+
+    reader = StatisticsReader(str(root))
+    version = reader.version
+    data = data_bytes(table_dir)
+    per_file: dict[str, dict[str, int]] = {}
+    columns: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for scope, entries in (("partition", version.partitions), ("table", [None])):
+        for entry in entries:
+            files = version.table_files if entry is None else entry.files
+            for kind, rel in files.items():
+                path = Path(root) / rel
+                key = f"{scope} {kind}"
+                per_file.setdefault(key, {"bytes": 0, "files": 0})
+                per_file[key]["bytes"] += path.stat().st_size
+                per_file[key]["files"] += 1
+                attribute(path, columns[key])
+    total = sum(v["bytes"] for v in per_file.values())
+    partition_total = sum(v["bytes"] for k, v in per_file.items() if k.startswith("partition"))
+    print(
+        f"\n## {name}: {len(version.partitions)} partitions, {len(version.columns)} columns, "
+        f"{version.merged_record_count:,} rows"
+    )
+    print(
+        f"data {data / 1e6:.2f} MB; statistics {total / 1e6:.2f} MB = {100 * total / data:.1f} % "
+        f"of the data (partition files {100 * partition_total / data:.1f} %, table files "
+        f"{100 * (total - partition_total) / data:.1f} %)"
+    )
+    print(f"{'file':26s} {'files':>6s} {'MB':>9s} {'% data':>7s}")
+    for key, value in per_file.items():
+        print(
+            f"{key:26s} {value['files']:6d} {value['bytes'] / 1e6:9.3f} "
+            f"{100 * value['bytes'] / data:7.2f}"
+        )
+    for key in ("partition statistics", "partition frequencies", "partition histograms"):
+        by_column = columns[key]
+        if not by_column:
+            continue
+        print(f"  {key}: bytes by what they hold (% of this file kind, % of data)")
+        file_total = per_file[key]["bytes"]
+        rows = _grouped(by_column) if key == "partition statistics" else dict(by_column)
+        if key == "partition histograms":
+            rows = {
+                "bin": by_column.get("bin", 0),
+                "counts (one column per numeric column)": sum(
+                    v for k, v in by_column.items() if k not in ("bin", "footer")
+                ),
+                "footer": by_column.get("footer", 0),
+            }
+        for label, size in sorted(rows.items(), key=lambda kv: -kv[1]):
+            purpose = PURPOSE.get(label, "")
+            print(
+                f"    {label:38s} {size / 1e6:9.3f} MB {100 * size / file_total:6.1f} % "
+                f"{100 * size / data:6.2f} %  {purpose}"
+            )
+
+
+def _grouped(by_column: dict[str, int]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    lookup = {c: g for g, cs in GROUPS.items() for c in cs}
+    for column, size in by_column.items():
+        if column == "footer":
+            out["footer"] += size
+        elif column in lookup:
+            out[lookup[column]] += size
+        elif column.endswith(("_exact", "_lower", "_upper", "_error")):
+            out["table-level flags"] += size
+        else:
+            out[f"custom {column}"] += size
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tables", default="lineitem,wide1000,wide10000,store_sales")
+    parser.add_argument("--tag", default="current", help="names the statistics roots")
+    args = parser.parse_args()
+    print(f"# size  {dt.date.today()}  tag {args.tag}  {machine()}")
+    spark = None
+    for name, table_dir in tables(args.tables.split(",")).items():
+        root = DATA / f"{name}_stats_{args.tag}"
+        if not (root / "latest.json").exists():
+            import lakestats.api as ls
+            from lakestats.compute.session import get_spark
+
+            spark = spark or get_spark("local[2]")
+            ls.open_table(str(table_dir), stats_root=str(root)).analyze(spark=spark)
+        report(name, table_dir, root)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Small Arrow arrays and scalars built without pyarrow's pandas probe.
+
+``pa.array``, ``pa.scalar``, ``Array.to_numpy`` and compute calls given Python or NumPy
+values ask pyarrow's pandas shim whether the input is a pandas object, which imports
+pandas (~1 s on a cold process). The lookup path (``lakestats.store.reader``, the CLI's
+read commands) builds its few arrays from buffers instead, so a lookup process never
+imports pandas (``tests/test_lean_imports.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def int64_array(values: list[int] | np.ndarray) -> pa.Array:
+    """An int64 array without nulls."""
+    data = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def integer_array(values: list[int], dtype: pa.DataType) -> pa.Array:
+    """Integers as a fixed-width integer-backed ``dtype`` (int32/int64 storage, viewed)."""
+    width = dtype.bit_width
+    storage = pa.int32() if width == 32 else pa.int64()
+    data = np.ascontiguousarray(values, dtype=np.int32 if width == 32 else np.int64)
+    array = pa.Array.from_buffers(storage, len(data), [None, pa.py_buffer(data)])
+    return array if storage == dtype else array.view(dtype)
+
+
+def binary_scalar(value: bytes) -> pa.Scalar:
+    """``value`` as an Arrow binary scalar."""
+    offsets = np.array([0, len(value)], dtype=np.int32)
+    array = pa.Array.from_buffers(
+        pa.binary(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(value)]
+    )
+    return array[0]
+
+
+def int64_scalar(value: int) -> pa.Scalar:
+    """``value`` as an Arrow int64 scalar."""
+    return int64_array([value])[0]
+
+
+def string_array(values: list[str]) -> pa.Array:
+    """Non-null strings as an Arrow string array."""
+    encoded = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(v) for v in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(
+        pa.string(),
+        len(encoded),
+        [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))],
+    )
+
+
+def int_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """The values of a null-free integer column as NumPy (``to_numpy`` without pandas)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = []
+    for chunk in chunks:
+        dtype = np.dtype(f"<i{chunk.type.bit_width // 8}")
+        data = np.frombuffer(chunk.buffers()[1], dtype=dtype)
+        parts.append(data[chunk.offset : chunk.offset + len(chunk)])
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)

@@ -1,0 +1,159 @@
+"""Lookups import neither pandas, Spark, pyarrow.compute/dataset nor a format library.
+
+Each lookup runs in a fresh Python process (the CLI's read commands and the Python API),
+which reports the heavy modules it ended up with; its answer is checked against pyarrow
+counts computed here, so a lean path that returned something else would fail too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lakestats.api as ls
+
+HEAVY = (
+    "pandas",
+    "pyspark",
+    "py4j",
+    "pyiceberg",
+    "deltalake",
+    "pypaimon",
+    "hudi",
+    "sqlalchemy",
+    "boto3",
+    "rich",
+    "datasketches",
+    "pyarrow.compute",
+    "pyarrow.dataset",
+)
+
+_RUN = """
+import json, sys
+{body}
+heavy = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in {heavy!r}))
+sys.stderr.write("\\nHEAVY=" + json.dumps(heavy) + "\\n")
+"""
+
+
+def _run(body: str) -> tuple[str, list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN.format(body=body, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    heavy = json.loads(done.stderr.rsplit("HEAVY=", 1)[1])
+    return done.stdout, heavy
+
+
+def _cli(*argv: str) -> tuple[object, list[str]]:
+    body = f"from lakestats.cli import main\nassert main({list(argv)!r}) == 0"
+    stdout, heavy = _run(body)
+    return json.loads(stdout), heavy
+
+
+@pytest.fixture(scope="module")
+def analyzed(tmp_path_factory, spark) -> tuple[str, dict[int, pa.Table]]:
+    root = tmp_path_factory.mktemp("lean") / "t"
+    rng = np.random.default_rng(3)
+    parts = {}
+    for p in range(2):
+        n = 400
+        table = pa.table(
+            {
+                "x": pa.array(rng.integers(0, 50, n)),
+                "y": pa.array(rng.normal(size=n)),
+                "s": pa.array([f"v{v}" for v in rng.integers(0, 12, n)]),
+                "d": pa.array(rng.integers(0, 3000, n).astype(np.int32)).view(pa.date32()),
+                "ts": pa.array(rng.integers(0, 10**15, n)).view(pa.timestamp("us", tz="UTC")),
+            }
+        )
+        (root / f"p={p}").mkdir(parents=True)
+        pq.write_table(table, root / f"p={p}" / "data.parquet")
+        parts[p] = table
+    ls.open_table(str(root)).analyze(spark=spark)
+    return str(root), parts
+
+
+def test_cli_partition_lookups_stay_lean(analyzed) -> None:
+    root, parts = analyzed
+    table = parts[0]
+    shown, heavy = _cli("show", root, "--partition", "p=0", "--columns", "x,d,ts", "--json")
+    assert heavy == []
+    by_name = {c["name"]: c for c in shown["columns"]}
+    x = table.column("x").to_pylist()
+    assert (by_name["x"]["min"], by_name["x"]["max"]) == (min(x), max(x))
+    assert by_name["x"]["distinct_count"] == len(set(x))
+    days = table.column("d").to_pylist()
+    assert by_name["d"]["min"] == min(days).isoformat()
+    stamps = table.column("ts").to_pylist()
+    assert by_name["ts"]["max"] == max(stamps).isoformat()
+
+    top, heavy = _cli("frequencies", root, "--column", "s", "--partition", "p=1", "--json")
+    assert heavy == []
+    expected = Counter(parts[1].column("s").to_pylist())
+    assert {row["value"]: row["frequency"] for row in top} == dict(expected)
+
+    bins, heavy = _cli("histogram", root, "--column", "x", "--partition", "p=0", "--json")
+    assert heavy == []
+    assert sum(b["count"] for b in bins) == len(x)
+    last = len(bins) - 1
+    assert [b["count"] for b in bins] == [
+        sum(1 for v in x if b["lower"] <= v and (v < b["upper"] or (i == last and v == b["upper"])))
+        for i, b in enumerate(bins)
+    ]
+
+
+def test_cli_table_level_lookups_stay_lean(analyzed) -> None:
+    root, parts = analyzed
+    both = pa.concat_tables(parts.values())
+    expected = Counter(both.column("s").to_pylist())
+    top, heavy = _cli("frequencies", root, "--column", "s", "--top", "3", "--json")
+    assert heavy == []
+    assert [row["frequency"] for row in top] == sorted(expected.values(), reverse=True)[:3]
+
+    holders, heavy = _cli("partitions-containing", root, "--column", "s", "--value", "v3", "--json")
+    assert heavy == []
+    counts = {
+        f"p={p}": t.column("s").to_pylist().count("v3") for p, t in parts.items()
+    }
+    assert {h["name"]: h["frequency"] for h in holders} == {
+        k: v for k, v in counts.items() if v
+    }
+
+    listed, heavy = _cli("partitions", root, "--json")
+    assert heavy == []
+    assert sorted(p["name"] for p in listed) == ["p=0", "p=1"]
+    history, heavy = _cli("history", root, "--json")
+    assert heavy == [] and len(history) == 1
+
+
+def test_python_lookups_stay_lean(analyzed) -> None:
+    root, parts = analyzed
+    body = (
+        "import lakestats.api as ls\n"
+        f"t = ls.open_table({root!r})\n"
+        "[row] = t.statistics('p=1', columns=['y'])\n"
+        "print(json.dumps([row['null_count'], row['row_count'], row['min'],"
+        " sum(b['count'] for b in t.histogram('y', 'p=1')), t.frequencies('s', 'p=1', top=1)]))"
+    )
+    stdout, heavy = _run(body)
+    assert heavy == []
+    nulls, rows, low, binned, [[value, count]] = json.loads(stdout)
+    y = parts[1].column("y").to_pylist()
+    top_value, top_count = Counter(parts[1].column("s").to_pylist()).most_common(1)[0]
+    assert (nulls, rows, low, binned, count) == (0, len(y), min(y), len(y), top_count)
