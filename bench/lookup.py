@@ -11,7 +11,17 @@ Run against local disk and against an S3-compatible server (moto) on 127.0.0.1. 
 the three files' size per table column. Reading the whole ``statistics.parquet`` of a
 partition with ``pq.read_table`` is the in-run competitor.
 
-    python -m bench.lookup [--lookups 200]
+Fan-out (``--fanout``, or ``--fanout-only``): 10 random columns for every partition of a
+table with 10,000 partitions x 100 columns (the partition files of ``bench/reduce.py``,
+200 distinct sets cycled; the table-level reduction on Spark writes the partition index).
+"cold" = a new reader each time (the 10,000-partition version manifest, the
+index footer, the row groups); "warm" = the same reader (manifest and footer cached).
+``partition_summaries`` is the Arrow answer (what an estimator uses); ``stats()`` adds
+decoding and the table-level rows (the JSON-ready dict). The competitor is the old way,
+one ``statistics.parquet`` per partition (threads: ``threads.prefetch``), on fewer
+partitions, with its time per partition.
+
+    python -m bench.lookup [--lookups 200] [--fanout | --fanout-only] [--fanout-runs 30]
 """
 
 from __future__ import annotations
@@ -175,10 +185,201 @@ def sizes(root: str) -> None:
     )
 
 
+FANOUT_PARTITIONS = 10_000
+
+
+def build_fanout(spark, root: Path) -> str:  # noqa: ANN001
+    """A statistics root whose latest version has ``FANOUT_PARTITIONS`` partitions x 100
+    columns, reduced on Spark (table files and partition index); returns it."""
+    from bench.reduce import build_partition_files
+    from lakestats.compute.reduce import reduce_table
+    from lakestats.compute.reduce_steps import ReduceJob
+    from lakestats.store.manifest import PartitionEntry, Version, latest_version_number, publish
+
+    source = DATA / "reduce_partitions"
+    sets, columns = build_partition_files(source)
+    if latest_version_number(str(root)):
+        return str(root)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "partitions").symlink_to(source / "partitions", target_is_directory=True)
+    entries = [
+        PartitionEntry(
+            path=f"d={i}",
+            name=f"d={i}",
+            values={"d": i},
+            row_count=2000,
+            size_bytes=0,
+            files=sets[i % len(sets)],
+        )
+        for i in range(FANOUT_PARTITIONS)
+    ]
+    start = time.perf_counter()
+    files, _, cache = reduce_table(
+        spark, ReduceJob(str(root), None, entries, columns, 1000, 10_000), "fanout"
+    )
+    print(f"table-level reduction with the index, {FANOUT_PARTITIONS} partitions: "
+          f"{time.perf_counter() - start:.1f} s")
+    version = Version(
+        0, dt.datetime.now(dt.UTC).isoformat(), {}, None, None, {}, columns, entries,
+        run_id="fanout", table_files=files, merged_record_count=2000 * FANOUT_PARTITIONS,
+        extra={"reduce_cache": cache}, partition_index=layout.partition_index_file("fanout"),
+    )
+    publish(str(root), version)
+    return str(root)
+
+
+def _old_version(root: str, s3: fs.S3Options | None, partitions: int) -> int:
+    """A version with the first ``partitions`` partitions of version 1 and no index (how
+    versions before the index read), published after it; its number."""
+    from lakestats.store.manifest import load_version, publish, version_numbers
+
+    for number in version_numbers(root, s3)[1:]:
+        version = load_version(root, number, s3)
+        if len(version.partitions) == partitions and version.partition_index is None:
+            return number
+    version = load_version(root, 1, s3)
+    version.partitions = version.partitions[:partitions]
+    version.partition_index = None
+    return publish(root, version, s3)
+
+
+def fanout(root: str, s3: fs.S3Options | None, runs: int, old_partitions: int) -> None:
+    from lakestats.query import column_stats
+    from lakestats.store.partition_index import partition_summaries
+
+    rng = random.Random(11)
+    reader = StatisticsReader(root, 1, s3=s3)
+    names = [c["name"] for c in reader.columns]
+    index_uri = layout.absolute(reader.root, reader.version.partition_index)
+    filesystem, path = fs.resolve(index_uri, s3)
+    handle = pq.ParquetFile(filesystem.open_input_file(path))
+    print(
+        f"partition index: {filesystem.get_file_info(path).size / 2**20:.1f} MiB, "
+        f"{handle.metadata.num_rows} rows, {handle.metadata.num_row_groups} row groups, "
+        f"footer {handle.metadata.serialized_size / 1024:.0f} KiB"
+    )
+    print(f"{'10 columns x every partition':40s} {'p50 ms':>8s} {'p90 ms':>8s} {'rows':>8s}")
+
+    def run(label: str, lookup: Callable[[StatisticsReader, list[str]], int], fresh: bool,
+            version: int = 1, n: int = runs) -> float:
+        samples, rows = [], 0
+        warm = StatisticsReader(root, version, s3=s3)
+        lookup(warm, rng.sample(names, 10))
+        for _ in range(n):
+            wanted = rng.sample(names, 10)
+            start = time.perf_counter()
+            rows = lookup(StatisticsReader(root, version, s3=s3) if fresh else warm, wanted)
+            samples.append(time.perf_counter() - start)
+        ordered = sorted(samples)
+        p50 = statistics.median(ordered) * 1000
+        p90 = ordered[int(0.9 * (len(ordered) - 1))] * 1000
+        print(f"{label:40s} {p50:8.1f} {p90:8.1f} {rows:8d}")
+        return p50
+
+    def summaries(r: StatisticsReader, wanted: list[str]) -> int:
+        return partition_summaries(r, wanted).num_rows
+
+    def answer(r: StatisticsReader, wanted: list[str]) -> int:
+        parts = column_stats(r, wanted)["partitions"]
+        return sum(len(p["columns"]) for p in parts)
+
+    count = len(reader.version.partitions)
+    run(f"index, Arrow, cold ({count} partitions)", summaries, True)
+    run(f"index, Arrow, warm ({count} partitions)", summaries, False)
+    run(f"index, stats() dict, cold ({count})", answer, True, n=max(5, runs // 3))
+    old = _old_version(root, s3, old_partitions)
+    p50 = run(
+        f"competitor: per-partition files ({old_partitions})", summaries, True, old,
+        max(3, runs // 6),
+    )
+    print(f"{'competitor per partition':40s} {p50 / old_partitions:8.3f} ms -> "
+          f"~{p50 / old_partitions * count / 1000:.1f} s for {count} partitions")
+
+
+def _moto() -> tuple[object, fs.S3Options]:
+    """moto's S3 server in its own process on 127.0.0.1 (as ``tests/test_s3.py``), with a
+    bucket ``bench``; the caller terminates it."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    import boto3
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    s3 = fs.S3Options(f"http://127.0.0.1:{port}", "us-east-1", "testing", "testing")
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(s3.endpoint_url, timeout=1)  # noqa: S310 - local moto
+            break
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                raise RuntimeError("moto server did not start within 30 s") from None
+            time.sleep(0.2)
+    boto3.client(
+        "s3",
+        endpoint_url=s3.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).create_bucket(Bucket="bench")
+    return server, s3
+
+
+def _upload(local: str, remote: str, s3: fs.S3Options) -> None:
+    """The statistics root's files (partition statistics files once each, version 1 only)
+    onto S3."""
+    import os
+
+    target, base = fs.resolve(remote, s3)
+    for directory, _, names in os.walk(local, followlinks=True):
+        for name in names:
+            relative = os.path.relpath(os.path.join(directory, name), local)
+            if relative.startswith("partitions/") and name != "statistics.parquet":
+                continue
+            if "/groups/" in relative or (
+                relative.startswith("versions/") and "v00000001" not in relative
+            ):
+                continue
+            with target.open_output_stream(f"{base}/{relative}") as out:
+                out.write(Path(directory, name).read_bytes())
+
+
+def main_fanout(spark, runs: int) -> None:  # noqa: ANN001
+    print(f"\n# fan-out lookups  {FANOUT_PARTITIONS} partitions x 100 columns")
+    root = build_fanout(spark, DATA / "fanout_stats")
+    print("\n## local disk")
+    fanout(root, None, runs, 1000)
+    server, s3 = _moto()
+    try:
+        remote = "s3://bench/fanout_stats"
+        _upload(str(Path(root).resolve()), remote, s3)
+        print("\n## S3-compatible server (moto, own process, 127.0.0.1)")
+        fanout(remote, s3, max(10, runs // 2), 200)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lookups", type=int, default=200)
+    parser.add_argument("--fanout", action="store_true", help="also the fan-out lookups")
+    parser.add_argument("--fanout-only", action="store_true", help="only the fan-out lookups")
+    parser.add_argument("--fanout-runs", type=int, default=30)
     args = parser.parse_args()
+    if args.fanout_only:
+        print(f"# lookup  {dt.date.today()}  {machine()}")
+        main_fanout(get_spark("local[2]"), args.fanout_runs)
+        return
     print(
         f"# lookup  {dt.date.today()}  {COLUMNS} columns x {ROWS} rows, {PARTITIONS} "
         f"partitions  {machine()}"
@@ -217,6 +418,8 @@ def main() -> None:
         measure(remote, s3, max(20, args.lookups // 4), names)
     finally:
         server.stop()
+    if args.fanout:
+        main_fanout(spark, args.fanout_runs)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
     table.statistics("year=1995", columns=["l_tax"])      # decoded statistics rows
     table.frequencies("l_shipmode", "year=1995", top=3)   # [(value, frequency), ...]
     table.histogram("l_quantity", "year=1995", 0, 10)     # [{lower, upper, count}, ...]
+    table.stats(["l_tax", "l_discount"])                  # table + every partition, batched
 
 Lookups never start Spark; only ``analyze`` does.
 """
@@ -138,6 +139,32 @@ class LakestatsTable:
                 f"{value!r} is not a value of column {column!r} ({dtype}): {exc}"
             ) from exc
         return reader.partitions_containing(column, typed)
+
+    def stats(
+        self,
+        columns: list[str],
+        *,
+        where: str | None = None,
+        by_partition: bool = True,
+        snapshot_id: int | None = None,
+    ) -> dict[str, object]:
+        """Statistics of ``columns`` for the table and for every partition ``where`` can
+        match, in one call: the per-partition part comes from the version's partition
+        index (the row groups of those columns), never from one file per partition.
+
+        Returns ``{"table": {row_count, version, snapshot_id, partitions,
+        partitions_matched, columns: [table-level rows]}, "partitions": [{"partition":
+        values, "name", "row_count", "columns": [{"name", "null_count", "nan_count",
+        "distinct_count", "min", "max", "frequencies_complete", "all_distinct", "p01" ...
+        "p99"}]}]}`` with decoded values (``partitions`` only with ``by_partition``)."""
+        from lakestats.query import column_stats
+
+        if snapshot_id is None:
+            reader = self.reader()
+        else:
+            version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
+            reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
+        return column_stats(reader, columns, where=where, by_partition=by_partition)
 
     def history(self) -> list[dict[str, object]]:
         out = []

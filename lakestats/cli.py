@@ -239,6 +239,38 @@ def cmd_partitions_containing(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    columns = _columns(args.columns)
+    assert columns is not None  # required by the parser
+    data = _table(args).stats(
+        columns, where=args.where, by_partition=args.by_partition, snapshot_id=args.snapshot
+    )
+    data["table"]["columns"] = [_json_values(c) for c in data["table"]["columns"]]
+    for partition in data.get("partitions", []):
+        partition["partition"] = _json_values(partition["partition"])
+        partition["columns"] = [_json_values(c) for c in partition["columns"]]
+    if args.json:
+        _print_json(data)
+        return 0
+    table = data["table"]
+    print(
+        f"{args.table}: {table['row_count']} rows, {table['partitions_matched']} of "
+        f"{table['partitions']} partitions (statistics version {table['version']})"
+    )
+    for partition in data.get("partitions", []):
+        for column in partition["columns"]:
+            print(
+                f"{partition['name'] or '(all)'}  {column['name']}  rows "
+                f"{partition['row_count']}  nulls {column['null_count']}  distinct "
+                f"{column['distinct_count']}  min {column['min']}  max {column['max']}"
+            )
+    return 0
+
+
+def _json_values(row: dict[str, object]) -> dict[str, object]:
+    return {key: to_json(value) for key, value in row.items()}
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     history = _table(args).history()
     if args.json:
@@ -381,6 +413,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--column", required=True)
     p.add_argument("--value", required=True, help="the value, as text")
     p.set_defaults(func=cmd_partitions_containing)
+
+    p = sub.add_parser(
+        "stats", help="statistics of some columns for the table and every partition (batched)"
+    )
+    common(p)
+    p.add_argument("--columns", required=True, help="column names, comma-separated")
+    p.add_argument(
+        "--where", help="only partitions that can match (for now: partition columns = / IN)"
+    )
+    p.add_argument(
+        "--by-partition", action="store_true", help="also every matching partition's statistics"
+    )
+    p.add_argument("--snapshot", type=int, help="table snapshot (default: current)")
+    p.add_argument(
+        "--as-of", type=_timestamp_ms, help="the snapshot current at this time (ISO-8601)"
+    )
+    p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("history", help="statistics versions, oldest first")
     common(p)

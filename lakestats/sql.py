@@ -94,6 +94,7 @@ def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
         partitions_computed=0,
         partitions_reused=len(previous.partitions) if previous else 0,
         table_files=previous.table_files if previous else None,
+        partition_index=previous.partition_index if previous else None,  # same partitions
         merged_record_count=rows,
         merged_record_size=sum(p.size_bytes for p in plans),
         snapshot_timestamp_ms=timestamps.get(snapshot) if snapshot is not None else None,

@@ -35,6 +35,8 @@ from lakestats.stats.table_merge import (
     ScalarState,
 )
 from lakestats.store import layout
+from lakestats.store.partition_index import SOURCE_FIELDS, assemble, index_part, write_index
+from lakestats.threads import prefetch
 
 ONE_GROUP = [pa.RecordBatch.from_pydict({"id": pa.array([0], pa.int64())})]
 """The single group a sub-job of one group's partitions folds."""
@@ -230,6 +232,59 @@ class GroupCache:
         else:
             table = read_rows(data)
         return _holders_to_version(table, members)
+
+    def index_key(self, members: list[int]) -> str:
+        return self._key("index", members, INDEX_FORMAT)
+
+    def index_part(self, members: list[int]) -> pa.Table:
+        """The group's rows of the partition index (``store/partition_index.index_part``,
+        positions inside the group): cached like the states, since both depend on the same
+        statistics files only; an earlier stage of this reduction may have written it."""
+        key = self.index_key(members)
+        relative = self.job.cache.get(key) if self.enabled else None
+        decoded = self.job.tables.get(relative) if relative else None  # read ahead
+        if decoded is not None:
+            self.written[key] = relative
+            return decoded
+        data = self._load(key, this_run=True)
+        if data is not None:
+            return read_rows(data)
+        job = self.job
+        tables = list(
+            prefetch(lambda p: job.read(job.partitions[p], "statistics", SOURCE_FIELDS), members)
+        )
+        part = index_part(tables)
+        self._save(key, lambda: _ipc_bytes(part))
+        return part
+
+    def ensure_index_part(self, members: list[int]) -> None:
+        """Make sure the group's part is cached (a staged reduction's stage 1): a part the
+        previous version cached is left for the last stage to read (and, if it is gone by
+        then, to recompute)."""
+        if self.enabled and self.index_key(members) in self.job.cache:
+            return
+        self.index_part(members)
+
+    def expected_index(self) -> dict[str, str]:
+        """On the driver: the index entries a reduction used or wrote (as ``expected``)."""
+        if not self.enabled:
+            return {}
+        keys = [self.index_key(members) for members in self.members]
+        return {k: self.job.cache.get(k, f"{self.cache_dir}/{k}") for k in keys}
+
+
+INDEX_FORMAT = 1
+"""Part of the index entries' keys: bump it when ``index_part``'s rows change."""
+
+
+def write_partition_index(groups: GroupCache, relative: str) -> int:
+    """The version's ``partition_index.parquet`` from every group's part (cached parts
+    reused: an incremental reduction reads only the changed groups' statistics files);
+    returns the bytes written."""
+    job = groups.job
+    parts = [(members, groups.index_part(members)) for members in groups.members]
+    table = assemble(parts, job.partitions, job.columns)
+    return write_index(table, layout.absolute(job.root, relative), job.s3, len(job.partitions))
 
 
 def read_rows(data: bytes) -> pa.Table:

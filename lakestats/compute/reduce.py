@@ -30,7 +30,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakestats.compute.group_cache import GroupCache
+from lakestats.compute.group_cache import GroupCache, write_partition_index
 from lakestats.compute.progress import Clock
 from lakestats.compute.reduce_local import fits_one_task, reduce_in_one_task
 from lakestats.compute.reduce_steps import (
@@ -77,7 +77,9 @@ def reduce_table(
 
     clock = Clock()
     state_rows = (
-        frame.mapInArrow(functools.partial(_cached_states, groups), result_schema(STATE_SCHEMA))
+        frame.mapInArrow(
+            functools.partial(_cached_states, groups, groups.enabled), result_schema(STATE_SCHEMA)
+        )
         .groupBy("column_index")
         .applyInArrow(_grouped(functools.partial(merge_states, job)), result_schema(STATE_SCHEMA))
         .collect()
@@ -116,24 +118,33 @@ def reduce_table(
     written = (
         finalized.repartition(1)
         .mapInArrow(
-            functools.partial(write_table_files, job, states, grids, rebinned, files),
+            functools.partial(
+                _write_table_and_index,
+                groups,
+                (job, states, grids, rebinned, files),
+                layout.partition_index_file(run_id),
+            ),
             result_schema("bytes_written long"),
         )
         .collect()
     )
     clock.lap("frequencies and write")
     used = groups.expected(incomplete, incomplete_columns)
+    used.update(groups.expected_index())
     return files, sum(r["bytes_written"] for r in written), used
 
 
 def _cached_states(
-    groups: GroupCache, batches: Iterator[pa.RecordBatch]
+    groups: GroupCache, index_parts: bool, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    """Stage 1 of the staged reduction: this task's groups' scalar states, merged."""
+    """Stage 1 of the staged reduction: this task's groups' scalar states, merged; with
+    ``index_parts``, each group's partition index part is cached too (for the last stage)."""
     for batch in batches:
         merged: dict[int, ScalarState] = {}
         for group in batch.column(0).to_pylist():
             groups.merge_states(merged, groups.states(groups.members[group]))
+            if index_parts:
+                groups.ensure_index_part(groups.members[group])
         if merged:
             yield pa.RecordBatch.from_pydict(
                 {
@@ -143,6 +154,18 @@ def _cached_states(
                     ),
                 }
             )
+
+
+def _write_table_and_index(
+    groups: GroupCache, arguments: tuple, index_file: str, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The last stage: the three table files (``write_table_files``), then the partition
+    index from the parts stage 1 cached."""
+    written = 0
+    for batch in write_table_files(*arguments, batches):
+        written += batch.column(0)[0].as_py()
+    written += write_partition_index(groups, index_file)
+    yield pa.RecordBatch.from_pydict({"bytes_written": pa.array([written], pa.int64())})
 
 
 def _cached_histograms(

@@ -24,7 +24,12 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
 from lakestats import fs
-from lakestats.compute.group_cache import GroupCache, is_rows, read_rows
+from lakestats.compute.group_cache import (
+    GroupCache,
+    is_rows,
+    read_rows,
+    write_partition_index,
+)
 from lakestats.compute.progress import Clock
 from lakestats.compute.reduce_steps import (
     FREQUENCY_ROW_ARROW,
@@ -160,12 +165,14 @@ def reduce_locally(job: ReduceJob, files: dict[str, str], run_id: str) -> tuple[
     """Every stage of the reduction here; the bytes written and the group cache used."""
     groups = GroupCache(job, f"table/{run_id}/groups", background_writes=True)
     try:
-        return _reduce(groups, files)
+        return _reduce(groups, files, layout.partition_index_file(run_id))
     finally:
         groups.close()  # no-op after ``flush``; drops queued writes when the reduction failed
 
 
-def _reduce(groups: GroupCache, files: dict[str, str]) -> tuple[int, dict]:
+def _reduce(
+    groups: GroupCache, files: dict[str, str], index_file: str | None = None
+) -> tuple[int, dict]:
     job = groups.job
     clock = Clock()
     states: dict[int, ScalarState] = {}
@@ -200,6 +207,9 @@ def _reduce(groups: GroupCache, files: dict[str, str]) -> tuple[int, dict]:
     frequencies = dict(thread_map(finalize, split_by_column(rows), weight=len))
     clock.lap("reduce: frequencies merged and finalized")
     written = write_tables(job, states, grids, rebinned, files, frequencies)
+    if index_file is not None:
+        clock.lap("reduce: table files written")
+        written += write_partition_index(groups, index_file)
     used = groups.flush()
     clock.lap("reduce: table files written")
     return written, used

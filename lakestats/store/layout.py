@@ -12,6 +12,7 @@
         statistics.parquet
         frequencies.parquet
         histograms.parquet
+        partition_index.parquet           every partition's scalar statistics, by column
       _staging/<run-id>/                  partial states of sliced partitions (deleted after)
 
 A partition directory is its hive-style path (``year=1992/month=3``) with each value
@@ -61,6 +62,14 @@ def partition_files(partition_path: str, run_id: str) -> dict[str, str]:
 def table_files(run_id: str) -> dict[str, str]:
     """Relative paths of the table-level files written by one run."""
     return {kind: f"table/{run_id}/{name}" for kind, name in FILE_NAMES.items()}
+
+
+PARTITION_INDEX_FILE = "partition_index.parquet"
+
+
+def partition_index_file(run_id: str) -> str:
+    """Relative path of the table-level partition index written by one run."""
+    return f"table/{run_id}/{PARTITION_INDEX_FILE}"
 
 
 def version_path(version: int) -> str:

@@ -50,6 +50,8 @@ class Version:
     kind: str = "full"  # "full": column statistics; "noscan": counts from metadata only
     format_version: int = FORMAT_VERSION
     extra: dict[str, object] = field(default_factory=dict)
+    # table-level partition_index.parquet, relative to the root (absent in older versions)
+    partition_index: str | None = None
 
     @property
     def row_count(self) -> int:

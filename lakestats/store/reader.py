@@ -227,6 +227,15 @@ class StatisticsReader:
             {"partition": parts[i].values, "name": parts[i].name, "frequency": c} for i, c in pairs
         ]
 
+    def partition_index(self):  # noqa: ANN201 - PartitionIndex | None
+        """The version's ``partition_index.parquet`` (footer read once), or None when the
+        version has none (``store/partition_index.py``)."""
+        if not hasattr(self, "_partition_index"):
+            from lakestats.store.partition_index import open_index
+
+            self._partition_index = open_index(self.root, self.version, self.s3, self._open)
+        return self._partition_index
+
     # -- files ----------------------------------------------------------------
     def _file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:
         uri = layout.absolute(self.root, entry.files[kind])

@@ -109,3 +109,33 @@ def statistics_schema(custom: list[tuple[str, pa.DataType]]) -> pa.Schema:
 
 def histograms_schema(columns: list[str]) -> pa.Schema:
     return pa.schema([HISTOGRAM_BIN_FIELD, *[pa.field(name, pa.int64()) for name in columns]])
+
+
+PARTITION_INDEX_SCHEMA = pa.schema(
+    [
+        pa.field("partition_id", pa.int32(), nullable=False),  # position in the version
+        pa.field("partition_name", pa.string(), nullable=False),  # k=v,k2=v2 ('' unpartitioned)
+        pa.field("partition_values", pa.string(), nullable=False),  # the manifest's, as JSON
+        pa.field("column_index", pa.int32(), nullable=False),
+        pa.field("column", pa.string(), nullable=False),
+        pa.field("row_count", pa.int64(), nullable=False),
+        pa.field("null_count", pa.int64(), nullable=False),
+        pa.field("nan_count", pa.int64()),
+        pa.field("distinct_count", pa.int64()),
+        pa.field("min", pa.binary()),
+        pa.field("max", pa.binary()),
+        # the partition's frequencies.parquet lists every distinct value (or, with
+        # all_distinct, every value occurs once): counts of a value are exact
+        pa.field("frequencies_complete", pa.bool_()),
+        pa.field("all_distinct", pa.bool_()),
+        *[pa.field(name, pa.binary()) for name in percentile_names()],
+    ]
+)
+"""Table-level ``partition_index.parquet``: one row per partition x column, the partition's
+scalar statistics, sorted by ``column_index`` then ``partition_id``. Row groups hold whole
+columns (one column each, or several when partitions are few), and only ``column_index``
+has row-group statistics, so "these columns for every partition" reads those row groups."""
+
+PARTITION_INDEX_GROUP_ROWS = 8192
+"""A row group holds ``max(1, this // partitions)`` whole columns: one column per group
+from 8,192 partitions up, fewer, larger groups for narrow tables."""
