@@ -21,6 +21,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
+from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import reduce_table
 from lakestats.compute.reduce_local import compute_and_reduce, fits_one_task
@@ -134,6 +135,8 @@ def analyze(
     option_record = {
         k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()
     }
+    if not options.exact:  # versions written before --exact existed stay reusable
+        option_record.pop("exact")
     clock = Clock()
     plans = table.plan(snapshot)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
@@ -172,7 +175,10 @@ def analyze(
             values=plans[i].values,
             row_count=0,  # known once computed, below
             size_bytes=plans[i].size_bytes,
-            files=layout.partition_files(paths[i], run_id),
+            files={
+                **layout.partition_files(paths[i], run_id),
+                **({"values": layout.values_file(paths[i], run_id)} if options.exact else {}),
+            },
             fingerprint=plans[i].fingerprint(),
             run_id=run_id,
         )
@@ -236,6 +242,14 @@ def analyze(
             )
             written += table_bytes
         clock.lap("table level reduced")
+    exact_report: dict[str, object] = {}
+    if options.exact and table_level and final and not unpartitioned:
+        table_files, exact_bytes, exact_report = _spark_call(
+            "exact table-level step failed",
+            lambda: exact_table(spark, reduce_job, table_files, run_id),
+        )
+        written += exact_bytes
+        clock.lap("table level made exact")
     for local, i in enumerate(todo):
         entry = entries[i]
         assert entry is not None
@@ -265,6 +279,7 @@ def analyze(
         extra={
             "custom_statistics": [s.name for s in statistics],
             **({"reduce_cache": reduce_cache} if reduce_cache else {}),
+            **({"exact": exact_report} if exact_report else {}),
         },
     )
     number = _publish_with_retry(stats_root, version, s3)
