@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakestats.api as ls
-from lakestats.store import manifest
+from lakestats.store import expire, manifest
 from lakestats.store.reader import StatisticsReader
 
 pytestmark = pytest.mark.spark
@@ -185,4 +185,21 @@ def test_incremental_after_one_partition_changes(analyzed, spark) -> None:  # no
     _write(root, 2, _partition(2, np.random.default_rng(99), shift=5))
     version = _analyze(handle, spark, SETTINGS[name])
     assert (version.partitions_computed, version.partitions_reused) == (1, PARTS - 1)
-    _check_against_duckdb(root, handle, version.extra["exact"]["scenarios"])
+    report = version.extra["exact"]
+    # updated from the previous ranks: the old partition subtracted, the new one added
+    assert (report["incremental"], report["partitions_added"], report["partitions_removed"]) == (
+        True,
+        1,
+        1,
+    )
+    _check_against_duckdb(root, handle, report["scenarios"])
+
+
+def test_expire_keeps_the_rank_parts(analyzed) -> None:  # noqa: ANN001
+    root, handle, version, _ = analyzed
+    plan = expire.plan_expiry(str(handle.stats_root), None, retain_last=1, orphan_age_seconds=0)
+    latest = manifest.load_version(str(handle.stats_root))
+    parts = set(latest.extra["exact"]["files"])
+    assert parts and not parts & set(plan.files_removed)
+    staged = [e.files["values"] for e in latest.partitions]
+    assert not set(staged) & set(plan.files_removed)

@@ -246,7 +246,13 @@ def analyze(
     if options.exact and table_level and final and not unpartitioned:
         table_files, exact_bytes, exact_report = _spark_call(
             "exact table-level step failed",
-            lambda: exact_table(spark, reduce_job, table_files, run_id),
+            lambda: exact_table(
+                spark,
+                reduce_job,
+                table_files,
+                run_id,
+                previous=_previous_exact(stats_root, s3) if len(todo) < len(plans) else None,
+            ),
         )
         written += exact_bytes
         clock.lap("table level made exact")
@@ -327,6 +333,12 @@ def _reusable_entries(
         return {}, {}
     entries = {(e.path, e.fingerprint): e for e in previous.partitions}
     return entries, dict(previous.extra.get("reduce_cache", {}))
+
+
+def _previous_exact(root: str, s3: fs.S3Options | None) -> manifest.Version | None:
+    """The latest version when it has exact ranks an incremental exact step can update."""
+    previous = manifest.load_version(root, None, s3)
+    return previous if (previous.table_files or {}).get("ranks") else None
 
 
 def _publish_with_retry(root: str, version: manifest.Version, s3: fs.S3Options | None) -> int:

@@ -44,10 +44,12 @@ from lakestats.compute.exact.scenarios import (
 )
 from lakestats.compute.reduce_steps import ReduceJob
 from lakestats.compute.session import default_parallelism, result_schema
+from lakestats.errors import LakestatsError
 from lakestats.stats.kinds import ORDERED_NUMERIC, VALUE_KINDS, Kind, kind_of
 from lakestats.stats.percentiles import PERCENTILES, percentile_names
 from lakestats.stats.value_counts import needs_staging
 from lakestats.store import layout, ranks, schemas
+from lakestats.store.manifest import PartitionEntry, Version
 
 SUMMARY_FIELDS = [
     "row_count",
@@ -112,34 +114,104 @@ def _summaries(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa
 
 
 def _contributions(
-    job: ReduceJob, wanted: frozenset[int], batches: Iterator[pa.RecordBatch]
+    job: ReduceJob,
+    entries: list[PartitionEntry],
+    sign: int,
+    wanted: frozenset[int],
+    batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
-    """One partition's complete (column, key, count) rows for the ``wanted`` columns."""
+    """Partitions' complete (column, key, count) rows for the ``wanted`` columns, counts
+    multiplied by ``sign`` (-1: an old contribution to subtract)."""
     for batch in batches:
         for p in batch.column(0).to_pylist():
-            entry = job.partitions[p]
-            rows = _read(job, entry.files["statistics"], SUMMARY_FIELDS).to_pylist()
-            staged = {i for i, row in enumerate(rows) if needs_staging(row)} & wanted
-            listed = wanted - staged
-            if listed:
-                freq = _read(
-                    job, entry.files["frequencies"], ["column_index", "value", "frequency"]
+            for table in _partition_rows(job, entries[p], wanted):
+                if sign != 1:
+                    table = table.set_column(
+                        2, "count", pc.multiply(table.column("count"), pa.scalar(sign, pa.int64()))
+                    )
+                yield from table.to_batches()
+
+
+def _partition_rows(
+    job: ReduceJob, entry: PartitionEntry, wanted: frozenset[int]
+) -> Iterator[pa.Table]:
+    rows = _read(job, entry.files["statistics"], SUMMARY_FIELDS).to_pylist()
+    staged = {i for i, row in enumerate(rows) if needs_staging(row)} & wanted
+    listed = wanted - staged
+    if listed:
+        freq = _read(job, entry.files["frequencies"], ["column_index", "value", "frequency"])
+        mask = pc.is_in(freq.column("column_index"), pa.array(sorted(listed), pa.int32()))
+        freq = freq.filter(mask)
+        yield pa.table(
+            {
+                "column_index": freq.column("column_index"),
+                "value": freq.column("value"),
+                "count": freq.column("frequency"),
+            }
+        ).cast(CONTRIBUTION_ARROW)
+    if staged:
+        if "values" not in entry.files:
+            raise LakestatsError(
+                f"partition {entry.name!r} has no staged value counts; "
+                "run analyze --exact on the whole table once"
+            )
+        values = _read(job, entry.files["values"])
+        mask = pc.is_in(values.column("column_index"), pa.array(sorted(staged), pa.int32()))
+        yield values.filter(mask).cast(CONTRIBUTION_ARROW)
+
+
+def _previous_ranks(
+    job: ReduceJob, parts: list[str], wanted: frozenset[int], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The previous version's exact (column, key, count) rows, read from its rank parts."""
+    for batch in batches:
+        for p in batch.column(0).to_pylist():
+            table = _read(job, parts[p], ["column_index", "value", "count"])
+            mask = pc.is_in(table.column("column_index"), pa.array(sorted(wanted), pa.int32()))
+            yield from table.filter(mask).cast(CONTRIBUTION_ARROW).to_batches()
+
+
+def _indexed(spark: SparkSession, count: int, parallelism: int) -> DataFrame:
+    frame = spark.range(0, count, 1, numPartitions=max(1, min(count, 2 * parallelism)))
+    return frame.select(F.col("id").cast("int").alias("id"))
+
+
+def contribution_rows(
+    spark: SparkSession,
+    job: ReduceJob,
+    wanted: frozenset[int],
+    previous: Version | None,
+    report: dict[str, object],
+) -> DataFrame:
+    """Every value's (column, key, count) rows whose sums are the table's exact counts.
+
+    With an exact ``previous`` version of the same columns, the changed partitions' old
+    contributions are subtracted from its ranks and their new ones added (incremental);
+    otherwise every partition contributes."""
+    parallelism = max(2, default_parallelism(spark))
+    schema = result_schema(ROW_SCHEMA)
+    parts = (previous.extra.get("exact", {}).get("files") or []) if previous else []
+    if previous is None or not parts or previous.columns != job.columns:
+        report["incremental"] = False
+        return _indexed(spark, len(job.partitions), parallelism).mapInArrow(
+            functools.partial(_contributions, job, job.partitions, 1, wanted), schema
+        )
+    before = {e.files["statistics"]: e for e in previous.partitions}
+    now = {e.files["statistics"]: e for e in job.partitions}
+    added = [e for path, e in now.items() if path not in before]
+    removed = [e for path, e in before.items() if path not in now]
+    report.update(incremental=True, partitions_added=len(added), partitions_removed=len(removed))
+    rows = _indexed(spark, len(parts), parallelism).mapInArrow(
+        functools.partial(_previous_ranks, job, parts, wanted), schema
+    )
+    for entries, sign in ((added, 1), (removed, -1)):
+        if entries:
+            rows = rows.unionByName(
+                _indexed(spark, len(entries), parallelism).mapInArrow(
+                    functools.partial(_contributions, job, entries, sign, wanted), schema
                 )
-                mask = pc.is_in(freq.column("column_index"), pa.array(sorted(listed), pa.int32()))
-                freq = freq.filter(mask)
-                yield from pa.table(
-                    {
-                        "column_index": freq.column("column_index"),
-                        "value": freq.column("value"),
-                        "count": freq.column("frequency"),
-                    }
-                ).cast(CONTRIBUTION_ARROW).to_batches()
-            if staged:
-                if "values" not in entry.files:
-                    raise ValueError(f"partition {entry.name!r} has no staged value counts")
-                values = _read(job, entry.files["values"])
-                mask = pc.is_in(values.column("column_index"), pa.array(sorted(staged), pa.int32()))
-                yield from values.filter(mask).cast(CONTRIBUTION_ARROW).to_batches()
+            )
+    return rows
 
 
 def _write_ranges(
@@ -156,6 +228,9 @@ def _write_ranges(
     grouped = rows.group_by(["column_index", "value"], use_threads=False).aggregate(
         [("count", "sum")]
     )
+    grouped = grouped.filter(pc.greater(grouped.column("count_sum"), 0))
+    if grouped.num_rows == 0:
+        return
     order = pc.sort_indices(
         grouped, sort_keys=[("column_index", "ascending"), ("value", "ascending")]
     )
@@ -281,15 +356,14 @@ def exact_table(
     job: ReduceJob,
     table_files: dict[str, str],
     run_id: str,
+    previous: Version | None = None,
     settings: ExactSettings | None = None,
 ) -> tuple[dict[str, str], int, dict[str, object]]:
     """Make every value column's table level exact; returns the table files (plus
     ``ranks``), the bytes written and a report (scenario per column, candidates)."""
     settings = settings or ExactSettings.from_environment()
-    count = len(job.partitions)
     parallelism = max(2, default_parallelism(spark))
-    frame = spark.range(0, count, 1, numPartitions=max(1, min(count, 2 * parallelism)))
-    frame = frame.select(F.col("id").cast("int").alias("id"))
+    frame = _indexed(spark, len(job.partitions), parallelism)
     summary_rows = frame.mapInArrow(
         functools.partial(_summaries, job), result_schema(SUMMARY_SCHEMA)
     ).collect()
@@ -314,9 +388,7 @@ def exact_table(
         "scenarios": {job.columns[i]["name"]: s.value for i, s in scenario.items()}
     }
     wanted = frozenset(value_columns)
-    rows = frame.mapInArrow(
-        functools.partial(_contributions, job, wanted), result_schema(ROW_SCHEMA)
-    )
+    rows = contribution_rows(spark, job, wanted, previous, report)
     of = {s: sorted(i for i in scenario if scenario[i] == s) for s in Scenario}
     near, disjoint = of[Scenario.NEAR_UNIQUE], of[Scenario.DISJOINT]
     aggregated_columns = of[Scenario.AGGREGATE] + of[Scenario.BATCHED] + of[Scenario.EXACT]
@@ -351,8 +423,10 @@ def exact_table(
         aggregate_rows = aggregate_rows.repartitionByRange(
             settings.batches(total), "column_index", "value"
         )
-    aggregated = aggregate_rows.groupBy("column_index", "value").agg(
-        F.sum("count").alias("count")
+    aggregated = (
+        aggregate_rows.groupBy("column_index", "value")
+        .agg(F.sum("count").alias("count"))
+        .where("count > 0")
     )
     # ranks: exact (value, count) of every value column, sorted by (column, key) in ranges
     raw = rows.where(F.col("column_index").isin(near + disjoint))
@@ -405,6 +479,9 @@ def exact_table(
         report["near_unique_duplicates"] = {
             job.columns[i]["name"]: stored.get(i, 0) for i in near
         }
+    report["files"] = [
+        f"{directory}/part-{part:05d}.parquet" for part in sorted({r["part"] for r in range_rows})
+    ]
     return {**table_files, "ranks": index_file}, written, report
 
 
