@@ -159,6 +159,23 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:  # n
                 else f"SELECT quantile_disc({column}, 0.5) FROM t"
             ).fetchone()
             assert _norm(row["p50"]) == _norm(median), column
+            _check_histogram(con, handle, row, column)
+
+
+def _check_histogram(con, handle, row: dict, column: str) -> None:  # noqa: ANN001
+    """Exact table histogram: each reported bin's count equals DuckDB's count inside it."""
+    assert row["histogram_exact"] is True, column
+    bins = handle.histogram(column)
+    finite = f"NOT isnan({column})" if column == "f" else "true"
+    sql_type = _sql_type(column)
+    for i, b in enumerate(bins):
+        upper_op = "<=" if i == len(bins) - 1 else "<"
+        (want,) = con.execute(
+            f"SELECT count(*) FROM t WHERE {finite} AND {column} >= $1::{sql_type} "
+            f"AND {column} {upper_op} $2::{sql_type}",
+            [b["lower"], b["upper"]],
+        ).fetchone()
+        assert b["count"] == want, (column, i, b)
 
 
 def _sql_type(column: str) -> str:

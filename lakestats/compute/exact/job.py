@@ -45,6 +45,7 @@ from lakestats.compute.exact.scenarios import (
 from lakestats.compute.reduce_steps import ReduceJob
 from lakestats.compute.session import default_parallelism, result_schema
 from lakestats.errors import LakestatsError
+from lakestats.stats.exact_histogram import ExactGrid, bin_counts, grid_of
 from lakestats.stats.kinds import ORDERED_NUMERIC, VALUE_KINDS, Kind, kind_of
 from lakestats.stats.percentiles import PERCENTILES, percentile_names
 from lakestats.stats.value_counts import needs_staging
@@ -70,7 +71,7 @@ CONTRIBUTION_ARROW = pa.schema(
 )
 RANGE_SCHEMA = (
     "part int, column_index int, distinct_count long, total long, "
-    "min binary, max binary, bytes long"
+    "min binary, max binary, bytes long, histogram binary"
 )
 
 
@@ -215,9 +216,13 @@ def contribution_rows(
 
 
 def _write_ranges(
-    job: ReduceJob, directory: str, batches: Iterator[pa.RecordBatch]
+    job: ReduceJob,
+    directory: str,
+    grids: dict[int, ExactGrid],
+    batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
-    """One range task: merge equal keys, write the range's part file, return its totals."""
+    """One range task: merge equal keys, write the range's part file, return its totals
+    (and its exact counts on the table histogram grid of the ``grids`` columns)."""
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return
@@ -259,6 +264,17 @@ def _write_ranges(
             )
             # one column per row group, so row-group statistics bound key and cumulative
             writer.write_table(table, row_group_size=ranks.RANKS_ROW_GROUP)
+            column = int(index[start])
+            binned = (
+                bin_counts(
+                    table.column("value").combine_chunks(),
+                    counts[start:stop],
+                    job.dtype(column),
+                    grids[column],
+                ).tobytes()
+                if column in grids
+                else None
+            )
             summaries.append(
                 {
                     "part": part,
@@ -268,6 +284,7 @@ def _write_ranges(
                     "min": grouped.column("value")[start].as_py(),
                     "max": grouped.column("value")[stop - 1].as_py(),
                     "bytes": 0,
+                    "histogram": binned,
                 }
             )
         writer.close()
@@ -430,6 +447,14 @@ def exact_table(
     )
     # ranks: exact (value, count) of every value column, sorted by (column, key) in ranges
     raw = rows.where(F.col("column_index").isin(near + disjoint))
+    table_rows = _read(job, table_files["statistics"]).to_pylist()
+    grids = {
+        i: grid
+        for i in scenario
+        if scenario[i] != Scenario.EXACT and not table_rows[i].get("histogram_exact")
+        for grid in [grid_of(table_rows[i], job.dtype(i))]
+        if grid is not None
+    }
     ranges = max(1, 2 * parallelism)
     directory = layout.ranks_dir(run_id)
     range_rows = (
@@ -438,7 +463,7 @@ def exact_table(
         .sortWithinPartitions("column_index", "value")
         .withColumn("part", F.spark_partition_id())
         .mapInArrow(
-            functools.partial(_write_ranges, job, directory), result_schema(RANGE_SCHEMA)
+            functools.partial(_write_ranges, job, directory, grids), result_schema(RANGE_SCHEMA)
         )
         .collect()
     )
@@ -474,7 +499,16 @@ def exact_table(
         )
         counted = frequency_rows.groupBy("column_index").count().collect()
         stored = {r["column_index"]: r["count"] for r in counted}
-    written += _patch_statistics(job, table_files, scenario, by_column, lookup, stored)
+    histograms: dict[int, np.ndarray] = {}
+    for r in range_rows:
+        if r["histogram"] is not None:
+            counts = np.frombuffer(r["histogram"], dtype=np.int64)
+            c = r["column_index"]
+            histograms[c] = histograms[c] + counts if c in histograms else counts.copy()
+    written += _patch_histograms(job, table_files, histograms)
+    written += _patch_statistics(
+        job, table_files, scenario, by_column, lookup, stored, set(histograms)
+    )
     if duplicates is not None or near:
         report["near_unique_duplicates"] = {
             job.columns[i]["name"]: stored.get(i, 0) for i in near
@@ -485,6 +519,37 @@ def exact_table(
     return {**table_files, "ranks": index_file}, written, report
 
 
+def _patch_histograms(
+    job: ReduceJob, table_files: dict[str, str], histograms: dict[int, np.ndarray]
+) -> int:
+    """The table histogram counts of ``histograms``' columns replaced by exact ones."""
+    if not histograms:
+        return 0
+    uri = layout.absolute(job.root, table_files["histograms"])
+    filesystem, path = fs.resolve(uri, job.s3)
+    with filesystem.open_input_file(path) as handle:
+        table = pq.ParquetFile(handle).read()
+    for i, counts in histograms.items():
+        name = job.columns[i]["name"]
+        if name not in table.column_names:
+            continue
+        padded = np.zeros(table.num_rows, dtype=np.int64)
+        padded[: len(counts)] = counts
+        mask = np.arange(table.num_rows) >= len(counts)
+        at = table.column_names.index(name)
+        table = table.set_column(at, table.schema.field(at), pa.array(padded, mask=mask))
+    with filesystem.open_output_stream(path) as out:
+        pq.write_table(
+            table,
+            out,
+            compression="zstd",
+            store_schema=False,
+            write_statistics=False,
+            use_dictionary=False,
+        )
+    return filesystem.get_file_info(path).size
+
+
 def _patch_statistics(
     job: ReduceJob,
     table_files: dict[str, str],
@@ -492,6 +557,7 @@ def _patch_statistics(
     by_column: dict[int, list[PartitionSummary]],
     lookup: ranks.RankIndex,
     stored: dict[int, int],
+    exact_histograms: set[int],
 ) -> int:
     """The table statistics rows of the columns made exact, rewritten on the driver."""
     uri = layout.absolute(job.root, table_files["statistics"])
@@ -522,6 +588,8 @@ def _patch_statistics(
                     row[name] = lookup.value_at(i, rank)
                 row["percentiles_exact"] = True
                 row["percentile_rank_error"] = 0.0
+        if i in exact_histograms:
+            row["histogram_exact"] = True
         if kind == Scenario.EXACT:
             continue
         count = stored.get(i, 0)
