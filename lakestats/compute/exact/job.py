@@ -316,6 +316,7 @@ def _write_frequencies(
     filesystem, path = fs.resolve(uri, job.s3)
     schema = schemas.TABLE_FREQUENCIES_SCHEMA
     written_old = np.zeros(len(names), dtype=bool)
+    stored: dict[int, int] = {}  # exact rows written per column
 
     def old_rows_before(column: int) -> list[pa.Table]:
         out = []
@@ -346,6 +347,7 @@ def _write_frequencies(
                 for table in old_rows_before(column):
                     writer.write_table(table, row_group_size=schemas.FREQUENCIES_ROW_GROUP)
                 n = stop - start
+                stored[column] = stored.get(column, 0) + n
                 rows = pa.table(
                     {
                         "column": pa.array([names[column]] * n, pa.string()),
@@ -363,9 +365,25 @@ def _write_frequencies(
         for table in old_rows_before(len(names)):
             writer.write_table(table, row_group_size=schemas.FREQUENCIES_ROW_GROUP)
         writer.close()
+    size = filesystem.get_file_info(path).size
+    columns = sorted(stored)
     yield pa.RecordBatch.from_pydict(
-        {"bytes_written": pa.array([filesystem.get_file_info(path).size], pa.int64())}
+        {
+            "column_index": pa.array(columns, pa.int32()),
+            "rows": pa.array([stored[c] for c in columns], pa.int64()),
+            "bytes_written": pa.array([size] + [0] * (len(columns) - 1), pa.int64())
+            if columns
+            else pa.array([], pa.int64()),
+        }
     )
+    if not columns:
+        yield pa.RecordBatch.from_pydict(
+            {
+                "column_index": pa.array([-1], pa.int32()),
+                "rows": pa.array([0], pa.int64()),
+                "bytes_written": pa.array([size], pa.int64()),
+            }
+        )
 
 
 def exact_table(
@@ -482,7 +500,8 @@ def exact_table(
         frequency_rows = frequency_rows.unionByName(duplicates)
     stored: dict[int, int] = {}
     if replaced:
-        written += (
+        # one task writes the file (rows arrive in order) and counts each column's rows
+        counted = (
             frequency_rows.orderBy("column_index", F.desc("count"), "value")
             .coalesce(1)
             .mapInArrow(
@@ -493,12 +512,12 @@ def exact_table(
                     frozenset(replaced),
                     [c["name"] for c in job.columns],
                 ),
-                result_schema("bytes_written long"),
+                result_schema("column_index int, rows long, bytes_written long"),
             )
-            .collect()[0]["bytes_written"]
+            .collect()
         )
-        counted = frequency_rows.groupBy("column_index").count().collect()
-        stored = {r["column_index"]: r["count"] for r in counted}
+        written += sum(r["bytes_written"] for r in counted)
+        stored = {r["column_index"]: r["rows"] for r in counted if r["column_index"] >= 0}
     histograms: dict[int, np.ndarray] = {}
     for r in range_rows:
         if r["histogram"] is not None:
