@@ -94,7 +94,9 @@ class Shuffle:
 def timed(action) -> float:  # noqa: ANN001
     started = time.perf_counter()
     action()
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    print(f"  ... {seconds:.1f} s", flush=True)  # each step as it ends: scale 10 runs long
+    return seconds
 
 
 def staged_bytes(root: Path) -> tuple[int, int]:
