@@ -73,6 +73,7 @@ class LakestatsTable:
         progress: bool = False,
         table_level: bool = True,
         where: str | None = None,
+        exact: bool = False,
     ):  # noqa: ANN001, ANN201
         """Compute and publish statistics for every partition (a Spark job), then reduce
         them to table level (unless ``table_level`` is False: partition files only).
@@ -85,7 +86,7 @@ class LakestatsTable:
         from lakestats.compute.tasks import AnalyzeOptions
 
         options = AnalyzeOptions(
-            tuple(columns) if columns else None, bins, max_frequencies, max_slice_bytes
+            tuple(columns) if columns else None, bins, max_frequencies, max_slice_bytes, exact
         )
         # everything that can be wrong with the request fails here, before a JVM starts
         validate_options(options)
@@ -360,6 +361,14 @@ class LakestatsTable:
         self, column: str, partition: str | dict | None = None, top: int | None = None
     ) -> list[tuple[object, int]]:
         return self.reader().frequencies(partition, column, top)
+
+    def rank(self, column: str, value: object) -> dict[str, object]:
+        """Exact rank of a value at table level (needs ``analyze(exact=True)``)."""
+        return self.reader().rank(column, value)
+
+    def quantile(self, column: str, p: float) -> object:
+        """Exact table-level quantile (nearest rank; needs ``analyze(exact=True)``)."""
+        return self.reader().quantile(column, p)
 
     def histogram(
         self,

@@ -149,6 +149,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         max_slice_bytes=args.max_slice_mb * 1024 * 1024,
         snapshot_id=args.snapshot,
         table_level=not args.partitions_only,
+        exact=args.exact,
         progress=not args.json and sys.stderr.isatty(),
         **({"where": args.where} if args.where is not None else {}),
     )
@@ -253,6 +254,27 @@ def cmd_frequencies(args: argparse.Namespace) -> int:
     else:
         for item in data:
             print(f"{item['frequency']:>12}  {item['value']}")
+    return 0
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    data = _table(args).rank(args.column, args.value)
+    if args.json:
+        _print_json(data)
+    else:
+        print(
+            f"below {data['below']}  equal {data['equal']}  above {data['above']}  "
+            f"percentile {data['percentile']}"
+        )
+    return 0
+
+
+def cmd_quantile(args: argparse.Namespace) -> int:
+    value = to_json(_table(args).quantile(args.column, args.p))
+    if args.json:
+        _print_json({"p": args.p, "value": value})
+    else:
+        print(value)
     return 0
 
 
@@ -486,6 +508,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="statistics of the rows this SQL predicate keeps, stored as a derived entry "
         "(the table's own statistics are not replaced)",
     )
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="exact table-level distinct counts, frequencies and ranks (stages value counts)",
+    )
     _spark_flags(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -509,6 +536,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", help="k=v[,k2=v2]")
     p.add_argument("--top", type=_positive, help="only the k most frequent values")
     p.set_defaults(func=cmd_frequencies)
+
+    p = sub.add_parser("rank", help="exact table-level rank of a value (analyze --exact)")
+    common(p)
+    p.add_argument("--column", required=True)
+    p.add_argument("--value", required=True)
+    p.set_defaults(func=cmd_rank)
+
+    p = sub.add_parser("quantile", help="exact table-level quantile (analyze --exact)")
+    common(p)
+    p.add_argument("--column", required=True)
+    p.add_argument("--p", type=float, required=True, help="between 0 and 1")
+    p.set_defaults(func=cmd_quantile)
 
     p = sub.add_parser("histogram", help="histogram bins of one column")
     common(p)

@@ -21,6 +21,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
+from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import reduce_table
 from lakestats.compute.reduce_local import compute_and_reduce, fits_one_task
@@ -149,6 +150,8 @@ def analyze(
     option_record = {
         k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()
     }
+    if not options.exact:  # versions written before --exact existed stay reusable
+        option_record.pop("exact")
     clock = Clock()
     plans = table.plan(snapshot)
     if keep_partition is not None:
@@ -205,7 +208,10 @@ def analyze(
             values=plans[i].values,
             row_count=0,  # known once computed, below
             size_bytes=plans[i].size_bytes,
-            files=layout.partition_files(paths[i], run_id),
+            files={
+                **layout.partition_files(paths[i], run_id),
+                **({"values": layout.values_file(paths[i], run_id)} if options.exact else {}),
+            },
             fingerprint=plans[i].fingerprint(),
             run_id=run_id,
         )
@@ -269,6 +275,20 @@ def analyze(
             )
             written += table_bytes
         clock.lap("table level reduced")
+    exact_report: dict[str, object] = {}
+    if options.exact and table_level and final and not unpartitioned:
+        table_files, exact_bytes, exact_report = _spark_call(
+            "exact table-level step failed",
+            lambda: exact_table(
+                spark,
+                reduce_job,
+                table_files,
+                run_id,
+                previous=_previous_exact(stats_root, s3) if len(todo) < len(plans) else None,
+            ),
+        )
+        written += exact_bytes
+        clock.lap("table level made exact")
     new_files = [path for i in todo for path in (entries[i].files.values())]  # type: ignore[union-attr]
     table_level_files = [*(table_files or {}).values(), *reduce_cache.values()]
     sizes = verify.sizes_of(stats_root, new_files + table_level_files, s3)
@@ -305,6 +325,7 @@ def analyze(
             "file_sizes": {r: sizes[r] for r in table_level_files if r in sizes},
             **({"partitions_repaired": repaired} if repaired else {}),
             **(extra or {}),
+            **({"exact": exact_report} if exact_report else {}),
         },
     )
     number = _publish(stats_root, version, s3)
@@ -376,6 +397,12 @@ def _reusable_entries(
         if verify.intact({key: relative}, recorded, sizes, parquet=False)
     }
     return entries, damaged, cache
+
+
+def _previous_exact(root: str, s3: fs.S3Options | None) -> manifest.Version | None:
+    """The latest version when it has exact ranks an incremental exact step can update."""
+    previous = manifest.load_version(root, None, s3)
+    return previous if (previous.table_files or {}).get("ranks") else None
 
 
 def _publish(root: str, version: manifest.Version, s3: fs.S3Options | None) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from lakestats import fs
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import PartitionReader, Slice
+from lakestats.stats import value_counts
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import Leaf, leaf_array
 from lakestats.stats.registry import SummaryStatistic
@@ -32,6 +33,7 @@ class AnalyzeOptions:
     bins: int = 1000
     max_frequencies: int = 10_000
     max_slice_bytes: int = 256 * 1024 * 1024
+    exact: bool = False  # stage full value counts and make the table level exact
 
 
 @dataclass
@@ -82,7 +84,13 @@ def _finalize_and_write(job: Job, partition: int, accumulators: list[ColumnAccum
     results = [a.finalize(job.options.bins, job.options.max_frequencies) for a in accumulators]
     uris = {k: layout.absolute(job.root, v) for k, v in job.files(partition).items()}
     custom = [(s.name, s.result_type) for s in job.statistics]
-    return writer.write_partition(results, custom, job.options.bins, uris, job.s3)
+    written = writer.write_partition(results, custom, job.options.bins, uris, job.s3)
+    if job.options.exact:
+        staged = value_counts.staged_values(accumulators, results)
+        relative = layout.values_file(job.partition_paths[partition], job.run_id)
+        uri = layout.absolute(job.root, relative)
+        written += value_counts.write_values(staged, uri, job.s3)
+    return written
 
 
 def run_slice(job: Job, task_id: int) -> dict[str, object]:

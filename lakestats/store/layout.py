@@ -97,6 +97,20 @@ def table_files(run_id: str) -> dict[str, str]:
     return {kind: f"table/{run_id}/{name}" for kind, name in FILE_NAMES.items()}
 
 
+VALUES_FILE = "values.parquet"
+"""A partition's staged full value counts (``analyze --exact``, ``stats/value_counts.py``)."""
+
+
+def values_file(partition_path: str, run_id: str) -> str:
+    """Relative path of a partition's staged value counts written by one run."""
+    return f"partitions/{partition_path}/{run_id}/{VALUES_FILE}"
+
+
+def ranks_dir(run_id: str) -> str:
+    """Relative directory of the table-level exact ranks (``compute/exact``)."""
+    return f"table/{run_id}/ranks"
+
+
 PARTITION_INDEX_FILE = "partition_index.parquet"
 
 

@@ -16,13 +16,16 @@ only column data.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+import pyarrow.types as pat
 
 from lakestats import fs
 from lakestats.errors import (
@@ -421,6 +424,49 @@ class StatisticsReader:
             if top is not None and len(out) >= top:
                 break
         return out if top is None else out[:top]
+
+    def _ranks(self, column: str) -> tuple[int, object]:
+        """The column's index and the exact rank index of the version (``analyze --exact``)."""
+        from lakestats.store.ranks import RankIndex
+
+        index = self.column_index(column)
+        relative = (self.version.table_files or {}).get("ranks")
+        if relative is None:
+            raise InvalidArgumentError(
+                "this statistics version has no exact ranks; run analyze --exact first"
+            )
+        ranks = RankIndex.open(self.root, relative.rsplit("/", 1)[0], self.s3)
+        if not ranks.has(index) and ranks.total(index) == 0:
+            raise InvalidArgumentError(f"column {column!r} has no exact ranks (no values)")
+        return index, ranks
+
+    def rank(self, column: str, value: object) -> dict[str, object]:
+        """Exact rank of ``value`` among the column's non-null values: rows below, equal,
+        above, and its percentile (share of values below or equal)."""
+        index, ranks = self._ranks(column)
+        dtype = parse_type(self.version.columns[index]["type"])
+        if isinstance(value, str) and not pat.is_string(dtype) and not pat.is_large_string(dtype):
+            value = keys.parse_literal(value, dtype)
+        key = keys.encode(pa.array([value], dtype))[0].as_py()
+        below, equal, above = ranks.rank_of(index, key)
+        total = below + equal + above
+        return {
+            "below": below,
+            "equal": equal,
+            "above": above,
+            "total": total,
+            "percentile": (below + equal) / total if total else None,
+        }
+
+    def quantile(self, column: str, p: float) -> object:
+        """The exact ``p`` quantile (nearest rank, as DuckDB's ``quantile_disc``)."""
+        if not 0.0 <= p <= 1.0:
+            raise InvalidArgumentError(f"--p must be between 0 and 1, got {p}")
+        index, ranks = self._ranks(column)
+        total = ranks.total(index)
+        rank = max(1, math.ceil(Fraction(repr(p)) * total))
+        key = ranks.value_at(index, rank)
+        return decode_value(key, self.version.columns[index]["type"])
 
     @_reading
     def histogram(

@@ -1,0 +1,87 @@
+"""Which exact scenario each column takes, from partition summaries only (no data read).
+
+* ``EXACT``: every partition listed all of its values: the reduction is already exact.
+* ``DISJOINT`` (#0): every partition is all-distinct and no two partitions' ``[min, max]``
+  overlap (a sort and sweep over the P intervals), so no value repeats: the table's
+  distinct count is the sum of the partitions' non-null counts.
+* ``NEAR_UNIQUE`` (#1): at least ``near_unique`` of the non-null rows sit in all-distinct
+  partitions: only values whose 64-bit fingerprint repeats are counted exactly, and only
+  real duplicates are stored (``duplicates_only``).
+* ``AGGREGATE`` (#2): the sum of partition distinct counts is at most ``threshold``: every
+  (value, count) is aggregated exactly.
+* ``BATCHED`` (#3): beyond ``threshold``: the same aggregation in batches by value range.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Scenario(StrEnum):
+    EXACT = "exact"
+    DISJOINT = "disjoint"
+    NEAR_UNIQUE = "near_unique"
+    AGGREGATE = "aggregate"
+    BATCHED = "batched"
+
+
+@dataclass(frozen=True)
+class ExactSettings:
+    """Thresholds of the scenario choice (environment: ``LAKESTATS_EXACT_*``)."""
+
+    threshold: int = 2**32 - 1  # sum of partition distinct counts for #2
+    batch_values: int = 2**32 - 1  # distinct values per batch in #3
+    near_unique: float = 0.9  # share of non-null rows in all-distinct partitions for #1
+    max_candidates: int = 1_000_000  # #1 falls back to #2 beyond this many candidates
+
+    @classmethod
+    def from_environment(cls) -> ExactSettings:
+        env = os.environ
+        default = cls()
+        return cls(
+            threshold=int(env.get("LAKESTATS_EXACT_THRESHOLD", default.threshold)),
+            batch_values=int(env.get("LAKESTATS_EXACT_BATCH_VALUES", default.batch_values)),
+            near_unique=float(env.get("LAKESTATS_EXACT_NEAR_UNIQUE", default.near_unique)),
+            max_candidates=int(env.get("LAKESTATS_EXACT_MAX_CANDIDATES", default.max_candidates)),
+        )
+
+    def batches(self, distinct_sum: int) -> int:
+        """``b`` of scenario #3: batches needed so each holds at most ``batch_values``."""
+        return max(1, -(-distinct_sum // max(1, self.batch_values)))
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """One partition's summary of one column (a ``partition_index.parquet`` row)."""
+
+    non_null: int
+    distinct: int
+    all_distinct: bool
+    listed_all: bool  # its frequencies file lists every value
+    min_key: bytes | None
+    max_key: bytes | None
+
+
+def intervals_disjoint(intervals: list[tuple[bytes, bytes]]) -> bool:
+    """Whether no two closed ``[min, max]`` key intervals share a point (sort and sweep)."""
+    ordered = sorted(intervals)
+    return all(ordered[i][1] < ordered[i + 1][0] for i in range(len(ordered) - 1))
+
+
+def choose(parts: list[PartitionSummary], settings: ExactSettings) -> Scenario:
+    present = [p for p in parts if p.non_null > 0]
+    if all(p.listed_all for p in present):
+        return Scenario.EXACT
+    if all(p.all_distinct for p in present) and intervals_disjoint(
+        [(p.min_key, p.max_key) for p in present if p.min_key is not None]
+    ):
+        return Scenario.DISJOINT
+    rows = sum(p.non_null for p in present)
+    unique_rows = sum(p.non_null for p in present if p.all_distinct)
+    if rows and unique_rows >= settings.near_unique * rows:
+        return Scenario.NEAR_UNIQUE
+    if sum(p.distinct for p in present) <= settings.threshold:
+        return Scenario.AGGREGATE
+    return Scenario.BATCHED

@@ -1,0 +1,85 @@
+"""Per-partition staged value counts: what ``analyze --exact`` keeps for the exact table level.
+
+A partition task already holds the exact value counts of every column. Where its
+``frequencies.parquet`` does not list every value (truncated, or all-distinct and so
+listing nothing), the task also writes ``values.parquet`` next to its three files: one
+row per (column, distinct value) with the value's order-preserving key and its count,
+sorted by column then key. The table-level exact step (``compute/exact``) reads these
+instead of re-scanning the data, and an incremental analyze reuses them with the
+partition: the changed partitions contribute new files, the others their old ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakestats import fs
+from lakestats.errors import StorageError
+from lakestats.stats import keys
+from lakestats.stats.accumulator import ColumnAccumulator, ColumnResult
+from lakestats.stats.kinds import VALUE_KINDS
+
+VALUES_SCHEMA = pa.schema(
+    [
+        pa.field("column_index", pa.int32(), nullable=False),
+        pa.field("value", pa.binary(), nullable=False),
+        pa.field("count", pa.int64(), nullable=False),
+    ]
+)
+VALUES_ROW_GROUP = 65_536
+
+
+def needs_staging(row: dict[str, object]) -> bool:
+    """Whether a partition's stored frequencies miss some of the column's values."""
+    distinct = row.get("distinct_count")
+    return bool(distinct) and (row.get("frequencies_count") or 0) < int(distinct)
+
+
+def staged_values(accumulators: list[ColumnAccumulator], results: list[ColumnResult]) -> pa.Table:
+    """The full value counts of every column whose frequencies file is incomplete."""
+    parts = []
+    for index, (accumulator, result) in enumerate(zip(accumulators, results, strict=True)):
+        if accumulator.kind not in VALUE_KINDS or not needs_staging(result.row):
+            continue
+        values, counts = accumulator.value_counts()
+        if len(values) == 0:
+            continue
+        encoded = keys.encode(values).cast(pa.binary())
+        order = pc.sort_indices(encoded)
+        parts.append(
+            pa.table(
+                {
+                    "column_index": pa.array(np.full(len(values), index, dtype=np.int32)),
+                    "value": encoded.take(order),
+                    "count": pa.array(np.asarray(counts, dtype=np.int64)).take(order),
+                },
+                schema=VALUES_SCHEMA,
+            )
+        )
+    return pa.concat_tables(parts) if parts else VALUES_SCHEMA.empty_table()
+
+
+def write_values(table: pa.Table, uri: str, s3: fs.S3Options | None) -> int:
+    """Write a staged value-count table; returns its size in bytes."""
+    filesystem, path = fs.resolve(uri, s3)
+    try:
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with filesystem.open_output_stream(path) as out:
+            pq.write_table(
+                table,
+                out,
+                compression="zstd",
+                row_group_size=VALUES_ROW_GROUP,
+                write_statistics=["column_index"],
+                use_dictionary=False,
+                store_schema=False,
+            )
+        return filesystem.get_file_info(path).size
+    except OSError as exc:
+        raise StorageError(
+            f"cannot write {uri}: {exc}; check that the statistics root is writable "
+            "or pass another one with --stats-root"
+        ) from exc

@@ -1,0 +1,222 @@
+"""Exact table level (``analyze --exact``) in every scenario, against DuckDB over the table.
+
+Thresholds are lowered through the ``LAKESTATS_EXACT_*`` settings so small tables take
+scenarios #0 (disjoint all-distinct partitions), #1 (near-unique), #2 (aggregate) and #3
+(batched by value range). Reference: DuckDB ``count(DISTINCT)``, ``GROUP BY`` counts,
+``quantile_disc`` and rank counts (``count(*) FILTER (c < v)``) over the whole table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+import lakestats.api as ls
+from lakestats.store import expire, manifest
+from lakestats.store.reader import StatisticsReader
+
+pytestmark = pytest.mark.spark
+
+PARTS = 5
+ROWS = 400
+
+
+def _partition(p: int, rng: np.random.Generator, shift: int = 0) -> pa.Table:
+    n = ROWS
+    floats = rng.integers(0, 150, n).astype(np.float64) / 4.0
+    floats[rng.random(n) < 0.05] = np.nan
+    floats[rng.random(n) < 0.05] = -0.0
+    floats[rng.random(n) < 0.05] = 0.0
+    float_mask = rng.random(n) < 0.05
+    key = p * 10_000 + np.arange(n) * 7 + shift  # all distinct within a partition
+    key[:3] = np.arange(3) + shift  # the same three keys in every partition: duplicates
+    return pa.table(
+        {
+            "seq": pa.array(p * n + np.arange(n), pa.int64()),  # disjoint ranges: #0
+            "key": pa.array(key, pa.int64()),
+            "f": pa.array(floats, mask=float_mask),
+            "s": pa.array(
+                [f"w{int(x)}" for x in rng.zipf(1.3, n) % 500], mask=rng.random(n) < 0.03
+            ),
+            "d": pa.array(
+                [decimal.Decimal(int(x)) / 100 for x in rng.integers(-5000, 5000, n)],
+                pa.decimal128(12, 2),
+            ),
+            "day": pa.array(
+                [dt.date(2020, 1, 1) + dt.timedelta(days=int(x)) for x in rng.integers(0, 300, n)],
+                pa.date32(),
+            ),
+        }
+    )
+
+
+def _write(root, p: int, table: pa.Table) -> None:  # noqa: ANN001
+    directory = root / f"part={p}"
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.glob("*.parquet"):
+        old.unlink()
+    pq.write_table(table, directory / "data.parquet")
+
+
+def _analyze(handle, spark, settings: dict[str, str]) -> manifest.Version:  # noqa: ANN001
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in settings.items():
+            patch.setenv(name, value)
+        handle.analyze(spark=spark, bins=40, max_frequencies=20, exact=True)
+    return manifest.load_version(str(handle.stats_root))
+
+
+SETTINGS = {
+    "aggregate": {},
+    "batched": {"LAKESTATS_EXACT_THRESHOLD": "10", "LAKESTATS_EXACT_BATCH_VALUES": "100"},
+}
+EXPECTED = {
+    "aggregate": {"seq": "disjoint", "key": "near_unique", "f": "aggregate", "s": "aggregate"},
+    "batched": {"seq": "disjoint", "key": "near_unique", "f": "batched", "s": "batched"},
+}
+
+
+@pytest.fixture(scope="module", params=list(SETTINGS))
+def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):  # noqa: ANN001, ANN201
+    root = tmp_path_factory.mktemp("exact") / "t"
+    rng = np.random.default_rng(11)
+    for p in range(PARTS):
+        _write(root, p, _partition(p, rng))
+    handle = ls.open_table(str(root))
+    version = _analyze(handle, spark, SETTINGS[request.param])
+    return root, handle, version, request.param
+
+
+def _whole(root) -> pa.Table:  # noqa: ANN001
+    return pads.dataset(root, format="parquet", partitioning="hive").to_table()
+
+
+def _norm(value: object) -> object:
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else value + 0.0  # -0.0 -> 0.0
+    return value
+
+
+def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:  # noqa: ANN001
+    con = duckdb.connect()
+    con.register("t", _whole(root))
+    reader = StatisticsReader(str(handle.stats_root))
+    rows = {r["column"]: r for r in reader.column_statistics(None)}
+    for column in ["seq", "key", "f", "s", "d", "day"]:
+        row = rows[column]
+        (distinct,) = con.execute(f"SELECT count(DISTINCT {column}) FROM t").fetchone()
+        assert row["distinct_count"] == distinct, column
+        assert row["distinct_count_exact"] is True, column
+        groups = con.execute(
+            f"SELECT {column}, count(*) FROM t WHERE {column} IS NOT NULL GROUP BY 1"
+        ).fetchall()
+        expected = {_norm(v): c for v, c in groups}
+        stored = {_norm(v): c for v, c in handle.frequencies(column)}
+        scenario = scenarios.get(column)
+        if scenario == "disjoint":
+            assert stored == {} and max(expected.values()) == 1
+        elif scenario == "near_unique":  # duplicates only
+            assert stored == {v: c for v, c in expected.items() if c > 1}
+            assert len(stored) == 3
+        else:
+            assert stored == expected, column
+            top = handle.frequencies(column, top=3)
+            counts = [c for _, c in top]
+            assert counts == sorted(expected.values(), reverse=True)[:3]
+        assert row["frequencies_exact"] is True, column
+        # ranks and quantiles over the non-null values (DuckDB orders NaN last, as keys do)
+        values = sorted(expected, key=lambda v: (v == "nan", v if v != "nan" else 0))
+        for probe in values[:: max(1, len(values) // 7)] + [values[-1]]:
+            literal = float("nan") if probe == "nan" else probe
+            con.execute("SELECT ?::" + _sql_type(column), [literal])
+            below, equal, above = con.execute(
+                f"SELECT count(*) FILTER ({column} < $1::{_sql_type(column)}), "
+                f"count(*) FILTER ({column} = $1::{_sql_type(column)}), "
+                f"count(*) FILTER ({column} > $1::{_sql_type(column)}) FROM t",
+                [literal],
+            ).fetchone()
+            got = handle.rank(column, literal)
+            assert (got["below"], got["equal"], got["above"]) == (below, equal, above), (
+                column,
+                probe,
+            )
+        for p in (0.0, 0.01, 0.25, 0.5, 0.9, 0.999, 1.0):
+            (want,) = con.execute(f"SELECT quantile_disc({column}, {p}) FROM t").fetchone()
+            assert _norm(handle.quantile(column, p)) == _norm(want), (column, p)
+        if column in ("seq", "key", "f", "d", "day"):
+            assert row["percentiles_exact"] is True
+            (median,) = con.execute(
+                f"SELECT quantile_disc({column}, 0.5) FROM t WHERE NOT isnan({column})"
+                if column == "f"
+                else f"SELECT quantile_disc({column}, 0.5) FROM t"
+            ).fetchone()
+            assert _norm(row["p50"]) == _norm(median), column
+            _check_histogram(con, handle, row, column)
+
+
+def _check_histogram(con, handle, row: dict, column: str) -> None:  # noqa: ANN001
+    """Exact table histogram: each reported bin's count equals DuckDB's count inside it."""
+    assert row["histogram_exact"] is True, column
+    bins = handle.histogram(column)
+    finite = f"NOT isnan({column})" if column == "f" else "true"
+    sql_type = _sql_type(column)
+    for i, b in enumerate(bins):
+        upper_op = "<=" if i == len(bins) - 1 else "<"
+        (want,) = con.execute(
+            f"SELECT count(*) FROM t WHERE {finite} AND {column} >= $1::{sql_type} "
+            f"AND {column} {upper_op} $2::{sql_type}",
+            [b["lower"], b["upper"]],
+        ).fetchone()
+        assert b["count"] == want, (column, i, b)
+
+
+def _sql_type(column: str) -> str:
+    return {
+        "seq": "BIGINT",
+        "key": "BIGINT",
+        "f": "DOUBLE",
+        "s": "VARCHAR",
+        "d": "DECIMAL(12,2)",
+        "day": "DATE",
+    }[column]
+
+
+def test_every_scenario_equals_duckdb(analyzed) -> None:  # noqa: ANN001
+    root, handle, version, name = analyzed
+    scenarios = version.extra["exact"]["scenarios"]
+    for column, expected in EXPECTED[name].items():
+        assert scenarios[column] == expected, (column, scenarios)
+    _check_against_duckdb(root, handle, scenarios)
+
+
+def test_incremental_after_one_partition_changes(analyzed, spark) -> None:  # noqa: ANN001
+    root, handle, _, name = analyzed
+    _write(root, 2, _partition(2, np.random.default_rng(99), shift=5))
+    version = _analyze(handle, spark, SETTINGS[name])
+    assert (version.partitions_computed, version.partitions_reused) == (1, PARTS - 1)
+    report = version.extra["exact"]
+    # updated from the previous ranks: the old partition subtracted, the new one added
+    assert (report["incremental"], report["partitions_added"], report["partitions_removed"]) == (
+        True,
+        1,
+        1,
+    )
+    _check_against_duckdb(root, handle, report["scenarios"])
+
+
+def test_expire_keeps_the_rank_parts(analyzed) -> None:  # noqa: ANN001
+    root, handle, version, _ = analyzed
+    plan = expire.plan_expiry(str(handle.stats_root), None, retain_last=1, orphan_age_seconds=0)
+    latest = manifest.load_version(str(handle.stats_root))
+    parts = set(latest.extra["exact"]["files"])
+    assert parts and not parts & set(plan.files_removed)
+    staged = [e.files["values"] for e in latest.partitions]
+    assert not set(staged) & set(plan.files_removed)
