@@ -500,7 +500,7 @@ def check_root(root: str, s3: fs.S3Options | None = None) -> None:
     filesystem, path = fs.resolve(root, s3)
     if filesystem.get_file_info(path).type == pafs.FileType.File:
         raise StorageError(
-            f"the statistics root {root} is a file, not a directory: pass the --stats-root "
+            f"statistics root {root} is not a directory (it is a file): pass the --stats-root "
             "that analyze used"
         )
 
