@@ -104,6 +104,13 @@ class LakestatsTable:
         self._reader = None
         return result
 
+    @property
+    def sample(self):  # noqa: ANN201 - lakestats.sample_ops.SampleOperations
+        """The stored sample's operations: ``create``, ``refresh``, ``show``."""
+        from lakestats.sample_ops import SampleOperations
+
+        return SampleOperations(self)
+
     # -- looking up ---------------------------------------------------------
     def reader(self) -> StatisticsReader:
         if self._reader is None:
