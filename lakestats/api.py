@@ -70,9 +70,12 @@ class LakestatsTable:
         spark=None,
         progress: bool = False,
         table_level: bool = True,
+        from_sample: bool = False,
     ):  # noqa: ANN001, ANN201
         """Compute and publish statistics for every partition (a Spark job), then reduce
-        them to table level (unless ``table_level`` is False: partition files only)."""
+        them to table level (unless ``table_level`` is False: partition files only).
+        ``from_sample``: estimate them from the stored sample (``sample.create``) instead,
+        publishing a version of kind ``sampled`` for the sample's snapshot."""
         from lakestats.compute.analyze import analyze, select_columns, validate_options
         from lakestats.compute.tasks import AnalyzeOptions
 
@@ -87,10 +90,24 @@ class LakestatsTable:
         select_columns(table.schema(snapshot_id), options.columns)
         root = self.stats_root
         probe_writable(root, self.s3)
+        if from_sample:
+            from lakestats.store.sample import load
+
+            if snapshot_id is not None or not table_level:
+                raise InvalidArgumentError(
+                    "--from-sample analyzes the sample's snapshot at table level: drop "
+                    "--snapshot / --as-of / --partitions-only"
+                )
+            load(root, self.name, self.s3)  # no sample: one line, before Spark starts
         if spark is None:
             from lakestats.compute.session import get_spark
 
             spark = get_spark()
+        if from_sample:
+            from lakestats.compute.sample_analyze import analyze_from_sample
+
+            self._reader = None
+            return analyze_from_sample(table, root, options, spark, self.s3, progress)
         result = analyze(
             table,
             root,
@@ -145,6 +162,11 @@ class LakestatsTable:
         return {
             **info,
             "version": version.version,
+            **(
+                {"kind": "sampled", "sample": version.extra.get("sample")}
+                if version.kind == "sampled"
+                else {}
+            ),
             **(
                 {"damaged_versions_skipped": version.skipped_versions}
                 if version.skipped_versions
