@@ -116,6 +116,7 @@ def _job(
         run_id=run_id,
         s3=s3,
         count_columns=names[:1],
+        table_location=table.location,
     )
 
 

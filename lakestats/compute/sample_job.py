@@ -41,6 +41,7 @@ class SampleJob:
     run_id: str
     s3: fs.S3Options | None
     count_columns: list[str] | None = None  # count mode: the one column read
+    table_location: str = ""  # file paths in row identities are relative to it
 
 
 def _summary(task: int, started: float, **fields: object) -> dict[str, object]:
@@ -59,10 +60,13 @@ def _summary(task: int, started: float, **fields: object) -> dict[str, object]:
     return row
 
 
-def source_of(partition_path: str, part: Slice) -> str:
-    """A slice's part of the row identity: its partition and the files it reads."""
-    files = ",".join(sorted(f.path for f in part.files))
-    return f"{partition_path}|{part.index}|{files}"
+def source_of(partition_path: str, part: Slice, location: str = "") -> str:
+    """A slice's part of the row identity: its partition and the files it reads (relative
+    to the table's location, so a table moved or read through another URI samples alike)."""
+    prefix = location.rstrip("/") + "/" if location else ""
+    names = (f.path[len(prefix) :] if prefix and f.path.startswith(prefix) else f.path
+             for f in part.files)
+    return f"{partition_path}|{part.index}|{','.join(sorted(names))}"
 
 
 def run_sample_task(job: SampleJob, task: int) -> dict[str, object]:
@@ -80,7 +84,7 @@ def run_sample_task(job: SampleJob, task: int) -> dict[str, object]:
         for part in slices:
             table = job.reader.read(part, None)
             population += table.num_rows
-            source = source_of(job.partition_paths[task], part)
+            source = source_of(job.partition_paths[task], part, job.table_location)
             hashes = row_hashes(job.seed, source, table.num_rows)
             if kept is not None:
                 table = pa.concat_tables([kept, table], promote_options="permissive")

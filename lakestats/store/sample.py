@@ -27,7 +27,10 @@ SAMPLE_DIR = "sample"
 MANIFEST = "sample.json"
 HASH_COLUMN = "_lakestats_row_hash"
 HASH_NAME = "splitmix64(blake2b-64(seed, partition, slice files) + ordinal * golden)"
-IDENTITY = "(partition, the data files of the slice read, row ordinal in that read)"
+IDENTITY = (
+    "(partition, slice index, the slice's data files relative to the table location, "
+    "row ordinal in that read)"
+)
 
 
 class SampleNotFoundError(StatisticsNotFoundError):
