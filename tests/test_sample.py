@@ -30,6 +30,9 @@ def _write(root: Path, region: str, name: str, ids: np.ndarray, seed: int) -> No
             "id": pa.array(ids, pa.int64()),
             "amount": rng.normal(100, 15, ids.size),
             "item": pa.array([f"i{v}" for v in rng.integers(0, 300, ids.size)]),
+            "score": pa.array(
+                rng.integers(-1_000, 1_000, ids.size), mask=rng.random(ids.size) < 0.3
+            ),
         }
     )
     pq.write_table(table, root / f"region={region}" / name)
@@ -151,6 +154,14 @@ def test_analyze_from_sample(sales: Path, spark, capsys, monkeypatch) -> None:  
     true_items = len(set(everything["item"].to_pylist()))
     assert item["distinct_estimator"] and item["distinct_count_exact"] is False
     assert item["distinct_count_lower"] <= true_items <= item["distinct_count_upper"]
+    # null counts, min and max exact from the files' footers, never from the sample
+    score = by_name["score"]
+    values = everything["score"]
+    assert score["null_count"] == values.null_count and score["bounds_from"] == "metadata"
+    assert (score["min"], score["max"]) == (pa.compute.min(values).as_py(),
+                                            pa.compute.max(values).as_py())
+    assert score["bounds_exact"] is True and item["bounds_exact"] is False
+    assert item["min"] == min(everything["item"].to_pylist())
     # partitions: row counts exact; frequencies and histograms scaled to the partition
     for partition in table.partitions():
         name = partition["path"]

@@ -28,7 +28,13 @@ from pyspark.sql import SparkSession
 
 from lakestats import fs
 from lakestats.compute.analyze import AnalyzeResult, _publish, analyze
-from lakestats.compute.sample_scale import SAMPLED_FIELDS, frequency_interval, scale_row
+from lakestats.compute.sample_bounds import footer_bounds, usable
+from lakestats.compute.sample_scale import (
+    SAMPLED_FIELDS,
+    apply_bounds,
+    frequency_interval,
+    scale_row,
+)
 from lakestats.compute.tasks import AnalyzeOptions
 from lakestats.errors import InvalidArgumentError
 from lakestats.formats.base import Slice, TableFormat
@@ -62,13 +68,14 @@ def analyze_from_sample(
     by_path = {p.path: p for p in sample.partitions}
     names = [c["name"] for c in base.columns]
     profiles, table_profile = _profiles(sampled, names, s3)
+    bounds, table_bounds = _metadata_bounds(table, sample, sampled.schema(), names, s3)
     partitions, written = [], 0
     for entry in base.partitions:
         part = by_path[entry.path]
         files = layout.partition_files(entry.path, run_id)
         written += _scale_files(
             scratch, stats_root, entry.files, files, part.population, part.sample_rows,
-            profiles.get(entry.path, {}), s3,
+            profiles.get(entry.path, {}), s3, bounds=bounds.get(entry.path, {}),
         )
         partitions.append(
             manifest.PartitionEntry(
@@ -86,7 +93,7 @@ def analyze_from_sample(
     if base.table_files:
         written += _scale_files(
             scratch, stats_root, base.table_files, table_files, sample.population,
-            sample.sample_rows, table_profile, s3, partition_rates=[
+            sample.sample_rows, table_profile, s3, bounds=table_bounds, partition_rates=[
                 by_path[e.path].population / by_path[e.path].sample_rows for e in base.partitions
             ],
         )
@@ -121,6 +128,45 @@ def analyze_from_sample(
         number, sample.snapshot_id, result.partitions_computed, result.partitions_reused,
         sample.population, written, stats_root,
     )
+
+
+def _metadata_bounds(
+    table: TableFormat,
+    sample: store.SampleManifest,
+    schema: pa.Schema,
+    names: list[str],
+    s3: fs.S3Options | None,
+) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Footer null counts and bounds per sample partition whose files are still those the
+    sample was drawn from, and their roll-up to the table when every partition has them."""
+    top = {n: schema.field(n).type for n in names if n in schema.names}
+    top = {n: t for n, t in top.items() if not pa.types.is_nested(t)}
+    if not top:
+        return {}, {}
+    try:
+        plans = table.plan(sample.snapshot_id)
+    except Exception:  # noqa: BLE001 - the snapshot may be gone: the sample's values stand
+        return {}, {}
+    fingerprints = {p.path: p.fingerprint for p in sample.partitions}
+    out: dict[str, dict] = {}
+    for plan in plans:
+        path = layout.partition_dir_of(list(plan.key), plan.values)
+        if fingerprints.get(path) == plan.fingerprint() and usable(table.format_name, plan):
+            out[path] = footer_bounds(plan, top, s3)
+    table_level: dict[str, dict] = {}
+    if set(out) == set(fingerprints):
+        for name in top:
+            parts = [out[p].get(name) for p in out]
+            if parts and all(parts):
+                lows = [p["min"] for p in parts if p["min"] is not None]
+                highs = [p["max"] for p in parts if p["max"] is not None]
+                table_level[name] = {
+                    "null_count": sum(p["null_count"] for p in parts),
+                    "min": min(lows) if lows else None,
+                    "max": max(highs) if highs else None,
+                    "exact": all(p["exact"] for p in parts),
+                }
+    return out, table_level
 
 
 def _sample_record(sample: store.SampleManifest) -> dict[str, object]:
@@ -203,11 +249,16 @@ def _scale_files(
     n: int,
     profiles: dict[str, np.ndarray],
     s3: fs.S3Options | None,
+    bounds: dict[str, dict[str, object]] | None = None,
     partition_rates: list[float] | None = None,
 ) -> int:
     """Scaled copies of one partition's (or the table's) three files; bytes written."""
     statistics = _read(source_root, source["statistics"], s3)
-    rows = [scale_row(row, N, n, profiles.get(row["column"])) for row in statistics.to_pylist()]
+    rows = [
+        apply_bounds(scale_row(row, N, n, profiles.get(row["column"])),
+                     (bounds or {}).get(row["column"]))
+        for row in statistics.to_pylist()
+    ]
     schema = statistics.schema
     for extra in SAMPLED_FIELDS:
         schema = schema.append(extra)

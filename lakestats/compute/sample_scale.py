@@ -40,6 +40,10 @@ SAMPLED_FIELDS = [
     pa.field("mean_upper", pa.float64()),
     pa.field("variance_lower", pa.float64()),
     pa.field("variance_upper", pa.float64()),
+    # where null_count, min and max come from: "metadata" (data files' footers: the null
+    # count exact, min/max exact unless bounds_exact is false) or "sample"
+    pa.field("bounds_from", pa.string()),
+    pa.field("bounds_exact", pa.bool_()),
 ]
 """Columns a sampled version's ``statistics.parquet`` adds after the usual ones."""
 
@@ -127,7 +131,20 @@ def scale_row(row: dict, N: int, n: int, f: np.ndarray | None) -> dict:
         out["frequencies_exact"] = exact if out.get("frequencies_exact") is not None else None
     out["hll_sketch"] = None
     out["kll_sketch"] = None
+    out["bounds_from"], out["bounds_exact"] = "sample", exact
     return out
+
+
+def apply_bounds(row: dict, bounds: dict[str, object] | None) -> dict:
+    """Replace a scaled row's null count, min and max by what the metadata knows."""
+    if bounds is None:
+        return row
+    nans = row.get("nan_count") or 0
+    only_nan = bounds["min"] is None and nans > 0  # footers skip NaN: keep the sample's
+    row.update(null_count=bounds["null_count"], bounds_from="metadata")
+    if not only_nan:
+        row.update(min=bounds["min"], max=bounds["max"], bounds_exact=bounds["exact"])
+    return row
 
 
 def scale_counts(counts: np.ndarray, N: int, n: int) -> np.ndarray:
