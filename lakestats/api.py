@@ -89,7 +89,6 @@ class LakestatsTable:
         check_snapshot(table, snapshot_id)
         select_columns(table.schema(snapshot_id), options.columns)
         root = self.stats_root
-        probe_writable(root, self.s3)
         if from_sample:
             from lakestats.store.sample import load
 
@@ -99,6 +98,7 @@ class LakestatsTable:
                     "--snapshot / --as-of / --partitions-only"
                 )
             load(root, self.name, self.s3)  # no sample: one line, before Spark starts
+        probe_writable(root, self.s3)
         if spark is None:
             from lakestats.compute.session import get_spark
 
