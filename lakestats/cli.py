@@ -182,6 +182,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def cmd_sample(args: argparse.Namespace) -> int:
     """``sample create | refresh | show``: the stored sample (``lakestats.sample_ops``)."""
+    if args.action != "create" and (args.rows, args.fraction, args.seed) != (None, None, 0):
+        raise InvalidArgumentError(
+            f"--rows, --fraction and --seed are for `sample create`, not `sample {args.action}`"
+        )
     table = _table(args)
     if args.action == "show":
         data = table.sample.show()

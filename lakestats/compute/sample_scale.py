@@ -62,7 +62,8 @@ def _normal_quantile(q: float) -> float:
 def frequency_interval(count: int, n: int, N: int) -> tuple[float, float, float]:
     """``(estimate, lower, upper)`` of a value's frequency in ``N`` rows from ``count`` in a
     uniform sample of ``n`` rows (Wald interval on the proportion with finite-population
-    correction, clamped to ``[count, N]``)."""
+    correction, ``p(1 − p)`` floored at ``1/(4n)`` so a value seen once or in every row still
+    gets a width, clamped to ``[count, N]``)."""
     if n <= 0:
         return 0.0, 0.0, float(N)
     p = count / n
@@ -116,6 +117,8 @@ def scale_row(row: dict, N: int, n: int, f: np.ndarray | None) -> dict:
         out["distinct_count_upper"] = int(math.ceil(upper))
         out["distinct_estimator"] = name
         out["distinct_count_exact"] = exact
+    elif not exact and row.get("distinct_count") is not None:
+        out["distinct_count_exact"] = False  # the sample's own count: a lower bound
     out["all_distinct"] = row.get("all_distinct") if exact else None
     stored = row.get("frequencies_count")
     if stored is not None:
