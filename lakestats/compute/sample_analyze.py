@@ -30,6 +30,7 @@ from lakestats import fs
 from lakestats.compute.analyze import AnalyzeResult, _publish, analyze
 from lakestats.compute.sample_bounds import footer_bounds, usable
 from lakestats.compute.sample_scale import (
+    PARTITION_REPLICATES,
     SAMPLED_FIELDS,
     apply_bounds,
     frequency_interval,
@@ -252,10 +253,13 @@ def _scale_files(
     bounds: dict[str, dict[str, object]] | None = None,
     partition_rates: list[float] | None = None,
 ) -> int:
+    # the table's distinct-count intervals get the rule's 200 bootstrap replicates,
+    # each partition's PARTITION_REPLICATES (partitions x columns of them add up)
+    replicates = None if partition_rates is not None else PARTITION_REPLICATES
     """Scaled copies of one partition's (or the table's) three files; bytes written."""
     statistics = _read(source_root, source["statistics"], s3)
     rows = [
-        apply_bounds(scale_row(row, N, n, profiles.get(row["column"])),
+        apply_bounds(scale_row(row, N, n, profiles.get(row["column"]), replicates),
                      (bounds or {}).get(row["column"]))
         for row in statistics.to_pylist()
     ]
