@@ -15,6 +15,7 @@ own rows.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import uuid
@@ -25,6 +26,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
+from lakestats.compute.sample_bounds import footer_rows, usable
 from lakestats.compute.sample_job import SAMPLE_SUMMARY_SCHEMA, SampleJob, run_sample_task
 from lakestats.compute.sample_select import allocate, size_for_fraction
 from lakestats.compute.session import collect_small, result_schema
@@ -126,9 +128,13 @@ def _populations(
 ) -> tuple[list[int], list[str], int]:
     """Rows per partition: from the plan where the format knows them, else counted (one
     read of one column of those partitions). Also where each count came from."""
-    unknown = [i for i, p in enumerate(plans) if p.row_count is None]
     counts = [p.row_count or 0 for p in plans]
     origin = ["metadata"] * len(plans)
+    for i, plan in enumerate(plans):
+        if plan.row_count is None and usable(table.format_name, plan):
+            counts[i] = footer_rows(plan, s3)  # Parquet footers: no data read
+            plans[i] = dataclasses.replace(plan, row_count=counts[i])
+    unknown = [i for i, p in enumerate(plans) if p.row_count is None]
     bytes_read = 0
     if unknown:
         job = _job(table, snapshot, [plans[i] for i in unknown], [None] * len(unknown), 0, "",
@@ -223,7 +229,7 @@ def refresh(
     ]
     populations, origin, counted = _populations(
         spark, table, snapshot, [plans[i] for i in changed], s3
-    )
+    )  # (a copy of the list: _populations fills in row counts it reads from footers)
     targets = [size_for_fraction(old.rate, n) for n in populations]
     run_id = _run_id()
     job = _job(table, snapshot, [plans[i] for i in changed], list(targets), old.seed,

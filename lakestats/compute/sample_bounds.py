@@ -32,6 +32,16 @@ def usable(format_name: str, plan: PartitionPlan) -> bool:
     )
 
 
+def footer_rows(plan: PartitionPlan, s3: fs.S3Options | None = None) -> int:
+    """A partition's rows from its files' Parquet footers (where ``usable``)."""
+    rows = 0
+    for data in plan.data_files:
+        filesystem, path = fs.resolve(data.path, s3)
+        with filesystem.open_input_file(path) as handle:
+            rows += pq.ParquetFile(handle).metadata.num_rows
+    return rows
+
+
 def footer_bounds(
     plan: PartitionPlan, columns: dict[str, pa.DataType], s3: fs.S3Options | None = None
 ) -> dict[str, dict[str, object]]:
