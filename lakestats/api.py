@@ -74,6 +74,7 @@ class LakestatsTable:
         table_level: bool = True,
         where: str | None = None,
         exact: bool = False,
+        from_sample: bool = False,
     ):  # noqa: ANN001, ANN201
         """Compute and publish statistics for every partition (a Spark job), then reduce
         them to table level (unless ``table_level`` is False: partition files only).
@@ -81,7 +82,9 @@ class LakestatsTable:
         ``where``: the statistics of the rows the predicate keeps instead, over only the
         partitions that can match, stored as a derived entry (``lakestats.derived``)
         keyed by the normalized predicate and the snapshot; the table's own statistics
-        are left as they are."""
+        are left as they are. ``from_sample``: estimate them from the stored sample
+        (``sample.create``) instead, publishing a version of kind ``sampled`` for the
+        sample's snapshot."""
         from lakestats.compute.analyze import analyze, select_columns, validate_options
         from lakestats.compute.tasks import AnalyzeOptions
 
@@ -95,6 +98,15 @@ class LakestatsTable:
         check_snapshot(table, snapshot_id)
         select_columns(table.schema(snapshot_id), options.columns)
         root = self.stats_root
+        if from_sample:
+            from lakestats.store.sample import load
+
+            if snapshot_id is not None or not table_level:
+                raise InvalidArgumentError(
+                    "--from-sample analyzes the sample's snapshot at table level: drop "
+                    "--snapshot / --as-of / --partitions-only"
+                )
+            load(root, self.name, self.s3)  # no sample: one line, before Spark starts
         probe_writable(root, self.s3)
         derived_args: dict[str, object] = {}
         if where is not None:
@@ -104,6 +116,11 @@ class LakestatsTable:
             from lakestats.compute.session import get_spark
 
             spark = get_spark()
+        if from_sample:
+            from lakestats.compute.sample_analyze import analyze_from_sample
+
+            self._reader = None
+            return analyze_from_sample(table, root, options, spark, self.s3, progress)
         result = analyze(
             table,
             root,
@@ -171,6 +188,13 @@ class LakestatsTable:
         version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
         return StatisticsReader(self.stats_root, version.version, s3=self.s3)
 
+    @property
+    def sample(self):  # noqa: ANN201 - lakestats.sample_ops.SampleOperations
+        """The stored sample's operations: ``create``, ``refresh``, ``show``."""
+        from lakestats.sample_ops import SampleOperations
+
+        return SampleOperations(self)
+
     # -- looking up ---------------------------------------------------------
     def reader(self) -> StatisticsReader:
         if self._reader is None:
@@ -205,6 +229,11 @@ class LakestatsTable:
         return {
             **info,
             "version": version.version,
+            **(
+                {"kind": "sampled", "sample": version.extra.get("sample")}
+                if version.kind == "sampled"
+                else {}
+            ),
             **(
                 {"damaged_versions_skipped": version.skipped_versions}
                 if version.skipped_versions

@@ -151,6 +151,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         table_level=not args.partitions_only,
         exact=args.exact,
         progress=not args.json and sys.stderr.isatty(),
+        from_sample=args.from_sample,
         **({"where": args.where} if args.where is not None else {}),
     )
     summary = {
@@ -176,6 +177,45 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             )
             + f"; statistics version {result.version} "
             f"at {result.stats_root}"
+            + (" (sampled: estimated from the stored sample)" if args.from_sample else "")
+        )
+    return 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    """``sample create | refresh | show``: the stored sample (``lakestats.sample_ops``)."""
+    if args.action != "create" and (args.rows, args.fraction, args.seed) != (None, None, 0):
+        raise InvalidArgumentError(
+            f"--rows, --fraction and --seed are for `sample create`, not `sample {args.action}`"
+        )
+    table = _table(args)
+    if args.action == "show":
+        data = table.sample.show()
+        if args.json:
+            _print_json(data)
+        else:
+            print(
+                f"sample of {args.table}: {data['sample_rows']} of {data['population']} rows "
+                f"in {len(data['partitions'])} partitions, snapshot {data['snapshot_id']}, "
+                f"seed {data['seed']}, drawn {data['created_at']}"
+            )
+        return 0
+    _use_spark(args)
+    if args.action == "create":
+        result = table.sample.create(rows=args.rows, fraction=args.fraction, seed=args.seed)
+    else:
+        result = table.sample.refresh()
+    data = dict(result.__dict__)
+    if args.json:
+        _print_json(data)
+    else:
+        if result.resampled_because:
+            print(f"lakestats: {result.resampled_because}", file=sys.stderr)
+        print(
+            f"sampled {result.sample_rows} of {result.population} rows (snapshot "
+            f"{result.snapshot_id}): {result.partitions_sampled} partitions sampled, "
+            f"{result.partitions_kept} kept, {result.partitions_removed} removed, "
+            f"{result.bytes_read} bytes read"
         )
     return 0
 
@@ -206,6 +246,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         from lakestats.preview import render_statistics
 
         stale = " [stale]" if data["stale"] else ""
+        if data.get("kind") == "sampled":
+            drawn = data["sample"] or {}
+            stale += (
+                f" [sampled: {drawn.get('sample_rows')} rows of snapshot "
+                f"{drawn.get('snapshot_id')}]"
+            )
         render_statistics(
             data["columns"],
             title=f"{args.table} (table, snapshot "
@@ -513,8 +559,23 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exact table-level distinct counts, frequencies and ranks (stages value counts)",
     )
+    p.add_argument(
+        "--from-sample",
+        action="store_true",
+        help="estimate the statistics from the stored sample (`lakestats sample create`)",
+    )
     _spark_flags(p)
     p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser("sample", help="a stored sample of the table: create, refresh, show")
+    p.add_argument("action", choices=("create", "refresh", "show"))
+    common(p)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--rows", type=int, help="sample this many rows (create)")
+    size.add_argument("--fraction", type=float, help="sample this fraction, in (0, 1] (create)")
+    p.add_argument("--seed", type=int, default=0, help="hash seed (create; default 0)")
+    _spark_flags(p)
+    p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("partitions", help="list partitions with statistics")
     common(p)

@@ -147,6 +147,16 @@ CASES = [
     ("analyze {T} --stats-root {S} --as-of yesterday", "ISO-8601"),
     ("analyze {T} --stats-root {FILE}", "cannot write"),
     ("analyze {T} --stats-root {S} --frobnicate", "unrecognized arguments"),
+    ("analyze {T} --stats-root {S} --from-sample", "no sample of"),
+    # sample
+    ("sample create {T} --stats-root {S} --fraction 0", "--fraction must be in (0, 1]"),
+    ("sample create {T} --stats-root {S} --fraction 1.5", "--fraction must be in (0, 1]"),
+    ("sample create {T} --stats-root {S} --rows 0", "--rows must be a positive"),
+    ("sample create {T} --stats-root {S} --rows 5 --fraction 0.1", "not allowed with"),
+    ("sample create {MISSING}", "does not exist"),
+    ("sample refresh {T} --stats-root {S}", "run `lakestats sample create"),
+    ("sample show {T} --stats-root {S} --json", "no sample of"),
+    ("sample frobnicate {T}", "invalid choice"),
     # partitions
     ("partitions {MISSING}", "does not exist"),
     ("partitions {T} --stats-root {NEVER}", "no statistics"),

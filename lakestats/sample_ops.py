@@ -1,0 +1,65 @@
+"""``LakestatsTable.sample``: the stored sample's operations, grouped as delta-rs groups
+``dt.optimize``:
+
+    table = ls.open_table("warehouse/lineitem")
+    table.sample.create(fraction=0.01, seed=7)   # Spark job: a stratified bottom-k sample
+    table.sample.refresh()                       # resample only partitions that changed
+    table.sample.show()                          # the manifest (snapshot, seed, N and n)
+    table.analyze(from_sample=True)              # statistics estimated from the sample
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lakestats.store import sample as store
+
+if TYPE_CHECKING:
+    from lakestats.api import LakestatsTable
+
+
+class SampleOperations:
+    def __init__(self, table: LakestatsTable) -> None:
+        self._table = table
+
+    def _spark(self, spark):  # noqa: ANN001, ANN202
+        if spark is not None:
+            return spark
+        from lakestats.compute.session import get_spark
+
+        return get_spark()
+
+    def create(
+        self,
+        rows: int | None = None,
+        fraction: float | None = None,
+        seed: int = 0,
+        spark=None,  # noqa: ANN001
+    ):  # noqa: ANN201
+        """Draw a uniform sample of every partition (``fraction`` 0.01 when neither is given)
+        and store it under ``<stats root>/sample/``; returns a ``SampleResult``."""
+        from lakestats.api import probe_writable
+        from lakestats.compute.sample import create, validate
+
+        validate(rows, fraction)
+        self._table._format = None
+        table = self._table.format
+        root = self._table.stats_root
+        probe_writable(root, self._table.s3)
+        return create(table, root, self._spark(spark), rows, fraction, seed, self._table.s3)
+
+    def refresh(self, spark=None):  # noqa: ANN001, ANN201
+        """Update the sample to the table's current snapshot (changed partitions only)."""
+        from lakestats.compute.sample import refresh
+
+        self._table._format = None
+        table = self._table.format
+        store.load(self._table.stats_root, self._table.name, self._table.s3)  # fail before Spark
+        return refresh(table, self._table.stats_root, self._spark(spark), self._table.s3)
+
+    def manifest(self) -> store.SampleManifest:
+        return store.load(self._table.stats_root, self._table.name, self._table.s3)
+
+    def show(self) -> dict[str, object]:
+        """The manifest as JSON-ready data."""
+        return self.manifest().to_json()

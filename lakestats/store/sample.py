@@ -1,0 +1,211 @@
+"""Where a table's stored sample lives and what its manifest says.
+
+``<stats root>/sample/`` holds the sample as a hive-partitioned Parquet directory
+(``data/<partition dir>/<run id>.parquet``: the partition's sampled rows, every table
+column plus ``_lakestats_row_hash``) and ``sample.json``, the manifest: which table
+snapshot the sample reflects, how it was drawn (seed, rows or fraction, hash and row
+identity) and, per partition, its population ``N`` (rows in the table), sample ``n``, the
+fingerprint of the files it was drawn from and its sample file. The manifest is the only
+truth: a file under ``data/`` that it does not name is a leftover. ``SampleTable`` opens the
+sample as a table (plans from the manifest), so the normal analyze job runs over it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakestats import fs
+from lakestats.errors import StatisticsNotFoundError
+from lakestats.formats.base import DataFile, PartitionPlan, PartitionReader, PathTable, Slice
+
+SAMPLE_DIR = "sample"
+MANIFEST = "sample.json"
+HASH_COLUMN = "_lakestats_row_hash"
+HASH_NAME = "splitmix64(blake2b-64(seed, partition, slice files) + ordinal * golden)"
+IDENTITY = (
+    "(partition, slice index, the slice's data files relative to the table location, "
+    "row ordinal in that read)"
+)
+
+
+class SampleNotFoundError(StatisticsNotFoundError):
+    """The table has no stored sample (never created, or deleted by hand)."""
+
+
+def no_sample(table: str, why: str = "") -> SampleNotFoundError:
+    return SampleNotFoundError(
+        f"no sample of {table}{why}; run `lakestats sample create {table}`"
+    )
+
+
+@dataclass
+class SamplePartition:
+    path: str  # partition directory (layout.partition_dir_of)
+    name: str
+    values: dict[str, object]
+    population: int  # N: rows of the partition in the sampled snapshot
+    sample_rows: int  # n
+    fingerprint: str  # of the partition's files when it was sampled
+    file: str | None  # relative to the sample directory; None when n == 0
+    file_size: int = 0
+    population_from: str = "metadata"  # "metadata" or "read" (counted while sampling)
+
+
+@dataclass
+class SampleManifest:
+    table: dict[str, str]
+    snapshot_id: int | None
+    snapshot_timestamp_ms: int | None
+    seed: int
+    rows: int | None  # what was asked: --rows …
+    fraction: float | None  # … or --fraction
+    rate: float  # n / N over the table when drawn: the fraction refreshed partitions get
+    partitions: list[SamplePartition]
+    run_id: str
+    created_at: str
+    refreshed_at: str | None = None
+    method: str = "bottom-k per partition by hash of row identity"
+    hash: str = HASH_NAME
+    identity: str = IDENTITY
+    schema_columns: list[str] = field(default_factory=list)
+
+    @property
+    def population(self) -> int:
+        return sum(p.population for p in self.partitions)
+
+    @property
+    def sample_rows(self) -> int:
+        return sum(p.sample_rows for p in self.partitions)
+
+    def to_json(self) -> dict[str, object]:
+        return {**asdict(self), "population": self.population, "sample_rows": self.sample_rows}
+
+    @classmethod
+    def from_json(cls, data: dict) -> SampleManifest:
+        data = {k: v for k, v in data.items() if k not in ("population", "sample_rows")}
+        data["partitions"] = [SamplePartition(**p) for p in data["partitions"]]
+        return cls(**data)
+
+
+def sample_dir(stats_root: str) -> str:
+    return fs.join(stats_root, SAMPLE_DIR)
+
+
+def data_file(partition_path: str, run_id: str) -> str:
+    return f"data/{partition_path}/{run_id}.parquet"
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def save(stats_root: str, sample: SampleManifest, s3: fs.S3Options | None = None) -> None:
+    """Replace the manifest atomically (the sample changes in one step)."""
+    uri = fs.join(sample_dir(stats_root), MANIFEST)
+    fs.write_bytes_atomic(uri, json.dumps(sample.to_json(), indent=1).encode(), s3)
+
+
+def load(
+    stats_root: str, table: str, s3: fs.S3Options | None = None, check_files: bool = True
+) -> SampleManifest:
+    """The manifest; ``SampleNotFoundError`` (one line) when there is none or when a sample
+    file it names is gone (a sample deleted by hand)."""
+    uri = fs.join(sample_dir(stats_root), MANIFEST)
+    try:
+        sample = SampleManifest.from_json(json.loads(fs.read_bytes(uri, s3)))
+    except FileNotFoundError:
+        raise no_sample(table) from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise no_sample(table, f" that can be read ({uri} is damaged: {exc})") from exc
+    if check_files:
+        for p in sample.partitions:
+            if p.file and not fs.exists(fs.join(sample_dir(stats_root), *p.file.split("/")), s3):
+                raise no_sample(table, f" (its file {p.file} was deleted)")
+    return sample
+
+
+def delete_unreferenced(
+    stats_root: str, sample: SampleManifest, s3: fs.S3Options | None = None
+) -> int:
+    """Remove sample files the manifest no longer names (after a refresh or re-create)."""
+    keep = {p.file for p in sample.partitions if p.file}
+    base = fs.join(sample_dir(stats_root), "data")
+    if not fs.exists(base, s3):
+        return 0
+    removed = 0
+    filesystem, base_path = fs.resolve(base, s3)
+    for info in fs.list_files(base, s3, recursive=True):
+        relative = "data/" + info.path[len(base_path) :].lstrip("/")
+        if info.is_file and relative.endswith(".parquet") and relative not in keep:
+            filesystem.delete_file(info.path)
+            removed += 1
+    return removed
+
+
+class SampleReader(PartitionReader):
+    """Reads a sample partition's file, without the hash column."""
+
+    def __init__(self, s3: fs.S3Options | None) -> None:
+        self.s3 = s3
+
+    def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        tables = []
+        for data in part.files:
+            filesystem, path = fs.resolve(data.path, self.s3)
+            with filesystem.open_input_file(path) as handle:
+                table = pq.read_table(handle)
+            tables.append(table.drop_columns([HASH_COLUMN]))
+        table = pa.concat_tables(tables)
+        return table.select(columns) if columns else table
+
+
+class SampleTable(PathTable):
+    """A stored sample opened as a table: one partition per sampled partition."""
+
+    format_name = "lakestats-sample"
+
+    def __init__(
+        self, stats_root: str, sample: SampleManifest, s3: fs.S3Options | None = None
+    ) -> None:
+        self._uri = sample_dir(stats_root)
+        self.sample = sample
+        self.s3 = s3
+
+    def schema(self, snapshot_id: int | None = None) -> pa.Schema:
+        for p in self.sample.partitions:
+            if p.file:
+                uri = fs.join(self._uri, *p.file.split("/"))
+                filesystem, path = fs.resolve(uri, self.s3)
+                with filesystem.open_input_file(path) as handle:
+                    schema = pq.read_schema(handle)
+                return schema.remove(schema.get_field_index(HASH_COLUMN))
+        raise StatisticsNotFoundError("the sample holds no rows; create a larger sample")
+
+    def current_snapshot_id(self) -> int | None:
+        return self.sample.snapshot_id
+
+    def plan(self, snapshot_id: int | None = None) -> list[PartitionPlan]:
+        from lakestats.store import layout
+
+        plans = []
+        for p in self.sample.partitions:
+            if not p.file:
+                continue
+            uri = fs.join(self._uri, *p.file.split("/"))
+            plans.append(
+                PartitionPlan(
+                    key=tuple(layout.parse_partition_dir(p.path)),
+                    values=p.values,
+                    data_files=(DataFile(uri, p.file_size, p.sample_rows),),
+                    row_count=p.sample_rows,
+                )
+            )
+        return plans
+
+    def reader(self, snapshot_id: int | None = None) -> PartitionReader:
+        return SampleReader(self.s3)
