@@ -123,6 +123,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "FILE": file_root,
         "DAMAGED": damaged,
         "MISSING": base / "missing",
+        "DATAFILE": damaged / "p=a" / "0.parquet",
         "cwd": cwd,
     }
 
@@ -207,6 +208,19 @@ CASES = [
     ("spark-register {T} --stats-root {NEVER} --name t --dry-run", "no statistics"),
     ("spark-register {MISSING} --name t --dry-run", "does not exist"),
     ("spark-register {T} --stats-root {S} --name t --bins 0 --dry-run", "bins"),
+    # rank / quantile (exact ranks exist only after analyze --exact)
+    ("rank {T} --stats-root {S} --column n --value 1", "analyze --exact"),
+    ("rank {T} --stats-root {S} --column nope --value 1", "'nope'"),
+    ("rank {T} --stats-root {NEVER} --column n --value 1", "no statistics"),
+    ("rank {T} --stats-root {S} --column n", "--value"),
+    ("quantile {T} --stats-root {S} --column n --p 2", "between 0 and 1"),
+    ("quantile {T} --stats-root {S} --column n --p 0.5", "analyze --exact"),
+    ("quantile {T} --stats-root {NEVER} --column n --p 0.5", "no statistics"),
+    # serve: a bad config or port fails before anything listens
+    ("serve --port -1", "--port"),
+    ("serve --port abc", "--port"),
+    ("serve --tables {MISSING}", "cannot read the tables config"),
+    ("serve --tables {DATAFILE}", "not text"),
     ("partitions-containing {T} --stats-root {S} --column nope --value 1", "'nope'"),
     ("partitions-containing {T} --stats-root {S} --column n --value abc", "not a value"),
     ("partitions-containing {T} --stats-root {S} --column n", "--value"),

@@ -63,6 +63,10 @@ def load_tables(path: str | Path) -> list[TableConfig]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidArgumentError(f"cannot read the tables config {path}: {exc}") from exc
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(
+            f"the tables config {path} is not text: give a TOML or JSON file"
+        ) from None
     try:
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
