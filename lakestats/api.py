@@ -24,7 +24,6 @@ from lakestats.errors import (
     InvalidArgumentError,
     LakestatsError,
     StatisticsNotFoundError,
-    StorageError,
     TableNotFoundError,
 )
 from lakestats.formats import TableFormat, looks_like_path
@@ -523,15 +522,9 @@ def check_snapshot(table: TableFormat, snapshot_id: int | None) -> None:
 
 
 def check_root(root: str, s3: fs.S3Options | None = None) -> None:
-    """A statistics root that is a file is a mistake to report, not an empty history."""
-    import pyarrow.fs as pafs
-
-    filesystem, path = fs.resolve(root, s3)
-    if filesystem.get_file_info(path).type == pafs.FileType.File:
-        raise StorageError(
-            f"statistics root {root} is not a directory (it is a file): pass the --stats-root "
-            "that analyze used"
-        )
+    """A statistics root that is a file is a mistake to report, not an empty history; an
+    unreachable store is one line (``fs.check_directory``)."""
+    fs.check_directory(root, s3)
 
 
 def probe_writable(root: str, s3: fs.S3Options | None = None) -> None:

@@ -167,8 +167,10 @@ def list_files(uri: str, s3: S3Options | None = None, recursive: bool = False) -
         return filesystem.get_file_info(selector)
     except NotADirectoryError:
         return []  # a file where a directory was expected: check_directory says so
+    except FileNotFoundError:
+        return []  # created or removed by a concurrent writer while it was listed
     except OSError as exc:
-        if exc.errno == errno.ENOTDIR or "not a directory" in str(exc).lower():
+        if exc.errno in (errno.ENOTDIR, errno.ENOENT) or "not a directory" in str(exc).lower():
             return []
         raise _unreachable(uri, exc) from exc
 

@@ -263,7 +263,10 @@ def test_master_and_remote_flags_set_what_get_spark_reads(
     from lakestats import cli
 
     monkeypatch.setenv("LAKESTATS_SPARK_REMOTE", "sc://inherited:1")
-    monkeypatch.delenv("LAKESTATS_SPARK_MASTER", raising=False)
+    # set first so monkeypatch records the variable and removes what the CLI sets below
+    # (a leaked spark://h:7077 sent later subprocesses to a master that does not exist)
+    monkeypatch.setenv("LAKESTATS_SPARK_MASTER", "local[1]")
+    monkeypatch.delenv("LAKESTATS_SPARK_MASTER")
     missing = str(tmp_path / "missing")
     assert cli.main(["analyze", missing, "--master", "spark://h:7077"]) != 0
     assert os.environ.get("LAKESTATS_SPARK_MASTER") == "spark://h:7077"

@@ -296,7 +296,7 @@ def _refused_port() -> int:
 
 
 def test_an_s3_endpoint_that_refuses_connections_is_one_line_quickly(
-    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{_refused_port()}")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
@@ -309,7 +309,8 @@ def test_an_s3_endpoint_that_refuses_connections_is_one_line_quickly(
         ["show", table, "--json"],
         ["partitions", table, "--json"],
         ["analyze", table],
-        ["history", "/nowhere", "--stats-root", f"{table}/_lakestats"],
+        # a local table (it exists: a missing one is its own error) with its root on S3
+        ["history", str(tmp_path), "--stats-root", f"{table}/_lakestats"],
     ):
         start = time.monotonic()
         line = _fails_one_line(capsys, args, "check the endpoint (AWS_ENDPOINT_URL)")
