@@ -25,19 +25,10 @@ import pyarrow as pa
 from lakestats import estimate_source
 from lakestats.stats.selectivity import ColumnSummary, Frequencies
 from lakestats.store import manifest
-from lakestats.store.partition_index import partition_summaries
+from lakestats.store.partition_index import SCALAR_FIELDS, partition_summaries
 from lakestats.store.reader import StatisticsReader, parse_type
 
-FIELDS = [
-    "row_count",
-    "null_count",
-    "nan_count",
-    "distinct_count",
-    "min",
-    "max",
-    "frequencies_complete",
-    "all_distinct",
-]
+FIELDS = SCALAR_FIELDS
 """What the estimator reads from the index."""
 
 

@@ -37,7 +37,7 @@ from lakestats.threads import prefetch
 if TYPE_CHECKING:
     from lakestats.store.reader import StatisticsReader
 
-SUMMARY_FIELDS = [
+SCALAR_FIELDS = [
     "row_count",
     "null_count",
     "nan_count",
@@ -46,8 +46,9 @@ SUMMARY_FIELDS = [
     "max",
     "frequencies_complete",
     "all_distinct",
-    *percentile_names(),
 ]
+"""Counts, bounds and flags per partition x column (what pruning and estimates read)."""
+SUMMARY_FIELDS = [*SCALAR_FIELDS, *percentile_names()]
 """The per partition x column statistics the index holds (besides ids and names)."""
 
 SOURCE_FIELDS = [
