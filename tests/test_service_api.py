@@ -313,3 +313,27 @@ def test_fuzzed_api_never_5xx(openapi) -> None:  # noqa: ANN001
                 assert "Traceback" not in response.text
 
         check()
+
+
+def test_predicate_statistics_of_an_analyzed_predicate(tmp_path: Path, spark) -> None:  # noqa: ANN001
+    config = analyzed_sales(tmp_path, spark)
+    table = ls.open_table(config.table)
+    where = "n > 3 AND region <> 'east'"
+    table.analyze(spark=spark, where=where)
+    con = duck(config.table)
+    expected = _expected(con, where)
+    [(kept,)] = con.execute(f"SELECT count(*) FROM sales WHERE {where}").fetchall()
+    with TestClient(create_app([config])) as client:
+        data = client.get("/api/tables/sales/predicate-statistics", params={"where": where})
+        assert data.status_code == 200, data.text
+        body = data.json()
+        assert body["derived"] is True and body["table"]["row_count"] == kept
+        for column in body["table"]["columns"]:
+            if column["name"] not in expected:
+                continue  # the partition column
+            want = expected[column["name"]]
+            assert (column["null_count"], column["distinct_count"]) == (
+                want["null_count"], want["distinct_count"]
+            )
+        other = client.get("/api/tables/sales/predicate-statistics?where=n > 4")
+        _error(other, 404, "StatisticsNotFoundError", "--where")

@@ -108,11 +108,14 @@ def histogram(
 def derived_entry(
     handle: ls.LakestatsTable, where: str, snapshot_id: int | None
 ) -> dict[str, object] | None:
-    """The derived statistics entry of ``where`` (``lakestats analyze --where``), or None.
+    """The statistics of the rows ``where`` keeps, as ``lakestats analyze --where`` stored
+    them (every analyzed column, table level), or None when that predicate was not analyzed.
 
-    Seam: no facade method serves derived entries yet. When ``LakestatsTable`` gains one,
-    call it here and return its answer (with ``version``). Until then the predicate is
-    still checked (a bad one is a 400, not a 404) by the estimator's parser.
+    A predicate that does not parse is an error (400), not a missing entry (404).
     """
-    handle.estimate(where, snapshot_id, table_level=True)
-    return None
+    found = handle.derived_reader(where, snapshot_id)
+    if found is None:
+        return None
+    names = [column["name"] for column in found.columns]
+    data = handle.stats(names, where=where, by_partition=False, snapshot_id=snapshot_id)
+    return {**data, "version": data["table"]["version"]}
