@@ -415,6 +415,8 @@ class StatisticsReader:
         for g in groups:
             table = handle.read_row_group(g, columns=["value", "frequency", "column_index"])
             table = _rows_of_column(table, index)
+            if top is not None:  # decode only the rows kept (exact tables list millions)
+                table = table.slice(0, top - len(out))
             for key, count in zip(
                 table.column("value").to_pylist(),
                 table.column("frequency").to_pylist(),
