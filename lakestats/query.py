@@ -1,7 +1,7 @@
 """The batched statistics query: some columns, for the table and every matching partition.
 
 ``column_stats(reader, columns, where=..., by_partition=...)`` is what ``LakestatsTable.stats``
-and ``lakestats stats`` return (and what an HTTP layer can return unchanged). Per-partition
+and ``lakestats stats`` return (and what the HTTP service returns unchanged). Per-partition
 statistics come from ``store.partition_index.partition_summaries`` (the partition index's
 row groups of those columns), decoded column by column with vectorized key decoding;
 table-level statistics from the table-level ``statistics.parquet``. ``where`` selects

@@ -28,8 +28,13 @@ def spark():
 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
-    if not FIXTURES.is_dir():
-        pytest.skip(f"shared fixtures not found at {FIXTURES}")
+    if not FIXTURES.is_dir():  # CI clones with ../shared beside it: missing is a failure
+        if os.environ.get("LAKESTATS_SKIP_MISSING_FIXTURES") == "1":
+            pytest.skip(f"shared fixtures not found at {FIXTURES}")
+        pytest.fail(
+            f"shared fixtures not found at {FIXTURES}: clone next to ../shared, or set "
+            "LAKESTATS_SKIP_MISSING_FIXTURES=1 to skip the fixture tests"
+        )
     return FIXTURES
 
 
