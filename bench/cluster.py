@@ -1,10 +1,10 @@
 """A correctness run's timings, not a benchmark: one cold ``lakestats analyze`` of a small
-table (the one ``tests/test_cluster.py`` uses) on local[2], on a standalone cluster of two
+table (the one ``tests/compute/test_cluster.py`` uses) on local[2], on a standalone cluster of two
 1-core workers, and through a Spark Connect server (itself local[2]), each in a fresh
 process with its own driver; prints seconds and the ratio to local[2].
 
 Usage: ``python -m bench.cluster [--rows-scale N]``. The three runs' statistics are the same
-(``tests/test_cluster.py`` asserts it); what the times show is the cost of the extra JVMs
+(``tests/compute/test_cluster.py`` asserts it); what the times show is the cost of the extra JVMs
 and hops on a small table, dominated by start-up.
 """
 
@@ -15,8 +15,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tests.spark_servers import connect_server, run_cli, spark_env, standalone_cluster
 from tests.test_cluster import _write_table
+
+from tests.spark_servers import connect_server, run_cli, spark_env, standalone_cluster
 
 
 def main() -> None:

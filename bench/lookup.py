@@ -346,7 +346,7 @@ def estimate_fanout(root: str, runs: int) -> None:
 
 
 def _moto() -> tuple[object, fs.S3Options]:
-    """moto's S3 server in its own process on 127.0.0.1 (as ``tests/test_s3.py``), with a
+    """moto's S3 server in its own process on 127.0.0.1 (as ``tests/store/test_s3.py``), with a
     bucket ``bench``; the caller terminates it."""
     import subprocess
     import sys

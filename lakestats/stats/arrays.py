@@ -4,7 +4,7 @@
 values ask pyarrow's pandas shim whether the input is a pandas object, which imports
 pandas (~1 s on a cold process). The lookup path (``lakestats.store.reader``, the CLI's
 read commands) builds its few arrays from buffers instead, so a lookup process never
-imports pandas (``tests/test_lean_imports.py``).
+imports pandas (``tests/cli/test_lean_imports.py``).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from lakestats.errors import (
     TableNotFoundError,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 300
 
 

@@ -46,7 +46,7 @@ sys.stderr.write("\\nHEAVY=" + json.dumps(heavy) + "\\n")
 
 
 def _run(body: str) -> tuple[str, list[str]]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run(
         [sys.executable, "-c", _RUN.format(body=body, heavy=HEAVY)],
         capture_output=True,

@@ -17,7 +17,7 @@ import pytest
 import lakestats.api as ls
 from lakestats import cli, fs
 from lakestats.store import layout, manifest
-from tests.test_s3 import s3_endpoint  # noqa: F401 - the moto server fixture
+from tests.store.test_s3 import s3_endpoint  # noqa: F401 - the moto server fixture
 
 pytestmark = pytest.mark.spark
 

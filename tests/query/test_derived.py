@@ -20,7 +20,7 @@ import lakestats.api as ls
 from lakestats import cli, derived
 from lakestats.errors import ColumnNotFoundError, InvalidPredicateError, StatisticsNotFoundError
 from lakestats.store import manifest
-from tests.test_estimate import _partition
+from tests.query.test_estimate import _partition
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,7 @@ import pytest
 
 from lakestats import predicates
 from lakestats.predicate_eval import evaluate, matching_rows
-from tests.test_estimate import PREDICATES, _partition
+from tests.query.test_estimate import PREDICATES, _partition
 
 MORE = [
     "NOT (i IN (100, NULL))",

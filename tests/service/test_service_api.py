@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 
 import lakestats.api as ls
 from lakestats.service.app import create_app
-from tests.test_service_fixture import REGIONS, analyzed_sales, duck
+from tests.service.test_service_fixture import REGIONS, analyzed_sales, duck
 
 pytestmark = pytest.mark.spark
 COLUMNS = ("n", "x", "word", "day", "amount")

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from lakestats.service.app import create_app
-from tests.test_service_fixture import analyzed_sales
+from tests.service.test_service_fixture import analyzed_sales
 
 pytestmark = pytest.mark.spark
 CHROMIUM = "/usr/bin/chromium"
@@ -25,7 +25,7 @@ ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--no-first-run", "--disable-sync",
 ]
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _free_port() -> int:

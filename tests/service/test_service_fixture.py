@@ -1,4 +1,4 @@
-"""The service's test table (shared by tests/test_service_*.py) and the config file rules.
+"""The service's test table (shared by tests/service/test_service_*.py) and the config file rules.
 
 ``analyzed_sales(directory, spark)`` writes a hive-partitioned Parquet table (three
 regions; integers with nulls, floats with NaN, strings, dates, decimals) and analyzes it

@@ -337,7 +337,7 @@ stats = spark.table("orders_hive")._jdf.queryExecution().optimizedPlan().stats()
 print("ROWS", stats.rowCount().get())
 spark.stop()
 """
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=540, env=env
     )

@@ -1,7 +1,7 @@
 """The three files' on-disk schemas are pinned by golden files in tests/golden/.
 
 Regenerate after an intended change with
-``LAKESTATS_REGEN_GOLDEN=1 pytest tests/test_golden_schemas.py`` and review the diff:
+``LAKESTATS_REGEN_GOLDEN=1 pytest tests/store/test_golden_schemas.py`` and review the diff:
 readers in the wild depend on these schemas.
 """
 
@@ -19,7 +19,7 @@ from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.store import writer
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 
 
 def _files(tmp_path: Path) -> dict[str, Path]:

@@ -37,7 +37,7 @@ from lakestats.store.manifest import PartitionEntry
 from lakestats.store.reader import StatisticsReader
 from tests.reference import _close
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 PARTITIONS = 8
 SCALARS = ["row_count", "null_count", "nan_count", "distinct_count", "min", "max"]
 SCALARS += ["all_distinct", *percentile_names()]

@@ -23,7 +23,7 @@ from lakestats.errors import (
     StorageError,
 )
 from lakestats.store import expire, layout, manifest, writer
-from tests.test_s3 import s3_endpoint  # noqa: F401 - the moto server fixture
+from tests.store.test_s3 import s3_endpoint  # noqa: F401 - the moto server fixture
 
 PUBLISHERS = 12
 ROUNDS = 4
