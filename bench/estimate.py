@@ -192,7 +192,7 @@ def spark_rows(spark, name: str, where: str) -> float | None:  # noqa: ANN001
     return float(value if isinstance(value, int) else value.toString())
 
 
-def run_table(  # noqa: PLR0913
+def run_table(
     spark,  # noqa: ANN001
     label: str,
     table_dir: Path,
@@ -234,7 +234,7 @@ def _spark_analyze(spark, name: str, table_dir: Path) -> float:  # noqa: ANN001
     return time.perf_counter() - start
 
 
-def _evaluate(spark, label, table, con, source, spec, counts, seed, total_rows,  # noqa: ANN001, PLR0913
+def _evaluate(spark, label, table, con, source, spec, counts, seed, total_rows,  # noqa: ANN001
               analyze_s, spark_analyze_s) -> list:  # noqa: ANN001
     name = f"est_{label}"
     results = []

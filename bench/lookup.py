@@ -366,7 +366,7 @@ def _moto() -> tuple[object, fs.S3Options]:
     deadline = time.monotonic() + 30
     while True:
         try:
-            urllib.request.urlopen(s3.endpoint_url, timeout=1)  # noqa: S310 - local moto
+            urllib.request.urlopen(s3.endpoint_url, timeout=1)
             break
         except OSError:
             if time.monotonic() > deadline or server.poll() is not None:

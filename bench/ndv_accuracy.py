@@ -101,7 +101,7 @@ def evaluate(table_name: str, table: pa.Table, rates, seed: int, learned) -> lis
     truth = {c: pc.count_distinct(table[c], mode="only_valid").as_py() for c in table.column_names}
     for rate in rates:
         rng = np.random.default_rng([seed, int(rate * 1e6), total])
-        indices = np.sort(rng.choice(total, int(round(total * rate)), replace=False))
+        indices = np.sort(rng.choice(total, round(total * rate), replace=False))
         sample = table.take(pa.array(indices))
         for name in table.column_names:
             column = table[name]

@@ -181,7 +181,7 @@ def histogram_error(handle: ls.LakestatsTable, table_dir: Path) -> None:
         l1 = np.abs(got - exact).sum() / (2 * len(numbers))
         worst = np.abs(got - exact).max() / max(1, exact.max())
         print(
-            f"{row['column']:18s} {str(bool(row['histogram_exact'])):>6s} {l1:9.4%} {worst:12.4%}"
+            f"{row['column']:18s} {bool(row['histogram_exact'])!s:>6s} {l1:9.4%} {worst:12.4%}"
         )
 
 

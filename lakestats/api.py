@@ -16,6 +16,7 @@ Lookups never start Spark; only ``analyze`` does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lakestats import fs
 from lakestats.errors import (
@@ -30,6 +31,11 @@ from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
 from lakestats.store import layout, manifest
 from lakestats.store.reader import StatisticsReader
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakestats.compute.analyze import AnalyzeResult
 
 
 @dataclass
@@ -68,13 +74,13 @@ class LakestatsTable:
         max_frequencies: int = 10_000,
         max_slice_bytes: int = 256 * 1024 * 1024,
         snapshot_id: int | None = None,
-        spark=None,
+        spark: SparkSession | None = None,
         progress: bool = False,
         table_level: bool = True,
         where: str | None = None,
         exact: bool = False,
         from_sample: bool = False,
-    ):  # noqa: ANN001, ANN201
+    ) -> AnalyzeResult:
         """Compute and publish statistics for every partition (a Spark job), then reduce
         them to table level (unless ``table_level`` is False: partition files only).
 

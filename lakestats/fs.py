@@ -199,7 +199,7 @@ def open_output(uri: str, s3: S3Options | None = None):  # noqa: ANN201 - a bina
 
 
 def _open_local(path: str):  # noqa: ANN202 - a binary file
-    return open(path, "wb")  # noqa: SIM115 - the caller closes it
+    return open(path, "wb")
 
 
 def cannot_write(uri: str, exc: OSError) -> StorageError:

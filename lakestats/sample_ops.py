@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING
 from lakestats.store import sample as store
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from lakestats.api import LakestatsTable
+    from lakestats.compute.sample import SampleResult
 
 
 class SampleOperations:
@@ -34,8 +37,8 @@ class SampleOperations:
         rows: int | None = None,
         fraction: float | None = None,
         seed: int = 0,
-        spark=None,  # noqa: ANN001
-    ):  # noqa: ANN201
+        spark: SparkSession | None = None,
+    ) -> SampleResult:
         """Draw a uniform sample of every partition (``fraction`` 0.01 when neither is given)
         and store it under ``<stats root>/sample/``; returns a ``SampleResult``."""
         from lakestats.api import probe_writable
@@ -48,7 +51,7 @@ class SampleOperations:
         probe_writable(root, self._table.s3)
         return create(table, root, self._spark(spark), rows, fraction, seed, self._table.s3)
 
-    def refresh(self, spark=None):  # noqa: ANN001, ANN201
+    def refresh(self, spark: SparkSession | None = None) -> SampleResult:
         """Update the sample to the table's current snapshot (changed partitions only)."""
         from lakestats.compute.sample import refresh
 

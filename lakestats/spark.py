@@ -529,7 +529,7 @@ def hive_session(metastore: str):  # noqa: ANN201 - pyspark.sql.SparkSession
     )
     try:
         spark = builder.enableHiveSupport().getOrCreate()
-    except Exception as exc:  # noqa: BLE001 - pyspark raises plain exceptions here
+    except Exception as exc:
         raise UnsupportedFeatureError(
             f"cannot start Spark with a Hive metastore ({exc}); use --dry-run to see the "
             "statistics, or call lakestats.spark.register from your own session"

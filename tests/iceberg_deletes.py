@@ -14,7 +14,7 @@ FILE_PATH_ID = 2147483546
 POS_ID = 2147483545
 
 
-def add_position_deletes(table, deleted: dict[str, list[int]]):  # noqa: ANN001, ANN201
+def add_position_deletes(table, deleted: dict[str, list[int]]):
     """Commit one position delete file per data file in ``deleted`` (data file path ->
     row positions); returns the reloaded table."""
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -52,7 +52,7 @@ def add_position_deletes(table, deleted: dict[str, list[int]]):  # noqa: ANN001,
     return _commit_deletes(table, delete_files)
 
 
-def add_equality_deletes(table, rows: pa.Table):  # noqa: ANN001, ANN201
+def add_equality_deletes(table, rows: pa.Table):
     """Commit one global equality delete file (unpartitioned table) deleting every row
     equal to one of ``rows`` on ``rows``' columns; returns the reloaded table."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
@@ -78,7 +78,7 @@ def add_equality_deletes(table, rows: pa.Table):  # noqa: ANN001, ANN201
     return _commit_deletes(table, [delete_file])
 
 
-def _commit_deletes(table, delete_files: list):  # noqa: ANN001, ANN202
+def _commit_deletes(table, delete_files: list):
     """One snapshot adding ``delete_files`` in a delete manifest."""
     from pyiceberg.manifest import ManifestContent, ManifestWriterV2
     from pyiceberg.table.snapshots import Operation
@@ -93,7 +93,7 @@ def _commit_deletes(table, delete_files: list):  # noqa: ANN001, ANN202
             return {**super()._meta, "content": "deletes"}
 
     class AddDeletes(_FastAppendFiles):
-        def new_manifest_writer(self, spec):  # noqa: ANN001, ANN202
+        def new_manifest_writer(self, spec):
             return DeleteManifestWriter(
                 spec, self.schema(), self.new_manifest_output(), self._snapshot_id, "deflate"
             )

@@ -118,7 +118,7 @@ def check_partition(
             _check_histogram(con, leaf.name, col, kind, where, histogram(leaf.name), counted)
 
 
-def _check_frequencies(con, name, col, row, frequencies, limit, non_null) -> None:  # noqa: ANN001
+def _check_frequencies(con, name, col, row, frequencies, limit, non_null) -> None:
     stored = frequencies(name)
     expected = con.execute(
         f"SELECT {col}, count(*) AS n FROM t WHERE {col} IS NOT NULL GROUP BY ALL ORDER BY n DESC"
@@ -148,7 +148,7 @@ def _norm(value: object) -> object:
     return value
 
 
-def _check_histogram(con, name, col, kind, where, bins, counted) -> None:  # noqa: ANN001
+def _check_histogram(con, name, col, kind, where, bins, counted) -> None:
     """Each bin holds exactly the values in [lower, upper) (the last also its upper edge;
     for floats the first and last bins also hold -inf and +inf)."""
     assert bins, name

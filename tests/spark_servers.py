@@ -124,7 +124,7 @@ def _kill_group(process: subprocess.Popen, sig: int) -> None:
 
 def _json(url: str) -> dict | None:
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - local server
+        with urllib.request.urlopen(url, timeout=2) as response:
             return json.loads(response.read())
     except (OSError, ValueError):
         return None
@@ -149,7 +149,7 @@ def standalone_cluster(log_dir: Path, workers: int = 2, timeout: float = 120) ->
         processes.start(
             "master",
             [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-             "--port", str(port), "--webui-port", str(webui)],  # fmt: skip
+             "--port", str(port), "--webui-port", str(webui)],
             env,
         )
         for i in range(workers):
@@ -158,7 +158,7 @@ def standalone_cluster(log_dir: Path, workers: int = 2, timeout: float = 120) ->
                 f"worker{i}",
                 [spark_class, "org.apache.spark.deploy.worker.Worker", master, "--cores", "1",
                  "--memory", "1g", "--host", "127.0.0.1", "--webui-port", "0",
-                 "--work-dir", str(work_dir)],  # fmt: skip
+                 "--work-dir", str(work_dir)],
                 env,
             )
 
@@ -194,7 +194,7 @@ def connect_server(log_dir: Path, master: str = "local[2]", timeout: float = 120
              "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
              "--conf", "spark.ui.enabled=false",
              "--conf", "spark.python.unix.domain.socket.enabled=true",
-             "--conf", "spark.sql.shuffle.partitions=8"],  # fmt: skip
+             "--conf", "spark.sql.shuffle.partitions=8"],
             spark_env(SPARK_CONNECT_MODE="0"),
         )
         processes.wait_until(lambda: _listening(port), timeout, "Spark Connect server")
@@ -227,7 +227,7 @@ def moto_server(log_dir: Path, timeout: float = 30) -> Iterator[fs.S3Options]:
         processes.stop()
 
 
-def s3_client(options: fs.S3Options):  # noqa: ANN201
+def s3_client(options: fs.S3Options):
     import boto3
 
     return boto3.client(

@@ -508,7 +508,7 @@ def _spark_call(what: str, call: Callable[[], T]) -> T:
         return call()
     except LakestatsError:
         raise
-    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors; keep one line
+    except Exception as exc:
         raise LakestatsError(f"{what}: {_last_line(exc)}") from exc
 
 

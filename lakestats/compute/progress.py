@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 T = TypeVar("T")
 
 
 @contextmanager
-def spark_progress(spark, description: str, total: int, enabled: bool = True):  # noqa: ANN001, ANN201
+def spark_progress(
+    spark: SparkSession, description: str, total: int, enabled: bool = True
+) -> Iterator[None]:
     """Show completed/total tasks of the running jobs until the block ends."""
     if not enabled:
         yield
@@ -60,10 +65,10 @@ def spark_progress(spark, description: str, total: int, enabled: bool = True):  
 
 
 def run_with_progress(
-    spark,
+    spark: SparkSession,
     description: str,
     total: int,
-    action: Callable[[], T],  # noqa: ANN001
+    action: Callable[[], T],
     enabled: bool = True,
 ) -> T:
     with spark_progress(spark, description, total, enabled):

@@ -87,7 +87,7 @@ def _run(spark: SparkSession, job: SampleJob) -> list[dict]:
     stage = frame.mapInArrow(functools.partial(_tasks, job), result_schema(SAMPLE_SUMMARY_SCHEMA))
     try:
         rows = collect_small(stage)
-    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors; keep one line
+    except Exception as exc:
         from lakestats.compute.analyze import _last_line
 
         raise LakestatsError(f"sampling failed on Spark: {_last_line(exc)}") from exc

@@ -231,7 +231,9 @@ def _read(root: str, relative: str, s3: fs.S3Options | None) -> pa.Table:
         return pq.read_table(handle)
 
 
-def _write(table: pa.Table, root: str, relative: str, s3: fs.S3Options | None, **kw) -> int:
+def _write(
+    table: pa.Table, root: str, relative: str, s3: fs.S3Options | None, **kw: object
+) -> int:
     uri = layout.absolute(root, relative)
     try:
         with fs.open_output(uri, s3) as out:

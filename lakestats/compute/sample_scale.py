@@ -90,7 +90,7 @@ def scale_row(
     exact = n == N
 
     def scaled(value: int | None) -> int | None:
-        return None if value is None else int(round(value * r))
+        return None if value is None else round(value * r)
 
     nulls = scaled(row.get("null_count")) or 0
     nans = scaled(row.get("nan_count"))
@@ -124,9 +124,9 @@ def scale_row(
         name, estimate, (lower, upper) = select_estimator(
             f, sampled_nonnull, population_nonnull, **extra
         )
-        out["distinct_count"] = int(round(estimate))
-        out["distinct_count_lower"] = int(math.floor(lower))
-        out["distinct_count_upper"] = int(math.ceil(upper))
+        out["distinct_count"] = round(estimate)
+        out["distinct_count_lower"] = math.floor(lower)
+        out["distinct_count_upper"] = math.ceil(upper)
         out["distinct_estimator"] = name
         out["distinct_count_exact"] = exact
     elif not exact and row.get("distinct_count") is not None:

@@ -116,7 +116,7 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
     try:
         with _stderr_to(_log_path):
             spark = builder.getOrCreate()
-    except Exception as exc:  # noqa: BLE001 - no JVM (Java missing, no memory): one line
+    except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise LakestatsError(
             f"Spark did not start ({first}); its log is {_log_path}; lakestats needs Java 17"

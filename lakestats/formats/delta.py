@@ -61,7 +61,7 @@ class DeltaMergingReader(PartitionReader):
         try:
             result = QueryBuilder().register("t", table).execute(sql)
             return pa.table(result.read_all() if hasattr(result, "read_all") else result)
-        except Exception as exc:  # noqa: BLE001 - delta-rs raises its own types
+        except Exception as exc:
             from lakestats.errors import DataFileError
 
             raise DataFileError(
@@ -199,7 +199,7 @@ class DeltaTableFormat(PathTable):
         self._storage = fs.object_store_options(s3) or None
         try:
             self._table = DeltaTable(self._uri, storage_options=self._storage)
-        except Exception as exc:  # noqa: BLE001 - delta-rs raises its own types
+        except Exception as exc:
             raise NotATableError(f"cannot open Delta table {uri}: {exc}") from exc
         self._versions: dict[int, object] = {}
 
@@ -213,7 +213,7 @@ class DeltaTableFormat(PathTable):
                 self._versions[snapshot_id] = DeltaTable(
                     self._uri, version=snapshot_id, storage_options=self._storage
                 )
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise LakestatsError(
                     f"version {snapshot_id} of Delta table {self._uri} cannot be loaded: {exc}"
                 ) from exc

@@ -32,7 +32,7 @@ def plan_scan(scan) -> tuple[list, dict[str, tuple]]:  # noqa: ANN001 - a pyiceb
         return [], {}
     # pyiceberg's own planner (manifest pruning, parallel manifest reads); its plan_files
     # raises on equality deletes, so the entries are sorted here
-    planner = scan._manifest_planner  # noqa: SLF001 - the pinned pyiceberg's planner
+    planner = scan._manifest_planner
     entries = chain.from_iterable(planner.plan_manifest_entries(snapshot.manifests(scan.io)))
     data, equality, positions = [], [], DeleteFileIndex()
     for entry in entries:

@@ -138,7 +138,7 @@ class HudiMergingReader(PartitionReader):
                 )
                 for base, logs in _groups(part)
             ]
-        except Exception as exc:  # noqa: BLE001 - hudi-rs raises HudiCoreError
+        except Exception as exc:
             raise DataFileError(
                 f"hudi-rs could not read partition {part.partition.name or '(all)'} of "
                 f"{self.uri}: {_hudi_error(exc)}"
@@ -190,7 +190,7 @@ class HudiTableFormat(PathTable):
         self._storage = fs.object_store_options(s3)
         try:
             self._table = _open(self._uri, self._storage)
-        except Exception as exc:  # noqa: BLE001 - hudi-rs raises HudiCoreError
+        except Exception as exc:
             message = _hudi_error(exc)
             if "support" in message.lower():
                 raise UnsupportedFeatureError(
@@ -295,7 +295,7 @@ class HudiTableFormat(PathTable):
                 for instant in get():
                     try:
                         metadata = json.loads(timeline.get_instant_metadata_in_json(instant))
-                    except Exception:  # noqa: BLE001, S112 - the statistics are optional
+                    except Exception:  # noqa: BLE001 - the statistics are optional
                         continue
                     for stats in (metadata.get("partitionToWriteStats") or {}).values():
                         for stat in stats or []:
@@ -346,7 +346,7 @@ class HudiTableFormat(PathTable):
         as_of = self._as_of(snapshot_id)
         try:
             slices = self._table.get_file_slices(_read_options(as_of))
-        except Exception as exc:  # noqa: BLE001 - hudi-rs raises HudiCoreError
+        except Exception as exc:
             raise LakestatsError(
                 f"hudi-rs could not list the file slices of {self._uri}: {_hudi_error(exc)}"
             ) from exc

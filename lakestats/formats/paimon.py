@@ -70,7 +70,7 @@ def _open(uri: str, options: dict[str, str]):  # noqa: ANN202 - pypaimon's FileS
 
     try:
         return FileStoreTable.from_path(uri, options or None)
-    except Exception as exc:  # noqa: BLE001 - pypaimon raises its own types
+    except Exception as exc:
         raise NotATableError(f"cannot open Paimon table {uri}: {exc}") from exc
 
 
@@ -222,7 +222,7 @@ class PaimonReader(PartitionReader):
             raise UnsupportedFeatureError(
                 f"Paimon table {self.uri}: pypaimon cannot read it: {str(exc).splitlines()[0]}"
             ) from exc
-        except Exception as exc:  # noqa: BLE001 - pypaimon raises its own types
+        except Exception as exc:
             raise DataFileError(
                 f"pypaimon could not read partition {part.partition.name or '(all)'} of "
                 f"{self.uri}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"

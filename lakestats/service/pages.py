@@ -39,11 +39,13 @@ TOP_ON_COLUMN_PAGE = 100
 COLUMN_PAGE_BARS = 200
 
 
-def _render(request: Request, template: str, context: dict, status_code: int = 200):  # noqa: ANN202
+def _render(
+    request: Request, template: str, context: dict, status_code: int = 200
+) -> HTMLResponse:
     return templates.TemplateResponse(request, template, context, status_code=status_code)
 
 
-def _error(request: Request, exc: LakestatsError):  # noqa: ANN202
+def _error(request: Request, exc: LakestatsError) -> HTMLResponse:
     context = {"kind": type(exc).__name__, "message": exc.message}
     return _render(request, "error.html", context, status_of(exc))
 
@@ -62,7 +64,7 @@ def table_page(
     partition: Annotated[str | None, Query(max_length=4096)] = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     snapshot: int | None = None,
-):  # noqa: ANN201
+) -> HTMLResponse:
     tables: TableSet = request.app.state.tables
     try:
         context = tables.memo(
@@ -129,7 +131,7 @@ def table_cells(
     partition: Annotated[str | None, Query(max_length=4096)] = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     snapshot: int | None = None,
-):  # noqa: ANN201
+) -> LakestatsJSON:
     """The histogram and top-value cells of one page of columns, as HTML fragments by
     column name (JSON), for ``app.js`` to put into the table page."""
     tables: TableSet = request.app.state.tables
@@ -182,7 +184,7 @@ def column_page(
     partition: Annotated[str | None, Query(max_length=4096)] = None,
     start: Annotated[int, Query(ge=0, le=2**31)] = 0,
     stop: Annotated[int | None, Query(ge=0, le=2**31)] = None,
-):  # noqa: ANN201
+) -> HTMLResponse:
     tables: TableSet = request.app.state.tables
     try:
         context = column_context(tables, table, column, partition or None, start, stop)

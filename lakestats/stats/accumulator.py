@@ -86,8 +86,8 @@ class ColumnAccumulator:
         """Append the exact value counts of one slice (sorted when NumPy can sort it)."""
         dtype = non_null.type
         if (
-            kind in (Kind.INTEGER, Kind.TEMPORAL)
-            and not pat.is_uint64(dtype)
+            (kind in (Kind.INTEGER, Kind.TEMPORAL)
+            and not pat.is_uint64(dtype))
             or (kind == Kind.DECIMAL and dtype.precision <= 18)
         ):
             numbers = (

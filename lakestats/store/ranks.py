@@ -70,7 +70,9 @@ class Range:
 class RankIndex:
     """The ranges of every column and how to read one row group of a part."""
 
-    def __init__(self, rows: list[dict], root: str, directory: str, s3: fs.S3Options | None):
+    def __init__(
+        self, rows: list[dict], root: str, directory: str, s3: fs.S3Options | None
+    ) -> None:
         self.root, self.directory, self.s3 = root, directory, s3
         self.ranges: dict[int, list[Range]] = {}
         for row in sorted(rows, key=lambda r: (r["column_index"], r["part"])):

@@ -469,7 +469,7 @@ def _typed_partitions() -> dict[str, pa.Table]:
 
 @pytest.mark.spark
 def test_partitions_containing_matches_duckdb(
-    spark, tmp_path: Path, capsys: pytest.CaptureFixture  # noqa: ANN001
+    spark, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """Integer columns with repeated values raised TypeError: the table level records no
     holders for them. Every kind answers what DuckDB counts in the data."""
@@ -519,7 +519,7 @@ def test_partitions_containing_matches_duckdb(
 
 @pytest.mark.spark
 def test_partitions_containing_refuses_to_guess(
-    spark, tmp_path: Path  # noqa: ANN001
+    spark, tmp_path: Path
 ) -> None:
     """All-distinct partitions store no frequencies: inside their [min, max] the answer is
     unknown, so an error, never an empty list; outside it the partition surely lacks it."""
@@ -536,7 +536,7 @@ def test_partitions_containing_refuses_to_guess(
 
 @pytest.mark.spark
 def test_conflicting_partition_schemas_name_file_and_column(
-    spark, tmp_path: Path  # noqa: ANN001
+    spark, tmp_path: Path
 ) -> None:
     table_dir = _write_partitioned(
         tmp_path / "t",
@@ -555,7 +555,7 @@ def test_conflicting_partition_schemas_name_file_and_column(
 
 
 @pytest.mark.spark
-def test_table_level_unknown_column(spark, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_table_level_unknown_column(spark, tmp_path: Path, capsys) -> None:
     """``show --columns nope`` printed ``"columns": []`` and exited 0."""
     table_dir = _write_partitioned(
         tmp_path / "t", {"p=1": pa.table({"n": [1, 1]}), "p=2": pa.table({"n": [2]})}

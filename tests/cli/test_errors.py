@@ -55,7 +55,7 @@ def _fails(capsys: pytest.CaptureFixture, args: list[str], error: type, text: st
     assert issubclass(error, LakestatsError)
 
 
-def test_missing_table(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_missing_table(tmp_path: Path, capsys) -> None:
     _fails(capsys, ["analyze", str(tmp_path / "nope")], TableNotFoundError, "does not exist")
     _fails(capsys, ["show", str(tmp_path / "nope")], TableNotFoundError, "does not exist")
     _fails(
@@ -66,14 +66,14 @@ def test_missing_table(tmp_path: Path, capsys) -> None:  # noqa: ANN001
     )
 
 
-def test_not_a_table(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_not_a_table(tmp_path: Path, capsys) -> None:
     (tmp_path / "empty").mkdir()
     _fails(capsys, ["analyze", str(tmp_path / "empty")], NotATableError, "no Parquet files")
     (tmp_path / "file.txt").write_text("hello")
     _fails(capsys, ["analyze", str(tmp_path / "file.txt")], NotATableError, "is a file")
 
 
-def test_bad_options(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_bad_options(tmp_path: Path, capsys) -> None:
     table = _table(tmp_path / "t")
     _fails(capsys, ["analyze", str(table), "--bins", "0"], InvalidArgumentError, "--bins")
     _fails(capsys, ["analyze", str(table), "--bins", "1000001"], InvalidArgumentError, "--bins")
@@ -84,7 +84,7 @@ def test_bad_options(tmp_path: Path, capsys) -> None:  # noqa: ANN001
     assert "expected a whole number" in capsys.readouterr().err
 
 
-def test_unwritable_stats_root(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_unwritable_stats_root(tmp_path: Path, capsys) -> None:
     table = _table(tmp_path / "t")
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where a directory should be")
@@ -99,7 +99,7 @@ def test_unwritable_stats_root(tmp_path: Path, capsys) -> None:  # noqa: ANN001
 @pytest.mark.spark
 def test_lookup_errors_and_corrupt_file_keep_the_last_version(
     spark,
-    tmp_path: Path,  # noqa: ANN001
+    tmp_path: Path,
     capsys,
 ) -> None:
     table = _table(tmp_path / "t")

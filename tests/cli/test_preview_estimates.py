@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def analyzed(spark, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN001, ANN201
+def analyzed(spark, tmp_path_factory: pytest.TempPathFactory):
     """``key`` and ``price`` have too many values for the frequencies kept: their table
     distinct counts, percentiles and histograms are estimates; ``flag`` stays exact."""
     rng = np.random.default_rng(10)
@@ -44,7 +44,7 @@ def analyzed(spark, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN001, 
     return root, con
 
 
-def _show(capsys, args: list[str]) -> str:  # noqa: ANN001
+def _show(capsys, args: list[str]) -> str:
     assert cli.main(["show", *args]) == 0
     return capsys.readouterr().out
 
@@ -54,7 +54,7 @@ def _line(text: str, column: str) -> str:
     return line
 
 
-def test_show_marks_table_level_estimates(analyzed, capsys, monkeypatch) -> None:  # noqa: ANN001
+def test_show_marks_table_level_estimates(analyzed, capsys, monkeypatch) -> None:
     root, con = analyzed
     monkeypatch.setenv("COLUMNS", "250")
     stored = {c["name"]: c for c in json.loads(_show(capsys, [str(root), "--json"]))["columns"]}
@@ -81,7 +81,7 @@ def test_show_marks_table_level_estimates(analyzed, capsys, monkeypatch) -> None
     assert stored["p"]["histogram_exact"] is True and "≈" not in _line(text, "p")
 
 
-def test_show_of_a_partition_marks_nothing(analyzed, capsys, monkeypatch) -> None:  # noqa: ANN001
+def test_show_of_a_partition_marks_nothing(analyzed, capsys, monkeypatch) -> None:
     root, con = analyzed
     monkeypatch.setenv("COLUMNS", "250")
     text = _show(capsys, [str(root), "--partition", "p=1"])
@@ -91,7 +91,7 @@ def test_show_of_a_partition_marks_nothing(analyzed, capsys, monkeypatch) -> Non
         assert f" {truth:,} " in _line(text, column)  # the exact count, unmarked
 
 
-def test_demo_table_level_view_marks_estimates(analyzed) -> None:  # noqa: ANN001
+def test_demo_table_level_view_marks_estimates(analyzed) -> None:
     root, con = analyzed
     console = Console(record=True, width=250)
     demo.render_table_level(ls.open_table(str(root)), 4, console)

@@ -41,7 +41,7 @@ def _run(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_analyze_and_look_up_every_partition(spark, parquet_table: Path, capsys) -> None:  # noqa: ANN001
+def test_analyze_and_look_up_every_partition(spark, parquet_table: Path, capsys) -> None:
     code, out, err = _run(capsys, "analyze", str(parquet_table), "--bins", "64", "--json")
     assert code == 0, err
     summary = json.loads(out)
@@ -71,7 +71,7 @@ def test_analyze_and_look_up_every_partition(spark, parquet_table: Path, capsys)
         )
 
 
-def test_show_json_follows_the_cli_contract(spark, parquet_table: Path, capsys) -> None:  # noqa: ANN001
+def test_show_json_follows_the_cli_contract(spark, parquet_table: Path, capsys) -> None:
     _run(capsys, "analyze", str(parquet_table))
     code, out, _ = _run(
         capsys,
@@ -136,7 +136,7 @@ def test_show_json_follows_the_cli_contract(spark, parquet_table: Path, capsys) 
     assert bins[0]["lower"] == str(pc.min(table["day"]).as_py())
 
 
-def test_only_requested_columns(spark, parquet_table: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_only_requested_columns(spark, parquet_table: Path, tmp_path: Path, capsys) -> None:
     code, out, err = _run(
         capsys,
         "analyze",
@@ -154,7 +154,7 @@ def test_only_requested_columns(spark, parquet_table: Path, tmp_path: Path, caps
     assert rows[0]["row_count"] == 499
 
 
-def test_large_partition_is_sliced_and_merges_exactly(spark, tmp_path: Path) -> None:  # noqa: ANN001
+def test_large_partition_is_sliced_and_merges_exactly(spark, tmp_path: Path) -> None:
     """Many files per partition and a tiny slice size: slices merge to the same result."""
     import lakestats.api as ls
 

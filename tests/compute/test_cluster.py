@@ -144,7 +144,7 @@ def _decoded_pairs(pairs: list) -> list:
 
 @pytest.mark.slow
 @pytest.mark.s3
-def test_standalone_cluster_with_s3_equals_local(spark, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_standalone_cluster_with_s3_equals_local(spark, tmp_path: Path, monkeypatch) -> None:
     """``analyze --master spark://...`` on two workers, table and statistics on S3, through
     sliced partitions and the staged (multi-stage, shuffling) table-level reduction."""
     table = _write_table(tmp_path / "t", sliced=True)
@@ -161,7 +161,7 @@ def test_standalone_cluster_with_s3_equals_local(spark, tmp_path: Path, monkeypa
             )
             run = run_cli(
                 ["analyze", remote, "--stats-root", root, "--master", master,
-                 "--max-slice-mb", "1", "--json"],  # fmt: skip
+                 "--max-slice-mb", "1", "--json"],
                 env,
                 local_cells=0,
             )
@@ -189,7 +189,7 @@ print(json.dumps({"computed": result.partitions_computed, "reused": result.parti
 """
 
 
-def test_analyze_through_spark_connect_equals_local(spark, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_analyze_through_spark_connect_equals_local(spark, tmp_path: Path, monkeypatch) -> None:
     """``analyze --remote sc://...`` (staged reduction), then one new partition analyzed
     incrementally through ``LAKESTATS_SPARK_REMOTE`` with progress on (the fused one-task
     path); the client has no Java, so it cannot have fallen back to a local JVM."""
@@ -240,7 +240,7 @@ def test_a_client_without_java_cannot_start_local_spark(tmp_path: Path) -> None:
     assert f"{no_java}/bin/java" in Path(log).read_text(), Path(log).read_text()[-2000:]
 
 
-def test_remote_url_is_checked_before_anything_starts(capsys) -> None:  # noqa: ANN001
+def test_remote_url_is_checked_before_anything_starts(capsys) -> None:
     from lakestats import cli
 
     with pytest.raises(SystemExit) as exit_info:
@@ -254,7 +254,7 @@ def test_remote_url_is_checked_before_anything_starts(capsys) -> None:  # noqa: 
 
 
 def test_master_and_remote_flags_set_what_get_spark_reads(
-    tmp_path: Path, monkeypatch, capsys  # noqa: ANN001
+    tmp_path: Path, monkeypatch, capsys
 ) -> None:
     """The flags reach ``get_spark`` through its variables (set before anything can fail, so
     Spark starts only once the request is checked); ``--master`` clears an inherited remote."""

@@ -58,7 +58,7 @@ def _partition(p: int, rng: np.random.Generator, shift: int = 0) -> pa.Table:
     )
 
 
-def _write(root, p: int, table: pa.Table) -> None:  # noqa: ANN001
+def _write(root, p: int, table: pa.Table) -> None:
     directory = root / f"part={p}"
     directory.mkdir(parents=True, exist_ok=True)
     for old in directory.glob("*.parquet"):
@@ -66,7 +66,7 @@ def _write(root, p: int, table: pa.Table) -> None:  # noqa: ANN001
     pq.write_table(table, directory / "data.parquet")
 
 
-def _analyze(handle, spark, settings: dict[str, str]) -> manifest.Version:  # noqa: ANN001
+def _analyze(handle, spark, settings: dict[str, str]) -> manifest.Version:
     with pytest.MonkeyPatch.context() as patch:
         for name, value in settings.items():
             patch.setenv(name, value)
@@ -85,7 +85,7 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module", params=list(SETTINGS))
-def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):  # noqa: ANN001, ANN201
+def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):
     root = tmp_path_factory.mktemp("exact") / "t"
     rng = np.random.default_rng(11)
     for p in range(PARTS):
@@ -95,7 +95,7 @@ def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):  # noqa:
     return root, handle, version, request.param
 
 
-def _whole(root) -> pa.Table:  # noqa: ANN001
+def _whole(root) -> pa.Table:
     return pads.dataset(root, format="parquet", partitioning="hive").to_table()
 
 
@@ -105,7 +105,7 @@ def _norm(value: object) -> object:
     return value
 
 
-def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:  # noqa: ANN001
+def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
     con = duckdb.connect()
     con.register("t", _whole(root))
     reader = StatisticsReader(str(handle.stats_root))
@@ -134,7 +134,7 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:  # n
         assert row["frequencies_exact"] is True, column
         # ranks and quantiles over the non-null values (DuckDB orders NaN last, as keys do)
         values = sorted(expected, key=lambda v: (v == "nan", v if v != "nan" else 0))
-        for probe in values[:: max(1, len(values) // 7)] + [values[-1]]:
+        for probe in [*values[:: max(1, len(values) // 7)], values[-1]]:
             literal = float("nan") if probe == "nan" else probe
             con.execute("SELECT ?::" + _sql_type(column), [literal])
             below, equal, above = con.execute(
@@ -162,7 +162,7 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:  # n
             _check_histogram(con, handle, row, column)
 
 
-def _check_histogram(con, handle, row: dict, column: str) -> None:  # noqa: ANN001
+def _check_histogram(con, handle, row: dict, column: str) -> None:
     """Exact table histogram: each reported bin's count equals DuckDB's count inside it."""
     assert row["histogram_exact"] is True, column
     bins = handle.histogram(column)
@@ -189,7 +189,7 @@ def _sql_type(column: str) -> str:
     }[column]
 
 
-def test_every_scenario_equals_duckdb(analyzed) -> None:  # noqa: ANN001
+def test_every_scenario_equals_duckdb(analyzed) -> None:
     root, handle, version, name = analyzed
     scenarios = version.extra["exact"]["scenarios"]
     for column, expected in EXPECTED[name].items():
@@ -197,7 +197,7 @@ def test_every_scenario_equals_duckdb(analyzed) -> None:  # noqa: ANN001
     _check_against_duckdb(root, handle, scenarios)
 
 
-def test_incremental_after_one_partition_changes(analyzed, spark) -> None:  # noqa: ANN001
+def test_incremental_after_one_partition_changes(analyzed, spark) -> None:
     root, handle, _, name = analyzed
     _write(root, 2, _partition(2, np.random.default_rng(99), shift=5))
     version = _analyze(handle, spark, SETTINGS[name])
@@ -212,7 +212,7 @@ def test_incremental_after_one_partition_changes(analyzed, spark) -> None:  # no
     _check_against_duckdb(root, handle, report["scenarios"])
 
 
-def test_expire_keeps_the_rank_parts(analyzed) -> None:  # noqa: ANN001
+def test_expire_keeps_the_rank_parts(analyzed) -> None:
     root, handle, version, _ = analyzed
     plan = expire.plan_expiry(str(handle.stats_root), None, retain_last=1, orphan_age_seconds=0)
     latest = manifest.load_version(str(handle.stats_root))

@@ -72,7 +72,7 @@ def sales(tmp_path: Path) -> Path:
     return root
 
 
-def test_create_sizes_membership_and_refresh(sales: Path, spark) -> None:  # noqa: ANN001
+def test_create_sizes_membership_and_refresh(sales: Path, spark) -> None:
     table = ls.open_table(str(sales))
     result = table.sample.create(rows=1_000, seed=11, spark=spark)
     rows = _table_rows(sales)
@@ -129,7 +129,7 @@ def test_create_sizes_membership_and_refresh(sales: Path, spark) -> None:  # noq
     assert {p["path"]: p["file"] for p in table.sample.show()["partitions"]} == before
 
 
-def test_analyze_from_sample(sales: Path, spark, capsys, monkeypatch) -> None:  # noqa: ANN001
+def test_analyze_from_sample(sales: Path, spark, capsys, monkeypatch) -> None:
     table = ls.open_table(str(sales))
     table.sample.create(fraction=0.2, seed=3, spark=spark)
     result = table.analyze(from_sample=True, spark=spark)
@@ -188,7 +188,7 @@ def test_analyze_from_sample(sales: Path, spark, capsys, monkeypatch) -> None:  
     assert exact["distinct_count"] == true_items
 
 
-def test_bad_input_one_line(tmp_path: Path, sales: Path, spark, capsys) -> None:  # noqa: ANN001
+def test_bad_input_one_line(tmp_path: Path, sales: Path, spark, capsys) -> None:
     table = ls.open_table(str(sales))
     for kwargs, message in (
         ({"fraction": 0.0}, "--fraction must be in (0, 1]"),
@@ -235,7 +235,7 @@ def test_bad_input_one_line(tmp_path: Path, sales: Path, spark, capsys) -> None:
     assert not (empty / "_lakestats" / "sample" / "sample.json").exists()
 
 
-def test_refresh_after_the_base_snapshot_expired(tmp_path: Path, spark) -> None:  # noqa: ANN001
+def test_refresh_after_the_base_snapshot_expired(tmp_path: Path, spark) -> None:
     """A Delta table: a sample of version 0, then versions 1 and 2 with version 0's log
     expired (its commit file removed after a checkpoint): refresh resamples and says why."""
     from deltalake import DeltaTable, write_deltalake

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module", params=["one_task", "spark_stages"])
-def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):  # noqa: ANN001, ANN201
+def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):
     """The table analyzed with the small-table reduction (one task) and with the staged
     Spark reduction that large tables use; every test below checks both."""
     root = tmp_path_factory.mktemp("table-level") / "t"
@@ -49,7 +49,7 @@ def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):  # noqa:
     return root, handle, whole
 
 
-def test_table_level_matches_duckdb(analyzed) -> None:  # noqa: ANN001
+def test_table_level_matches_duckdb(analyzed) -> None:
     root, handle, whole = analyzed
     reader = StatisticsReader(str(root / "_lakestats"))
     rows = {r["column"]: r for r in reader.column_statistics(None)}
@@ -122,7 +122,7 @@ def _check_histogram(name: str, row: dict, bins: list, values: list, kind: Kind)
         assert b["count"] == stop - start, (name, i)
 
 
-def _check_frequencies(con, name: str, col: str, row: dict, stored: list) -> None:  # noqa: ANN001
+def _check_frequencies(con, name: str, col: str, row: dict, stored: list) -> None:
     truth = {
         _norm(v): c
         for v, c in con.execute(
@@ -139,7 +139,7 @@ def _check_frequencies(con, name: str, col: str, row: dict, stored: list) -> Non
         assert count <= truth[_norm(value)], (name, value)
 
 
-def _check_upper_bounds(con, reader: StatisticsReader, leaf, col: str) -> None:  # noqa: ANN001
+def _check_upper_bounds(con, reader: StatisticsReader, leaf, col: str) -> None:
     """Every stored table-level frequency brackets the true count: lower <= true <= upper."""
     from lakestats.stats.keys import decode
 
@@ -158,10 +158,10 @@ def _check_upper_bounds(con, reader: StatisticsReader, leaf, col: str) -> None: 
         true = truth[_norm(decode(row["value"], leaf.type))]
         upper = row["frequency_upper"]
         assert row["frequency"] <= true, leaf.name
-        assert upper is None and row["frequency"] == true or upper >= true, (leaf.name, row)
+        assert (upper is None and row["frequency"] == true) or upper >= true, (leaf.name, row)
 
 
-def test_partitions_containing_and_bounds(analyzed, capsys) -> None:  # noqa: ANN001
+def test_partitions_containing_and_bounds(analyzed, capsys) -> None:
     root, handle, whole = analyzed
     assert (
         cli.main(
@@ -182,7 +182,7 @@ def test_partitions_containing_and_bounds(analyzed, capsys) -> None:  # noqa: AN
     assert top and all(isinstance(v, int) for v, _ in top)
 
 
-def test_history_and_paimon_export(analyzed, capsys) -> None:  # noqa: ANN001
+def test_history_and_paimon_export(analyzed, capsys) -> None:
     root, handle, whole = analyzed
     assert cli.main(["history", str(root), "--json"]) == 0
     history = json.loads(capsys.readouterr().out)
@@ -211,7 +211,7 @@ def test_history_and_paimon_export(analyzed, capsys) -> None:  # noqa: ANN001
     }
 
 
-def test_statistics_system_view(spark, analyzed) -> None:  # noqa: ANN001
+def test_statistics_system_view(spark, analyzed) -> None:
     from lakestats.compute.spark_view import register_statistics_view
 
     root, handle, whole = analyzed
@@ -229,8 +229,8 @@ def test_statistics_system_view(spark, analyzed) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("local_cells", [0, reduce_local.LOCAL_CELLS])
 def test_bounds_hold_when_partitions_keep_only_top_values(
-    spark,  # noqa: ANN001
-    tmp_path,  # noqa: ANN001
+    spark,
+    tmp_path,
     monkeypatch: pytest.MonkeyPatch,
     local_cells: int,
 ) -> None:
@@ -265,7 +265,7 @@ def test_bounds_hold_when_partitions_keep_only_top_values(
     assert stored and handle.frequencies("v")[0][0] == best["values"]
 
 
-def test_exact_table_histogram_keeps_large_integers_exact(spark, tmp_path) -> None:  # noqa: ANN001
+def test_exact_table_histogram_keeps_large_integers_exact(spark, tmp_path) -> None:
     """Integers beyond 2**53 (nanosecond timestamps, hashed ids) bin without float rounding."""
     base = 2**62 + 1
     root = tmp_path / "big"

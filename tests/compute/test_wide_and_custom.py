@@ -22,7 +22,7 @@ from lakestats.stats.registry import (
 pytestmark = pytest.mark.spark
 
 
-def test_thousand_columns(spark, tmp_path: Path) -> None:  # noqa: ANN001
+def test_thousand_columns(spark, tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     n = 2000
     columns = {}
@@ -67,7 +67,7 @@ def test_thousand_columns(spark, tmp_path: Path) -> None:  # noqa: ANN001
     assert top == [(d["values"], d["counts"]) for d in counts[:2]]
 
 
-def test_user_defined_statistic_through_spark(spark, tmp_path: Path) -> None:  # noqa: ANN001
+def test_user_defined_statistic_through_spark(spark, tmp_path: Path) -> None:
     register_statistic(
         SummaryStatistic(
             name="negative_count",

@@ -15,7 +15,7 @@ def _blocks() -> list[str]:
 
 
 @pytest.mark.spark
-def test_readme_python_examples_run(spark) -> None:  # noqa: ANN001
+def test_readme_python_examples_run(spark) -> None:
     from lakestats.stats.registry import unregister_statistic
 
     blocks = _blocks()

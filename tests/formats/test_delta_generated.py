@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 - pa.compute
+import pyarrow.compute
 import pytest
 
 from lakestats import cli
@@ -54,7 +54,7 @@ def delta_versions(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[
 @pytest.mark.parametrize(
     "step", ["appended", "deleted_and_updated", "partition_overwritten", "schema_evolved"]
 )
-def test_version_matches_deltalake(spark, delta_versions, tmp_path: Path, capsys, step) -> None:  # noqa: ANN001
+def test_version_matches_deltalake(spark, delta_versions, tmp_path: Path, capsys, step) -> None:
     from deltalake import DeltaTable
 
     path, versions = delta_versions

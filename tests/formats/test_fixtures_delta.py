@@ -23,7 +23,7 @@ def test_delta_table_matches_deltalake(
     spark,
     fixtures_dir: Path,
     tmp_path: Path,
-    capsys,  # noqa: ANN001
+    capsys,
     name: str,
 ) -> None:
     from deltalake import DeltaTable
@@ -35,7 +35,7 @@ def test_delta_table_matches_deltalake(
     assert_shown_matches(shown, expected)
 
 
-def test_delta_time_travel(spark, fixtures_dir: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_delta_time_travel(spark, fixtures_dir: Path, tmp_path: Path, capsys) -> None:
     from deltalake import DeltaTable
 
     path = str(fixtures_dir / "delta" / "simple_table_with_checkpoint")
@@ -52,7 +52,7 @@ def test_deletion_vectors_and_column_mapping_read_as_delta_rs_reads_them(
     fixtures_dir: Path,
     tmp_path: Path,
     capsys,
-    name: str,  # noqa: ANN001
+    name: str,
 ) -> None:
     from deltalake import DeltaTable, QueryBuilder
 
@@ -65,7 +65,7 @@ def test_deletion_vectors_and_column_mapping_read_as_delta_rs_reads_them(
     assert_shown_matches(shown, expected)
 
 
-def test_delta_as_of_timestamp(spark, fixtures_dir: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_delta_as_of_timestamp(spark, fixtures_dir: Path, tmp_path: Path, capsys) -> None:
     """``--as-of`` picks the version current at that time (deltalake's history)."""
     import datetime as dt
 

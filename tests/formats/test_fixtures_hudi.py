@@ -77,7 +77,7 @@ def read_all(fmt: HudiTableFormat, snapshot: int | None = None) -> pa.Table:
 
 @pytest.mark.parametrize("name", TABLES)
 def test_hudi_table_matches_hudi_rs(
-    spark,  # noqa: ANN001
+    spark,
     fixtures_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
@@ -113,7 +113,7 @@ def test_fast_path_reads_cow_without_hudi_rs(
 ) -> None:
     """Copy-on-write base files are read with pyarrow: the merging reader is never used."""
 
-    def refuse(self, part, columns) -> pa.Table:  # noqa: ANN001
+    def refuse(self, part, columns) -> pa.Table:
         raise AssertionError(f"merging reader used for {part.partition.name}")
 
     monkeypatch.setattr(HudiMergingReader, "read", refuse)
@@ -137,7 +137,7 @@ def test_only_slices_with_logs_are_merged(
     merged: list[str] = []
     original = HudiMergingReader.read
 
-    def spy(self, part, columns) -> pa.Table:  # noqa: ANN001
+    def spy(self, part, columns) -> pa.Table:
         merged.append(part.partition.name)
         return original(self, part, columns)
 
@@ -159,7 +159,7 @@ def test_columns_select_a_subset_in_table_order(fixtures_dir: Path) -> None:
     ("name", "rows"), [("v6_trips_8i1u", 8), ("v6_complexkeygen_hivestyle", 3)]
 )
 def test_hudi_time_travel(
-    spark,  # noqa: ANN001
+    spark,
     fixtures_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
@@ -182,7 +182,7 @@ def test_hudi_time_travel(
 
 
 def test_incremental_analyze_recomputes_a_partition_whose_log_is_new(
-    spark,  # noqa: ANN001
+    spark,
     fixtures_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
@@ -220,7 +220,7 @@ def test_unknown_snapshot_is_refused(fixtures_dir: Path) -> None:
 
 
 def test_empty_table_analyzes_and_shows_zero_rows(
-    spark,  # noqa: ANN001
+    spark,
     fixtures_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
@@ -350,7 +350,7 @@ def test_partition_paths_to_keys_and_values(
 
 
 def test_hudi_as_of_picks_the_commit_current_then(
-    spark,  # noqa: ANN001
+    spark,
     fixtures_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,

@@ -55,7 +55,7 @@ def _expected(path: str) -> pa.Table:
 def test_fixture_table_matches_its_reader(
     spark,
     fixtures_dir: Path,
-    tmp_path: Path,  # noqa: ANN001
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys,
     name: str,
@@ -134,7 +134,7 @@ def test_equality_deletes_applied_as_the_spec_says(
     fixtures_dir: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys,  # noqa: ANN001
+    capsys,
     name: str,
 ) -> None:
     from lakestats.formats.iceberg import IcebergTable

@@ -34,7 +34,7 @@ def pypaimon_read(path: str, snapshot_id: int | None = None) -> pa.Table:
     return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 
 
-def analyze_show(capsys, path: str, root: str, snapshot_id: int | None = None) -> dict:  # noqa: ANN001
+def analyze_show(capsys, path: str, root: str, snapshot_id: int | None = None) -> dict:
     """``lakestats analyze [--snapshot N]`` then ``lakestats show --json``."""
     extra = [] if snapshot_id is None else ["--snapshot", str(snapshot_id)]
     assert cli.main(["analyze", path, "--stats-root", root, *extra]) == 0, capsys.readouterr().err
@@ -43,7 +43,7 @@ def analyze_show(capsys, path: str, root: str, snapshot_id: int | None = None) -
     return json.loads(capsys.readouterr().out)
 
 
-def check(capsys, path: str, root: str, snapshot_id: int | None = None) -> dict:  # noqa: ANN001
+def check(capsys, path: str, root: str, snapshot_id: int | None = None) -> dict:
     shown = analyze_show(capsys, path, root, snapshot_id)
     expected = pypaimon_read(path, snapshot_id)
     assert [c["name"] for c in shown["columns"]] == expected.column_names
@@ -59,7 +59,7 @@ def check(capsys, path: str, root: str, snapshot_id: int | None = None) -> dict:
 
 
 @pytest.mark.parametrize("name", FIXTURES)
-def test_fixture_matches_pypaimon(spark, fixtures_dir: Path, tmp_path: Path, capsys, name) -> None:  # noqa: ANN001
+def test_fixture_matches_pypaimon(spark, fixtures_dir: Path, tmp_path: Path, capsys, name) -> None:
     path = str(fixtures_dir / "paimon" / "warehouse" / "default.db" / name)
     table = open_table(path)
     assert isinstance(table, PaimonTableFormat)
@@ -83,7 +83,7 @@ def test_fixture_matches_pypaimon(spark, fixtures_dir: Path, tmp_path: Path, cap
     check(capsys, path, str(tmp_path / "older"), older)
 
 
-def commit(table, data: pa.Table) -> None:  # noqa: ANN001
+def commit(table, data: pa.Table) -> None:
     builder = table.new_batch_write_builder()
     write = builder.new_write()
     write.write_arrow(data)
@@ -91,7 +91,7 @@ def commit(table, data: pa.Table) -> None:  # noqa: ANN001
     write.close()
 
 
-def catalog(tmp_path: Path):  # noqa: ANN201
+def catalog(tmp_path: Path):
     from pypaimon import CatalogFactory
 
     warehouse = CatalogFactory.create({"warehouse": str(tmp_path / "warehouse")})
@@ -127,7 +127,7 @@ def append_rows(ids: range, days: list[dt.date | None]) -> pa.Table:
     )
 
 
-def test_append_table_fast_path(spark, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_append_table_fast_path(spark, tmp_path: Path, capsys) -> None:
     from pypaimon import Schema
 
     warehouse = catalog(tmp_path)
@@ -181,7 +181,7 @@ def pk_rows(rows: list[tuple]) -> pa.Table:
     return pa.table(list(zip(*rows, strict=True)), schema=PK)
 
 
-def test_primary_key_table_updates_and_deletes(spark, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_primary_key_table_updates_and_deletes(spark, tmp_path: Path, capsys) -> None:
     from pypaimon import Schema
 
     warehouse = catalog(tmp_path)
@@ -215,7 +215,7 @@ def test_primary_key_table_updates_and_deletes(spark, tmp_path: Path, capsys) ->
     assert rows.num_rows == 10 and "_VALUE_KIND" not in rows.column_names
 
 
-def test_deletion_vectors_change_the_fingerprint(spark, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_deletion_vectors_change_the_fingerprint(spark, tmp_path: Path, capsys) -> None:
     """pypaimon writes deletion vectors for data-evolution append tables (deletes by row)."""
     from pypaimon import Schema
 
@@ -250,7 +250,7 @@ def test_deletion_vectors_change_the_fingerprint(spark, tmp_path: Path, capsys) 
     assert all(before[p.name] != p.fingerprint() for p in plans)
 
 
-def test_missing_snapshot_is_one_line(fixtures_dir: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_missing_snapshot_is_one_line(fixtures_dir: Path, tmp_path: Path, capsys) -> None:
     path = str(fixtures_dir / "paimon" / "warehouse" / "default.db" / FIXTURES[0])
     root = str(tmp_path / "stats")
     assert cli.main(["analyze", path, "--stats-root", root, "--snapshot", "99"]) != 0

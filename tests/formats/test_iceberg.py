@@ -26,7 +26,7 @@ def _iceberg_data(n: int, seed: int) -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def iceberg_table(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def iceberg_table(tmp_path_factory: pytest.TempPathFactory):
     from pyiceberg.transforms import IdentityTransform, YearTransform
 
     warehouse = tmp_path_factory.mktemp("warehouse")
@@ -42,7 +42,7 @@ def iceberg_table(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     return warehouse, catalog.load_table("db.events")
 
 
-def _partitions(table, snapshot_id: int | None = None) -> dict[str, pa.Table]:  # noqa: ANN001
+def _partitions(table, snapshot_id: int | None = None) -> dict[str, pa.Table]:
     """Rows per partition as pyiceberg reads them (the format's own reader)."""
     data = table.scan(snapshot_id=snapshot_id).to_arrow()
     years = pc.year(data["day"])
@@ -57,7 +57,7 @@ def _partitions(table, snapshot_id: int | None = None) -> dict[str, pa.Table]:  
 
 
 @pytest.mark.parametrize("snapshot", ["current", "first"])
-def test_catalog_table_matches_pyiceberg(spark, iceberg_table, capsys, snapshot: str) -> None:  # noqa: ANN001
+def test_catalog_table_matches_pyiceberg(spark, iceberg_table, capsys, snapshot: str) -> None:
     warehouse, table = iceberg_table
     snapshot_id = table.snapshots()[0].snapshot_id if snapshot == "first" else None
     args = ["analyze", "db.events", "--warehouse", str(warehouse), "--bins", "40", "--json"]
@@ -79,7 +79,7 @@ def test_catalog_table_matches_pyiceberg(spark, iceberg_table, capsys, snapshot:
         )
 
 
-def test_table_opened_by_path(spark, iceberg_table, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_table_opened_by_path(spark, iceberg_table, tmp_path: Path, capsys) -> None:
     _, table = iceberg_table
     location = table.location().removeprefix("file://")
     root = tmp_path / "stats"

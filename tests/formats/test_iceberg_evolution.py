@@ -81,7 +81,7 @@ def evolved(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, dict[str,
     "step",
     ["append", "position_deletes", "schema_evolved", "spec_evolved", "deleted_and_overwritten"],
 )
-def test_snapshot_matches_pyiceberg(spark, evolved, tmp_path: Path, capsys, step: str) -> None:  # noqa: ANN001
+def test_snapshot_matches_pyiceberg(spark, evolved, tmp_path: Path, capsys, step: str) -> None:
     from lakestats import cli
 
     table, snapshots = evolved
@@ -97,7 +97,7 @@ def test_snapshot_matches_pyiceberg(spark, evolved, tmp_path: Path, capsys, step
     assert_shown_matches(shown, expected)
 
 
-def test_position_deletes_remove_rows_and_evolution_is_planned(evolved) -> None:  # noqa: ANN001
+def test_position_deletes_remove_rows_and_evolution_is_planned(evolved) -> None:
     table, snapshots = evolved
     opened = IcebergTable.from_path(table.metadata_location)
     deleted = opened.plan(snapshots["position_deletes"])
@@ -115,9 +115,9 @@ def test_position_deletes_remove_rows_and_evolution_is_planned(evolved) -> None:
 
 
 def test_equality_deletes_on_a_later_dropped_column_still_apply(
-    spark,  # noqa: ANN001
+    spark,
     tmp_path: Path,
-    capsys,  # noqa: ANN001
+    capsys,
 ) -> None:
     """Spec: a delete column later dropped from the table "must still be used when applying
     the equality deletes"; null in a delete row matches null. Reference: the rows computed

@@ -36,7 +36,7 @@ EDGES = [
 ]
 
 
-def _int96_files(spark, where: Path) -> tuple[Path, Path]:  # noqa: ANN001
+def _int96_files(spark, where: Path) -> tuple[Path, Path]:
     """One INT96 file written by Spark (edge values, a null) and one by pyarrow (values
     with nanoseconds, which INT96 keeps and microsecond readers truncate)."""
     conf = {
@@ -120,7 +120,7 @@ def _delta_table(root: Path, files: dict[str, Path]) -> None:
     (root / "_delta_log" / "00000000000000000000.json").write_text(log)
 
 
-def _check(handle, reference: pa.Table, partitions: list[str]) -> None:  # noqa: ANN001
+def _check(handle, reference: pa.Table, partitions: list[str]) -> None:
     """min, max, nulls, distinct count, frequencies and histogram total of ``ts`` per
     partition and for the table, against ``reference`` (the format's own reader)."""
     for partition in [*partitions, None]:
@@ -144,7 +144,7 @@ def _check(handle, reference: pa.Table, partitions: list[str]) -> None:  # noqa:
         assert bins[0]["lower"] == expected["min"] and bins[-1]["upper"] == expected["max"]
 
 
-def test_delta_table_with_int96_edge_timestamps_matches_delta_rs(spark, tmp_path) -> None:  # noqa: ANN001
+def test_delta_table_with_int96_edge_timestamps_matches_delta_rs(spark, tmp_path) -> None:
     """As delta-rs's own test of ``table_with_edge_timestamps`` reads it: its pyarrow
     dataset with INT96 coerced (its DataFusion scan wraps year 9999 to 1816, and its
     ``to_pyarrow_table()`` fails as lakestats did)."""
@@ -164,7 +164,7 @@ def test_delta_table_with_int96_edge_timestamps_matches_delta_rs(spark, tmp_path
     _check(handle, reference, ["p=spark", "p=nanos"])
 
 
-def test_parquet_directory_with_int96_edge_timestamps_matches_duckdb(spark, tmp_path) -> None:  # noqa: ANN001
+def test_parquet_directory_with_int96_edge_timestamps_matches_duckdb(spark, tmp_path) -> None:
     spark_file, nanos_file = _int96_files(spark, tmp_path)
     root = tmp_path / "dir"
     for part, source in (("spark", spark_file), ("nanos", nanos_file)):

@@ -57,7 +57,7 @@ def _hive_table(root: Path) -> dict[str | None, pa.Table]:
 
 
 def test_any_partition_value_in_a_hive_directory(
-    spark,  # noqa: ANN001
+    spark,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
 ) -> None:
@@ -67,8 +67,8 @@ def test_any_partition_value_in_a_hive_directory(
 
 @pytest.mark.s3
 def test_any_partition_value_with_the_statistics_on_s3(
-    spark,  # noqa: ANN001
-    s3_endpoint,  # noqa: ANN001, F811
+    spark,
+    s3_endpoint,  # noqa: F811
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
@@ -93,7 +93,7 @@ def test_any_partition_value_with_the_statistics_on_s3(
 
 
 def test_any_partition_value_in_an_iceberg_table(
-    spark,  # noqa: ANN001
+    spark,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
 ) -> None:
@@ -121,12 +121,12 @@ def test_any_partition_value_in_an_iceberg_table(
 
 
 def _check_every_partition(
-    spark,  # noqa: ANN001
+    spark,
     capsys: pytest.CaptureFixture,
     table: str,
     stats: str,
     expected: dict[str | None, pa.Table],
-    s3=None,  # noqa: ANN001
+    s3=None,
 ) -> None:
     ls.open_table(table, stats_root=stats, s3=s3).analyze(spark=spark, bins=8)
     base = [table, "--stats-root", stats, "--json"]
@@ -183,7 +183,7 @@ def _check_every_partition(
 
 
 def test_old_manifests_without_sizes_still_resolve_partitions(
-    spark,  # noqa: ANN001
+    spark,
     tmp_path: Path,
 ) -> None:
     """A manifest written before file sizes were recorded reads and resolves as before."""

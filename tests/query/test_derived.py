@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet  # noqa: F401 - pa.parquet
+import pyarrow.parquet
 import pytest
 
 import lakestats.api as ls
@@ -29,7 +29,7 @@ SAME = "(s LIKE 'apple%' OR i < 250) AND NOT (u < 100000)"  # the same, spelled 
 
 
 @pytest.fixture(scope="module")
-def table(spark, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN001, ANN201
+def table(spark, tmp_path_factory: pytest.TempPathFactory):
     from deltalake import write_deltalake
 
     path = tmp_path_factory.mktemp("derived") / "t"
@@ -49,7 +49,7 @@ def table(spark, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN001, ANN
     return path, handle, con
 
 
-def test_analyze_where_then_lookup(table, spark, capsys) -> None:  # noqa: ANN001
+def test_analyze_where_then_lookup(table, spark, capsys) -> None:
     path, handle, con = table
     before = handle.history()
     result = handle.analyze(spark=spark, where=WHERE, bins=16, max_frequencies=30)
@@ -118,7 +118,7 @@ def test_analyze_where_then_lookup(table, spark, capsys) -> None:  # noqa: ANN00
     assert manifest.load_version(stats_root).version == before[-1]["version"]
 
 
-def test_analyze_where_errors(table, spark, capsys) -> None:  # noqa: ANN001
+def test_analyze_where_errors(table, spark, capsys) -> None:
     path, handle, _ = table
     with pytest.raises(ColumnNotFoundError, match="unknown column 'nope'"):
         handle.analyze(spark=spark, where="nope = 1")
@@ -134,7 +134,7 @@ def test_analyze_where_errors(table, spark, capsys) -> None:  # noqa: ANN001
     )
 
 
-def test_never_analyzed_where(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_never_analyzed_where(tmp_path: Path, capsys) -> None:
     root = tmp_path / "t" / "part=a"
     root.mkdir(parents=True)
     pa.parquet.write_table(pa.table({"x": [1, 2]}), root / "d.parquet")
@@ -148,7 +148,7 @@ def test_never_analyzed_where(tmp_path: Path, capsys) -> None:  # noqa: ANN001
         ls.open_table(str(tmp_path / "t")).stats(["x"], where="x > 1")
 
 
-def test_changed_partition_is_not_pruned_by_old_statistics(spark, tmp_path: Path) -> None:  # noqa: ANN001
+def test_changed_partition_is_not_pruned_by_old_statistics(spark, tmp_path: Path) -> None:
     """A directory table has no snapshots: a partition whose files changed since the last
     analyze is analyzed even if its old statistics say it cannot match."""
     root = tmp_path / "t"

@@ -69,7 +69,7 @@ def _partition(rng: np.random.Generator, n: int, shift: int) -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def analyzed(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, duckdb.DuckDBPyConnection]:  # noqa: ANN001, E501
+def analyzed(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, duckdb.DuckDBPyConnection]:  # noqa: E501
     root = tmp_path_factory.mktemp("estimate") / "t"
     rng = np.random.default_rng(14)
     tables = []
@@ -164,7 +164,7 @@ def _true_counts(con: duckdb.DuckDBPyConnection, where: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("where", PREDICATES)
-def test_estimate_holds_the_true_count(analyzed, where: str) -> None:  # noqa: ANN001
+def test_estimate_holds_the_true_count(analyzed, where: str) -> None:
     root, con = analyzed
     truth = _true_counts(con, where)
     result = ls.open_table(str(root)).estimate(where)
@@ -204,7 +204,7 @@ EXACT = [
 ]
 
 
-def test_index_provider_equals_file_provider(analyzed, monkeypatch) -> None:  # noqa: ANN001
+def test_index_provider_equals_file_provider(analyzed, monkeypatch) -> None:
     """The partition-index provider (the default) gives the file provider's estimates,
     bounds and partitions, and opens no partition file where min/max or null counts
     settle every partition."""
@@ -218,7 +218,7 @@ def test_index_provider_equals_file_provider(analyzed, monkeypatch) -> None:  # 
     opened: list[str] = []
     original = StatisticsReader._file
 
-    def spy(self, entry, kind):  # noqa: ANN001, ANN202
+    def spy(self, entry, kind):
         opened.append(kind)
         return original(self, entry, kind)
 
@@ -231,7 +231,7 @@ def test_index_provider_equals_file_provider(analyzed, monkeypatch) -> None:  # 
 
 
 @pytest.mark.parametrize("where", EXACT)
-def test_exact_where_the_statistics_allow(analyzed, where: str) -> None:  # noqa: ANN001
+def test_exact_where_the_statistics_allow(analyzed, where: str) -> None:
     root, con = analyzed
     total = sum(_true_counts(con, where).values())
     result = ls.open_table(str(root)).estimate(where)
@@ -239,14 +239,14 @@ def test_exact_where_the_statistics_allow(analyzed, where: str) -> None:  # noqa
     assert result["row_count"] == total
 
 
-def test_pruned_partitions_hold_no_match(analyzed) -> None:  # noqa: ANN001
+def test_pruned_partitions_hold_no_match(analyzed) -> None:
     root, con = analyzed
     result = ls.open_table(str(root)).estimate("u >= 200000 AND u < 200003")
     assert [p["partition"]["part"] for p in result["partitions"]] == ["p2"]
     assert set(_true_counts(con, "u >= 200000 AND u < 200003")) == {"p2"}
 
 
-def test_single_column_estimates_are_close(analyzed) -> None:  # noqa: ANN001
+def test_single_column_estimates_are_close(analyzed) -> None:
     """Not a bound check: the point estimates of single-column predicates are near the
     truth (q-error), which is what a planner uses."""
     root, con = analyzed
@@ -260,7 +260,7 @@ def test_single_column_estimates_are_close(analyzed) -> None:  # noqa: ANN001
     assert float(np.median(errors)) <= 1.2, errors
 
 
-def test_detail_per_conjunct(analyzed) -> None:  # noqa: ANN001
+def test_detail_per_conjunct(analyzed) -> None:
     root, con = analyzed
     result = ls.open_table(str(root)).estimate("i < 150 AND i >= 100 AND s LIKE 'apple%'")
     texts = [d["predicate"] for d in result["detail"]]
@@ -270,7 +270,7 @@ def test_detail_per_conjunct(analyzed) -> None:  # noqa: ANN001
         assert d["lower"] <= truth <= d["upper"]
 
 
-def test_table_level_estimate_holds_bounds(analyzed) -> None:  # noqa: ANN001
+def test_table_level_estimate_holds_bounds(analyzed) -> None:
     root, con = analyzed
     for where in ("i < 150", "small = 3", "s = 'apple0'", "f > 0 AND b = TRUE"):
         total = sum(_true_counts(con, where).values())
@@ -280,7 +280,7 @@ def test_table_level_estimate_holds_bounds(analyzed) -> None:  # noqa: ANN001
             assert result["row_count"] == total
 
 
-def test_cli_json_keys(analyzed, capsys) -> None:  # noqa: ANN001
+def test_cli_json_keys(analyzed, capsys) -> None:
     root, con = analyzed
     code = cli.main(["estimate", str(root), "--where", "small = 3 AND i < 200", "--json"])
     out, err = capsys.readouterr()
@@ -309,7 +309,7 @@ def test_cli_json_keys(analyzed, capsys) -> None:  # noqa: ANN001
         ("i LIKE 'a%'", InvalidPredicateError, "LIKE needs a string column"),
     ],
 )
-def test_errors(analyzed, capsys, where: str, error: type, message: str) -> None:  # noqa: ANN001
+def test_errors(analyzed, capsys, where: str, error: type, message: str) -> None:
     root, _ = analyzed
     with pytest.raises(error) as info:
         ls.open_table(str(root)).estimate(where)
@@ -329,7 +329,7 @@ def test_never_analyzed(tmp_path: Path) -> None:
     assert issubclass(StatisticsNotFoundError, LakestatsError)
 
 
-def test_column_without_statistics(spark, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_column_without_statistics(spark, tmp_path: Path, capsys) -> None:
     (tmp_path / "t").mkdir()
     pq.write_table(pa.table({"a": [1, 2, 2], "b": [1.0, None, 3.0]}), tmp_path / "t" / "x.parquet")
     table = ls.open_table(str(tmp_path / "t"))

@@ -37,7 +37,7 @@ def data() -> tuple[pa.Table, duckdb.DuckDBPyConnection]:
 
 
 @pytest.mark.parametrize("where", PREDICATES + MORE)
-def test_three_valued_counts_match_duckdb(data, where: str) -> None:  # noqa: ANN001
+def test_three_valued_counts_match_duckdb(data, where: str) -> None:
     table, con = data
     types = {f.name: f.type for f in table.schema}
     pred = predicates.parse(where, types)

@@ -25,13 +25,13 @@ COLUMNS = ("n", "x", "word", "day", "amount")
 
 
 @pytest.fixture(scope="module")
-def openapi(served):  # noqa: ANN001, ANN201
+def openapi(served):
     client, _, _ = served
     return schemathesis.openapi.from_asgi("/openapi.json", client.app)
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, spark):  # noqa: ANN001, ANN201
+def served(tmp_path_factory: pytest.TempPathFactory, spark):
     config = analyzed_sales(tmp_path_factory.mktemp("service"), spark)
     app = create_app([config])
     app.state.tables.refresh_seconds = 0  # see a new version at once (last test)
@@ -39,7 +39,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, spark):  # noqa: ANN001, AN
         yield client, config, ls.open_table(config.table)
 
 
-def _error(response, status: int, kind: str, words: str) -> None:  # noqa: ANN001
+def _error(response, status: int, kind: str, words: str) -> None:
     assert response.status_code == status, response.text
     body = response.json()
     assert set(body) == {"error"} and set(body["error"]) == {"type", "message"}
@@ -48,7 +48,7 @@ def _error(response, status: int, kind: str, words: str) -> None:  # noqa: ANN00
     assert "Traceback" not in response.text
 
 
-def test_tables_and_versions(served) -> None:  # noqa: ANN001
+def test_tables_and_versions(served) -> None:
     client, config, table = served
     con = duck(config.table)
     [(rows,)] = con.execute("SELECT count(*) FROM sales").fetchall()
@@ -64,7 +64,7 @@ def test_tables_and_versions(served) -> None:  # noqa: ANN001
     assert all(set(p) == {"partition", "name", "row_count"} for p in parts)  # no server paths
 
 
-def _expected(con, where: str = "TRUE") -> dict[str, dict[str, object]]:  # noqa: ANN001
+def _expected(con, where: str = "TRUE") -> dict[str, dict[str, object]]:
     out = {}
     for column in COLUMNS:
         value = "CASE WHEN isnan(x) THEN NULL ELSE x END" if column == "x" else column
@@ -85,7 +85,7 @@ def _json_of(value: object) -> object:
 
 
 @pytest.mark.parametrize("region", [None, "north"])
-def test_statistics_match_duckdb(served, region: str | None) -> None:  # noqa: ANN001
+def test_statistics_match_duckdb(served, region: str | None) -> None:
     client, config, _ = served
     con = duck(config.table)
     params = {"partition": f"region={region}"} if region else {}
@@ -105,7 +105,7 @@ def test_statistics_match_duckdb(served, region: str | None) -> None:  # noqa: A
         assert data["partition"] == {"region": region}
 
 
-def test_statistics_column_subset_and_snapshot_params(served) -> None:  # noqa: ANN001
+def test_statistics_column_subset_and_snapshot_params(served) -> None:
     client, _, table = served
     data = client.get("/api/tables/sales/statistics?columns=word,n").json()
     assert [c["name"] for c in data["columns"]] == ["word", "n"]
@@ -117,7 +117,7 @@ def test_statistics_column_subset_and_snapshot_params(served) -> None:  # noqa: 
            "InvalidArgumentError", "ISO-8601")
 
 
-def test_stats_batched_match_duckdb(served) -> None:  # noqa: ANN001
+def test_stats_batched_match_duckdb(served) -> None:
     client, config, table = served
     con = duck(config.table)
     params = {"columns": "n,word", "where": "region IN ('east', 'west')"}
@@ -138,7 +138,7 @@ def test_stats_batched_match_duckdb(served) -> None:  # noqa: ANN001
            "InvalidPredicateError", "cannot parse")
 
 
-def test_frequencies_histogram_and_holders(served) -> None:  # noqa: ANN001
+def test_frequencies_histogram_and_holders(served) -> None:
     client, config, table = served
     con = duck(config.table)
     counts = dict(con.execute("SELECT word, count(*) FROM sales GROUP BY 1").fetchall())
@@ -172,7 +172,7 @@ def test_frequencies_histogram_and_holders(served) -> None:  # noqa: ANN001
            "top")
 
 
-def test_estimate_and_predicate_statistics(served) -> None:  # noqa: ANN001
+def test_estimate_and_predicate_statistics(served) -> None:
     client, config, table = served
     con = duck(config.table)
     where = "n IS NULL AND region = 'east'"
@@ -197,7 +197,7 @@ def test_estimate_and_predicate_statistics(served) -> None:  # noqa: ANN001
            "InvalidPredicateError", "")
 
 
-def test_etags_and_not_modified(served) -> None:  # noqa: ANN001
+def test_etags_and_not_modified(served) -> None:
     client, _, _ = served
     first = client.get("/api/tables/sales/statistics?partition=region=east")
     tag = first.headers["etag"]
@@ -225,7 +225,7 @@ def test_etags_and_not_modified(served) -> None:  # noqa: ANN001
         "/tables/file:%2F%2F%2Fetc%2Fpasswd",
     ],
 )
-def test_path_traversal_refused(served, url: str) -> None:  # noqa: ANN001
+def test_path_traversal_refused(served, url: str) -> None:
     client, config, _ = served
     response = client.get(url)
     assert response.status_code in (400, 404), response.text
@@ -235,7 +235,7 @@ def test_path_traversal_refused(served, url: str) -> None:  # noqa: ANN001
     assert direct.status_code == 404  # the table's own path is no name
 
 
-def test_errors_in_shape(served) -> None:  # noqa: ANN001
+def test_errors_in_shape(served) -> None:
     client, _, _ = served
     _error(client.get("/api/tables/nope/statistics"), 404, "TableNotFoundError",
            "served tables: sales")
@@ -248,7 +248,7 @@ def test_errors_in_shape(served) -> None:  # noqa: ANN001
     _error(client.post("/api/tables"), 405, "MethodNotAllowed", "")
 
 
-def test_pages_show_the_numbers(served) -> None:  # noqa: ANN001
+def test_pages_show_the_numbers(served) -> None:
     client, _, _ = served
     assert 'href="/tables/sales"' in client.get("/").text
     api = client.get("/api/tables/sales/statistics").json()
@@ -270,7 +270,7 @@ def test_pages_show_the_numbers(served) -> None:  # noqa: ANN001
     assert client.get("/tables/nope").status_code == 404
 
 
-def test_new_version_is_served_with_a_new_etag(served, spark) -> None:  # noqa: ANN001
+def test_new_version_is_served_with_a_new_etag(served, spark) -> None:
     client, config, table = served
     before = client.get("/api/tables/sales/statistics")
     extra = pa.table({"n": pa.array([1, 2, None]), "x": [1.0, 2.0, 3.0],
@@ -285,7 +285,7 @@ def test_new_version_is_served_with_a_new_etag(served, spark) -> None:  # noqa: 
     assert after.json()["row_count"] == before.json()["row_count"] + 3
 
 
-def test_fuzzed_api_never_5xx(openapi) -> None:  # noqa: ANN001
+def test_fuzzed_api_never_5xx(openapi) -> None:
     """Schemathesis over /openapi.json, a bounded number of cases per operation: no 5xx,
     every 4xx in the documented shape."""
     operations = [result.ok() for result in openapi.get_all_operations()]
@@ -301,7 +301,7 @@ def test_fuzzed_api_never_5xx(openapi) -> None:  # noqa: ANN001
             derandomize=True,
             suppress_health_check=list(HealthCheck),
         )
-        def check(case) -> None:  # noqa: ANN001
+        def check(case) -> None:
             response = case.call()
             where = f"{case.method} {case.formatted_path} {case.query}"
             assert response.status_code < 500, f"{where}: {response.text}"
@@ -315,7 +315,7 @@ def test_fuzzed_api_never_5xx(openapi) -> None:  # noqa: ANN001
         check()
 
 
-def test_predicate_statistics_of_an_analyzed_predicate(tmp_path: Path, spark) -> None:  # noqa: ANN001
+def test_predicate_statistics_of_an_analyzed_predicate(tmp_path: Path, spark) -> None:
     config = analyzed_sales(tmp_path, spark)
     table = ls.open_table(config.table)
     where = "n > 3 AND region <> 'east'"

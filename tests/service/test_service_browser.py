@@ -35,7 +35,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory, spark):  # noqa: ANN001, ANN201
+def base_url(tmp_path_factory: pytest.TempPathFactory, spark):
     import uvicorn
 
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
@@ -58,7 +58,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory, spark):  # noqa: ANN001, 
 
 
 @pytest.fixture(scope="module")
-def browser():  # noqa: ANN201
+def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -67,7 +67,7 @@ def browser():  # noqa: ANN201
         browser.close()
 
 
-def test_table_page_column_page_and_partition(base_url: str, browser, tmp_path: Path) -> None:  # noqa: ANN001
+def test_table_page_column_page_and_partition(base_url: str, browser, tmp_path: Path) -> None:
     api = httpx.Client(base_url=base_url, timeout=30)
     level = api.get("/api/tables/sales/statistics").json()
     page = browser.new_page(viewport={"width": 1400, "height": 700})

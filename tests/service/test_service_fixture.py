@@ -54,7 +54,7 @@ def write_sales(root: Path, rows: int = 400) -> Path:
     return root
 
 
-def analyzed_sales(directory: Path, spark) -> TableConfig:  # noqa: ANN001
+def analyzed_sales(directory: Path, spark) -> TableConfig:
     root = write_sales(directory / "sales")
     ls.open_table(str(root)).analyze(spark=spark)
     return TableConfig(name="sales", table=str(root))

@@ -41,7 +41,7 @@ def _orders(n: int, rng: np.random.Generator) -> pa.Table:
             "o_orderkey": pa.array(np.arange(1, n + 1, dtype=np.int64)),
             "o_custkey": pa.array(rng.integers(1, n // 10, n)),
             "o_orderdate": pa.array([start + dt.timedelta(days=int(d)) for d in
-                                     rng.integers(0, 2400, n)], pa.date32()),  # fmt: skip
+                                     rng.integers(0, 2400, n)], pa.date32()),
             "o_totalprice": pa.array(np.round(rng.gamma(2.0, 70_000.0, n), 2)),
             "o_orderpriority": pa.array([f"{p}-PRIORITY" for p in rng.integers(1, 6, n)]),
             "o_discount": pa.array(
@@ -116,7 +116,7 @@ def _tables(spark, *names: str):
             spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
-def _stats(frame) -> tuple[int | None, int]:  # noqa: ANN001
+def _stats(frame) -> tuple[int | None, int]:
     """(rowCount, sizeInBytes) Spark's optimizer estimates for a DataFrame's plan."""
     stats = frame._jdf.queryExecution().optimizedPlan().stats()
     rows = stats.rowCount()
@@ -133,7 +133,7 @@ def _true_count(path: Path, where: str) -> int:
         con.close()
 
 
-def _described_histogram(spark, table: str, column: str) -> tuple[float, list[tuple]]:  # noqa: ANN001
+def _described_histogram(spark, table: str, column: str) -> tuple[float, list[tuple]]:
     """The histogram as Spark's catalog holds it (DESCRIBE EXTENDED), not as we sent it."""
     described = spark.sql(f"DESCRIBE EXTENDED {table} {column}").collect()
     rows = {r.info_name: r.info_value for r in described}
@@ -265,7 +265,7 @@ def test_values_match_sparks_own_analyze(spark, tpch):
         for column in columns:
             ours, theirs = (
                 {r.info_name: r.info_value for r in
-                 spark.sql(f"DESCRIBE EXTENDED {t} {column}").collect()}  # fmt: skip
+                 spark.sql(f"DESCRIBE EXTENDED {t} {column}").collect()}
                 for t in ("ls_o", "spark_o")
             )
             for key in ("min", "max", "num_nulls", "avg_col_len", "max_col_len"):
@@ -286,7 +286,7 @@ def test_register_reuses_its_table_and_refuses_another_location(spark, tpch):
         register(spark, orders, "ls_again")
         again = register(spark, orders, "ls_again")  # a new session re-registers: idempotent
         assert _stats(spark.table("ls_again"))[0] == again.row_count == 60_000
-        with pytest.raises(InvalidArgumentError, match="already exists over .*: drop it"):
+        with pytest.raises(InvalidArgumentError, match=r"already exists over .*: drop it"):
             register(spark, ls.open_table(str(tpch["lineitem"])), "ls_again")
 
 

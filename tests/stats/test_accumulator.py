@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -20,7 +22,7 @@ def _compute(table: pa.Table, slices: int = 1, bins: int = 50, max_frequencies: 
     accumulators = [ColumnAccumulator(leaf) for leaf in leaves]
     bounds = np.linspace(0, table.num_rows, slices + 1).astype(int)
     parts = []
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+    for lo, hi in itertools.pairwise(bounds):
         part = [ColumnAccumulator(leaf) for leaf in leaves]
         for acc in part:
             acc.observe(leaf_array(table.slice(lo, hi - lo), acc.leaf))

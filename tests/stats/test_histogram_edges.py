@@ -115,13 +115,13 @@ def test_every_type_counts_values_on_edges_in_the_reported_bin() -> None:
             assert bins[-1]["upper"] == top, (name, nbins)  # the last bin ends at max
 
 
-def _histogram_json(capsys, args: list[str]) -> list[dict]:  # noqa: ANN001
+def _histogram_json(capsys, args: list[str]) -> list[dict]:
     assert cli.main(["histogram", *args, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.spark
-def test_cli_reproduction_partition_histogram(spark, tmp_path, capsys) -> None:  # noqa: ANN001
+def test_cli_reproduction_partition_histogram(spark, tmp_path, capsys) -> None:
     table = tmp_path / "T"
     (table / "p=a").mkdir(parents=True)
     pq.write_table(pa.table({"x": [43.0, 53.8, 79.0]}), table / "p=a" / "f.parquet")
@@ -148,7 +148,7 @@ def test_cli_reproduction_partition_histogram(spark, tmp_path, capsys) -> None: 
 
 
 @pytest.mark.spark
-def test_exact_table_histogram_of_round_floats_matches_duckdb(spark, tmp_path) -> None:  # noqa: ANN001
+def test_exact_table_histogram_of_round_floats_matches_duckdb(spark, tmp_path) -> None:
     """dep_delay-like doubles over several partitions, frequencies complete: the exact
     table histogram counts each value in the bin its reported edges give, as DuckDB does."""
     rng = np.random.default_rng(12)
@@ -185,7 +185,7 @@ def test_exact_table_histogram_of_round_floats_matches_duckdb(spark, tmp_path) -
 
 
 @pytest.mark.spark
-def test_cli_reproduction_rebinned_histogram_stays_within_max(spark, tmp_path, capsys) -> None:  # noqa: ANN001
+def test_cli_reproduction_rebinned_histogram_stays_within_max(spark, tmp_path, capsys) -> None:
     table = tmp_path / "T"
     (table / "p=a").mkdir(parents=True)
     (table / "p=b").mkdir(parents=True)
@@ -218,7 +218,7 @@ def _straddling(partition_bins: list[list[dict]], edge: float) -> int:
     )
 
 
-def _check_rebinned_bound(handle, column: str, partitions: list[str], values: np.ndarray) -> None:  # noqa: ANN001
+def _check_rebinned_bound(handle, column: str, partitions: list[str], values: np.ndarray) -> None:
     [row] = handle.statistics(None, [column])
     assert row["histogram_exact"] is False, column
     table_bins = handle.histogram(column)
@@ -243,7 +243,7 @@ def _check_rebinned_bound(handle, column: str, partitions: list[str], values: np
 
 
 @pytest.mark.spark
-def test_rebinned_histograms_hold_their_error_bound(spark, tmp_path) -> None:  # noqa: ANN001
+def test_rebinned_histograms_hold_their_error_bound(spark, tmp_path) -> None:
     """Integer keys whose partitions' ranges end mid-bin, prices with 2 decimals, dates:
     frequencies truncated, so the table histogram is re-binned; it stays within [min, max]
     and every range of its bins is within the documented bound of the true count."""
@@ -290,13 +290,13 @@ def test_rebinned_histograms_hold_their_error_bound(spark, tmp_path) -> None:  #
 class _AsNumbers:
     """The handle's histograms with dates and decimals as storage numbers (days, cents)."""
 
-    def __init__(self, handle, column: str) -> None:  # noqa: ANN001
+    def __init__(self, handle, column: str) -> None:
         self.handle, self.column = handle, column
 
-    def statistics(self, partition, columns):  # noqa: ANN001, ANN201
+    def statistics(self, partition, columns):
         return self.handle.statistics(partition, columns)
 
-    def histogram(self, column: str, partition=None) -> list[dict]:  # noqa: ANN001
+    def histogram(self, column: str, partition=None) -> list[dict]:
         def number(v: object) -> int:
             if isinstance(v, decimal.Decimal):
                 return int(v.scaleb(2))

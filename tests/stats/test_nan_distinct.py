@@ -19,8 +19,8 @@ pytestmark = pytest.mark.spark
 @pytest.mark.parametrize("local_cells", [0, reduce_local.LOCAL_CELLS])
 @pytest.mark.parametrize("distinct_per_partition", [40, 900])
 def test_table_distinct_estimate_counts_nan_once(
-    spark,  # noqa: ANN001
-    tmp_path,  # noqa: ANN001
+    spark,
+    tmp_path,
     monkeypatch: pytest.MonkeyPatch,
     local_cells: int,
     distinct_per_partition: int,

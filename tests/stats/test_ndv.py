@@ -41,14 +41,14 @@ def clamp(x: float, d: int, big_n: int) -> float:
 # ---- the published formulas, written out independently ------------------------------
 
 
-def ref_chao(f, N):  # noqa: N803
+def ref_chao(f, N):
     n, d = sizes(f)
     f1, f2 = f.get(1, 0), f.get(2, 0)
     est = d + f1**2 / (2 * f2) if f2 else d + f1 * (f1 - 1) / 2
     return clamp(est, d, N)
 
 
-def ref_chao_lee(f, N):  # noqa: N803
+def ref_chao_lee(f, N):
     n, d = sizes(f)
     cover = 1 - f.get(1, 0) / n
     s = sum(i * (i - 1) * c for i, c in f.items())
@@ -56,7 +56,7 @@ def ref_chao_lee(f, N):  # noqa: N803
     return clamp(d / cover + n * (1 - cover) / cover * g2, d, N)
 
 
-def ref_shlosser(f, N):  # noqa: N803
+def ref_shlosser(f, N):
     n, d = sizes(f)
     q = n / N
     top = sum((1 - q) ** i * c for i, c in f.items())
@@ -64,20 +64,20 @@ def ref_shlosser(f, N):  # noqa: N803
     return clamp(d + f.get(1, 0) * top / bottom, d, N)
 
 
-def ref_duj1(f, N):  # noqa: N803 - PostgreSQL analyze.c: n*d / (n - f1 + f1*n/N)
+def ref_duj1(f, N):
     n, d = sizes(f)
     f1 = f.get(1, 0)
     return clamp(n * d / (n - f1 + f1 * n / N), d, N)
 
 
-def ref_duj2_parts(f, n, d, N):  # noqa: N803 - Haas & Stokes 1998 Eq. 11, 16, 18b
+def ref_duj2_parts(f, n, d, N):
     q, f1 = n / N, f.get(1, 0)
     duj1 = d / (1 - (1 - q) * f1 / n)
     g2 = max(duj1 / n**2 * sum(i * (i - 1) * c for i, c in f.items()) + duj1 / N - 1, 0)
     return (d - (1 - q) * f1 * math.log(1 - q) * g2 / q) / (1 - (1 - q) * f1 / n), g2
 
 
-def ref_duj2a(f, N):  # noqa: N803
+def ref_duj2a(f, N):
     n, d = sizes(f)
     q = n / N
     heavy = {i: c for i, c in f.items() if i > 50}
@@ -94,7 +94,7 @@ def ref_duj2a(f, N):  # noqa: N803
     return clamp(est + sum(heavy.values()), d, N)
 
 
-def ref_sh3(f, N):  # noqa: N803 - Haas & Stokes 1998 Eq. 30b
+def ref_sh3(f, N):
     n, d = sizes(f)
     q = n / N
     a = sum(i * q * q * (1 - q * q) ** (i - 1) * c for i, c in f.items())
@@ -104,12 +104,12 @@ def ref_sh3(f, N):  # noqa: N803 - Haas & Stokes 1998 Eq. 30b
     return clamp(d + f.get(1, 0) * a / b * (e / g) ** 2, d, N)
 
 
-def ref_gee(f, N):  # noqa: N803
+def ref_gee(f, N):
     n, d = sizes(f)
     return clamp(math.sqrt(N / n) * f.get(1, 0) + d - f.get(1, 0), d, N)
 
 
-def ref_sjack(f, N):  # noqa: N803 - Haas et al. 1995, Section 4.3
+def ref_sjack(f, N):
     n, d = sizes(f)
     f1 = f.get(1, 0)
     d0 = (d - f1 / n) / (1 - (N - n + 1) * f1 / (n * N))
@@ -145,7 +145,7 @@ REFERENCES = {
 
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 @pytest.mark.parametrize("f,N", PROFILES)
-def test_estimator_equals_published_formula(name, f, N):  # noqa: N803
+def test_estimator_equals_published_formula(name, f, N):
     n, _ = sizes(f)
     expected = REFERENCES[name](f, N)
     got_dense = ndv.ESTIMATORS[name](dense(f), n, N).value
@@ -155,7 +155,7 @@ def test_estimator_equals_published_formula(name, f, N):  # noqa: N803
 
 
 @pytest.mark.parametrize("f,N", PROFILES)
-def test_duj2_and_haas_stokes_hybrid(f, N):  # noqa: N803
+def test_duj2_and_haas_stokes_hybrid(f, N):
     n, d = sizes(f)
     duj2, g2 = ref_duj2_parts(f, n, d, N)
     assert ndv.duj2(f, n, N).value == pytest.approx(clamp(duj2, d, N), rel=1e-9)
@@ -168,7 +168,7 @@ def test_haas_stokes_takes_each_branch():
     """gamma^2 below 0.9, between 0.9 and 30, above 30: Duj2, Duj2a, Sh3."""
     low, mid, high = ({1: 40, 2: 10}, 10_000), (HEAVY, 10_000), ({1: 200, 2: 5, 500: 2}, 20_000)
     got = []
-    for f, N in (low, mid, high):  # noqa: N806
+    for f, N in (low, mid, high):
         n, d = sizes(f)
         _, g2 = ref_duj2_parts(f, n, d, N)
         got.append(g2)
@@ -180,7 +180,7 @@ def test_haas_stokes_takes_each_branch():
 
 
 @pytest.mark.parametrize("f,N", PROFILES)
-def test_ae_solves_its_fixed_point_equation(f, N):  # noqa: N803
+def test_ae_solves_its_fixed_point_equation(f, N):
     n, d = sizes(f)
     est = ndv.ae(f, n, N).value
     m = est - d + f.get(1, 0) + f.get(2, 0)
@@ -228,7 +228,7 @@ def test_edge_cases(name):
     no_single = estimator({2: 50, 3: 30}, 190, 1900).value
     assert 80 <= no_single <= 1900
     assert no_single < 80 * 1.3
-    for f, N in PROFILES:  # noqa: N806
+    for f, N in PROFILES:
         n, d = sizes(f)
         assert d <= estimator(f, n, N).value <= N
     # five values seen 60,000 times each at q = 0.1: (1-q)^i underflows; the answer is d
@@ -271,7 +271,7 @@ def test_uniform_data_all_estimators_near_truth_at_ten_percent():
     population = np.repeat(np.arange(20_000), 50)
     sample = rng.choice(population, population.size // 10, replace=False)
     f = frequency_of_frequencies(sample)
-    n, N = sample.size, population.size  # noqa: N806
+    n, N = sample.size, population.size
     for name, estimator in ndv.ESTIMATORS.items():
         assert estimator(f, n, N).value == pytest.approx(20_000, rel=0.10), name
     _, value, (lower, upper) = select_estimator(f, n, N)
@@ -280,7 +280,7 @@ def test_uniform_data_all_estimators_near_truth_at_ten_percent():
 
 def test_selection_rule_branches_and_interval():
     rng = np.random.default_rng(11)
-    N = 200_000  # noqa: N806
+    N = 200_000
     uniform = rng.integers(0, 50_000, N)
     skewed = rng.zipf(1.3, N)
     for column, want in ((uniform, "duj2*chao_lee"), (skewed, "sh3")):

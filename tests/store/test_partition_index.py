@@ -138,7 +138,7 @@ def _check_index(root: Path) -> manifest.Version:
     return version
 
 
-def test_index_after_full_and_incremental_analyses(spark, tmp_path: Path, mode: str) -> None:  # noqa: ANN001
+def test_index_after_full_and_incremental_analyses(spark, tmp_path: Path, mode: str) -> None:
     root = tmp_path / "t"
     for p in range(PARTITIONS):
         _write(root, p, seed=p)
@@ -169,7 +169,7 @@ def test_index_after_full_and_incremental_analyses(spark, tmp_path: Path, mode: 
     assert all(third.run_id not in new[k] for k in reused)
 
 
-def test_stats_query_cli_where_and_fallback(spark, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_stats_query_cli_where_and_fallback(spark, tmp_path: Path, capsys) -> None:
     root = tmp_path / "t"
     for p in range(4):
         _write(root, p, seed=p)

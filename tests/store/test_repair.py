@@ -53,7 +53,7 @@ def _file(stats: Path, name: str, kind: str) -> Path:
 
 @pytest.mark.parametrize("old_manifest", [False, True])
 def test_reanalyze_recomputes_missing_and_damaged_partition_files(
-    spark,  # noqa: ANN001
+    spark,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
     old_manifest: bool,
@@ -98,7 +98,7 @@ def test_reanalyze_recomputes_missing_and_damaged_partition_files(
 
 
 def test_a_damaged_statistics_file_is_one_line_and_reanalyze_repairs_it(
-    spark,  # noqa: ANN001
+    spark,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
 ) -> None:
@@ -141,7 +141,7 @@ def test_a_damaged_statistics_file_is_one_line_and_reanalyze_repairs_it(
 
 
 def test_a_damaged_manifest_is_skipped_by_lookups_and_analyze_publishes_after_it(
-    spark,  # noqa: ANN001
+    spark,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
 ) -> None:

@@ -24,7 +24,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint():  # noqa: ANN201
+def s3_endpoint():
     """moto's S3 server in its own process: some deltalake calls hold the GIL while they
     wait for S3, which would starve a server thread in this process."""
     import subprocess
@@ -47,7 +47,7 @@ def s3_endpoint():  # noqa: ANN201
     deadline = time.monotonic() + 30
     while True:
         try:
-            urllib.request.urlopen(options.endpoint_url, timeout=1)  # noqa: S310 - local moto
+            urllib.request.urlopen(options.endpoint_url, timeout=1)
             break
         except OSError:
             if time.monotonic() > deadline or server.poll() is not None:
@@ -88,7 +88,7 @@ def _table(root: Path) -> Path:
     return root
 
 
-def test_analyze_to_s3_and_look_up(spark, s3_env: fs.S3Options, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_analyze_to_s3_and_look_up(spark, s3_env: fs.S3Options, tmp_path: Path, capsys) -> None:
     table = _table(tmp_path / "t")
     remote = "s3://lakestats-test/stats/t"
     assert cli.main(["analyze", str(table), "--stats-root", remote, "--bins", "20"]) == 0
@@ -147,11 +147,11 @@ def _upload(endpoint: fs.S3Options, local: Path, prefix: str) -> str:
     ],
 )
 def test_tables_on_s3_read_as_their_formats_read_them_locally(
-    spark,  # noqa: ANN001
+    spark,
     s3_env: fs.S3Options,
     fixtures_dir: Path,
     tmp_path: Path,
-    capsys,  # noqa: ANN001
+    capsys,
     name: str,
 ) -> None:
     """The format readers (delta-rs, hudi-rs, pypaimon) and the fast path work on s3://

@@ -152,7 +152,7 @@ def test_every_manifest_damaged_is_one_line(tmp_path: Path) -> None:
     root = str(tmp_path / "stats")
     manifest.publish(root, _version(1, "one"))
     Path(layout.absolute(root, layout.version_path(1))).write_text('{"version": 1, "part')
-    with pytest.raises(CorruptStatisticsError, match="v00000001.json is damaged"):
+    with pytest.raises(CorruptStatisticsError, match=r"v00000001\.json is damaged"):
         manifest.load_version(root)
     assert manifest.publish(root, _version(2, "two")) == 2
 

@@ -44,7 +44,7 @@ def _run(capsys: pytest.CaptureFixture, *args: str) -> dict | list:
 
 def test_snapshots_incremental_inheritance_schema_change_and_expiry(
     spark,
-    tmp_path: Path,  # noqa: ANN001, PLR0915
+    tmp_path: Path,
     capsys,
 ) -> None:
     from pyiceberg.transforms import IdentityTransform
@@ -136,7 +136,7 @@ def _files(root: str, version: int) -> set[str]:
     return {p for e in v.partitions for p in e.files.values()} | set(v.table_files.values())
 
 
-def test_sql_statements(spark, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_sql_statements(spark, tmp_path: Path, capsys) -> None:
     warehouse = tmp_path / "wh"
     catalog = load_catalog(warehouse=str(warehouse))
     catalog.create_namespace("db")
@@ -192,7 +192,7 @@ def test_two_analyses_at_once_stay_consistent(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", ["one_task", "spark_stages"])
 def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
-    spark,  # noqa: ANN001
+    spark,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     path: str,
@@ -271,7 +271,7 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
 
 
 def test_snapshot_lookups_read_one_manifest_and_fall_back_without_markers(
-    spark,  # noqa: ANN001
+    spark,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

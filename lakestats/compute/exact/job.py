@@ -26,6 +26,7 @@ partition's full value counts (``stats/value_counts.py``). Stages, all DataFrame
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterator
 
 import numpy as np
@@ -249,7 +250,7 @@ def _write_ranges(
     summaries = []
     with filesystem.open_output_stream(path) as out:
         writer = pq.ParquetWriter(out, ranks.RANKS_SCHEMA, compression="zstd", store_schema=False)
-        for start, stop in zip(cuts[:-1], cuts[1:], strict=True):
+        for start, stop in itertools.pairwise(cuts):
             if stop == start:
                 continue
             local = np.cumsum(counts[start:stop])
@@ -342,7 +343,7 @@ def _write_frequencies(
                 continue
             index = batch.column("column_index").to_numpy(zero_copy_only=False)
             cuts = [0, *(np.flatnonzero(np.diff(index)) + 1).tolist(), len(index)]
-            for start, stop in zip(cuts[:-1], cuts[1:], strict=True):
+            for start, stop in itertools.pairwise(cuts):
                 column = int(index[start])
                 for table in old_rows_before(column):
                     writer.write_table(table, row_group_size=schemas.FREQUENCIES_ROW_GROUP)

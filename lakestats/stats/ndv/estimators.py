@@ -50,7 +50,9 @@ def _clamp(x: float, p: Profile, N: int) -> float:
     return float(min(max(x, p.d), N))
 
 
-def _finish(p: Profile, N: int, value: float, lower=None, upper=None) -> Estimate:
+def _finish(
+    p: Profile, N: int, value: float, lower: float | None = None, upper: float | None = None
+) -> Estimate:
     value = _clamp(value, p, N)
     if lower is None or upper is None:
         return Estimate(value)
