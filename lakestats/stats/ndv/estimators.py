@@ -77,8 +77,9 @@ def chao(f: FrequencyProfile, n: int, N: int) -> Estimate:
 
 def chao_wor(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """Chao & Lin (2012, Biometrics 68(3)), Chao's lower bound for sampling **without
-    replacement** at fraction ``q = n/N``: ``d + f1^2 / (2 f2 n/(n-1) + f1 q/(1-q))``; with
-    ``f2 = 0`` the bias-corrected ``f1 (f1-1) / (2 (f2+1) n/(n-1) + f1 q/(1-q))``. The
+    replacement** at fraction ``q = n/N``: ``d + f1^2 / (2 f2 n/(n-1) + f1 q/(1-q))``. With
+    ``f2 = 0`` lakestats uses Chao's bias-corrected form in the same denominator,
+    ``f1 (f1-1) / (2 (f2+1) n/(n-1) + f1 q/(1-q))`` (by analogy with Chao's; not the paper's). The
     ``q/(1-q)`` term is what Chao (1984) lacks: a class of ``k`` rows can be seen at most ``k``
     times, so for equal classes of any size ``k`` the expected profile gives ``D`` exactly
     (``f1^2 / (2 f2 + f1 q/(1-q)) = D (1-q)^k``) where Chao over-counts by ``k/(k-1)`` (2x for
