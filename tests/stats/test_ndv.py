@@ -48,6 +48,34 @@ def ref_chao(f, N):
     return clamp(est, d, N)
 
 
+def ref_chao_wor(f, N):
+    n, d = sizes(f)
+    q, f1, f2 = n / N, f.get(1, 0), f.get(2, 0)
+    if f1 == 0:
+        return d
+    if f2:
+        unseen = f1**2 / (n / (n - 1) * 2 * f2 + q / (1 - q) * f1)
+    else:
+        unseen = f1 * (f1 - 1) / (n / (n - 1) * 2 + q / (1 - q) * f1)
+    return clamp(d + unseen, d, N)
+
+
+def ref_chao_katz(f, N):
+    n, d = sizes(f)
+    f1, f2, f3 = (f.get(i, 0) for i in (1, 2, 3))
+    if f1 == 0:
+        return d
+    if f2 == 0:
+        return ref_chao_wor(f, N)
+    a_hat = 3 * f3 / f2 - 2 * f2 / f1
+    grad = (2 * f2 / f1**2, -3 * f3 / f2**2 - 2 / f1, 3 / f2)  # d a_hat / d(f1, f2, f3)
+    se = math.sqrt(sum(g * g * v for g, v in zip(grad, (f1, f2, f3), strict=True)))
+    a = math.copysign(max(abs(a_hat) - 2 * se, 0), a_hat)
+    a = min(max(a, -n / (N - n)), f2 / f1)
+    b = 2 * (f2 / f1 - a)
+    return clamp(d + f1 / (a + b), d, N)
+
+
 def ref_chao_lee(f, N):
     n, d = sizes(f)
     cover = 1 - f.get(1, 0) / n
@@ -134,6 +162,8 @@ def ae_residual(f, m):
 REFERENCES = {
     "chao": ref_chao,
     "chao_lee": ref_chao_lee,
+    "chao_wor": ref_chao_wor,
+    "chao_katz": ref_chao_katz,
     "shlosser": ref_shlosser,
     "duj1": ref_duj1,
     "duj2a": ref_duj2a,
@@ -204,6 +234,56 @@ def test_chao_worked_example_and_interval():
     assert (est.lower, est.upper) == pytest.approx((9 + 1.5 / k, 9 + 1.5 * k))
     # no doubletons: the bias-corrected form d + f1 (f1 - 1) / 2
     assert ndv.chao({1: 4, 3: 2}, 10, 1000).value == 6 + 4 * 3 / 2
+
+
+@pytest.mark.parametrize("q", [0.5, 0.25])
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_chao_wor_exact_on_equal_classes(k, q):
+    """D classes of k rows each, sampled without replacement at fraction q: the expected
+    profile is binomial, f_j = D C(k,j) q^j (1-q)^(k-j) (integers here). Chao & Lin's bound
+    returns D (up to its small-sample factors); Chao (1984)
+    over-counts the unseen D (1-q)^k by k/(k-1) (to N for k = 1)."""
+    big_d = round(1000 / q**k)
+    f = {j: round(big_d * math.comb(k, j) * q**j * (1 - q) ** (k - j)) for j in range(1, k + 1)}
+    n, d = sizes(f)
+    N = big_d * k
+    assert n == N * q
+    assert ndv.chao_wor(f, n, N).value == pytest.approx(big_d, rel=1e-2)  # (f1-1), n/(n-1)
+    unseen = big_d - d
+    chao_unseen = ndv.chao(f, n, N).value - d
+    if k > 1:
+        assert chao_unseen == pytest.approx(unseen * k / (k - 1), rel=5e-3)
+    else:
+        assert ndv.chao(f, n, N).value == N
+
+
+def katz_profile(big_d: float, pmf) -> dict:
+    """Expected frequency of frequencies of ``big_d`` values whose sample counts follow pmf."""
+    return {j: round(big_d * pmf(j)) for j in range(1, 60) if round(big_d * pmf(j)) > 0}
+
+
+def test_chao_katz_is_chao_on_poisson_counts_and_corrects_both_sides():
+    """Poisson counts (values of many rows each, drawn independently): a = 0, Chao exactly.
+    Equal classes of k rows (binomial counts): Chao over-counts, chao_katz finds D. Negative
+    binomial counts (class sizes that vary): Chao is a lower bound, chao_katz finds D."""
+    lam, big_d = 0.5, 40_000_000
+    f = katz_profile(big_d, lambda j: math.exp(-lam) * lam**j / math.factorial(j))
+    n, _ = sizes(f)
+    assert ndv.chao_katz(f, n, 400 * n).value == ndv.chao(f, n, 400 * n).value
+    k, q = 3, 0.1
+    f = katz_profile(big_d, lambda j: math.comb(k, j) * q**j * (1 - q) ** (k - j) if j <= k else 0)
+    n, _ = sizes(f)
+    # within 1 %: the soft threshold keeps 2 standard errors of shrinkage towards Chao
+    assert ndv.chao_katz(f, n, round(n / q)).value == pytest.approx(big_d, rel=1e-2)
+    assert ndv.chao(f, n, round(n / q)).value > 1.3 * big_d
+    shape, mean = 2.0, 0.5  # NB: p_j / p_(j-1) = a + b/j with a = mean / (mean + shape) = 0.2
+    p = shape / (shape + mean)
+    f = katz_profile(
+        big_d, lambda j: math.comb(j + 1, j) * p**shape * (1 - p) ** j
+    )  # shape 2: C(j + 1, j)
+    n, _ = sizes(f)
+    assert ndv.chao_katz(f, n, 1000 * n).value == pytest.approx(big_d, rel=1e-2)
+    assert ndv.chao(f, n, 1000 * n).value < 0.9 * big_d
 
 
 def test_gee_value_and_charikar_bounds():
@@ -279,27 +359,40 @@ def test_uniform_data_all_estimators_near_truth_at_ten_percent():
 
 
 def test_selection_rule_branches_and_interval():
+    """Uniform keys: chao_katz; a default value (set aside as heavy) does not change that;
+    Zipf 1.3: skewed, Sh3; log-normal class sizes: moderately skewed, Duj2a."""
+    from lakestats.stats.ndv.estimators import split_heavy
+    from lakestats.stats.ndv.profile import to_profile
+
     rng = np.random.default_rng(11)
     N = 200_000
     uniform = rng.integers(0, 50_000, N)
+    with_default = np.where(rng.random(N) < 0.3, -1, uniform)
     skewed = rng.zipf(1.3, N)
-    for column, want in ((uniform, "duj2*chao_lee"), (skewed, "sh3")):
-        sample = column[rng.choice(N, N // 100, replace=False)]
+    lognormal = np.repeat(np.arange(40_000), np.maximum(rng.lognormal(0.5, 2, 40_000), 1)
+                          .astype(np.int64))[:N]  # fmt: skip
+    cases = ((uniform, "chao_katz"), (with_default, "chao_katz"), (skewed, "sh3"),
+             (lognormal, "duj2a"))  # fmt: skip
+    for column, want in cases:
+        size = column.size
+        sample = column[rng.choice(size, size // 100, replace=False)]
         f = frequency_of_frequencies(sample)
         n = sample.size
         p_d = int(f.sum())
-        name, value, (lower, upper) = select_estimator(f, n, N, replicates=50, seed=3)
+        name, value, (lower, upper) = select_estimator(f, n, size, replicates=50, seed=3)
         assert name == want
-        if want == "sh3":
-            assert value == ndv.sh3(f, n, N).value
+        if want == "chao_katz":
+            light, n_light, big_n_light, heavy = split_heavy(to_profile(f), n, size)
+            expected = ndv.chao_katz(light, n_light, round(big_n_light)).value + heavy
+            assert heavy == (1 if column is with_default else 0)
+            assert value == pytest.approx(min(max(expected, p_d), size))
         else:
-            assert value == pytest.approx(
-                math.sqrt(ndv.duj2(f, n, N).value * ndv.chao_lee(f, n, N).value)
-            )
-        assert p_d <= lower <= value <= upper <= N
+            assert value == ndv.ESTIMATORS[want](f, n, size).value
+        assert p_d <= lower <= value <= upper <= size
         assert lower < upper
     assert select_estimator([4, 1], 6, 6) == ("exact", 5.0, (5.0, 5.0))
     assert select_estimator([], 0, 10)[1] == 0
+    assert select_estimator({60: 3}, 180, 1800, replicates=0)[:2] == ("chao_katz", 3.0)
 
 
 def test_profile_level_poisson_bootstrap_matches_row_level():

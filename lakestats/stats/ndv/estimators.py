@@ -77,6 +77,67 @@ def chao(f: FrequencyProfile, n: int, N: int) -> Estimate:
     return _finish(p, N, value, lower, upper)
 
 
+def chao_wor(f: FrequencyProfile, n: int, N: int) -> Estimate:
+    """Chao & Lin (2012, Biometrics 68(3)), Chao's lower bound for sampling **without
+    replacement** at fraction ``q = n/N``: ``d + f1^2 / (2 f2 n/(n-1) + f1 q/(1-q))``. With
+    ``f2 = 0`` lakestats uses Chao's bias-corrected form in the same denominator,
+    ``f1 (f1-1) / (2 (f2+1) n/(n-1) + f1 q/(1-q))`` (by analogy with Chao's; not the paper's). The
+    ``q/(1-q)`` term is what Chao (1984) lacks: a class of ``k`` rows can be seen at most ``k``
+    times, so for equal classes of any size ``k`` the expected profile gives ``D`` exactly
+    (``f1^2 / (2 f2 + f1 q/(1-q)) = D (1-q)^k``) where Chao over-counts by ``k/(k-1)`` (2x for
+    pairs; an all-distinct key with one default value sends Chao to ``N``)."""
+    p, done = _prepare(f, n, N)
+    if done:
+        return done
+    return _finish(p, N, p.d + _chao_wor_unseen(p, n, N))
+
+
+def _chao_wor_unseen(p: Profile, n: int, N: int) -> float:
+    f1, f2 = p.f(1), p.f(2)
+    if f1 == 0:
+        return 0.0
+    q = n / N
+    a = n / (n - 1) if n > 1 else 1.0
+    if f2 > 0:
+        return f1 * f1 / (2 * f2 * a + f1 * q / (1 - q))
+    return f1 * (f1 - 1) / (2 * a + f1 * q / (1 - q))
+
+
+def chao_katz(f: FrequencyProfile, n: int, N: int) -> Estimate:
+    """Chao's estimator generalised to the Katz family, with Poisson (Chao) as the default.
+
+    Chao (1984) reads the unseen count off ``f1`` and ``f2`` assuming a value's sample count is
+    Poisson; Chao & Lin's :func:`chao_wor` assumes instead that every value has the same number
+    of rows (binomial counts, the least dispersed a sample without replacement can be). Both are
+    members of the Katz (Panjer ``(a, b, 0)``) family of count laws, ``p_j / p_(j-1) = a + b/j``
+    (Katz 1965): ``a < 0`` binomial, ``a = 0`` Poisson, ``a > 0`` negative binomial (class sizes
+    that vary, where Chao is only a lower bound). From ``f2/f1 = a + b/2`` the unseen count is
+    ``f0 = f1 / (a + b) = f1 / (2 f2/f1 - a)``; ``f3/f2 = a + b/3`` gives
+    ``a^ = 3 f3/f2 - 2 f2/f1`` with a delta-method standard error ``se`` (counts as Poisson).
+
+    Sample counts past ``f2`` are sparse at a 1 % sample, so ``a^`` is noisy: it is used only as
+    far as it departs from 0 by more than two standard errors, ``a = sign(a^) max(|a^| - 2 se,
+    0)`` (soft thresholding; ``a = 0`` is Chao exactly), then bounded to ``[-q/(1-q), f2/f1]``:
+    no less dispersed than equal class sizes (``a = -q/(1-q)`` is :func:`chao_wor`) and at most
+    twice Chao's unseen count. ``f2 = 0`` falls back to :func:`chao_wor`. The construction is
+    lakestats' (``selection.py`` says why); its parts are Chao's, Chao & Lin's and Katz's."""
+    p, done = _prepare(f, n, N)
+    if done:
+        return done
+    f1, f2, f3 = p.f(1), p.f(2), p.f(3)
+    if f1 == 0:
+        return _finish(p, N, float(p.d))
+    if f2 == 0:
+        return _finish(p, N, p.d + _chao_wor_unseen(p, n, N))
+    r = n / N / (1 - n / N)
+    r2 = f2 / f1
+    a_hat = 3 * f3 / f2 - 2 * r2
+    var = (3 / f2) ** 2 * f3 + (3 * f3 / f2**2 + 2 / f1) ** 2 * f2 + (2 * f2 / f1**2) ** 2 * f1
+    a = math.copysign(max(abs(a_hat) - 2 * math.sqrt(var), 0.0), a_hat)
+    a = min(max(a, -r), r2)
+    return _finish(p, N, p.d + f1 / (2 * r2 - a))
+
+
 def _lognormal_interval(d: float, value: float, var: float) -> tuple[float, float]:
     """Chao (1987): the unseen count ``T = D - d`` is log-normal; 95 % interval for ``D``."""
     t = value - d
@@ -165,6 +226,22 @@ def _population_size(i: np.ndarray, q: float, N: int) -> np.ndarray:
     return (lo + hi) / 2
 
 
+def split_heavy(p: Profile, n: int, N: int) -> tuple[Profile, int, float, float]:
+    """Haas & Stokes (1998, Duj2a): set aside the classes seen more than c = 50 times. Returns
+    the light classes' profile, their sample rows, their population rows (``N`` less the heavy
+    classes' sizes by the method of moments, at least the light sample rows) and the number of
+    heavy classes (all of which the sample has seen)."""
+    heavy = p.freqs > DUJ2A_CUTOFF
+    if not heavy.any():
+        return p, n, float(N), 0.0
+    card_b = float(p.counts[heavy].sum())
+    n_b = int((p.freqs[heavy] * p.counts[heavy]).sum())
+    light = Profile(p.freqs[~heavy], p.counts[~heavy])
+    n_rest = n - n_b
+    big_b = float((_population_size(p.freqs[heavy], n / N, N) * p.counts[heavy]).sum())
+    return light, n_rest, max(N - big_b, float(n_rest)), card_b
+
+
 def duj2a(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """Duj2a (Haas & Stokes 1998): set aside the classes seen more than c = 50 times (their
     population sizes by the method of moments), Duj2 on the rest, add the set-aside back."""
@@ -172,17 +249,11 @@ def duj2a(f: FrequencyProfile, n: int, N: int) -> Estimate:
     if done:
         return done
     q = n / N
-    heavy = p.freqs > DUJ2A_CUTOFF
-    if not heavy.any():
+    light, n_rest, N_rest, card_b = split_heavy(p, n, N)
+    if card_b == 0:
         return duj2(p, n, N)
-    card_b = float(p.counts[heavy].sum())
-    n_b = float((p.freqs[heavy] * p.counts[heavy]).sum())
-    if n_b >= n:
+    if n_rest == 0:
         return _finish(p, N, card_b)
-    light = Profile(p.freqs[~heavy], p.counts[~heavy])
-    n_rest = n - n_b
-    N_rest = N - float((_population_size(p.freqs[heavy], q, N) * p.counts[heavy]).sum())
-    N_rest = max(N_rest, n_rest)
     f1 = light.f(1)
     g2 = _gamma2(_duj1(light.d, f1, n_rest, q), light, n_rest, N_rest)
     return _finish(p, N, _duj2(light.d, f1, n_rest, q, g2) + card_b)
@@ -336,6 +407,8 @@ def hybskew(f: FrequencyProfile, n: int, N: int) -> Estimate:
 
 ESTIMATORS = {
     "chao": chao,
+    "chao_wor": chao_wor,
+    "chao_katz": chao_katz,
     "chao_lee": chao_lee,
     "shlosser": shlosser,
     "duj1": duj1,
