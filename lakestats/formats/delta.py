@@ -29,6 +29,7 @@ from lakestats.formats.base import (
     PartitionPlan,
     PartitionReader,
     PathTable,
+    SampleUnit,
     Slice,
     SnapshotInfo,
     TableFormat,
@@ -321,6 +322,34 @@ class DeltaTableFormat(PathTable):
         if self._needs_engine(self._table):
             return [Slice(partition, partition.data_files)]  # the engine reads whole partitions
         return TableFormat.slices(partition, max_slice_bytes)
+
+    def sample_units(
+        self, partition: PartitionPlan, snapshot_id: int | None = None
+    ) -> list[SampleUnit]:
+        """One unit per data file with its own deletion vector (the engine path reads
+        whole partitions: one unit)."""
+        units = []
+        for piece in self.slices(partition, 1):
+            own = {f.path for f in piece.files}
+            deletes = tuple(
+                d for d in partition.delete_files if d.path.removesuffix(DV_MARKER) in own
+            )
+            units.append(SampleUnit.of(self.location, piece, deletes))
+        return units
+
+    def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
+        """The sample as a Delta table at ``location``, partitioned as the table is; each
+        create or refresh is one overwrite commit (its version is the sample's)."""
+        from deltalake import DeltaTable, write_deltalake
+
+        partitions = list(self._table.metadata().partition_columns) or None
+        write_deltalake(
+            location, rows, mode="overwrite", partition_by=partitions,
+            schema_mode="overwrite", storage_options=self._storage,
+        )
+        version = DeltaTable(location, storage_options=self._storage).version()
+        return {"format": "delta", "location": location, "version": version,
+                "snapshot_id": version}
 
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         table = self._at(snapshot_id)

@@ -361,6 +361,35 @@ class PaimonTableFormat(PathTable):
         groups = groups or [()]  # an empty table is read as one empty slice
         return [Slice(partition, files, i, len(groups)) for i, files in enumerate(groups)]
 
+    def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
+        """The sample as a Paimon append table ``lakestats.sample`` of a filesystem catalog
+        whose warehouse is ``location``, partitioned as the table is; each create or refresh
+        is one overwrite commit (its snapshot is the sample's)."""
+        from pypaimon import CatalogFactory, Schema
+
+        catalog = CatalogFactory.create({"warehouse": location, **_file_io_options(self._s3)})
+        catalog.create_database("lakestats", True)
+        name = "lakestats.sample"
+        keys = list(self._table.partition_keys)
+        try:
+            sibling = catalog.get_table(name)
+        except Exception:  # noqa: BLE001 - pypaimon's TableNotExistException: create it
+            catalog.create_table(name, Schema.from_pyarrow_schema(rows.schema, keys), False)
+            sibling = catalog.get_table(name)
+        builder = sibling.new_batch_write_builder().overwrite()
+        write = builder.new_write()
+        if rows.num_rows:
+            write.write_arrow(rows)
+        builder.new_commit().commit(write.prepare_commit())
+        write.close()
+        sibling = catalog.get_table(name)
+        snapshot = sibling.snapshot_manager().get_latest_snapshot()
+        return {
+            "format": "paimon",
+            "location": fs.join(location, "lakestats.db", "sample"),
+            "snapshot_id": snapshot.id if snapshot else None,
+        }
+
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         partitions = self._partitions(snapshot_id)
         table = _at(self._table, snapshot_id)
