@@ -263,7 +263,7 @@ def test_parquet_refresh_reads_only_changed_files(spark, tmp_path: Path) -> None
     def everything() -> pa.Table:
         parts = []
         for f in sorted(root.glob("region=*/*.parquet")):
-            part = pq.read_table(f)
+            part = pq.ParquetFile(f).read()
             region = f.parent.name.split("=")[1]
             parts.append(part.append_column("region", pa.array([region] * part.num_rows)))
         return pa.concat_tables(parts)
@@ -275,7 +275,7 @@ def test_parquet_refresh_reads_only_changed_files(spark, tmp_path: Path) -> None
     # an appended file in a, a rewritten file in b (30 rows deleted), a removed file in c
     new = root / "region=a" / "part-9.parquet"
     pq.write_table(_rows(9_000, 300, 9).drop_columns(["region"]), new)
-    old = pq.read_table(root / "region=b" / "part-1.parquet")
+    old = pq.ParquetFile(root / "region=b" / "part-1.parquet").read()
     (root / "region=b" / "part-1.parquet").unlink()
     rewritten = root / "region=b" / "part-1b.parquet"
     pq.write_table(old.slice(30), rewritten)
