@@ -136,6 +136,8 @@ def test_iceberg_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None: 
     fresh = ls.open_table("db.sales", str(tmp_path / "fresh"), warehouse=warehouse)
     changes = _refresh_equals_create(table, fresh, changed, spark)
     assert changes["partitions_updated"] == ["region=a", "region=b", "region=c"]
+    removed = {path for path in before if path not in after}
+    assert changes["change_log_files"] == len(changed) + len(removed) == 9  # from the manifests
     shown = table.sample.show()
     current = catalog.load_table("db.sales")
     assert shown["snapshot_id"] == current.current_snapshot().snapshot_id
@@ -179,6 +181,7 @@ def test_delta_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:  #
         table, ls.open_table(uri, str(tmp_path / "fresh")), changed, spark
     )
     assert changes["partitions_updated"] == ["region=a", "region=b", "region=c"]
+    assert changes["change_log_files"] == 9  # the log's 6 adds and 3 removes
     ids = _check_sample(table, DeltaTable(uri).to_pyarrow_table())
     read_back = DeltaTable(table.sample.show()["sibling"]["location"])
     assert read_back.version() == 1
@@ -285,6 +288,7 @@ def test_parquet_refresh_reads_only_changed_files(spark, tmp_path: Path) -> None
     changes = _refresh_equals_create(table, fresh, changed, spark)
     assert changes["partitions_resampled"] == []
     assert changes["partitions_updated"] == ["region=a", "region=b", "region=c"]
+    assert changes["change_log_files"] is None  # no log: the file lists were compared
     _check_sample(table, everything())
     shown = table.sample.show()
     assert all(not any(k.endswith("part-2.parquet") for k in p["units"])

@@ -263,9 +263,15 @@ def refresh(
     plans = table.plan(snapshot)
     known = {p.path: p for p in old.partitions}
     paths = [layout.partition_dir_of(list(p.key), p.values) for p in plans]
+    log = table.changed_files(old.snapshot_id, snapshot) if old.snapshot_id is not None else None
     tasks, work = [], []
     for i, plan in enumerate(plans):
-        task = _refresh_task(paths[i], table.sample_units(plan, snapshot), known.get(paths[i]))
+        before = known.get(paths[i])
+        if log is not None and before is not None and before.units and not _touched(
+            plan, before, log, table.location
+        ):
+            continue  # the change log names none of its files: nothing to read or plan
+        task = _refresh_task(paths[i], table.sample_units(plan, snapshot), before)
         if task is not None:
             tasks.append(task)
             work.append(i)
@@ -291,6 +297,8 @@ def refresh(
             "schema_columns": table.schema(snapshot).names,
             "changes": {
                 "from_snapshot": old.snapshot_id,
+                # files the table's change log lists (None: the file lists were compared)
+                "change_log_files": None if log is None else len(log),
                 "files_read": sum(s["files_read"] for s in summaries),
                 "bytes_read": sum(s["bytes_read"] for s in summaries),
                 "partitions_resampled": sorted(
@@ -316,6 +324,20 @@ def refresh(
         partitions_resampled=sum(1 for s in summaries if s["resampled"]),
         state_bytes_read=sum(s["state_bytes_read"] for s in summaries),
     )
+
+
+def _touched(
+    plan: PartitionPlan, before: store.SamplePartition, log: set[str], location: str
+) -> bool:
+    """Whether the change log names a file of the partition, now or when sampled (a path
+    outside the table's location counts as touched: the log names files relative to it)."""
+    prefix = location.rstrip("/") + "/"
+    names = {name for key in before.units for name in key.split(",")}
+    for f in (*plan.data_files, *plan.delete_files):
+        if not f.path.startswith(prefix):
+            return True
+        names.add(f.path[len(prefix) :])
+    return bool(names & log)
 
 
 def _refresh_task(

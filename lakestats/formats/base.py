@@ -185,6 +185,13 @@ class TableFormat(ABC):
             units.append(SampleUnit.of(self.location, piece, deletes))
         return units
 
+    def changed_files(self, from_snapshot: int | None, to_snapshot: int | None) -> set[str] | None:
+        """The files (data and delete files, relative to the table's location) that the
+        table's change log says were added or removed after ``from_snapshot`` up to
+        ``to_snapshot``; None when the format does not read its log here (or the log does
+        not reach back), and callers compare the snapshots' file lists instead."""
+        return None
+
     def write_sample_table(
         self, rows: pa.Table, location: str, previous: dict | None
     ) -> dict | None:

@@ -337,6 +337,29 @@ class DeltaTableFormat(PathTable):
             units.append(SampleUnit.of(self.location, piece, deletes))
         return units
 
+    def changed_files(self, from_snapshot: int | None, to_snapshot: int | None) -> set[str] | None:
+        """The change log between two versions: the paths of the ``add`` and ``remove``
+        actions of the commits after ``from_snapshot`` up to ``to_snapshot`` (a file that
+        gained a deletion vector is removed and added again), relative to the table. None
+        when a commit file is gone (expired)."""
+        import json
+
+        if from_snapshot is None or to_snapshot is None:
+            return None
+        changed = set()
+        for version in range(from_snapshot + 1, to_snapshot + 1):
+            uri = fs.join(self._uri, "_delta_log", f"{version:020d}.json")
+            try:
+                lines = fs.read_bytes(uri, self._s3).decode().splitlines()
+            except (FileNotFoundError, OSError):
+                return None
+            for line in filter(None, lines):
+                action = json.loads(line)
+                for kind in ("add", "remove"):
+                    if kind in action:
+                        changed.add(unquote(action[kind]["path"]))
+        return changed
+
     def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
         """The sample as a Delta table at ``location``, partitioned as the table is; each
         create or refresh is one overwrite commit (its version is the sample's)."""

@@ -364,18 +364,49 @@ class IcebergTable(TableFormat):
     ) -> list[SampleUnit]:
         """One unit per data file, with the position and equality delete files that apply
         to that file (a new delete file re-reads only the files it applies to)."""
-        tasks, equality = self._tasks(snapshot_id)
-        deletes = {
-            t.file.file_path: tuple(
-                DataFile(d.file_path, d.file_size_in_bytes, d.record_count)
-                for d in (*t.delete_files, *equality.get(t.file.file_path, ()))
-            )
-            for t in tasks
-        }
+        cache = self.__dict__.setdefault("_unit_deletes", {})
+        if snapshot_id not in cache:  # one scan plan per snapshot, not one per partition
+            tasks, equality = self._tasks(snapshot_id)
+            cache[snapshot_id] = {
+                t.file.file_path: tuple(
+                    DataFile(d.file_path, d.file_size_in_bytes, d.record_count)
+                    for d in (*t.delete_files, *equality.get(t.file.file_path, ()))
+                )
+                for t in tasks
+            }
+        deletes = cache[snapshot_id]
         return [
             SampleUnit.of(self.location, piece, deletes.get(piece.files[0].path, ()))
             for piece in self.slices(partition, 1)
         ]
+
+    def changed_files(self, from_snapshot: int | None, to_snapshot: int | None) -> set[str] | None:
+        """The change log between two snapshots: every data and delete file that the
+        snapshots after ``from_snapshot`` up to ``to_snapshot`` added or removed (each
+        snapshot's own manifest entries, status ADDED or DELETED), relative to the table's
+        location. None when ``from_snapshot`` is not an ancestor of ``to_snapshot``."""
+        from pyiceberg.manifest import ManifestEntryStatus
+
+        io, chain = self._table.io, []
+        snapshot = self._table.snapshot_by_id(to_snapshot) if to_snapshot is not None else None
+        while snapshot is not None and snapshot.snapshot_id != from_snapshot:
+            chain.append(snapshot)
+            parent = snapshot.parent_snapshot_id
+            snapshot = self._table.snapshot_by_id(parent) if parent is not None else None
+        if snapshot is None:
+            return None
+        prefix = self.location.rstrip("/") + "/"
+        changed = set()
+        for step in chain:
+            for manifest in step.manifests(io):
+                if manifest.added_snapshot_id != step.snapshot_id:
+                    continue  # written by an earlier snapshot: nothing of this step's
+                for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                    if entry.status == ManifestEntryStatus.EXISTING:
+                        continue
+                    path = _absolute(entry.data_file.file_path)
+                    changed.add(path[len(prefix) :] if path.startswith(prefix) else path)
+        return changed
 
     def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
         """The sample as an Iceberg table at ``location`` (under the statistics root), with
