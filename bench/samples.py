@@ -89,6 +89,7 @@ def change(root: Path, total_rows: int) -> tuple[int, int]:
 def bench(name: str, root: Path, fraction: float, spark) -> None:  # noqa: ANN001
     table = ls.open_table(str(root))
     data_bytes = _size(root)
+    files = sum(1 for f in root.rglob("*.parquet") if "_lakestats" not in f.parts)
     full_s, full = _timed(lambda: table.analyze(spark=spark))
     create_s, created = _timed(lambda: table.sample.create(fraction=fraction, spark=spark))
     sample_bytes = sum(p["file_size"] for p in table.sample.show()["partitions"])
@@ -98,7 +99,6 @@ def bench(name: str, root: Path, fraction: float, spark) -> None:  # noqa: ANN00
     print(f"\n{name}: {full.row_count:,} rows, {data_bytes / 1e6:,.1f} MB of data files, "
           f"{len(table.sample.show()['partitions'])} partitions")
     print(f"{'step':<38}{'seconds':>9}{'MB read':>10}{'files':>7}{'vs full analyze':>20}")
-    files = sum(1 for f in root.rglob("*.parquet") if "_lakestats" not in f.parts)
     rows = [
         ("full analyze", full_s, data_bytes, files),
         (f"sample create ({fraction:.0%})", create_s, created.bytes_read, created.files_read),

@@ -247,6 +247,9 @@ def test_paimon_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:  
     changes = _refresh_equals_create(table, fresh, changed, spark)
     assert changes["partitions_resampled"] == ["region=b"]  # rewritten wholesale
     assert changes["partitions_updated"] == ["region=a", "region=c"]
+    # the delta manifests: 3 appended files, b's 3 old files and the one appended to it
+    # (both removed by the overwrite), and the overwrite's new file
+    assert changes["change_log_files"] == 7
     ids = _check_sample(table, _paimon_read(path))
     copy = _paimon_read(table.sample.show()["sibling"]["location"])
     assert {r: v.tolist() for r, v in _by_region(copy).items()} == {

@@ -264,11 +264,12 @@ def refresh(
     known = {p.path: p for p in old.partitions}
     paths = [layout.partition_dir_of(list(p.key), p.values) for p in plans]
     log = table.changed_files(old.snapshot_id, snapshot) if old.snapshot_id is not None else None
+    log_names = None if log is None else {name.rsplit("/", 1)[-1] for name in log}
     tasks, work = [], []
     for i, plan in enumerate(plans):
         before = known.get(paths[i])
-        if log is not None and before is not None and before.units and not _touched(
-            plan, before, log, table.location
+        if log_names is not None and before is not None and before.units and not _touched(
+            plan, before, log_names
         ):
             continue  # the change log names none of its files: nothing to read or plan
         task = _refresh_task(paths[i], table.sample_units(plan, snapshot), before)
@@ -326,18 +327,13 @@ def refresh(
     )
 
 
-def _touched(
-    plan: PartitionPlan, before: store.SamplePartition, log: set[str], location: str
-) -> bool:
-    """Whether the change log names a file of the partition, now or when sampled (a path
-    outside the table's location counts as touched: the log names files relative to it)."""
-    prefix = location.rstrip("/") + "/"
-    names = {name for key in before.units for name in key.split(",")}
-    for f in (*plan.data_files, *plan.delete_files):
-        if not f.path.startswith(prefix):
-            return True
-        names.add(f.path[len(prefix) :])
-    return bool(names & log)
+def _touched(plan: PartitionPlan, before: store.SamplePartition, names_in_log: set[str]) -> bool:
+    """Whether the change log names a file of the partition, now or when it was sampled.
+    Files are compared by name (the last path segment; data files' names are unique in
+    the formats that have a log), so a clash can only make a partition look touched."""
+    names = {name.rsplit("/", 1)[-1] for key in before.units for name in key.split(",")}
+    names |= {f.path.rsplit("/", 1)[-1] for f in (*plan.data_files, *plan.delete_files)}
+    return bool(names & names_in_log)
 
 
 def _refresh_task(
