@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakestats.api as ls
+from lakestats import cli
 from lakestats.store.sample import HASH_COLUMN, read_file
 
 pytestmark = pytest.mark.spark
@@ -151,7 +152,7 @@ def test_iceberg_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None: 
     }
 
 
-def test_delta_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:  # noqa: ANN001
+def test_delta_sibling_and_file_level_refresh(spark, tmp_path: Path, capsys) -> None:  # noqa: ANN001
     from deltalake import DeltaTable, write_deltalake
 
     uri = str(tmp_path / "sales")
@@ -185,6 +186,10 @@ def test_delta_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:  #
     ids = _check_sample(table, DeltaTable(uri).to_pyarrow_table())
     read_back = DeltaTable(table.sample.show()["sibling"]["location"])
     assert read_back.version() == 1
+    capsys.readouterr()
+    assert cli.main(["sample", "show", uri, "--stats-root", str(tmp_path / "stats")]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[-1] == f"stored as: delta table {table.sample.show()['sibling']['location']}"
     assert {r: v.tolist() for r, v in _by_region(read_back.to_pyarrow_table()).items()} == {
         r: v.tolist() for r, v in ids.items()
     }
