@@ -10,6 +10,7 @@ sibling table read back; a fresh ``sample create`` at the new snapshot for the r
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +149,13 @@ def test_iceberg_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None: 
     assert read_back.current_snapshot().snapshot_id == shown["sibling"]["snapshot_id"]
     assert len(read_back.snapshots()) == 3  # create's append, refresh's delete and append
     assert {r: v.tolist() for r, v in _by_region(read_back.scan().to_arrow()).items()} == {
+        r: v.tolist() for r, v in ids.items()
+    }
+    # the sample table deleted by hand: the next create writes it again
+    shutil.rmtree(Path(shown["sibling"]["location"]))
+    table.sample.create(fraction=RATE, seed=SEED, spark=spark)
+    again = StaticTable.from_metadata(table.sample.show()["sibling"]["metadata_location"])
+    assert {r: v.tolist() for r, v in _by_region(again.scan().to_arrow()).items()} == {
         r: v.tolist() for r, v in ids.items()
     }
 

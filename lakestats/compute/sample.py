@@ -209,13 +209,23 @@ def create(
         created_at=store.now(),
         schema_columns=table.schema(snapshot).names,
     )
-    _publish(table, stats_root, manifest, None, s3)
+    _publish(table, stats_root, manifest, _previous_sibling(stats_root, table, s3), s3)
     return SampleResult(
         snapshot, total, sampled, len(plans), 0, 0,
         counted + sum(s["bytes_read"] for s in summaries),
         files_read=sum(s["files_read"] for s in summaries),
         partitions_resampled=len(plans),
     )
+
+
+def _previous_sibling(
+    stats_root: str, table: TableFormat, s3: fs.S3Options | None
+) -> dict | None:
+    """The sample table a re-created sample replaces (it keeps the table's history)."""
+    try:
+        return store.load(stats_root, table.identifier, s3, check_files=False).sibling
+    except LakestatsError:
+        return None
 
 
 def _publish(

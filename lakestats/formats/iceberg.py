@@ -427,8 +427,10 @@ class IcebergTable(TableFormat):
             )
             catalog.create_namespace("lakestats")
             name = ("lakestats", "sample")
-            if previous and previous.get("metadata_location"):
-                sibling = catalog.register_table(name, str(previous["metadata_location"]))
+            last = (previous or {}).get("metadata_location")
+            # a sample table deleted by hand is created again
+            if last and self._table.io.new_input(str(last)).exists():
+                sibling = catalog.register_table(name, str(last))
                 if sibling.schema().as_arrow().names != rows.schema.names:
                     with sibling.update_schema() as update:
                         update.union_by_name(rows.schema)
