@@ -1,16 +1,20 @@
 """Stored samples: the cost of `sample create`, `sample refresh` after a small change, and
 `analyze --from-sample` against the full `analyze`, in one run.
 
-Tables: TPC-H lineitem (scale 1) partitioned by ship year and month (~80 partitions), and a
-generated Zipf table (5M rows, 20 partitions; columns with Zipf z = 0.5 (bounded), 1.5, 2 and
-a uniform key). For each, once (one run; times include Spark's job overheads):
-full `analyze`; `sample create --fraction 0.01`; `analyze --from-sample`; then a 1 % append
-(new files in the newest partition) and a 0.5 % delete (one partition rewritten without
-some rows), and `sample refresh`. Bytes read: data files the job read (`SampleResult`), the
-sample's files for `--from-sample` (the Spark job and the driver's profile pass each read
-them once: counted twice), every data file for the full analyze.
+Tables: TPC-H lineitem (scale 1) partitioned by ship year and month (~80 partitions, one
+file each), and a generated Zipf table (5M rows, 20 partitions of 4 files; columns with Zipf
+z = 0.5 (bounded), 1.5, 2 and a uniform key). For each, once (one run; times include
+Spark's job overheads): full `analyze`; `sample create --fraction 0.01`; `analyze
+--from-sample`; then a 1 % append (a new file in the newest partition) and a 0.5 % delete
+(one data file of the largest other partition rewritten without some rows: with one file
+per partition, as lineitem here, that rewrites the partition, which is resampled), and
+`sample refresh`, which reads only the files that changed. Bytes read: data files the job
+read (`SampleResult.bytes_read`, whole files), the sample's files for `--from-sample` (the
+Spark job and the driver's profile pass each read them once: counted twice), every data
+file for the full analyze. Refresh also reads the changed partitions' stored candidates
+(sample + reserve; printed apart). Scale 10 (`--scale 10`) needs TPC-H data at scale 10.
 
-    python bench/samples.py [--scale 1] [--fraction 0.01]
+    python bench/samples.py [--scale 1] [--fraction 0.01] [--work DIR]
 """
 
 from __future__ import annotations
@@ -34,21 +38,22 @@ def _size(root: Path) -> int:
     return sum(f.stat().st_size for f in root.rglob("*.parquet") if "_lakestats" not in f.parts)
 
 
-def zipf_table(out: Path, rows: int = 5_000_000, parts: int = 20) -> Path:
+def zipf_table(out: Path, rows: int = 5_000_000, parts: int = 20, files: int = 4) -> Path:
     rng = np.random.default_rng(0)
-    per = rows // parts
+    per = rows // parts // files
     for p in range(parts):
-        table = pa.table(
-            {
-                "z05": (rng.power(0.5, per) * 1_000_000).astype(np.int64),
-                "z15": np.minimum(rng.zipf(1.5, per), 10**9),
-                "z2": np.minimum(rng.zipf(2.0, per), 10**9),
-                "key": rng.integers(0, rows, per),
-                "amount": rng.exponential(50.0, per),
-            }
-        )
         (out / f"bucket={p:02d}").mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, out / f"bucket={p:02d}" / "part-0.parquet")
+        for f in range(files):
+            table = pa.table(
+                {
+                    "z05": (rng.power(0.5, per) * 1_000_000).astype(np.int64),
+                    "z15": np.minimum(rng.zipf(1.5, per), 10**9),
+                    "z2": np.minimum(rng.zipf(2.0, per), 10**9),
+                    "key": rng.integers(0, rows, per),
+                    "amount": rng.exponential(50.0, per),
+                }
+            )
+            pq.write_table(table, out / f"bucket={p:02d}" / f"part-{f}.parquet")
     return out
 
 
@@ -60,7 +65,8 @@ def _timed(action):  # noqa: ANN001, ANN202
 
 def change(root: Path, total_rows: int) -> tuple[int, int]:
     """Append 1 % of the rows to the newest partition (a new file, rows copied from it) and
-    delete 0.5 % from the largest other partition (rewritten). Returns (appended, deleted)."""
+    delete 0.5 % from the largest file of the largest other partition (that file rewritten).
+    Returns (appended, deleted)."""
     partitions = sorted(p for p in root.rglob("*") if p.is_dir() and not p.name.startswith("_")
                         and any(p.glob("*.parquet")))
     partitions = [p for p in partitions if "_lakestats" not in p.parts]
@@ -70,20 +76,20 @@ def change(root: Path, total_rows: int) -> tuple[int, int]:
     repeat = pa.concat_tables([source] * (appended // max(source.num_rows, 1) + 1))
     pq.write_table(repeat.slice(0, appended), newest / "appended-1pct.parquet")
     victim = max(partitions[:-1], key=lambda p: sum(f.stat().st_size for f in p.glob("*.parquet")))
-    files = sorted(victim.glob("*.parquet"))
-    table = pa.concat_tables([pq.read_table(f) for f in files])
+    largest = max(victim.glob("*.parquet"), key=lambda f: f.stat().st_size)
+    table = pq.ParquetFile(largest).read()
     deleted = min(total_rows // 200, table.num_rows // 2)
     keep = np.ones(table.num_rows, dtype=bool)
     keep[np.random.default_rng(1).choice(table.num_rows, deleted, replace=False)] = False
-    for f in files:
-        f.unlink()
-    pq.write_table(table.filter(pa.array(keep)), victim / "rewritten.parquet")
+    largest.unlink()
+    pq.write_table(table.filter(pa.array(keep)), victim / f"rewritten-{largest.name}")
     return appended, deleted
 
 
 def bench(name: str, root: Path, fraction: float, spark) -> None:  # noqa: ANN001
     table = ls.open_table(str(root))
     data_bytes = _size(root)
+    files = sum(1 for f in root.rglob("*.parquet") if "_lakestats" not in f.parts)
     full_s, full = _timed(lambda: table.analyze(spark=spark))
     create_s, created = _timed(lambda: table.sample.create(fraction=fraction, spark=spark))
     sample_bytes = sum(p["file_size"] for p in table.sample.show()["partitions"])
@@ -92,19 +98,23 @@ def bench(name: str, root: Path, fraction: float, spark) -> None:  # noqa: ANN00
     refresh_s, refreshed = _timed(lambda: table.sample.refresh(spark=spark))
     print(f"\n{name}: {full.row_count:,} rows, {data_bytes / 1e6:,.1f} MB of data files, "
           f"{len(table.sample.show()['partitions'])} partitions")
-    print(f"{'step':<34}{'seconds':>9}{'MB read':>10}{'vs full analyze':>18}")
+    print(f"{'step':<38}{'seconds':>9}{'MB read':>10}{'files':>7}{'vs full analyze':>20}")
     rows = [
-        ("full analyze", full_s, data_bytes),
-        (f"sample create ({fraction:.0%})", create_s, created.bytes_read),
-        ("analyze --from-sample", from_s, 2 * sample_bytes),
-        (f"sample refresh (+{appended:,} -{deleted:,} rows)", refresh_s, refreshed.bytes_read),
+        ("full analyze", full_s, data_bytes, files),
+        (f"sample create ({fraction:.0%})", create_s, created.bytes_read, created.files_read),
+        ("analyze --from-sample", from_s, 2 * sample_bytes, None),
+        (f"sample refresh (+{appended:,} -{deleted:,} rows)", refresh_s, refreshed.bytes_read,
+         refreshed.files_read),
     ]
-    for step, seconds, read in rows:
-        print(f"{step:<34}{seconds:>9.1f}{read / 1e6:>10.1f}"
-              f"{seconds / full_s:>9.1%} time {read / data_bytes:>5.1%} B")
+    for step, seconds, read, count in rows:
+        shown = "" if count is None else f"{count:,}"
+        print(f"{step:<38}{seconds:>9.1f}{read / 1e6:>10.1f}{shown:>7}"
+              f"{seconds / full_s:>9.1%} time {read / data_bytes:>6.1%} B")
     print(f"refresh / create: {refresh_s / create_s:.1%} of the time, "
-          f"{refreshed.bytes_read / max(created.bytes_read, 1):.1%} of the bytes; "
-          f"{refreshed.partitions_sampled} partitions resampled, "
+          f"{refreshed.bytes_read / max(created.bytes_read, 1):.1%} of the bytes "
+          f"(+{refreshed.state_bytes_read / 1e6:.2f} MB of stored candidates); "
+          f"{refreshed.partitions_sampled} partitions updated "
+          f"({refreshed.partitions_resampled} of them resampled in full), "
           f"{refreshed.partitions_kept} kept")
 
 
@@ -112,10 +122,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=float, default=1)
     parser.add_argument("--fraction", type=float, default=0.01)
+    parser.add_argument("--work", help="scratch directory (default: a temporary one)")
     args = parser.parse_args()
     print(machine())
     spark = get_spark()
-    work = Path(tempfile.mkdtemp(prefix="lakestats-samples-"))
+    if args.work:
+        Path(args.work).mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="lakestats-samples-", dir=args.work))
     try:
         lineitem = work / "lineitem"
         shutil.copytree(partitioned(tpch_lineitem(args.scale), "month"), lineitem)

@@ -199,6 +199,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
                 f"in {len(data['partitions'])} partitions, snapshot {data['snapshot_id']}, "
                 f"seed {data['seed']}, drawn {data['created_at']}"
             )
+            sibling = data.get("sibling") or {}
+            where = sibling.get("metadata_location") or sibling.get("location")
+            print(f"stored as: {sibling['format']} table {where}" if sibling else
+                  "stored as: the Parquet directory sample/data under the statistics root")
         return 0
     _use_spark(args)
     if args.action == "create":
@@ -215,7 +219,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
             f"sampled {result.sample_rows} of {result.population} rows (snapshot "
             f"{result.snapshot_id}): {result.partitions_sampled} partitions sampled, "
             f"{result.partitions_kept} kept, {result.partitions_removed} removed, "
-            f"{result.bytes_read} bytes read"
+            f"{result.files_read} files and {result.bytes_read} bytes of data read"
         )
     return 0
 

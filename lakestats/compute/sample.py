@@ -3,14 +3,18 @@
 The driver plans the table's partitions, allocates the sample's rows to them (exact
 proportional allocation, ``sample_select.allocate``; a count job first when the format's
 metadata does not know a partition's rows), and runs one ``mapInArrow`` task per partition
-(``sample_job.run_sample_task``), which writes its partition's sample file. Only then is the
-manifest replaced, so a failed run leaves the previous sample as it was.
+(``sample_job.run_sample_task``), which writes its partition's sample and reserve files.
+Then the sample is written as a sibling table of the table's format
+(``store/sample_sibling.py``) and only then is the manifest replaced, so a failed run leaves
+the previous sample as it was.
 
-Refresh is partition-granular: partitions whose files changed since the sample's snapshot
-(the plan's fingerprints, as incremental analyze decides) and new ones are resampled from
-their current rows at the sample's rate; untouched partitions keep their rows; dropped ones
-are removed. With a bottom-k sample this is exact: a partition's sample depends only on its
-own rows.
+Refresh is file-granular: the snapshot's read units (``TableFormat.sample_units``: data
+files with the deletes that apply to them) are compared with the ones the manifest
+recorded; a partition with new or changed units gets a task that reads only those and
+merges them into the stored candidates (rows of changed or removed units leave), a new
+partition or one rewritten wholesale is resampled, untouched partitions keep their files,
+dropped ones are removed. A row's hash depends only on its unit and position, so the result
+is the sample a fresh ``create`` at the sample's rate draws.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,13 +32,20 @@ from pyspark.sql import SparkSession
 
 from lakestats import fs
 from lakestats.compute.sample_bounds import footer_rows, usable
-from lakestats.compute.sample_job import SAMPLE_SUMMARY_SCHEMA, SampleJob, run_sample_task
+from lakestats.compute.sample_job import (
+    SAMPLE_SUMMARY_SCHEMA,
+    SUMMARY_ARROW,
+    SampleJob,
+    SampleTask,
+    run_sample_task,
+)
 from lakestats.compute.sample_select import allocate, size_for_fraction
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.errors import InvalidArgumentError, LakestatsError
-from lakestats.formats.base import PartitionPlan, TableFormat
+from lakestats.formats.base import PartitionPlan, SampleUnit, TableFormat
 from lakestats.store import layout
 from lakestats.store import sample as store
+from lakestats.store.sample_sibling import write_sibling
 
 MAX_SLICE_BYTES = 256 * 1024 * 1024
 
@@ -43,11 +55,14 @@ class SampleResult:
     snapshot_id: int | None
     population: int
     sample_rows: int
-    partitions_sampled: int
+    partitions_sampled: int  # partitions a task worked on (read units or resampled)
     partitions_kept: int
     partitions_removed: int
-    bytes_read: int
+    bytes_read: int  # the table's data files read
     resampled_because: str | None = None
+    files_read: int = 0  # the table's data files read
+    partitions_resampled: int = 0  # read in full (new, rewritten wholesale, reserve used up)
+    state_bytes_read: int = 0  # the sample's own files read (refresh)
 
 
 def validate(rows: int | None, fraction: float | None) -> None:
@@ -62,25 +77,13 @@ def validate(rows: int | None, fraction: float | None) -> None:
 
 
 def _tasks(job: SampleJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    schema = pa.schema(
-        [
-            ("task", pa.int64()),
-            ("population", pa.int64()),
-            ("sample_rows", pa.int64()),
-            ("file", pa.string()),
-            ("file_size", pa.int64()),
-            ("bytes_read", pa.int64()),
-            ("seconds", pa.float64()),
-            ("error", pa.string()),
-        ]
-    )
     for batch in batches:
         for task in batch.column(0).to_pylist():
-            yield pa.RecordBatch.from_pylist([run_sample_task(job, task)], schema=schema)
+            yield pa.RecordBatch.from_pylist([run_sample_task(job, task)], schema=SUMMARY_ARROW)
 
 
 def _run(spark: SparkSession, job: SampleJob) -> list[dict]:
-    n = len(job.slices)
+    n = len(job.tasks) or len(job.slices)
     if n == 0:
         return []
     frame = spark.range(0, n, 1, numPartitions=n)
@@ -106,11 +109,13 @@ def _job(
     sample_dir: str,
     run_id: str,
     s3: fs.S3Options | None,
+    tasks: list[SampleTask] | None = None,
+    rate: float | None = None,
 ) -> SampleJob:
     names = table.schema(snapshot).names
     return SampleJob(
         reader=table.reader(snapshot),
-        slices=[table.slices(p, MAX_SLICE_BYTES) for p in plans],
+        slices=[table.slices(p, MAX_SLICE_BYTES) for p in plans] if not tasks else [],
         partition_paths=[layout.partition_dir_of(list(p.key), p.values) for p in plans],
         targets=targets,
         seed=seed,
@@ -119,6 +124,8 @@ def _job(
         s3=s3,
         count_columns=names[:1],
         table_location=table.location,
+        tasks=tasks or [],
+        rate=rate,
     )
 
 
@@ -172,8 +179,16 @@ def create(
         targets = allocate(populations, rows or 0)
     run_id = _run_id()
     directory = store.sample_dir(stats_root)
-    job = _job(table, snapshot, plans, list(targets), seed, directory, run_id, s3)
-    summaries = _run(spark, job)
+    tasks = [
+        SampleTask(
+            path=layout.partition_dir_of(list(plan.key), plan.values),
+            units=(units := table.sample_units(plan, snapshot)),
+            read=[u.key for u in units],
+            target=target,
+        )
+        for plan, target in zip(plans, targets, strict=True)
+    ]
+    summaries = _run(spark, _job(table, snapshot, plans, [], seed, directory, run_id, s3, tasks))
     entries = [
         _entry(plan, summary, origin[i]) for i, (plan, summary) in enumerate(
             zip(plans, summaries, strict=True)
@@ -194,12 +209,46 @@ def create(
         created_at=store.now(),
         schema_columns=table.schema(snapshot).names,
     )
-    store.save(stats_root, manifest, s3)
-    store.delete_unreferenced(stats_root, manifest, s3)
+    _publish(table, stats_root, manifest, _previous_sibling(stats_root, table, s3), s3)
     return SampleResult(
         snapshot, total, sampled, len(plans), 0, 0,
         counted + sum(s["bytes_read"] for s in summaries),
+        files_read=sum(s["files_read"] for s in summaries),
+        partitions_resampled=len(plans),
     )
+
+
+def _previous_sibling(
+    stats_root: str, table: TableFormat, s3: fs.S3Options | None
+) -> dict | None:
+    """The sample table a re-created sample replaces (it keeps the table's history)."""
+    try:
+        return store.load(stats_root, table.identifier, s3, check_files=False).sibling
+    except LakestatsError:
+        return None
+
+
+def _publish(
+    table: TableFormat,
+    stats_root: str,
+    manifest: store.SampleManifest,
+    previous: dict | None,
+    s3: fs.S3Options | None,
+) -> None:
+    """Write the sibling table (the table's own format), then the manifest (the sample
+    changes in that step), then remove the files the manifest no longer names. A refresh
+    that changed no partition leaves the sibling as it is."""
+    unchanged = (
+        previous is not None
+        and manifest.changes is not None
+        and not manifest.changes["partitions_resampled"]
+        and not manifest.changes["partitions_updated"]
+        and not manifest.changes["partitions_removed"]
+    )
+    if not unchanged:
+        manifest.sibling = write_sibling(table, stats_root, manifest, previous, s3)
+    store.save(stats_root, manifest, s3)
+    store.delete_unreferenced(stats_root, manifest, s3)
 
 
 def refresh(
@@ -208,36 +257,43 @@ def refresh(
     spark: SparkSession,
     s3: fs.S3Options | None = None,
 ) -> SampleResult:
-    """Bring the stored sample to the table's current snapshot, resampling only the
-    partitions whose files changed; a sample whose snapshot was expired is redrawn."""
+    """Bring the stored sample to the table's current snapshot, reading only the units
+    (data files, file groups) that changed since the sample's snapshot; a sample whose
+    snapshot was expired is redrawn."""
     old = store.load(stats_root, table.identifier, s3)
     snapshots = {s.snapshot_id for s in table.snapshots()}
     if old.snapshot_id is not None and snapshots and old.snapshot_id not in snapshots:
         result = create(table, stats_root, spark, old.rows, old.fraction, old.seed, s3)
-        return SampleResult(
-            **{**result.__dict__,
-               "resampled_because": f"the sample's snapshot {old.snapshot_id} was expired "
-               "from the table; resampled the current snapshot"}
+        return dataclasses.replace(
+            result,
+            resampled_because=f"the sample's snapshot {old.snapshot_id} was expired "
+            "from the table; resampled the current snapshot",
         )
     snapshot = table.current_snapshot_id()
     plans = table.plan(snapshot)
     known = {p.path: p for p in old.partitions}
     paths = [layout.partition_dir_of(list(p.key), p.values) for p in plans]
-    changed = [
-        i for i, plan in enumerate(plans)
-        if paths[i] not in known or known[paths[i]].fingerprint != plan.fingerprint()
-    ]
-    populations, origin, counted = _populations(
-        spark, table, snapshot, [plans[i] for i in changed], s3
-    )  # (a copy of the list: _populations fills in row counts it reads from footers)
-    targets = [size_for_fraction(old.rate, n) for n in populations]
+    log = table.changed_files(old.snapshot_id, snapshot) if old.snapshot_id is not None else None
+    log_names = None if log is None else {name.rsplit("/", 1)[-1] for name in log}
+    tasks, work = [], []
+    for i, plan in enumerate(plans):
+        before = known.get(paths[i])
+        if log_names is not None and before is not None and before.units and not _touched(
+            plan, before, log_names
+        ):
+            continue  # the change log names none of its files: nothing to read or plan
+        task = _refresh_task(paths[i], table.sample_units(plan, snapshot), before)
+        if task is not None:
+            tasks.append(task)
+            work.append(i)
     run_id = _run_id()
-    job = _job(table, snapshot, [plans[i] for i in changed], list(targets), old.seed,
-               store.sample_dir(stats_root), run_id, s3)
-    summaries = _run(spark, job)
+    job = _job(table, snapshot, [plans[i] for i in work], [], old.seed,
+               store.sample_dir(stats_root), run_id, s3, tasks, old.rate)
+    summaries = _run(spark, job) if tasks else []
     fresh = {
-        paths[i]: _entry(plans[i], summary, origin[j])
-        for j, (i, summary) in enumerate(zip(changed, summaries, strict=True))
+        paths[i]: _entry(plans[i], summary, "read" if plans[i].row_count is None else "metadata",
+                         known.get(paths[i]), task.gone)
+        for i, task, summary in zip(work, tasks, summaries, strict=True)
     }
     entries = [fresh.get(path) or known[path] for path in paths]
     removed = sum(1 for path in known if path not in set(paths))
@@ -250,22 +306,85 @@ def refresh(
             "run_id": run_id,
             "refreshed_at": store.now(),
             "schema_columns": table.schema(snapshot).names,
+            "changes": {
+                "from_snapshot": old.snapshot_id,
+                # files the table's change log lists (None: the file lists were compared)
+                "change_log_files": None if log is None else len(log),
+                "files_read": sum(s["files_read"] for s in summaries),
+                "bytes_read": sum(s["bytes_read"] for s in summaries),
+                "partitions_resampled": sorted(
+                    paths[i] for i, s in zip(work, summaries, strict=True) if s["resampled"]
+                ),
+                "partitions_updated": sorted(
+                    paths[i] for i, s in zip(work, summaries, strict=True) if not s["resampled"]
+                ),
+                "partitions_removed": sorted(p for p in known if p not in set(paths)),
+            },
         }
     )
-    store.save(stats_root, manifest, s3)
-    store.delete_unreferenced(stats_root, manifest, s3)
+    _publish(table, stats_root, manifest, old.sibling, s3)
     return SampleResult(
         snapshot,
         manifest.population,
         manifest.sample_rows,
-        len(changed),
-        len(plans) - len(changed),
+        len(work),
+        len(plans) - len(work),
         removed,
-        counted + sum(s["bytes_read"] for s in summaries),
+        sum(s["bytes_read"] for s in summaries),
+        files_read=sum(s["files_read"] for s in summaries),
+        partitions_resampled=sum(1 for s in summaries if s["resampled"]),
+        state_bytes_read=sum(s["state_bytes_read"] for s in summaries),
     )
 
 
-def _entry(plan: PartitionPlan, summary: dict, origin: str) -> store.SamplePartition:
+def _touched(plan: PartitionPlan, before: store.SamplePartition, names_in_log: set[str]) -> bool:
+    """Whether the change log names a file of the partition, now or when it was sampled.
+    Files are compared by name (the last path segment; data files' names are unique in
+    the formats that have a log), so a clash can only make a partition look touched."""
+    names = {name.rsplit("/", 1)[-1] for key in before.units for name in key.split(",")}
+    names |= {f.path.rsplit("/", 1)[-1] for f in (*plan.data_files, *plan.delete_files)}
+    return bool(names & names_in_log)
+
+
+def _refresh_task(
+    path: str, units: list[SampleUnit], old: store.SamplePartition | None
+) -> SampleTask | None:
+    """What refresh does with one partition: nothing (no unit changed), a task that reads
+    the new or changed units into the stored candidates, or a resample (a new partition,
+    one rewritten wholesale, or a sample drawn before units were recorded)."""
+    everything = SampleTask(path=path, units=units, read=[u.key for u in units])
+    if old is None or not old.units:
+        return everything
+    now = {u.key: u.fingerprint for u in units}
+    gone = frozenset(k for k, (fingerprint, _) in old.units.items() if now.get(k) != fingerprint)
+    read = [u.key for u in units if old.units.get(u.key, [None])[0] != u.fingerprint]
+    if not gone and not read:
+        return None
+    if len(gone) == len(old.units):
+        return everything  # rewritten wholesale: nothing of the old sample survives
+    return SampleTask(
+        path=path,
+        units=units,
+        read=read,
+        state=[f for f in (old.file, old.reserve) if f],
+        gone=gone,
+        threshold=old.threshold,
+        known_rows=sum(rows for k, (_, rows) in old.units.items() if k not in gone),
+    )
+
+
+def _entry(
+    plan: PartitionPlan,
+    summary: dict,
+    origin: str,
+    old: store.SamplePartition | None = None,
+    gone: frozenset[str] = frozenset(),
+) -> store.SamplePartition:
+    units = json.loads(summary["units"])
+    if old is not None and not summary["resampled"]:  # kept units plus the ones read
+        current = {**{k: v for k, v in old.units.items() if k not in gone}, **units}
+        units = {k: current[k] for k in sorted(current)}
+    threshold = summary["threshold"]
     return store.SamplePartition(
         path=layout.partition_dir_of(list(plan.key), plan.values),
         name=layout.partition_name_of(list(plan.key), plan.values),
@@ -276,6 +395,10 @@ def _entry(plan: PartitionPlan, summary: dict, origin: str) -> store.SampleParti
         file=summary["file"],
         file_size=int(summary["file_size"] or 0),
         population_from=origin,
+        units=units,
+        reserve=summary["reserve"],
+        reserve_rows=int(summary["reserve_rows"] or 0),
+        threshold=None if threshold is None else int(threshold),
     )
 
 

@@ -13,6 +13,7 @@ sketch), and a rewritten partition is a local recompute.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -75,3 +76,38 @@ def allocate(populations: list[int], total: int) -> list[int]:
 def size_for_fraction(fraction: float, population: int) -> int:
     """A stratum's sample size at ``fraction``: round half up, at most the stratum."""
     return min(population, int(np.floor(fraction * population + 0.5)))
+
+
+def reserve_size(k: int) -> int:
+    """Rows kept past a partition's sample (ranks k+1 …) so refresh can replace rows that
+    leave it without reading the partition again: 10 % of k, at least 8."""
+    return max(8, -(-int(k) // 10))
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The outcome of merging a partition's candidates: ``order`` indexes the merged rows
+    in hash order (the first ``k`` are the sample, the rest the reserve), ``threshold`` is
+    the new cut (every row with a hash at or below it is a candidate; None: every row is),
+    ``exhausted`` says the candidates cannot give ``k`` rows exactly (read the partition)."""
+
+    order: np.ndarray
+    threshold: int | None
+    exhausted: bool
+
+
+def merge_candidates(hashes: np.ndarray, threshold: int | None, k: int) -> Candidates:
+    """The bottom-k of a partition from its candidates: the surviving old candidates (every
+    surviving row with hash <= ``threshold``) plus the new rows at or below it. Exact when at
+    least ``k`` candidates remain; the reserve is trimmed to ``reserve_size(k)``."""
+    if threshold is not None:
+        admitted = np.flatnonzero(hashes <= np.uint64(threshold))
+    else:
+        admitted = np.arange(hashes.size)
+    if threshold is not None and admitted.size < k:
+        return Candidates(np.zeros(0, dtype=np.int64), threshold, True)
+    keep = k + reserve_size(k)
+    chosen = admitted[bottom_k(hashes[admitted], min(keep, admitted.size))]
+    if admitted.size > keep:
+        threshold = int(hashes[chosen[-1]])
+    return Candidates(chosen.astype(np.int64), threshold, False)

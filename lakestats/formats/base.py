@@ -63,6 +63,36 @@ class Slice:
 
 
 @dataclass(frozen=True)
+class SampleUnit:
+    """The smallest piece of a partition that is read on its own (a data file with its
+    deletes; a Hudi file group; Paimon's merged files). A stored sample names a row by
+    (unit key, ordinal in the unit's read), so a unit whose fingerprint is unchanged keeps
+    its sampled rows and only changed units are read again."""
+
+    key: str  # the unit's files relative to the table location, sorted, comma-joined
+    fingerprint: str  # changes when the unit's files or the deletes that apply to it change
+    piece: Slice
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.size_bytes for f in self.piece.files)
+
+    @classmethod
+    def of(cls, location: str, piece: Slice, deletes: tuple[DataFile, ...]) -> SampleUnit:
+        import hashlib
+
+        prefix = location.rstrip("/") + "/" if location else ""
+        names = sorted(
+            f.path[len(prefix) :] if prefix and f.path.startswith(prefix) else f.path
+            for f in piece.files
+        )
+        digest = hashlib.sha256()
+        for f in sorted(piece.files, key=lambda f: f.path) + sorted(deletes, key=lambda f: f.path):
+            digest.update(f"{f.path}|{f.size_bytes}|{f.record_count}\n".encode())
+        return cls(",".join(names), digest.hexdigest()[:32], piece)
+
+
+@dataclass(frozen=True)
 class SnapshotInfo:
     snapshot_id: int
     timestamp_ms: int
@@ -140,6 +170,36 @@ class TableFormat(ABC):
         return [
             Slice(partition, tuple(group), index, len(groups)) for index, group in enumerate(groups)
         ]
+
+
+    def sample_units(
+        self, partition: PartitionPlan, snapshot_id: int | None = None
+    ) -> list[SampleUnit]:
+        """The partition's read units (``SampleUnit``): the format's smallest slices. A
+        delete file applies to every unit unless the format knows better (Iceberg, Delta
+        override this), so a new delete file there re-reads the whole partition."""
+        units = []
+        for piece in self.slices(partition, 1):
+            own = {f.path for f in piece.files}
+            deletes = tuple(d for d in partition.delete_files if d.path not in own)
+            units.append(SampleUnit.of(self.location, piece, deletes))
+        return units
+
+    def changed_files(self, from_snapshot: int | None, to_snapshot: int | None) -> set[str] | None:
+        """The files (data and delete files, relative to the table's location) that the
+        table's change log says were added or removed after ``from_snapshot`` up to
+        ``to_snapshot``; None when the format does not read its log here (or the log does
+        not reach back), and callers compare the snapshots' file lists instead."""
+        return None
+
+    def write_sample_table(
+        self, rows: pa.Table, location: str, previous: dict | None
+    ) -> dict | None:
+        """Store the sample's rows as a table of this format at ``location`` (replacing
+        what ``previous`` describes) and return what the manifest records about it; None
+        when the format has no Python writer (the sample's Parquet directory is the
+        sample table then)."""
+        return None
 
 
 class PathTable(TableFormat):

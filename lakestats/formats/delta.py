@@ -29,6 +29,7 @@ from lakestats.formats.base import (
     PartitionPlan,
     PartitionReader,
     PathTable,
+    SampleUnit,
     Slice,
     SnapshotInfo,
     TableFormat,
@@ -321,6 +322,57 @@ class DeltaTableFormat(PathTable):
         if self._needs_engine(self._table):
             return [Slice(partition, partition.data_files)]  # the engine reads whole partitions
         return TableFormat.slices(partition, max_slice_bytes)
+
+    def sample_units(
+        self, partition: PartitionPlan, snapshot_id: int | None = None
+    ) -> list[SampleUnit]:
+        """One unit per data file with its own deletion vector (the engine path reads
+        whole partitions: one unit)."""
+        units = []
+        for piece in self.slices(partition, 1):
+            own = {f.path for f in piece.files}
+            deletes = tuple(
+                d for d in partition.delete_files if d.path.removesuffix(DV_MARKER) in own
+            )
+            units.append(SampleUnit.of(self.location, piece, deletes))
+        return units
+
+    def changed_files(self, from_snapshot: int | None, to_snapshot: int | None) -> set[str] | None:
+        """The change log between two versions: the paths of the ``add`` and ``remove``
+        actions of the commits after ``from_snapshot`` up to ``to_snapshot`` (a file that
+        gained a deletion vector is removed and added again), relative to the table. None
+        when a commit file is gone (expired)."""
+        import json
+
+        if from_snapshot is None or to_snapshot is None:
+            return None
+        changed = set()
+        for version in range(from_snapshot + 1, to_snapshot + 1):
+            uri = fs.join(self._uri, "_delta_log", f"{version:020d}.json")
+            try:
+                lines = fs.read_bytes(uri, self._s3).decode().splitlines()
+            except (FileNotFoundError, OSError):
+                return None
+            for line in filter(None, lines):
+                action = json.loads(line)
+                for kind in ("add", "remove"):
+                    if kind in action:
+                        changed.add(unquote(action[kind]["path"]))
+        return changed
+
+    def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
+        """The sample as a Delta table at ``location``, partitioned as the table is; each
+        create or refresh is one overwrite commit (its version is the sample's)."""
+        from deltalake import DeltaTable, write_deltalake
+
+        partitions = list(self._table.metadata().partition_columns) or None
+        write_deltalake(
+            location, rows, mode="overwrite", partition_by=partitions,
+            schema_mode="overwrite", storage_options=self._storage,
+        )
+        version = DeltaTable(location, storage_options=self._storage).version()
+        return {"format": "delta", "location": location, "version": version,
+                "snapshot_id": version}
 
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         table = self._at(snapshot_id)

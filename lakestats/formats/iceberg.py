@@ -29,6 +29,7 @@ from lakestats.formats.base import (
     DataFile,
     PartitionPlan,
     PartitionReader,
+    SampleUnit,
     Slice,
     SnapshotInfo,
     TableFormat,
@@ -36,6 +37,8 @@ from lakestats.formats.base import (
 from lakestats.stats.keys import to_json
 
 DEFAULT_CATALOG = "lakestats"
+# FileIO properties a sample table's writer inherits from the table's (not catalog ones)
+_IO_KEYS = ("s3.", "gcs.", "adls.", "hdfs.", "py-io-impl", "client.", "oss.")
 
 
 def default_warehouse() -> str:
@@ -355,6 +358,99 @@ class IcebergTable(TableFormat):
             )
         plans.sort(key=lambda p: (p.spec_id, p.name))
         return plans
+
+    def sample_units(
+        self, partition: PartitionPlan, snapshot_id: int | None = None
+    ) -> list[SampleUnit]:
+        """One unit per data file, with the position and equality delete files that apply
+        to that file (a new delete file re-reads only the files it applies to)."""
+        cache = self.__dict__.setdefault("_unit_deletes", {})
+        if snapshot_id not in cache:  # one scan plan per snapshot, not one per partition
+            tasks, equality = self._tasks(snapshot_id)
+            cache[snapshot_id] = {
+                t.file.file_path: tuple(
+                    DataFile(d.file_path, d.file_size_in_bytes, d.record_count)
+                    for d in (*t.delete_files, *equality.get(t.file.file_path, ()))
+                )
+                for t in tasks
+            }
+        deletes = cache[snapshot_id]
+        return [
+            SampleUnit.of(self.location, piece, deletes.get(piece.files[0].path, ()))
+            for piece in self.slices(partition, 1)
+        ]
+
+    def changed_files(self, from_snapshot: int | None, to_snapshot: int | None) -> set[str] | None:
+        """The change log between two snapshots: every data and delete file that the
+        snapshots after ``from_snapshot`` up to ``to_snapshot`` added or removed (each
+        snapshot's own manifest entries, status ADDED or DELETED), relative to the table's
+        location. None when ``from_snapshot`` is not an ancestor of ``to_snapshot``."""
+        from pyiceberg.manifest import ManifestEntryStatus
+
+        io, chain = self._table.io, []
+        snapshot = self._table.snapshot_by_id(to_snapshot) if to_snapshot is not None else None
+        while snapshot is not None and snapshot.snapshot_id != from_snapshot:
+            chain.append(snapshot)
+            parent = snapshot.parent_snapshot_id
+            snapshot = self._table.snapshot_by_id(parent) if parent is not None else None
+        if snapshot is None:
+            return None
+        prefix = self.location.rstrip("/") + "/"
+        changed = set()
+        for step in chain:
+            for manifest in step.manifests(io):
+                if manifest.added_snapshot_id != step.snapshot_id:
+                    continue  # written by an earlier snapshot: nothing of this step's
+                for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                    if entry.status == ManifestEntryStatus.EXISTING:
+                        continue
+                    path = _absolute(entry.data_file.file_path)
+                    changed.add(path[len(prefix) :] if path.startswith(prefix) else path)
+        return changed
+
+    def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
+        """The sample as an Iceberg table at ``location`` (under the statistics root), with
+        the table's schema and partition spec. It is not registered in the table's
+        catalog: a throwaway SQL catalog creates it (or registers its last metadata file,
+        which the sample's manifest records) and commits an overwrite; engines read it by
+        its metadata file."""
+        import tempfile
+
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        with tempfile.TemporaryDirectory(prefix="lakestats-sample-catalog-") as scratch:
+            catalog = SqlCatalog(
+                "lakestats_sample",
+                uri=f"sqlite:///{scratch}/catalog.db",
+                warehouse=location,
+                **{k: v for k, v in self._table.io.properties.items() if k.startswith(_IO_KEYS)},
+            )
+            catalog.create_namespace("lakestats")
+            name = ("lakestats", "sample")
+            last = (previous or {}).get("metadata_location")
+            # a sample table deleted by hand is created again
+            if last and self._table.io.new_input(str(last)).exists():
+                sibling = catalog.register_table(name, str(last))
+                if sibling.schema().as_arrow().names != rows.schema.names:
+                    with sibling.update_schema() as update:
+                        update.union_by_name(rows.schema)
+            else:
+                sibling = catalog.create_table(
+                    name,
+                    schema=self._iceberg_schema(self.current_snapshot_id()),
+                    location=location,
+                    partition_spec=self._table.spec(),
+                )
+            sibling.overwrite(rows)
+            sibling = catalog.load_table(name)
+            snapshot = sibling.current_snapshot()
+            catalog.engine.dispose()  # release the scratch database before it is removed
+            return {
+                "format": "iceberg",
+                "location": location,
+                "metadata_location": sibling.metadata_location,
+                "snapshot_id": snapshot.snapshot_id if snapshot else None,
+            }
 
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         tasks, equality = self._tasks(snapshot_id)

@@ -361,6 +361,59 @@ class PaimonTableFormat(PathTable):
         groups = groups or [()]  # an empty table is read as one empty slice
         return [Slice(partition, files, i, len(groups)) for i, files in enumerate(groups)]
 
+    def changed_files(self, from_snapshot: int | None, to_snapshot: int | None) -> set[str] | None:
+        """The change log between two snapshots: the names of the data files in the delta
+        manifests (ADD and DELETE entries) of the snapshots after ``from_snapshot`` up to
+        ``to_snapshot``. None when a snapshot in between was expired, or when the table has
+        deletion vectors (they change in index manifests, which are not read here)."""
+        from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+        from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+        if from_snapshot is None or to_snapshot is None or from_snapshot > to_snapshot:
+            return None
+        if self._table.options.deletion_vectors_enabled():
+            return None
+        snapshots = self._table.snapshot_manager()
+        lists, files = ManifestListManager(self._table), ManifestFileManager(self._table)
+        changed = set()
+        for snapshot_id in range(from_snapshot + 1, to_snapshot + 1):
+            snapshot = snapshots.get_snapshot_by_id(snapshot_id)
+            if snapshot is None:
+                return None
+            for manifest in lists.read_delta(snapshot):
+                for entry in files.read(manifest.file_name):
+                    changed.add(entry.file.file_name)
+        return changed
+
+    def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
+        """The sample as a Paimon append table ``lakestats.sample`` of a filesystem catalog
+        whose warehouse is ``location``, partitioned as the table is; each create or refresh
+        is one overwrite commit (its snapshot is the sample's)."""
+        from pypaimon import CatalogFactory, Schema
+
+        catalog = CatalogFactory.create({"warehouse": location, **_file_io_options(self._s3)})
+        catalog.create_database("lakestats", True)
+        name = "lakestats.sample"
+        keys = list(self._table.partition_keys)
+        try:
+            sibling = catalog.get_table(name)
+        except Exception:  # noqa: BLE001 - pypaimon's TableNotExistException: create it
+            catalog.create_table(name, Schema.from_pyarrow_schema(rows.schema, keys), False)
+            sibling = catalog.get_table(name)
+        builder = sibling.new_batch_write_builder().overwrite()
+        write = builder.new_write()
+        if rows.num_rows:
+            write.write_arrow(rows)
+        builder.new_commit().commit(write.prepare_commit())
+        write.close()
+        sibling = catalog.get_table(name)
+        snapshot = sibling.snapshot_manager().get_latest_snapshot()
+        return {
+            "format": "paimon",
+            "location": fs.join(location, "lakestats.db", "sample"),
+            "snapshot_id": snapshot.id if snapshot else None,
+        }
+
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         partitions = self._partitions(snapshot_id)
         table = _at(self._table, snapshot_id)

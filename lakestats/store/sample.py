@@ -2,12 +2,17 @@
 
 ``<stats root>/sample/`` holds the sample as a hive-partitioned Parquet directory
 (``data/<partition dir>/<run id>.parquet``: the partition's sampled rows, every table
-column plus ``_lakestats_row_hash``) and ``sample.json``, the manifest: which table
-snapshot the sample reflects, how it was drawn (seed, rows or fraction, hash and row
-identity) and, per partition, its population ``N`` (rows in the table), sample ``n``, the
-fingerprint of the files it was drawn from and its sample file. The manifest is the only
-truth: a file under ``data/`` that it does not name is a leftover. ``SampleTable`` opens the
-sample as a table (plans from the manifest), so the normal analyze job runs over it.
+column plus ``_lakestats_row_hash`` and ``_lakestats_row_unit``), the partition's reserve
+(``reserve/<partition dir>/<run id>.parquet``: the next rows by hash, which refresh uses
+when rows leave the sample), the sibling table of the table's own format where a Python
+writer exists (``iceberg/``, ``delta/``, ``paimon/``: the sample rows, the table's columns
+only) and ``sample.json``, the manifest: which table snapshot the sample reflects, how it
+was drawn (seed, rows or fraction, hash and row identity), the sibling table and, per
+partition, its population ``N`` (rows in the table), sample ``n``, the fingerprint of the
+files it was drawn from, each read unit's fingerprint and rows, the reserve's hash
+threshold and its files. The manifest is the only truth: a file under ``data/`` or
+``reserve/`` that it does not name is a leftover. ``SampleTable`` opens the sample as a
+table (plans from the manifest), so the normal analyze job runs over it.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ from lakestats.formats.base import DataFile, PartitionPlan, PartitionReader, Pat
 SAMPLE_DIR = "sample"
 MANIFEST = "sample.json"
 HASH_COLUMN = "_lakestats_row_hash"
-HASH_NAME = "splitmix64(blake2b-64(seed, partition, slice files) + ordinal * golden)"
+UNIT_COLUMN = "_lakestats_row_unit"
+HIDDEN_COLUMNS = (HASH_COLUMN, UNIT_COLUMN)
+HASH_NAME = "splitmix64(blake2b-64(seed, unit) + ordinal * golden)"
 IDENTITY = (
-    "(partition, slice index, the slice's data files relative to the table location, "
-    "row ordinal in that read)"
+    "(read unit: the data file, or the files read together (a Hudi file group, Paimon's "
+    "merged files), relative to the table location; row ordinal in that unit's read, "
+    "deletes applied)"
 )
 
 
@@ -54,6 +62,13 @@ class SamplePartition:
     file: str | None  # relative to the sample directory; None when n == 0
     file_size: int = 0
     population_from: str = "metadata"  # "metadata" or "read" (counted while sampling)
+    # read unit key -> [fingerprint, rows]: what refresh compares with the table's files
+    units: dict[str, list] = field(default_factory=dict)
+    reserve: str | None = None  # relative file of the reserve rows (ranks n+1 …)
+    reserve_rows: int = 0
+    # the candidates (sample + reserve) are every row whose hash is <= threshold
+    # (None: every row of the partition)
+    threshold: int | None = None
 
 
 @dataclass
@@ -73,6 +88,8 @@ class SampleManifest:
     hash: str = HASH_NAME
     identity: str = IDENTITY
     schema_columns: list[str] = field(default_factory=list)
+    sibling: dict[str, object] | None = None  # the sample as a table of the table's format
+    changes: dict[str, object] | None = None  # what the last refresh read and why
 
     @property
     def population(self) -> int:
@@ -96,8 +113,8 @@ def sample_dir(stats_root: str) -> str:
     return fs.join(stats_root, SAMPLE_DIR)
 
 
-def data_file(partition_path: str, run_id: str) -> str:
-    return f"data/{partition_path}/{run_id}.parquet"
+def data_file(partition_path: str, run_id: str, kind: str = "data") -> str:
+    return f"{kind}/{partition_path}/{run_id}.parquet"
 
 
 def now() -> str:
@@ -124,8 +141,9 @@ def load(
         raise no_sample(table, f" that can be read ({uri} is damaged: {exc})") from exc
     if check_files:
         for p in sample.partitions:
-            if p.file and not fs.exists(fs.join(sample_dir(stats_root), *p.file.split("/")), s3):
-                raise no_sample(table, f" (its file {p.file} was deleted)")
+            for name in (p.file, p.reserve):
+                if name and not fs.exists(fs.join(sample_dir(stats_root), *name.split("/")), s3):
+                    raise no_sample(table, f" (its file {name} was deleted)")
     return sample
 
 
@@ -134,17 +152,31 @@ def delete_unreferenced(
 ) -> int:
     """Remove sample files the manifest no longer names (after a refresh or re-create)."""
     keep = {p.file for p in sample.partitions if p.file}
-    base = fs.join(sample_dir(stats_root), "data")
-    if not fs.exists(base, s3):
-        return 0
+    keep |= {p.reserve for p in sample.partitions if p.reserve}
     removed = 0
-    filesystem, base_path = fs.resolve(base, s3)
-    for info in fs.list_files(base, s3, recursive=True):
-        relative = "data/" + info.path[len(base_path) :].lstrip("/")
-        if info.is_file and relative.endswith(".parquet") and relative not in keep:
-            filesystem.delete_file(info.path)
-            removed += 1
+    for kind in ("data", "reserve"):
+        base = fs.join(sample_dir(stats_root), kind)
+        if not fs.exists(base, s3):
+            continue
+        filesystem, base_path = fs.resolve(base, s3)
+        for info in fs.list_files(base, s3, recursive=True):
+            relative = f"{kind}/" + info.path[len(base_path) :].lstrip("/")
+            if info.is_file and relative.endswith(".parquet") and relative not in keep:
+                filesystem.delete_file(info.path)
+                removed += 1
     return removed
+
+
+def read_file(stats_root: str, relative: str, s3: fs.S3Options | None = None) -> pa.Table:
+    """One of the sample's own Parquet files (sample or reserve rows, hidden columns kept)."""
+    filesystem, path = fs.resolve(fs.join(sample_dir(stats_root), *relative.split("/")), s3)
+    with filesystem.open_input_file(path) as handle:
+        return pq.read_table(handle)
+
+
+def visible(table: pa.Table) -> pa.Table:
+    """The table's own columns: the sample's bookkeeping columns dropped."""
+    return table.drop_columns([c for c in HIDDEN_COLUMNS if c in table.column_names])
 
 
 class SampleReader(PartitionReader):
@@ -159,7 +191,7 @@ class SampleReader(PartitionReader):
             filesystem, path = fs.resolve(data.path, self.s3)
             with filesystem.open_input_file(path) as handle:
                 table = pq.read_table(handle)
-            tables.append(table.drop_columns([HASH_COLUMN]))
+            tables.append(visible(table))
         table = pa.concat_tables(tables)
         return table.select(columns) if columns else table
 
@@ -183,7 +215,10 @@ class SampleTable(PathTable):
                 filesystem, path = fs.resolve(uri, self.s3)
                 with filesystem.open_input_file(path) as handle:
                     schema = pq.read_schema(handle)
-                return schema.remove(schema.get_field_index(HASH_COLUMN))
+                for name in HIDDEN_COLUMNS:
+                    if name in schema.names:
+                        schema = schema.remove(schema.get_field_index(name))
+                return schema
         raise StatisticsNotFoundError("the sample holds no rows; create a larger sample")
 
     def current_snapshot_id(self) -> int | None:

@@ -16,6 +16,8 @@ from lakestats.compute.sample_scale import frequency_interval, scale_row
 from lakestats.compute.sample_select import (
     allocate,
     bottom_k,
+    merge_candidates,
+    reserve_size,
     row_hashes,
     size_for_fraction,
 )
@@ -116,6 +118,66 @@ def test_uniform_after_inserts_and_deletes() -> None:
         # 10 buckets of the current rows, 200 rows each (ranks of the key)
         buckets += np.bincount(np.searchsorted(current, chosen) // 200, minlength=10)
     assert _chi2(buckets) < CHI2_999_DF9
+
+
+def _draw_units(seed: int, units: dict[str, np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray,
+                                                                           int | None]:
+    """A fresh draw over read units (ids per unit): the candidates' ids and hashes in hash
+    order and the threshold, as a sampling task computes them."""
+    ids = np.concatenate(list(units.values()))
+    hashes = np.concatenate([row_hashes(seed, key, rows.size) for key, rows in units.items()])
+    merged = merge_candidates(hashes, None, k)
+    return ids[merged.order], hashes[merged.order], merged.threshold
+
+
+def test_refresh_merge_equals_a_fresh_draw_and_stays_uniform() -> None:
+    """Refresh from the candidates (sample + reserve): rows of a removed unit and of a
+    rewritten one leave, a rewritten and a new unit are read (rows at or below the
+    threshold join). Over 300 seeds the result is exactly a fresh draw of the current
+    units, and it is uniform over the current rows (chi-square over ten buckets of them)."""
+    rng = np.random.default_rng(5)
+    old = {f"f{i}.parquet": np.arange(i * 300, (i + 1) * 300) for i in range(10)}
+    rewritten = np.sort(rng.choice(old["f4.parquet"], 250, replace=False))  # 50 rows deleted
+    current = {k: v for k, v in old.items() if k not in ("f4.parquet", "f7.parquet")}
+    current |= {"f4b.parquet": rewritten, "f10.parquet": np.arange(3_000, 3_300)}  # inserted
+    everything = np.sort(np.concatenate(list(current.values())))
+    rate = 0.05
+    buckets = np.zeros(10)
+    exhausted = 0
+    for seed in range(300):
+        k_old = size_for_fraction(rate, sum(v.size for v in old.values()))
+        ids, hashes, threshold = _draw_units(seed, old, k_old)
+        keep = ~np.isin(ids, np.concatenate([old["f4.parquet"], old["f7.parquet"]]))
+        new = {"f4b.parquet": rewritten, "f10.parquet": current["f10.parquet"]}
+        new_ids = np.concatenate(list(new.values()))
+        new_hashes = np.concatenate([row_hashes(seed, key, v.size) for key, v in new.items()])
+        pool_ids = np.concatenate([ids[keep], new_ids])
+        pool_hashes = np.concatenate([hashes[keep], new_hashes])
+        k = size_for_fraction(rate, everything.size)
+        merged = merge_candidates(pool_hashes, threshold, k)
+        if merged.exhausted:  # too few candidates: the task reads every unit
+            exhausted += 1
+            chosen = _draw_units(seed, current, k)[0][:k]
+        else:
+            chosen = pool_ids[merged.order][:k]
+        fresh = _draw_units(seed, current, k)[0][:k]
+        assert np.array_equal(chosen, fresh)
+        assert not np.isin(chosen, old["f7.parquet"]).any()
+        buckets += np.bincount(np.searchsorted(everything, chosen) * 10 // everything.size,
+                               minlength=10)
+    assert exhausted < 30  # the reserve covers a 1/6 loss of candidates nearly always
+    assert _chi2(buckets) < CHI2_999_DF9
+
+
+def test_merge_candidates_threshold_and_exhaustion() -> None:
+    hashes = np.array([50, 10, 40, 30, 20], dtype=np.uint64)
+    merged = merge_candidates(hashes, None, 2)  # reserve_size(2) = 8: every row kept
+    assert merged.order.tolist() == [1, 4, 3, 2, 0] and merged.threshold is None
+    assert merge_candidates(hashes, 25, 3).exhausted  # only 10 and 20 are at or below 25
+    many = row_hashes(1, "u", 1_000)
+    merged = merge_candidates(many, None, 100)
+    assert merged.order.size == 100 + reserve_size(100) == 110
+    assert merged.threshold == int(np.sort(many)[109])
 
 
 def _statistics_row(table: pa.Table, name: str) -> dict:

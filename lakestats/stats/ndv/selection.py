@@ -26,7 +26,7 @@ The rule reads only the sample's frequency of frequencies and the sampling fract
 
 Chosen on generated samples (equal, uniform, geometric, Poisson and log-normal class sizes,
 Zipf z = 0.3-1.5, heavy hitters with a unique or uniform tail; fractions 0.5-20 %) and checked
-on held-out ones with another seed (``tests/test_ndv_selection.py``: no worse than Chao on
+on held-out ones with another seed (``tests/stats/test_ndv_selection.py``: no worse than Chao on
 most columns, lower mean |log error| at 1, 5 and 10 %). ``bench/ndv_accuracy.py`` measures it
 on TPC-H, TPC-DS and Zipf columns (BENCHMARKS.md).
 

@@ -1,0 +1,62 @@
+"""The stored sample as a sibling table of the table's own format.
+
+After ``sample create`` or ``refresh`` the sample's rows (the table's columns only) are
+written as a table of the same format where a Python writer exists, through the format's
+``write_sample_table``: Iceberg (pyiceberg) at ``<stats root>/sample/iceberg``, Delta
+(deltalake) at ``<stats root>/sample/delta``, Paimon (pypaimon) under
+``<stats root>/sample/paimon``, each partitioned as the table is. Parquet directories and
+Hudi (hudi-rs cannot write) have none: the sample's hive-partitioned Parquet directory
+``<stats root>/sample/data`` is their sample table. Any engine reads the sibling with the
+format's own reader; the manifest records where it is and which of its snapshots holds
+the sample (``sibling``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pyarrow as pa
+
+from lakestats import fs
+from lakestats.errors import LakestatsError
+from lakestats.formats.base import TableFormat
+from lakestats.store import sample as store
+
+
+def sample_rows(
+    stats_root: str, manifest: store.SampleManifest, s3: fs.S3Options | None = None
+) -> pa.Table | None:
+    """Every sampled row, the table's columns only, partition by partition."""
+    parts = [
+        store.visible(store.read_file(stats_root, p.file, s3))
+        for p in manifest.partitions
+        if p.file
+    ]
+    return pa.concat_tables(parts, promote_options="permissive") if parts else None
+
+
+def write_sibling(
+    table: TableFormat,
+    stats_root: str,
+    manifest: store.SampleManifest,
+    previous: dict | None,
+    s3: fs.S3Options | None = None,
+) -> dict | None:
+    """Write the sample as a table of ``table``'s format; what the manifest records about
+    it, or None for formats without a Python writer."""
+    location = fs.join(store.sample_dir(stats_root), table.format_name)
+    rows = sample_rows(stats_root, manifest, s3)
+    schema = table.schema(manifest.snapshot_id)
+    if rows is None:
+        rows = schema.empty_table()
+    with contextlib.suppress(KeyError, pa.ArrowInvalid, ValueError):
+        rows = rows.select(schema.names).cast(schema)  # else the writer says what misfits
+    try:
+        return table.write_sample_table(rows, location, previous)
+    except LakestatsError:
+        raise
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LakestatsError(
+            f"cannot write the {table.format_name} sample table at {location}: {first}"
+        ) from exc

@@ -1,0 +1,311 @@
+"""Stored samples of Iceberg, Delta, Paimon and Parquet tables: the sample is written as a
+sibling table of the table's format, and refresh reads only the data files that changed.
+
+References: each format's own reader (pyiceberg scans, deltalake's ``DeltaTable``,
+pypaimon's read builder, pyarrow for Parquet) for the table's rows and files and for the
+sibling table read back; a fresh ``sample create`` at the new snapshot for the refresh
+(the same bottom-k by hash gives the identical sample); file sizes from the file system.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import lakestats.api as ls
+from lakestats import cli
+from lakestats.store.sample import HASH_COLUMN, read_file
+
+pytestmark = pytest.mark.spark
+
+RATE, SEED = 0.1, 3
+REGIONS = ("a", "b", "c")
+
+
+def _rows(start: int, count: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    ids = np.arange(start, start + count, dtype=np.int64)
+    return pa.table(
+        {
+            "id": ids,
+            "amount": rng.normal(50, 9, count),
+            "region": pa.array([REGIONS[i % 3] for i in ids], pa.string()),
+        }
+    )
+
+
+def _local(uri: str) -> Path:
+    return Path(uri.removeprefix("file://"))
+
+
+def _drawn(table: ls.LakestatsTable) -> dict[str, pa.Table]:
+    """The sample's rows per partition (with their hashes), from its own files."""
+    data = table.sample.show()
+    return {
+        p["path"]: read_file(table.stats_root, p["file"]) for p in data["partitions"] if p["file"]
+    }
+
+
+def _by_region(rows: pa.Table) -> dict[str, np.ndarray]:
+    return {
+        region: np.sort(rows.filter(pc.equal(rows["region"], region))["id"].to_numpy())
+        for region in REGIONS
+    }
+
+
+def _check_sample(table: ls.LakestatsTable, rows: pa.Table) -> dict[str, np.ndarray]:
+    """Stratification exact: round(rate * N_p) rows per partition, all of them table rows
+    of that partition. Returns the sampled ids per region."""
+    truth = _by_region(rows)
+    drawn = _drawn(table)
+    ids = {}
+    for region in REGIONS:
+        sample = drawn[f"region={region}"]
+        ids[region] = np.sort(sample["id"].to_numpy())
+        assert sample.num_rows == int(np.floor(RATE * truth[region].size + 0.5))
+        assert np.isin(ids[region], truth[region]).all()
+        assert (sample["region"].to_numpy(zero_copy_only=False) == region).all()
+    return ids
+
+
+def _refresh_equals_create(
+    table: ls.LakestatsTable, fresh: ls.LakestatsTable, changed: dict[str, int], spark
+) -> dict:
+    """Refresh reads exactly the changed files and draws what a fresh create draws.
+    Returns what the refresh recorded (``changes``)."""
+    result = table.sample.refresh(spark=spark)
+    assert result.files_read == len(changed), (result, sorted(changed))
+    assert result.bytes_read == sum(changed.values())
+    changes = table.sample.show()["changes"]
+    assert changes["files_read"] == len(changed)
+    fresh.sample.create(fraction=RATE, seed=SEED, spark=spark)
+    mine, theirs = _drawn(table), _drawn(fresh)
+    assert set(mine) == set(theirs)
+    for path in mine:
+        assert mine[path][HASH_COLUMN].equals(theirs[path][HASH_COLUMN])
+        assert mine[path]["id"].equals(theirs[path]["id"])
+    again = table.sample.refresh(spark=spark)  # nothing changed: nothing read
+    assert (again.files_read, again.bytes_read, again.partitions_sampled) == (0, 0, 0)
+    return changes
+
+
+def test_iceberg_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:
+    from pyiceberg.table import StaticTable
+    from pyiceberg.transforms import IdentityTransform
+
+    from lakestats.formats.iceberg import load_catalog
+
+    catalog = load_catalog(warehouse=str(tmp_path / "warehouse"))
+    catalog.create_namespace("db")
+    base = catalog.create_table("db.sales", schema=_rows(0, 1, 0).schema)
+    with base.update_spec() as spec:
+        spec.add_field("region", IdentityTransform(), "region")
+    for i in range(3):
+        base.append(_rows(i * 3_000, 3_000, i))
+    warehouse = str(tmp_path / "warehouse")
+    table = ls.open_table("db.sales", str(tmp_path / "stats"), warehouse=warehouse)
+    table.sample.create(fraction=RATE, seed=SEED, spark=spark)
+    base = catalog.load_table("db.sales")
+    ids = _check_sample(table, base.scan().to_arrow())
+    sibling = table.sample.show()["sibling"]
+    assert sibling["format"] == "iceberg"
+    read_back = StaticTable.from_metadata(sibling["metadata_location"])
+    assert [f.name for f in read_back.spec().fields] == ["region"]
+    assert read_back.schema().as_arrow().names == ["id", "amount", "region"]
+    copy = read_back.scan().to_arrow()
+    assert {r: v.tolist() for r, v in _by_region(copy).items()} == {
+        r: v.tolist() for r, v in ids.items()
+    }
+    assert read_back.current_snapshot().snapshot_id == sibling["snapshot_id"]
+
+    def files() -> dict[str, int]:
+        table = catalog.load_table("db.sales")
+        return {t.file.file_path: t.file.file_size_in_bytes for t in table.scan().plan_files()}
+
+    before = files()
+    base.append(_rows(9_000, 300, 9))  # a new file per region
+    catalog.load_table("db.sales").delete("id < 30")  # rewrites the first files (copy on write)
+    after = files()
+    changed = {path: size for path, size in after.items() if path not in before}
+    assert len(changed) == 6
+    fresh = ls.open_table("db.sales", str(tmp_path / "fresh"), warehouse=warehouse)
+    changes = _refresh_equals_create(table, fresh, changed, spark)
+    assert changes["partitions_updated"] == ["region=a", "region=b", "region=c"]
+    removed = {path for path in before if path not in after}
+    assert changes["change_log_files"] == len(changed) + len(removed) == 9  # from the manifests
+    shown = table.sample.show()
+    current = catalog.load_table("db.sales")
+    assert shown["snapshot_id"] == current.current_snapshot().snapshot_id
+    ids = _check_sample(table, current.scan().to_arrow())
+    read_back = StaticTable.from_metadata(shown["sibling"]["metadata_location"])
+    # the sibling keeps its own history; a refresh that changed nothing did not write it
+    assert read_back.current_snapshot().snapshot_id == shown["sibling"]["snapshot_id"]
+    assert len(read_back.snapshots()) == 3  # create's append, refresh's delete and append
+    assert {r: v.tolist() for r, v in _by_region(read_back.scan().to_arrow()).items()} == {
+        r: v.tolist() for r, v in ids.items()
+    }
+    # the sample table deleted by hand: the next create writes it again
+    shutil.rmtree(Path(shown["sibling"]["location"]))
+    table.sample.create(fraction=RATE, seed=SEED, spark=spark)
+    again = StaticTable.from_metadata(table.sample.show()["sibling"]["metadata_location"])
+    assert {r: v.tolist() for r, v in _by_region(again.scan().to_arrow()).items()} == {
+        r: v.tolist() for r, v in ids.items()
+    }
+
+
+def test_delta_sibling_and_file_level_refresh(spark, tmp_path: Path, capsys) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    uri = str(tmp_path / "sales")
+    for i in range(3):
+        write_deltalake(uri, _rows(i * 3_000, 3_000, i), mode="append", partition_by=["region"])
+    table = ls.open_table(uri, str(tmp_path / "stats"))
+    table.sample.create(fraction=RATE, seed=SEED, spark=spark)
+    ids = _check_sample(table, DeltaTable(uri).to_pyarrow_table())
+    sibling = table.sample.show()["sibling"]
+    read_back = DeltaTable(sibling["location"])
+    assert read_back.metadata().partition_columns == ["region"]
+    assert read_back.version() == sibling["version"] == 0
+    copy = read_back.to_pyarrow_table()
+    assert {r: v.tolist() for r, v in _by_region(copy).items()} == {
+        r: v.tolist() for r, v in ids.items()
+    }
+
+    def files() -> dict[str, int]:
+        return {u: _local(u).stat().st_size for u in DeltaTable(uri).file_uris()}
+
+    before = files()
+    write_deltalake(uri, _rows(9_000, 300, 9), mode="append", partition_by=["region"])
+    DeltaTable(uri).delete("id < 30")  # rewrites the first files
+    changed = {u: size for u, size in files().items() if u not in before}
+    assert len(changed) == 6
+    changes = _refresh_equals_create(
+        table, ls.open_table(uri, str(tmp_path / "fresh")), changed, spark
+    )
+    assert changes["partitions_updated"] == ["region=a", "region=b", "region=c"]
+    assert changes["change_log_files"] == 9  # the log's 6 adds and 3 removes
+    ids = _check_sample(table, DeltaTable(uri).to_pyarrow_table())
+    read_back = DeltaTable(table.sample.show()["sibling"]["location"])
+    assert read_back.version() == 1
+    capsys.readouterr()
+    assert cli.main(["sample", "show", uri, "--stats-root", str(tmp_path / "stats")]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[-1] == f"stored as: delta table {table.sample.show()['sibling']['location']}"
+    assert {r: v.tolist() for r, v in _by_region(read_back.to_pyarrow_table()).items()} == {
+        r: v.tolist() for r, v in ids.items()
+    }
+
+
+def _paimon_read(path: str) -> pa.Table:
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    builder = FileStoreTable.from_path(path).new_read_builder()
+    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+
+def _paimon_commit(table, rows: pa.Table, overwrite: dict | None = None) -> None:
+    builder = table.new_batch_write_builder()
+    if overwrite is not None:
+        builder = builder.overwrite(overwrite)
+    write = builder.new_write()
+    write.write_arrow(rows)
+    builder.new_commit().commit(write.prepare_commit())
+    write.close()
+
+
+def test_paimon_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:
+    from pypaimon import CatalogFactory, Schema
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    catalog = CatalogFactory.create({"warehouse": str(tmp_path / "warehouse")})
+    catalog.create_database("default", True)
+    schema = _rows(0, 1, 0).schema
+    catalog.create_table("default.sales", Schema.from_pyarrow_schema(schema, ["region"]), False)
+    base = catalog.get_table("default.sales")
+    for i in range(3):
+        _paimon_commit(base, _rows(i * 3_000, 3_000, i))
+    path = str(tmp_path / "warehouse" / "default.db" / "sales")
+    table = ls.open_table(path, str(tmp_path / "stats"))
+    table.sample.create(fraction=RATE, seed=SEED, spark=spark)
+    ids = _check_sample(table, _paimon_read(path))
+    sibling = table.sample.show()["sibling"]
+    assert sibling["format"] == "paimon"
+    assert FileStoreTable.from_path(sibling["location"]).partition_keys == ["region"]
+    copy = _paimon_read(sibling["location"])
+    assert {r: v.tolist() for r, v in _by_region(copy).items()} == {
+        r: v.tolist() for r, v in ids.items()
+    }
+
+    def files() -> dict[str, int]:
+        builder = FileStoreTable.from_path(path).new_read_builder()
+        metas = [f for s in builder.new_scan().plan().splits() for f in s.files]
+        return {os.path.normpath(m.external_path or m.file_path): m.file_size for m in metas}
+
+    before = files()
+    _paimon_commit(catalog.get_table("default.sales"), _rows(9_000, 300, 9))  # appends
+    everything = _paimon_read(path)
+    kept_b = everything.filter(pc.and_(pc.equal(everything["region"], "b"),
+                                       pc.greater_equal(everything["id"], 30)))
+    _paimon_commit(catalog.get_table("default.sales"), kept_b, {"region": "b"})  # rewritten
+    changed = {p: size for p, size in files().items() if p not in before}
+    assert len(changed) == 3  # new files of a and c, the rewrite of b
+    fresh = ls.open_table(path, str(tmp_path / "fresh"))
+    changes = _refresh_equals_create(table, fresh, changed, spark)
+    assert changes["partitions_resampled"] == ["region=b"]  # rewritten wholesale
+    assert changes["partitions_updated"] == ["region=a", "region=c"]
+    # the delta manifests: 3 appended files, b's 3 old files and the one appended to it
+    # (both removed by the overwrite), and the overwrite's new file
+    assert changes["change_log_files"] == 7
+    ids = _check_sample(table, _paimon_read(path))
+    copy = _paimon_read(table.sample.show()["sibling"]["location"])
+    assert {r: v.tolist() for r, v in _by_region(copy).items()} == {
+        r: v.tolist() for r, v in ids.items()
+    }
+
+
+def test_parquet_refresh_reads_only_changed_files(spark, tmp_path: Path) -> None:
+    root = tmp_path / "sales"
+    for i in range(3):
+        rows = _rows(i * 3_000, 3_000, i)
+        for region in REGIONS:
+            (root / f"region={region}").mkdir(parents=True, exist_ok=True)
+            part = rows.filter(pc.equal(rows["region"], region)).drop_columns(["region"])
+            pq.write_table(part, root / f"region={region}" / f"part-{i}.parquet")
+
+    def everything() -> pa.Table:
+        parts = []
+        for f in sorted(root.glob("region=*/*.parquet")):
+            part = pq.ParquetFile(f).read()
+            region = f.parent.name.split("=")[1]
+            parts.append(part.append_column("region", pa.array([region] * part.num_rows)))
+        return pa.concat_tables(parts)
+
+    table = ls.open_table(str(root), str(tmp_path / "stats"))
+    table.sample.create(fraction=RATE, seed=SEED, spark=spark)
+    _check_sample(table, everything())
+    assert table.sample.show()["sibling"] is None  # the Parquet directory is the sample table
+    # an appended file in a, a rewritten file in b (30 rows deleted), a removed file in c
+    new = root / "region=a" / "part-9.parquet"
+    pq.write_table(_rows(9_000, 300, 9).drop_columns(["region"]), new)
+    old = pq.ParquetFile(root / "region=b" / "part-1.parquet").read()
+    (root / "region=b" / "part-1.parquet").unlink()
+    rewritten = root / "region=b" / "part-1b.parquet"
+    pq.write_table(old.slice(30), rewritten)
+    (root / "region=c" / "part-2.parquet").unlink()
+    changed = {str(p): p.stat().st_size for p in (new, rewritten)}
+    fresh = ls.open_table(str(root), str(tmp_path / "fresh"))
+    changes = _refresh_equals_create(table, fresh, changed, spark)
+    assert changes["partitions_resampled"] == []
+    assert changes["partitions_updated"] == ["region=a", "region=b", "region=c"]
+    assert changes["change_log_files"] is None  # no log: the file lists were compared
+    _check_sample(table, everything())
+    shown = table.sample.show()
+    assert all(not any(k.endswith("part-2.parquet") for k in p["units"])
+               for p in shown["partitions"] if p["path"] == "region=c")
