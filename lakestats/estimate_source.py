@@ -19,8 +19,9 @@ import pyarrow.compute as pc
 
 from lakestats.errors import StatisticsNotFoundError
 from lakestats.stats.selectivity import ColumnSummary, Frequencies, Histogram, storage_number
+from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
-from lakestats.store.reader import StatisticsReader, parse_type
+from lakestats.store.reader import StatisticsReader
 
 _FIELDS = [
     "column",

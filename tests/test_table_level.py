@@ -17,7 +17,7 @@ import pytest
 
 import lakestats.api as ls
 from lakestats import cli
-from lakestats.compute import reduce_local
+from lakestats.compute.reduce import local as reduce_local
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.percentiles import PERCENTILES
