@@ -143,7 +143,7 @@ def _check_upper_bounds(con, reader: StatisticsReader, leaf, col: str) -> None: 
     """Every stored table-level frequency brackets the true count: lower <= true <= upper."""
     from lakestats.stats.keys import decode
 
-    handle = reader._file(reader.table_entry(), "frequencies")
+    handle = reader.parquet_file(reader.table_entry(), "frequencies")
     table = handle.read().to_pylist()
     index = reader.column_index(leaf.name)
     truth = {

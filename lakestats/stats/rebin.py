@@ -122,10 +122,7 @@ def table_histogram(
 ) -> tuple[dict, np.ndarray | None]:
     """The histogram fields of the table row and the counts to store."""
     if exact is not None:
-        lower = grid_lower_key(
-            Grid(exact.lower, exact.width, len(exact.counts), kind_of(dtype) != Kind.FLOATING),
-            dtype,
-        )
+        lower = hist.lower_key(exact.lower, dtype)
         return (
             {
                 "histogram_lower": lower,
@@ -139,7 +136,7 @@ def table_histogram(
         return {}, None
     total = state.row_count - state.null_count - (state.nan_count or 0)
     counts = round_counts(rebinned if rebinned is not None else np.zeros(grid.bins), total)
-    lower = grid_lower_key(grid, dtype)
+    lower = hist.lower_key(grid.lower, dtype)
     return (
         {
             "histogram_lower": lower,
@@ -149,16 +146,3 @@ def table_histogram(
         },
         counts,
     )
-
-
-def grid_lower_key(grid: Grid, dtype: pa.DataType) -> bytes:
-    kind = kind_of(dtype)
-    if kind == Kind.FLOATING:
-        return keys.encode(pa.array([float(grid.lower)], pa.float64()))[0].as_py()
-    if kind == Kind.DECIMAL:
-        value = keys.decimal_from_unscaled(int(grid.lower), dtype.scale)
-        return keys.encode(pa.array([value], dtype))[0].as_py()
-    if kind == Kind.TEMPORAL:
-        storage = keys.physical_int_storage(dtype)
-        return keys.encode(pa.array([int(grid.lower)], storage).view(dtype))[0].as_py()
-    return keys.encode(pa.array([int(grid.lower)], pa.int64()).cast(dtype))[0].as_py()

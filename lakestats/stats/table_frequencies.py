@@ -143,14 +143,5 @@ def _exact_ordered(
     out["percentile_rank_error"] = 0.0
     # the exact histogram is built exactly as a partition's is, over the whole table
     bins = grid.bins_requested if grid is not None else 1000
-    if kind == Kind.FLOATING:
-        numbers = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
-        histogram = hist.float_histogram(numbers, sorted_totals, bins)
-    elif kind == Kind.DECIMAL and dtype.precision > 18:
-        histogram = hist.wide_integer_histogram(
-            [keys.unscaled_of(v, dtype.scale) for v in values.to_pylist()], sorted_totals, bins
-        )
-    else:
-        numbers = keys.unscaled_int64(values) if kind == Kind.DECIMAL else keys.integers(values)
-        histogram = hist.integer_histogram(numbers, sorted_totals, bins)
+    histogram = hist.of_values(values, sorted_totals, bins)
     return out, histogram

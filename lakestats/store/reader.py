@@ -157,7 +157,7 @@ class StatisticsReader:
         (a lookup in the table-level frequencies' per-partition counts)."""
         index = self.column_index(column)
         entry = self.table_entry()
-        handle = self._file(entry, "frequencies")
+        handle = self.parquet_file(entry, "frequencies")
         dtype = parse_type(self.version.columns[index]["type"])
         if isinstance(dtype, Opaque):
             raise InvalidArgumentError(f"column {column!r} has no frequencies")
@@ -218,7 +218,7 @@ class StatisticsReader:
         out: list[dict[str, object]] = []
         undecided = []
         for entry in self.version.partitions:
-            handle = self._file(entry, "statistics")
+            handle = self.parquet_file(entry, "statistics")
             group, offset = divmod(index, STATISTICS_ROW_GROUP)
             stats = handle.read_row_group(group, columns=fields).slice(offset, 1).to_pylist()[0]
             if is_nan:
@@ -243,7 +243,7 @@ class StatisticsReader:
         return out
 
     def _partition_frequency(self, entry: manifest.PartitionEntry, index: int, key: bytes) -> int:
-        handle = self._file(entry, "frequencies")
+        handle = self.parquet_file(entry, "frequencies")
         position = handle.schema_arrow.get_field_index("column_index")
         for g in range(handle.metadata.num_row_groups):
             stats = handle.metadata.row_group(g).column(position).statistics
@@ -266,7 +266,8 @@ class StatisticsReader:
         return self._partition_index
 
     # -- files ----------------------------------------------------------------
-    def _file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:
+    def parquet_file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:
+        """A partition's ``kind`` file, opened once per reader (footer cached)."""
         uri = layout.absolute(self.root, entry.files[kind])
         cached = self._files.get(uri)
         if cached is not None:
@@ -296,7 +297,7 @@ class StatisticsReader:
     ) -> pa.Table:
         """Raw rows of ``statistics.parquet`` for ``columns`` (all when ``None``)."""
         entry = self.partition(partition)
-        handle = self._file(entry, "statistics")
+        handle = self.parquet_file(entry, "statistics")
         names = handle.schema_arrow.names
         wanted = fields or [n for n in names if include_sketches or n not in SKETCH_COLUMNS]
         if columns is None:
@@ -330,7 +331,7 @@ class StatisticsReader:
             raise InvalidArgumentError(f"--top must be 0 or more, got {top}")
         index = self.column_index(column)
         entry = self.partition(partition)
-        handle = self._file(entry, "frequencies")
+        handle = self.parquet_file(entry, "frequencies")
         metadata = handle.metadata
         position = handle.schema_arrow.get_field_index("column_index")
         groups = []
@@ -419,7 +420,7 @@ class StatisticsReader:
         bins = row["histogram_bins"]
         stop = bins if stop is None else min(stop, bins)
         entry = self.partition(partition)
-        handle = self._file(entry, "histograms")
+        handle = self.parquet_file(entry, "histograms")
         counts = handle.read(columns=[column]).column(0).slice(start, max(0, stop - start))
         edges = bin_edges(
             row["type"],
