@@ -109,6 +109,7 @@ def fold_states(job: ReduceJob, files: ReadAhead, members: list[int]) -> GroupSt
                 members[start : start + FOLD_BATCH],
             )
         )
+        # rows as stored: what is derived per partition (sketches it lacks) goes before this
         folded = fold_statistics(tables, names, texts, types)
         for position, table in enumerate(tables, start):
             rows[position] = table.select(HISTOGRAM_FIELDS)
