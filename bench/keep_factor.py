@@ -24,8 +24,9 @@ import pyarrow.parquet as pq
 
 import lakestats.api as ls
 from bench.common import DATA, machine
-from lakestats.compute import reduce_steps
-from lakestats.compute.reduce_local import reduce_locally
+from lakestats.compute.reduce import prune
+from lakestats.compute.reduce.job import ReduceJob
+from lakestats.compute.reduce.local import reduce_locally
 from lakestats.compute.session import get_spark
 from lakestats.stats import keys
 from lakestats.store import layout, manifest
@@ -54,9 +55,9 @@ def run(spark, skew: float, domain: int, k: int) -> None:  # noqa: ANN001
     print(f"\nzipf {skew} over {domain:,} values, top {k}")
     print(f"{'factor':>6s} {'recall':>7s} {'width':>8s} {'below':>8s} {'sound':>6s}")
     for factor in FACTORS:
-        reduce_steps.KEEP_FACTOR = factor
+        prune.KEEP_FACTOR = factor
         files = layout.table_files(f"factor-{factor}")
-        job = reduce_steps.ReduceJob(stats, None, version.partitions, version.columns, 1000, k)
+        job = ReduceJob(stats, None, version.partitions, version.columns, 1000, k)
         reduce_locally(job, files, f"factor-{factor}")
         table = pq.read_table(f"{stats}/{files['frequencies']}")
         table = table.filter(pc.equal(table.column("column"), "v"))
@@ -73,7 +74,7 @@ def run(spark, skew: float, domain: int, k: int) -> None:  # noqa: ANN001
         below = statistics.mean((exact[v] - lower) / exact[v] for v, lower, _ in got)
         sound = all(lower <= exact[v] <= upper for v, lower, upper in got)
         print(f"{factor:6.1f} {recall:7.3f} {width:8.4f} {below:8.4f} {sound!s:>6s}")
-    reduce_steps.KEEP_FACTOR = 1.5
+    prune.KEEP_FACTOR = 1.5
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -197,8 +197,7 @@ def build_fanout(spark, root: Path) -> str:  # noqa: ANN001
     """A statistics root whose latest version has ``FANOUT_PARTITIONS`` partitions x 100
     columns, reduced on Spark (table files and partition index); returns it."""
     from bench.reduce import build_partition_files
-    from lakestats.compute.reduce import reduce_table
-    from lakestats.compute.reduce_steps import ReduceJob
+    from lakestats.compute.reduce import ReduceJob, reduce_table
     from lakestats.store.manifest import PartitionEntry, Version, latest_version_number, publish
 
     source = DATA / "reduce_partitions"

@@ -33,8 +33,7 @@ import pyarrow.parquet as pq
 
 import lakestats.api as ls
 from bench.common import DATA, machine, partitioned, tpch_lineitem
-from lakestats.compute.reduce import reduce_table
-from lakestats.compute.reduce_steps import ReduceJob
+from lakestats.compute.reduce import ReduceJob, reduce_table
 from lakestats.compute.session import get_spark
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import leaf_array, leaves_of

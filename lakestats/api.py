@@ -251,7 +251,7 @@ class LakestatsTable:
     def partitions_containing(self, column: str, value: str) -> list[dict[str, object]]:
         """Partitions holding ``value`` (given as text, parsed with the column's type)."""
         from lakestats.stats.keys import parse_literal
-        from lakestats.store.reader import parse_type
+        from lakestats.stats.type_codec import parse_type
 
         reader = self.reader()
         dtype = parse_type(reader.columns[reader.column_index(column)]["type"])

@@ -19,8 +19,9 @@ import pyarrow.compute as pc
 
 from lakestats.errors import StatisticsNotFoundError
 from lakestats.stats.selectivity import ColumnSummary, Frequencies, Histogram, storage_number
+from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
-from lakestats.store.reader import StatisticsReader, parse_type
+from lakestats.store.reader import StatisticsReader
 
 _FIELDS = [
     "column",
@@ -65,7 +66,7 @@ class ReaderPartition:
 
     def _statistics_rows(self) -> dict[str, dict]:
         if self._rows is None:
-            handle = self.reader._file(self.entry, "statistics")
+            handle = self.reader.parquet_file(self.entry, "statistics")
             names = handle.schema_arrow.names
             fields = [f for f in _FIELDS if f in names]
             indices = [self.reader.column_index(c) for c in self.columns]
@@ -104,7 +105,7 @@ class ReaderPartition:
             complete = (row.get("distinct_count") or 0) == 0
             return Frequencies((), np.zeros(0, dtype=np.int64), complete, None)
         index = self.reader.column_index(column)
-        handle = self.reader._file(self.entry, "frequencies")
+        handle = self.reader.parquet_file(self.entry, "frequencies")
         names = handle.schema_arrow.names
         metadata = handle.metadata
         keys_out: list[bytes] = []
@@ -135,7 +136,7 @@ class ReaderPartition:
     def _histogram(self, column: str, row: dict) -> Histogram | None:
         if row.get("histogram_bins") is None or row.get("histogram_lower") is None:
             return None
-        handle = self.reader._file(self.entry, "histograms")
+        handle = self.reader.parquet_file(self.entry, "histograms")
         counts = handle.read(columns=[column]).column(0).slice(0, row["histogram_bins"])
         dtype = parse_type(row["type"])
         lower = storage_number(dtype, row["histogram_lower"])

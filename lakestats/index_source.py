@@ -24,9 +24,10 @@ import pyarrow as pa
 
 from lakestats import estimate_source
 from lakestats.stats.selectivity import ColumnSummary, Frequencies
+from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
 from lakestats.store.partition_index import SCALAR_FIELDS, partition_summaries
-from lakestats.store.reader import StatisticsReader, parse_type
+from lakestats.store.reader import StatisticsReader
 
 FIELDS = SCALAR_FIELDS
 """What the estimator reads from the index."""

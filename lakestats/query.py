@@ -21,8 +21,9 @@ from lakestats.errors import InvalidArgumentError
 from lakestats.partition_filter import partitions_that_can_match
 from lakestats.stats import keys
 from lakestats.stats.percentiles import percentile_names
+from lakestats.stats.type_codec import Opaque, parse_type
 from lakestats.store.partition_index import SUMMARY_FIELDS, partition_summaries
-from lakestats.store.reader import StatisticsReader, _Opaque, parse_type
+from lakestats.store.reader import StatisticsReader
 
 KEY_FIELDS = ("min", "max", *percentile_names())
 COLUMN_FIELDS = [f for f in SUMMARY_FIELDS if f != "row_count"]
@@ -109,7 +110,7 @@ def _partitions(
 
 def _decoded(column: pa.ChunkedArray, dtype: object) -> list[object]:
     """Keys decoded to Python values (vectorized; nulls stay None)."""
-    if isinstance(dtype, _Opaque) or pa.types.is_null(dtype):
+    if isinstance(dtype, Opaque) or pa.types.is_null(dtype):
         return [None] * len(column)
     array = column.combine_chunks()
     try:

@@ -45,8 +45,9 @@ import numpy as np
 
 from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
 from lakestats.stats.kinds import Kind, kind_of
+from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
-from lakestats.store.reader import StatisticsReader, parse_type
+from lakestats.store.reader import StatisticsReader
 
 DEFAULT_BINS = 254  # spark.sql.statistics.histogram.numBins
 INTEGRAL = {"byte": 1, "short": 2, "int": 4, "long": 8}

@@ -270,7 +270,7 @@ class CliRun:
 # test can send a small table through the staged table-level reduction
 _CLI = """
 import sys
-from lakestats.compute import reduce_local
+from lakestats.compute.reduce import local as reduce_local
 if int(sys.argv[1]) >= 0:
     reduce_local.LOCAL_CELLS = int(sys.argv[1])
 from lakestats import cli

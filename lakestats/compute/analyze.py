@@ -23,9 +23,7 @@ from pyspark.sql import SparkSession
 from lakestats import fs
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
-from lakestats.compute.reduce import reduce_table
-from lakestats.compute.reduce_local import compute_and_reduce, fits_one_task
-from lakestats.compute.reduce_steps import ReduceJob
+from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.compute.tasks import SUMMARY_SCHEMA, AnalyzeOptions, Job, merge_partition, run_slice
 from lakestats.errors import (
@@ -371,7 +369,7 @@ def _reusable_entries(
     """Partition entries of the latest readable version that are still valid for this
     analyze and whose files are intact (``store/verify.py``), the keys of those whose files
     are missing or damaged (recomputed, reported as repaired), and the table-level
-    reduction cache entries still present (``compute/group_cache.GroupCache``)."""
+    reduction cache entries still present (``compute/reduce/cache.GroupCache``)."""
     try:
         previous = manifest.load_version(root, None, s3)
     except (StatisticsNotFoundError, CorruptStatisticsError):

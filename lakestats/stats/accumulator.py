@@ -276,33 +276,10 @@ class ColumnAccumulator:
         counts: np.ndarray,
         bins: int,
     ) -> np.ndarray | None:
-        built: hist.Histogram | None
-        if kind == Kind.FLOATING:
-            built = hist.float_histogram(numeric, counts, bins)
-            lower_key = keys.encode(pa.array([built.lower], pa.float64())) if built else None
-        elif kind == Kind.DECIMAL and values.type.precision > 18:
-            unscaled = [keys.unscaled_of(v, values.type.scale) for v in values.to_pylist()]
-            built = hist.wide_integer_histogram(unscaled, counts, bins)
-            lower_key = _decimal_key(built.lower, values.type) if built else None
-        else:
-            ints = keys.unscaled_int64(values) if kind == Kind.DECIMAL else numeric.astype(np.int64)
-            built = hist.integer_histogram(ints, counts, bins)
-            if built is None:
-                lower_key = None
-            elif kind == Kind.DECIMAL:
-                lower_key = _decimal_key(built.lower, values.type)
-            else:
-                storage = (
-                    keys.physical_int_storage(values.type) if kind == Kind.TEMPORAL else values.type
-                )
-                lower_key = keys.encode(
-                    pa.array([built.lower], storage).cast(values.type)
-                    if kind == Kind.INTEGER
-                    else pa.array([built.lower], storage).view(values.type)
-                )
+        built = hist.of_values(values, counts, bins, None if kind == Kind.DECIMAL else numeric)
         if built is None:
             return None
-        row["histogram_lower"] = lower_key[0].as_py()
+        row["histogram_lower"] = hist.lower_key(built.lower, values.type)
         row["histogram_width"] = built.width
         row["histogram_bins"] = len(built.counts)
         return built.counts
@@ -354,12 +331,6 @@ def _numeric(values: pa.Array, kind: Kind) -> np.ndarray:
     if kind == Kind.DECIMAL:
         return values.cast(pa.float64()).to_numpy(zero_copy_only=False)
     return keys.integers(values)
-
-
-def _decimal_key(unscaled: int, dtype: pa.DataType) -> pa.Array:
-
-    value = keys.decimal_from_unscaled(unscaled, dtype.scale)
-    return keys.encode(pa.array([value], type=dtype))
 
 
 def _hashable(values: pa.Array, kind: Kind) -> list:

@@ -12,6 +12,10 @@ values are counted in the first bin and ``+inf`` in the last; NaN is not counted
 recomputed exactly as the writer computed it. Every value is counted in the bin whose
 reported edges hold it: integer bins are exact; float bins are checked against the edges
 ``lower + i * width`` as the reader computes them (``float_bin_index``).
+
+``of_values`` and ``lower_key`` are the one builder of a column's histogram and its stored
+``histogram_lower`` key, shared by a partition (``stats/accumulator.py``) and by the exact
+table level (``stats/table_frequencies.py``, ``stats/rebin.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+
+from lakestats.stats import keys
+from lakestats.stats.kinds import Kind, kind_of
 
 
 @dataclass(frozen=True)
@@ -104,3 +112,41 @@ def float_bin_index(values: np.ndarray, lower: float, width: float, bins: int) -
     if wrong.any():
         index[wrong] = np.clip(np.searchsorted(edges, values[wrong], side="right") - 1, 0, None)
     return index
+
+
+def of_values(
+    values: pa.Array, counts: np.ndarray, bins: int, numbers: np.ndarray | None = None
+) -> Histogram | None:
+    """The histogram of a column's distinct ``values`` (no NaN, any order) weighted by
+    ``counts``: floats as float64, decimals wider than 18 digits as Python integers, the
+    rest as int64 storage numbers (days, time units, unscaled decimals). ``numbers``, the
+    float64 (floats) or int64 (integers, temporal) form of ``values``, saves converting them
+    again."""
+    kind = kind_of(values.type)
+    if kind == Kind.FLOATING:
+        if numbers is None:
+            numbers = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        return float_histogram(numbers, counts, bins)
+    if kind == Kind.DECIMAL and values.type.precision > 18:
+        unscaled = [keys.unscaled_of(v, values.type.scale) for v in values.to_pylist()]
+        return wide_integer_histogram(unscaled, counts, bins)
+    if kind == Kind.DECIMAL:
+        numbers = keys.unscaled_int64(values)
+    elif numbers is None:
+        numbers = keys.integers(values)
+    return integer_histogram(numbers.astype(np.int64), counts, bins)
+
+
+def lower_key(lower: float | int, dtype: pa.DataType) -> bytes:
+    """The stored ``histogram_lower``: the key of a histogram's ``lower`` (a storage number
+    of a column of type ``dtype``; float64 for floating columns)."""
+    kind = kind_of(dtype)
+    if kind == Kind.FLOATING:
+        return keys.encode(pa.array([float(lower)], pa.float64()))[0].as_py()
+    if kind == Kind.DECIMAL:
+        value = keys.decimal_from_unscaled(int(lower), dtype.scale)
+        return keys.encode(pa.array([value], dtype))[0].as_py()
+    if kind == Kind.TEMPORAL:
+        storage = keys.physical_int_storage(dtype)
+        return keys.encode(pa.array([int(lower)], storage).view(dtype))[0].as_py()
+    return keys.encode(pa.array([int(lower)], dtype))[0].as_py()

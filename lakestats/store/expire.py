@@ -54,7 +54,7 @@ def plan_expiry(
             continue  # removed since the listing
         refs = {path for e in version.partitions for path in e.files.values()}
         refs |= set((version.table_files or {}).values())
-        refs |= set(version.extra.get("reduce_cache", {}).values())  # group_cache.GroupCache
+        refs |= set(version.extra.get("reduce_cache", {}).values())  # reduce/cache.GroupCache
         refs |= set(version.extra.get("exact", {}).get("files", []))  # exact rank parts
         if version.partition_index:
             refs.add(version.partition_index)

@@ -241,7 +241,7 @@ def from_partition_files(
 
     def one(position: int) -> pa.Table:
         entry = entries[position]
-        handle = reader._file(entry, "statistics")
+        handle = reader.parquet_file(entry, "statistics")
         rows = handle.read(columns=SOURCE_FIELDS, use_threads=False)
         part = index_part([rows])
         part = part.take(pa.array(wanted, pa.int64()))

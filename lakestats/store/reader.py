@@ -19,7 +19,6 @@ import functools
 import math
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -39,82 +38,11 @@ from lakestats.errors import (
 from lakestats.stats import arrays, keys
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.percentiles import percentile_names
+from lakestats.stats.type_codec import Opaque, column_kind, decode_value, parse_type
 from lakestats.store import layout, manifest
 from lakestats.store.schemas import SKETCH_COLUMNS, STATISTICS_ROW_GROUP
 
 KEY_COLUMNS = ("min", "max", *percentile_names(), "histogram_lower")
-
-
-@lru_cache(maxsize=64)
-def parse_type(text: str) -> pa.DataType:
-    """Rebuild an Arrow type from its ``str()`` (the ``type`` column)."""
-    import re
-
-    simple = {
-        "int8": pa.int8(),
-        "int16": pa.int16(),
-        "int32": pa.int32(),
-        "int64": pa.int64(),
-        "uint8": pa.uint8(),
-        "uint16": pa.uint16(),
-        "uint32": pa.uint32(),
-        "uint64": pa.uint64(),
-        "halffloat": pa.float16(),
-        "float": pa.float32(),
-        "double": pa.float64(),
-        "bool": pa.bool_(),
-        "string": pa.string(),
-        "large_string": pa.large_string(),
-        "binary": pa.binary(),
-        "large_binary": pa.large_binary(),
-        "date32[day]": pa.date32(),
-        "date64[ms]": pa.date64(),
-        "null": pa.null(),
-        "string_view": pa.string_view(),
-        "binary_view": pa.binary_view(),
-    }
-    if text in simple:
-        return simple[text]
-    if m := re.fullmatch(r"decimal(32|64|128|256)\((\d+), (-?\d+)\)", text):
-        factory = {
-            "32": pa.decimal32,
-            "64": pa.decimal64,
-            "128": pa.decimal128,
-            "256": pa.decimal256,
-        }[m.group(1)]
-        return factory(int(m.group(2)), int(m.group(3)))
-    if m := re.fullmatch(r"timestamp\[(\w+)(?:, tz=(.+))?\]", text):
-        return pa.timestamp(m.group(1), tz=m.group(2))
-    if m := re.fullmatch(r"time(32|64)\[(\w+)\]", text):
-        return (pa.time32 if m.group(1) == "32" else pa.time64)(m.group(2))
-    if m := re.fullmatch(r"duration\[(\w+)\]", text):
-        return pa.duration(m.group(1))
-    if m := re.fullmatch(r"fixed_size_binary\[(\d+)\]", text):
-        return pa.binary(int(m.group(1)))
-    if m := re.fullmatch(r"dictionary<values=(.+), indices=.*", text):
-        return parse_type(m.group(1).rsplit(",", 1)[0] if "ordered" in text else m.group(1))
-    return pa.null() if text == "null" else _Opaque(text)
-
-
-class _Opaque:
-    """A nested or exotic type: statistics keep counts and lengths only."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def column_kind(type_text: str) -> Kind:
-    return kind_of(parse_type(type_text))
-
-
-def decode_value(key: bytes | None, type_text: str) -> object:
-    dtype = parse_type(type_text)
-    if key is None or isinstance(dtype, _Opaque):
-        return None
-    return keys.decode(key, dtype)
 
 
 def _damaged(uri: str, exc: BaseException) -> CorruptStatisticsError:
@@ -229,9 +157,9 @@ class StatisticsReader:
         (a lookup in the table-level frequencies' per-partition counts)."""
         index = self.column_index(column)
         entry = self.table_entry()
-        handle = self._file(entry, "frequencies")
+        handle = self.parquet_file(entry, "frequencies")
         dtype = parse_type(self.version.columns[index]["type"])
-        if isinstance(dtype, _Opaque):
+        if isinstance(dtype, Opaque):
             raise InvalidArgumentError(f"column {column!r} has no frequencies")
         key = keys.encode_value(value, dtype)
         metadata = handle.metadata
@@ -290,7 +218,7 @@ class StatisticsReader:
         out: list[dict[str, object]] = []
         undecided = []
         for entry in self.version.partitions:
-            handle = self._file(entry, "statistics")
+            handle = self.parquet_file(entry, "statistics")
             group, offset = divmod(index, STATISTICS_ROW_GROUP)
             stats = handle.read_row_group(group, columns=fields).slice(offset, 1).to_pylist()[0]
             if is_nan:
@@ -315,7 +243,7 @@ class StatisticsReader:
         return out
 
     def _partition_frequency(self, entry: manifest.PartitionEntry, index: int, key: bytes) -> int:
-        handle = self._file(entry, "frequencies")
+        handle = self.parquet_file(entry, "frequencies")
         position = handle.schema_arrow.get_field_index("column_index")
         for g in range(handle.metadata.num_row_groups):
             stats = handle.metadata.row_group(g).column(position).statistics
@@ -338,7 +266,8 @@ class StatisticsReader:
         return self._partition_index
 
     # -- files ----------------------------------------------------------------
-    def _file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:
+    def parquet_file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:
+        """A partition's ``kind`` file, opened once per reader (footer cached)."""
         uri = layout.absolute(self.root, entry.files[kind])
         cached = self._files.get(uri)
         if cached is not None:
@@ -368,7 +297,7 @@ class StatisticsReader:
     ) -> pa.Table:
         """Raw rows of ``statistics.parquet`` for ``columns`` (all when ``None``)."""
         entry = self.partition(partition)
-        handle = self._file(entry, "statistics")
+        handle = self.parquet_file(entry, "statistics")
         names = handle.schema_arrow.names
         wanted = fields or [n for n in names if include_sketches or n not in SKETCH_COLUMNS]
         if columns is None:
@@ -402,7 +331,7 @@ class StatisticsReader:
             raise InvalidArgumentError(f"--top must be 0 or more, got {top}")
         index = self.column_index(column)
         entry = self.partition(partition)
-        handle = self._file(entry, "frequencies")
+        handle = self.parquet_file(entry, "frequencies")
         metadata = handle.metadata
         position = handle.schema_arrow.get_field_index("column_index")
         groups = []
@@ -493,7 +422,7 @@ class StatisticsReader:
         bins = row["histogram_bins"]
         stop = bins if stop is None else min(stop, bins)
         entry = self.partition(partition)
-        handle = self._file(entry, "histograms")
+        handle = self.parquet_file(entry, "histograms")
         counts = handle.read(columns=[column]).column(0).slice(start, max(0, stop - start))
         edges = bin_edges(
             row["type"],

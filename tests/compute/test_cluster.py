@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakestats.api as ls
-from lakestats.compute import reduce_local
+from lakestats.compute.reduce import local as reduce_local
 from lakestats.stats.keys import to_json
 from lakestats.stats.percentiles import PERCENTILES
 from tests.conftest import mixed_table

@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.compute.reduce_steps import COMBINED_ARROW, HEAVY_ROWS, _prune
+from lakestats.compute.reduce.combine import COMBINED_ARROW, HEAVY_ROWS
+from lakestats.compute.reduce.prune import prune
 
 KEEP = 100
 # 0: heavy, ranked alone; 1-4 light, ranked together: two columns over ``KEEP`` (so each
@@ -56,7 +57,7 @@ def _expected(columns: list[pa.Table]) -> tuple[set, dict[int, int]]:
 
 
 def _pruned(combined: pa.Table) -> tuple[set, dict[int, int]]:
-    out = _prune(combined, INCOMPLETE, SLACK, KEEP)
+    out = prune(combined, INCOMPLETE, SLACK, KEEP)
     markers = out.filter(pc.is_null(out.column("value")))
     rows = out.filter(pc.is_valid(out.column("value")))
     return (

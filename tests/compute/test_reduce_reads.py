@@ -7,7 +7,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakestats.compute.reduce_steps import ReduceJob
+from lakestats.compute.reduce.job import ReduceJob
+from lakestats.compute.reduce.readahead import ReadAhead
 from lakestats.store.manifest import PartitionEntry
 
 
@@ -15,8 +16,9 @@ def test_read_ahead_file_reads_like_the_file(tmp_path: Path) -> None:
     table = pa.table({"a": [1, 2], "b": ["x", "y"]})
     pq.write_table(table, tmp_path / "histograms.parquet")
     entry = PartitionEntry("p=1", "p=1", {}, 2, 0, {"histograms": "histograms.parquet"})
-    plain = ReduceJob(str(tmp_path), None, [entry], [], 1000, 10)
-    ahead = ReduceJob(str(tmp_path), None, [entry], [], 1000, 10)
+    job = ReduceJob(str(tmp_path), None, [entry], [], 1000, 10)
+    plain = ReadAhead(job)
+    ahead = ReadAhead(job)
     ahead.tables["histograms.parquet"] = table
     for columns in (None, ["b"], ["a", "missing"]):
         want = plain.read(entry, "histograms", columns)

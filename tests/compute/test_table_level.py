@@ -17,7 +17,7 @@ import pytest
 
 import lakestats.api as ls
 from lakestats import cli
-from lakestats.compute import reduce_local
+from lakestats.compute.reduce import local as reduce_local
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.percentiles import PERCENTILES
@@ -143,7 +143,7 @@ def _check_upper_bounds(con, reader: StatisticsReader, leaf, col: str) -> None:
     """Every stored table-level frequency brackets the true count: lower <= true <= upper."""
     from lakestats.stats.keys import decode
 
-    handle = reader._file(reader.table_entry(), "frequencies")
+    handle = reader.parquet_file(reader.table_entry(), "frequencies")
     table = handle.read().to_pylist()
     index = reader.column_index(leaf.name)
     truth = {

@@ -216,13 +216,13 @@ def test_index_provider_equals_file_provider(analyzed, monkeypatch) -> None:
     for where in PREDICATES:
         assert table.estimate(where) == table.estimate(where, source="files"), where
     opened: list[str] = []
-    original = StatisticsReader._file
+    original = StatisticsReader.parquet_file
 
     def spy(self, entry, kind):
         opened.append(kind)
         return original(self, entry, kind)
 
-    monkeypatch.setattr(StatisticsReader, "_file", spy)
+    monkeypatch.setattr(StatisticsReader, "parquet_file", spy)
     fresh = ls.open_table(str(root))
     result = fresh.estimate("i > 99999 OR u IS NULL")
     assert (result["row_count"], result["exact"]) == (0, True)

@@ -309,7 +309,7 @@ class _AsNumbers:
 
 
 def test_rebin_point_mass_on_a_grid_edge_lands_in_the_bin_it_opens() -> None:
-    from lakestats.stats.table_merge import Grid, rebin
+    from lakestats.stats.rebin import Grid, rebin
 
     grid = Grid(43.0, 0.036, 1000, False)
     point = keys.encode(pa.array([53.8]))[0].as_py()

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakestats.api as ls
-from lakestats.compute import reduce_local
+from lakestats.compute.reduce import local as reduce_local
 
 pytestmark = pytest.mark.spark
 

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakestats.stats import keys
-from lakestats.stats.table_merge import Grid, rebin, round_counts
+from lakestats.stats.rebin import Grid, rebin, round_counts
 
 
 def _row(lower: float, width: float, bins: int) -> dict:

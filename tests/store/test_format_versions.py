@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakestats.api as ls
-from lakestats.compute.reduce_local import reduce_locally
-from lakestats.compute.reduce_steps import ReduceJob
+from lakestats.compute.reduce.job import ReduceJob
+from lakestats.compute.reduce.local import reduce_locally
 from lakestats.store import layout, manifest, schemas
 from lakestats.store.reader import StatisticsReader
 

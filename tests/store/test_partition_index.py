@@ -25,7 +25,7 @@ import pytest
 
 import lakestats.api as ls
 from lakestats import cli
-from lakestats.compute import reduce_local
+from lakestats.compute.reduce import local as reduce_local
 from lakestats.errors import (
     ColumnNotFoundError,
     InvalidPredicateError,

@@ -200,7 +200,7 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     """After one partition of many changes, the reduction recomputes that partition's group
     and reads the other groups' caches, and its table files equal a from-scratch analyze
     (with the one-task reduction and with the staged Spark one)."""
-    from lakestats.compute import reduce_local
+    from lakestats.compute.reduce import local as reduce_local
 
     if path == "spark_stages":
         monkeypatch.setattr(reduce_local, "LOCAL_CELLS", 0)

@@ -1,6 +1,6 @@
 """The exact table level on Spark: staged value counts in, exact table files out.
 
-Runs after the reduction (``compute/reduce.py``) when ``analyze --exact`` staged every
+Runs after the reduction (``compute/reduce/``) when ``analyze --exact`` staged every
 partition's full value counts (``stats/value_counts.py``). Stages, all DataFrame APIs:
 
 1. summaries: one row per (partition, column) from the partition statistics, collected;
@@ -43,7 +43,7 @@ from lakestats.compute.exact.scenarios import (
     Scenario,
     choose,
 )
-from lakestats.compute.reduce_steps import ReduceJob
+from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.session import default_parallelism, result_schema
 from lakestats.errors import LakestatsError
 from lakestats.stats.exact_histogram import ExactGrid, bin_counts, grid_of

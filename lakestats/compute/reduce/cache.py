@@ -1,13 +1,15 @@
 """Groups of partitions and their cached partial results (incremental reductions).
 
-Partitions are hashed by path into ~sqrt(n) groups; a group's scalar states, re-binned
-histograms and pruned frequency rows are written under ``table/<run>/groups/`` keyed by a
-hash of exactly their inputs, and reused by the next reduction whose group has the same key.
+Contract: partitions are hashed by path into ~sqrt(n) groups (``group_members``); a
+group's scalar states, re-binned histograms, pruned frequency rows and partition index part
+are written under ``table/<run>/groups/`` keyed by a hash of exactly their inputs, and
+reused by the next reduction whose group has the same key. ``GroupCache`` answers each
+group's partial results from the cache, from what the task read ahead, or by folding the
+group (``fold.py``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -15,42 +17,56 @@ import pickle
 import zlib
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakestats import fs
-from lakestats.compute.reduce_steps import (
-    FREQUENCY_ROW_ARROW,
-    ReduceJob,
-    group_frequency_rows,
-    group_histograms,
-    group_keep,
-    group_states,
+from lakestats.compute.reduce.fold import (
+    GroupStates,
+    fold_frequency_rows,
+    fold_histograms,
+    fold_states,
 )
-from lakestats.stats.table_merge import (
-    HOLDER_SHIFT,
-    Grid,
-    ScalarState,
-)
+from lakestats.compute.reduce.job import ReduceJob
+from lakestats.compute.reduce.prune import group_keep
+from lakestats.stats import holders
+from lakestats.stats.rebin import Grid
+from lakestats.stats.scalar_state import ScalarState
 from lakestats.store import layout
-from lakestats.store.partition_index import SOURCE_FIELDS, assemble, index_part, write_index
+from lakestats.store.manifest import PartitionEntry
+from lakestats.store.partition_index import SOURCE_FIELDS, index_part
 from lakestats.threads import prefetch
 
-ONE_GROUP = [pa.RecordBatch.from_pydict({"id": pa.array([0], pa.int64())})]
-"""The single group a sub-job of one group's partitions folds."""
+if TYPE_CHECKING:
+    from lakestats.compute.reduce.readahead import ReadAhead
 
-
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 """Part of every cache key: bump it when cached states, histograms or frequency rows change
-meaning (``ScalarState`` fields, pruning, holder packing), so older caches are not reused."""
+meaning or bytes (``ScalarState`` fields or module, pruning, holder packing), so older
+caches are not reused. 6: ``ScalarState`` moved to ``stats/scalar_state.py`` (its pickles
+name the module)."""
 
 MAX_GROUPS = 32
 """At most this many cached groups: every group adds its pruned frequency candidates (up to
 ``KEEP_FACTOR`` x max_frequencies per incomplete column) to the final merge, so more,
 smaller groups make a changed partition cheaper to recompute but every reduction dearer to
 merge."""
+
+INDEX_FORMAT = 1
+"""Part of the index entries' keys: bump it when ``index_part``'s rows change."""
+
+
+def group_members(partitions: list[PartitionEntry]) -> list[list[int]]:
+    """The groups: positions in ``partitions``, by a hash of each path (none empty)."""
+    count = len(partitions)
+    buckets = 1 << max(0, round(math.log2(math.sqrt(count)))) if count else 1
+    buckets = min(buckets, MAX_GROUPS)
+    members: list[list[int]] = [[] for _ in range(buckets)]
+    for i, entry in enumerate(partitions):
+        members[zlib.crc32(entry.path.encode()) % buckets].append(i)
+    return [m for m in members if m]
 
 
 class GroupCache:
@@ -66,8 +82,11 @@ class GroupCache:
     User-defined statistics disable the cache (their merge functions may have changed).
     """
 
-    def __init__(self, job: ReduceJob, cache_dir: str, background_writes: bool = False) -> None:
+    def __init__(
+        self, job: ReduceJob, cache_dir: str, ahead: ReadAhead, background_writes: bool = False
+    ) -> None:
         self.job = job
+        self.ahead = ahead
         self.cache_dir = cache_dir
         self.enabled = not job.statistics
         self.written: dict[str, str] = {}
@@ -77,13 +96,7 @@ class GroupCache:
         # states key -> the group's per-partition histogram fields, kept from ``states``
         # so ``histograms`` in the same process does not read the states entry again
         self._histogram_rows: dict[str, dict[int, pa.Table]] = {}
-        count = len(job.partitions)
-        buckets = 1 << max(0, round(math.log2(math.sqrt(count)))) if count else 1
-        buckets = min(buckets, MAX_GROUPS)
-        members: list[list[int]] = [[] for _ in range(buckets)]
-        for i, entry in enumerate(job.partitions):
-            members[zlib.crc32(entry.path.encode()) % buckets].append(i)
-        self.members = [m for m in members if m]
+        self.members = group_members(job.partitions)
 
     def _key(self, kind: str, members: list[int], extra: object = None) -> str:
         entries = [[self.job.partitions[i].path, self.job.partitions[i].files] for i in members]
@@ -103,6 +116,9 @@ class GroupCache:
         keep = group_keep(self.job.max_frequencies)
         return self._key("frequencies", members, [incomplete.tolist(), keep])
 
+    def index_key(self, members: list[int]) -> str:
+        return self._key("index", members, INDEX_FORMAT)
+
     def expected(self, grids: dict[int, Grid], incomplete: np.ndarray) -> dict[str, str]:
         """On the driver: the cache entries a reduction with these inputs used or wrote
         (a reused entry keeps its old file; a new one is under this run's directory)."""
@@ -113,18 +129,8 @@ class GroupCache:
             keys += [self._states_key(members), self._frequencies_key(members, incomplete)]
             if grids:
                 keys.append(self._histograms_key(members, grids))
+        keys += [self.index_key(members) for members in self.members]
         return {k: self.job.cache.get(k, f"{self.cache_dir}/{k}") for k in keys}
-
-    def merge_states(self, into: dict[int, ScalarState], more: dict[int, ScalarState]) -> None:
-        for index, state in more.items():
-            if index not in into:
-                into[index] = state
-            else:
-                into[index].merge(state)
-                self.job.fold_custom(into[index], state.custom)
-
-    def _sub_job(self, members: list[int]) -> ReduceJob:
-        return dataclasses.replace(self.job, partitions=[self.job.partitions[i] for i in members])
 
     def _load(self, key: str, this_run: bool = False) -> bytes | None:
         """A cached entry from the previous version (or, with ``this_run``, one an earlier
@@ -133,7 +139,7 @@ class GroupCache:
             return None
         candidates = [self.job.cache.get(key)] + ([f"{self.cache_dir}/{key}"] if this_run else [])
         for relative in filter(None, candidates):
-            data = self.job.blobs.get(relative)
+            data = self.ahead.blobs.get(relative)
             try:
                 if data is None:
                     data = fs.read_bytes(layout.absolute(self.job.root, relative), self.job.s3)
@@ -176,65 +182,53 @@ class GroupCache:
             self._writer = None
 
     def states(self, members: list[int]) -> dict[int, ScalarState]:
+        """The group's scalar states, by column."""
         key = self._states_key(members)
-        ready = self.job.ready_states.pop(key, None) if self.enabled else None
-        if ready is not None:  # read and unpickled ahead (``reduce_local.preload``)
+        ready = self.ahead.ready_states.pop(key, None) if self.enabled else None
+        if ready is not None:  # read and unpickled ahead (``readahead.preload``)
             self.written[key] = self.job.cache[key]
-            self._histogram_rows[key] = ready["rows"]
-            return ready["states"]
-        data = self._load(key)
-        if data is None:
-            rows: dict[int, pa.Table] = {}
-            batch = next(group_states(self._sub_job(members), iter(ONE_GROUP), rows))
-            states = dict(
-                zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
-            )
-            data = pickle.dumps({"states": states, "histogram_rows": rows}, protocol=5)
-            self._save(key, data)
-        entry = pickle.loads(data)
-        self._histogram_rows[key] = entry["histogram_rows"]
-        return {i: pickle.loads(b) for i, b in entry["states"].items()}
+        else:
+            data = self._load(key)
+            if data is not None:
+                ready = decode_states(data)
+            else:
+                ready = fold_states(self.job, self.ahead, members)
+                if self.enabled:  # pickled now: the states are merged into after this
+                    self._save(key, encode_states(ready))
+        self._histogram_rows[key] = ready.histogram_rows
+        return ready.states
 
     def histograms(self, members: list[int], grids: dict[int, Grid]) -> dict[int, np.ndarray]:
         """The group's partition histograms re-binned onto the table grids and summed."""
         key = self._histograms_key(members, grids)
         data = self._load(key)
-        if data is None:
-            states_key = self._states_key(members)
-            rows = self._histogram_rows.get(states_key)
-            if rows is None:
-                cached = self._load(states_key, this_run=True)
-                rows = pickle.loads(cached)["histogram_rows"] if cached else None
-            batch = next(group_histograms(self._sub_job(members), grids, iter(ONE_GROUP), rows))
-            data = pickle.dumps(
-                dict(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)),
-                protocol=5,
-            )
-            self._save(key, data)
-        return {i: np.frombuffer(b, dtype=np.float64) for i, b in pickle.loads(data).items()}
+        if data is not None:
+            return {i: np.frombuffer(b, dtype=np.float64) for i, b in pickle.loads(data).items()}
+        states_key = self._states_key(members)
+        rows = self._histogram_rows.get(states_key)
+        if rows is None:
+            cached = self._load(states_key, this_run=True)
+            rows = pickle.loads(cached)["histogram_rows"] if cached else None
+        sums = fold_histograms(self.job, self.ahead, members, grids, rows)
+        if self.enabled:
+            self._save(key, pickle.dumps({i: s.tobytes() for i, s in sums.items()}, protocol=5))
+        return sums
 
     def frequency_rows(self, members: list[int], incomplete: np.ndarray) -> pa.Table:
+        """The group's pruned frequency rows, holders at the version's positions."""
         key = self._frequencies_key(members, incomplete)
         relative = self.job.cache.get(key) if self.enabled else None
-        decoded = self.job.tables.get(relative) if relative else None  # read ahead
+        decoded = self.ahead.tables.get(relative) if relative else None  # read ahead
         if decoded is not None:
             self.written[key] = relative
-            return _holders_to_version(decoded, members)
+            return holders.to_version(decoded, members)
         data = self._load(key)
         if data is None:
-            batches = list(
-                group_frequency_rows(self._sub_job(members), incomplete, iter(ONE_GROUP))
-            )
-            table = pa.Table.from_batches(
-                [b.cast(FREQUENCY_ROW_ARROW) for b in batches], schema=FREQUENCY_ROW_ARROW
-            )
+            table = fold_frequency_rows(self.job, self.ahead, members, incomplete)
             self._save(key, lambda: _ipc_bytes(table))
         else:
             table = read_rows(data)
-        return _holders_to_version(table, members)
-
-    def index_key(self, members: list[int]) -> str:
-        return self._key("index", members, INDEX_FORMAT)
+        return holders.to_version(table, members)
 
     def index_part(self, members: list[int]) -> pa.Table:
         """The group's rows of the partition index (``store/partition_index.index_part``,
@@ -242,53 +236,44 @@ class GroupCache:
         statistics files only; an earlier stage of this reduction may have written it."""
         key = self.index_key(members)
         relative = self.job.cache.get(key) if self.enabled else None
-        decoded = self.job.tables.get(relative) if relative else None  # read ahead
+        decoded = self.ahead.tables.get(relative) if relative else None  # read ahead
         if decoded is not None:
             self.written[key] = relative
             return decoded
         data = self._load(key, this_run=True)
         if data is not None:
             return read_rows(data)
-        job = self.job
+        job, ahead = self.job, self.ahead
         tables = list(
-            prefetch(lambda p: job.read(job.partitions[p], "statistics", SOURCE_FIELDS), members)
+            prefetch(lambda p: ahead.read(job.partitions[p], "statistics", SOURCE_FIELDS), members)
         )
         part = index_part(tables)
         self._save(key, lambda: _ipc_bytes(part))
         return part
 
     def ensure_index_part(self, members: list[int]) -> None:
-        """Make sure the group's part is cached (a staged reduction's stage 1): a part the
-        previous version cached is left for the last stage to read (and, if it is gone by
-        then, to recompute)."""
+        """Make sure the group's part is cached (a staged reduction's first pass): a part
+        the previous version cached is left for the writing task to read (and, if it is
+        gone by then, to recompute)."""
         if self.enabled and self.index_key(members) in self.job.cache:
             return
         self.index_part(members)
 
-    def expected_index(self) -> dict[str, str]:
-        """On the driver: the index entries a reduction used or wrote (as ``expected``)."""
-        if not self.enabled:
-            return {}
-        keys = [self.index_key(members) for members in self.members]
-        return {k: self.job.cache.get(k, f"{self.cache_dir}/{k}") for k in keys}
+
+def encode_states(group: GroupStates) -> bytes:
+    """A group states cache entry: each state pickled, in a pickled dict."""
+    states = {i: pickle.dumps(s, protocol=5) for i, s in group.states.items()}
+    return pickle.dumps({"states": states, "histogram_rows": group.histogram_rows}, protocol=5)
 
 
-INDEX_FORMAT = 1
-"""Part of the index entries' keys: bump it when ``index_part``'s rows change."""
-
-
-def write_partition_index(groups: GroupCache, relative: str) -> int:
-    """The version's ``partition_index.parquet`` from every group's part (cached parts
-    reused: an incremental reduction reads only the changed groups' statistics files);
-    returns the bytes written."""
-    job = groups.job
-    parts = [(members, groups.index_part(members)) for members in groups.members]
-    table = assemble(parts, job.partitions, job.columns)
-    return write_index(table, layout.absolute(job.root, relative), job.s3, len(job.partitions))
+def decode_states(data: bytes) -> GroupStates:
+    entry = pickle.loads(data)
+    states = {i: pickle.loads(b) for i, b in entry["states"].items()}
+    return GroupStates(states, entry["histogram_rows"])
 
 
 def read_rows(data: bytes) -> pa.Table:
-    """Cached frequency rows (Arrow IPC) back as a table."""
+    """Cached rows (Arrow IPC) back as a table."""
     return pa.ipc.open_file(pa.BufferReader(data)).read_all()
 
 
@@ -304,20 +289,3 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     with pa.ipc.new_file(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
-
-
-def _holders_to_version(table: pa.Table, members: list[int]) -> pa.Table:
-    """Holder lists packed with positions inside a group, repacked with the version's."""
-    lists = table.column("holder_list").combine_chunks()
-    if lists.null_count == len(lists):
-        return table
-    offsets = lists.offsets.to_numpy() - lists.offsets[0].as_py()
-    packed = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-    low = packed & ((np.int64(1) << HOLDER_SHIFT) - 1)
-    position = np.asarray(members, dtype=np.int64)[packed >> HOLDER_SHIFT]
-    repacked = pa.ListArray.from_arrays(
-        pa.array(offsets.astype(np.int32)),
-        pa.array((position << HOLDER_SHIFT) | low),
-        mask=lists.is_null(),
-    )
-    return table.set_column(table.schema.get_field_index("holder_list"), "holder_list", repacked)

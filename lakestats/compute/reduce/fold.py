@@ -1,0 +1,251 @@
+"""What one group of partitions contributes to the table level: plain functions of its members.
+
+Contract: each ``fold_*`` reads the partition files of a group (``members``: positions in
+``job.partitions``) and returns the group's partial result: ``fold_states`` one merged
+``ScalarState`` per column (and each partition's histogram fields, which
+``fold_histograms`` needs again), ``fold_histograms`` the partition histograms re-binned onto
+the table grids and summed, ``fold_frequency_rows`` the frequency rows combined per
+(column, value) and pruned with sound bounds (``prune.py``), with holders packed with
+positions inside the group. ``merge_state`` merges two partial states of one column.
+Positions inside the group key what ``cache.py`` stores, so a cached group is valid in any
+version that has the same members.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from lakestats.compute.reduce.combine import EMPTY_COMBINED, combine
+from lakestats.compute.reduce.job import ReduceJob
+from lakestats.compute.reduce.prune import group_keep, prune
+from lakestats.compute.reduce.wire import FREQUENCY_ROW_ARROW
+from lakestats.stats import holders as holder_bits
+from lakestats.stats.kinds import Kind, kind_of
+from lakestats.stats.rebin import Grid, rebin
+from lakestats.stats.scalar_state import ScalarState
+from lakestats.stats.table_fold import fold_statistics
+from lakestats.threads import prefetch
+
+if TYPE_CHECKING:
+    from lakestats.compute.reduce.readahead import ReadAhead
+
+SCALAR_FIELDS = [
+    "row_count",
+    "null_count",
+    "nan_count",
+    "distinct_count",
+    "all_distinct",
+    "min",
+    "max",
+    "sum",
+    "mean",
+    "variance",
+    "min_length",
+    "avg_length",
+    "max_length",
+    "true_count",
+    "frequencies_count",
+    "frequencies_min",
+    "histogram_lower",
+    "histogram_width",
+    "histogram_bins",
+    "hll_sketch",
+    "kll_sketch",
+]
+"""The ``statistics.parquet`` fields the scalar states are folded from."""
+HISTOGRAM_FIELDS = ["max", "histogram_lower", "histogram_width", "histogram_bins"]
+CATEGORICAL = (Kind.STRING, Kind.BOOLEAN, Kind.BINARY)
+"""Columns whose table-level frequencies say which partitions hold each value."""
+FOLD_BATCH = 500
+"""Partitions folded column-wise at once (bounds the memory of one task)."""
+COMBINE_ROWS = 2_000_000
+"""A group's frequency rows are combined whenever this many are pending (bounds memory)."""
+
+
+@dataclass
+class GroupStates:
+    """A group's scalar states (by column) and each partition's histogram fields (by
+    position inside the group), which re-binning reads instead of the files again."""
+
+    states: dict[int, ScalarState]
+    histogram_rows: dict[int, pa.Table]
+
+
+def fold_custom(statistics: list, state: ScalarState, values: dict[str, object]) -> None:
+    """Merge user-defined statistics with their merge functions (null without one)."""
+    for statistic in statistics:
+        value = values.get(statistic.name)
+        if statistic.name not in state.custom:
+            state.custom[statistic.name] = value
+        elif statistic.merge is None or value is None or state.custom[statistic.name] is None:
+            state.custom[statistic.name] = None
+        else:
+            state.custom[statistic.name] = statistic.merge(state.custom[statistic.name], value)
+
+
+def merge_state(job: ReduceJob, into: ScalarState, other: ScalarState) -> ScalarState:
+    """``other`` folded into ``into`` (which is returned), user-defined statistics too."""
+    into.merge(other)
+    fold_custom(job.statistics, into, other.custom)
+    return into
+
+
+def fold_states(job: ReduceJob, files: ReadAhead, members: list[int]) -> GroupStates:
+    """The group's statistics files folded into one ``ScalarState`` per column."""
+    names = [c["name"] for c in job.columns]
+    texts = [c["type"] for c in job.columns]
+    types = [job.dtype(i) for i in range(len(job.columns))]
+    wanted = [*SCALAR_FIELDS, *(s.name for s in job.statistics)]
+    states: list[ScalarState] = []
+    rows: dict[int, pa.Table] = {}
+    for start in range(0, len(members), FOLD_BATCH):
+        tables = list(
+            prefetch(
+                lambda p: files.read(job.partitions[p], "statistics", wanted),
+                members[start : start + FOLD_BATCH],
+            )
+        )
+        # rows as stored: what is derived per partition (sketches it lacks) goes before this
+        folded = fold_statistics(tables, names, texts, types)
+        for position, table in enumerate(tables, start):
+            rows[position] = table.select(HISTOGRAM_FIELDS)
+        if job.statistics:
+            for table in tables:
+                for state, row in zip(folded, table.to_pylist(), strict=True):
+                    fold_custom(job.statistics, state, row)
+        if not states:
+            states = folded
+        else:
+            for mine, theirs in zip(states, folded, strict=True):
+                mine.merge(theirs)
+                if job.statistics:
+                    fold_custom(job.statistics, mine, theirs.custom)
+    return GroupStates(dict(enumerate(states)), rows)
+
+
+def fold_histograms(
+    job: ReduceJob,
+    files: ReadAhead,
+    members: list[int],
+    grids: dict[int, Grid],
+    histogram_rows: dict[int, pa.Table] | None,
+) -> dict[int, np.ndarray]:
+    """The group's partition histograms re-binned onto ``grids`` and summed per column;
+    ``histogram_rows`` (from ``fold_states``) saves reading ``statistics.parquet`` again."""
+    sums = {i: np.zeros(g.bins) for i, g in grids.items()}
+    names = [job.columns[i]["name"] for i in grids]
+    for position, partition in enumerate(members):
+        entry = job.partitions[partition]
+        rows = (
+            histogram_rows[position]
+            if histogram_rows is not None and position in histogram_rows
+            else files.read(entry, "statistics", HISTOGRAM_FIELDS)
+        ).to_pylist()
+        wanted = [n for i, n in zip(grids, names, strict=True) if rows[i]["histogram_bins"]]
+        counts = files.read(entry, "histograms", wanted)
+        present = set(counts.column_names)
+        for i, name in zip(grids, names, strict=True):
+            row = rows[i]
+            if not row["histogram_bins"] or name not in present:
+                continue
+            values = counts.column(name).to_numpy(zero_copy_only=False)
+            sums[i] += rebin(row, np.nan_to_num(values), grids[i], job.dtype(i))
+    return sums
+
+
+def fold_frequency_rows(
+    job: ReduceJob, files: ReadAhead, members: list[int], incomplete: np.ndarray
+) -> pa.Table:
+    """The group's frequency rows, combined per (column, value) and pruned
+    (``FREQUENCY_ROW_ARROW``).
+
+    Totals and bounds are summed as partitions are read; for categorical columns each
+    value also keeps its holders (``stats/holders.py``), which travel as separate rows
+    (count 0, bound 0) that the final aggregation joins."""
+    meta = ["distinct_count", "frequencies_count", "frequencies_min", "all_distinct"]
+    categorical = (
+        np.array(
+            [kind_of(job.dtype(i)) in CATEGORICAL for i in range(len(job.columns))], dtype=bool
+        )
+        & ~incomplete
+    )  # "which partitions hold v" is recorded only where it is exact
+    combined: pa.Table | None = None
+    pending: list[pa.Table] = []
+    holders: list[pa.Table] = []
+    slack = np.zeros(len(job.columns), dtype=np.int64)
+
+    def read(p: int) -> tuple[pa.Table, list[dict]]:
+        entry = job.partitions[p]
+        return (
+            files.read(entry, "frequencies", ["column_index", "value", "frequency"]),
+            files.read(entry, "statistics", meta).to_pylist(),
+        )
+
+    for position, (frequencies, rows) in enumerate(prefetch(read, members)):
+        bounds = np.zeros(len(rows), dtype=np.int64)
+        for i, row in enumerate(rows):
+            distinct = row["distinct_count"]
+            if distinct is not None and (row["frequencies_count"] or 0) < distinct:
+                bounds[i] = 1 if row["all_distinct"] else (row["frequencies_min"] or 0)
+        # before skipping a partition that listed nothing: its unlisted values
+        # (all distinct) still bound every value's count from above
+        slack += bounds
+        if frequencies.num_rows == 0:
+            continue
+        index = frequencies.column("column_index").to_numpy(zero_copy_only=False)
+        counts = frequencies.column("frequency").to_numpy(zero_copy_only=False)
+        pending.append(
+            pa.table(
+                {
+                    "column_index": frequencies.column("column_index"),
+                    "value": frequencies.column("value"),
+                    "count": frequencies.column("frequency"),
+                    "bound": pa.array(bounds[index]),
+                }
+            )
+        )
+        keep = categorical[index]
+        if keep.any():
+            holders.append(
+                pa.table(
+                    {
+                        "column_index": pa.array(index[keep]),
+                        "value": frequencies.column("value").filter(pa.array(keep)),
+                        "holder": pa.array(holder_bits.pack(position, counts[keep])),
+                    }
+                )
+            )
+        if sum(t.num_rows for t in pending) > COMBINE_ROWS:
+            combined = combine([combined, *pending] if combined else pending)
+            pending = []
+    if pending:
+        combined = combine([combined, *pending] if combined else pending)
+    if combined is None:
+        combined = EMPTY_COMBINED
+    combined = prune(combined, incomplete, slack, group_keep(job.max_frequencies))
+    batches = combined.append_column(
+        "holder_list", pa.nulls(combined.num_rows, pa.list_(pa.int64()))
+    ).to_batches()
+    if holders:
+        lists = (
+            pa.concat_tables(holders)
+            .group_by(["column_index", "value"])
+            .aggregate([("holder", "list")])
+        )
+        zeros = pa.array(np.zeros(lists.num_rows, dtype=np.int64))
+        batches += pa.table(
+            {
+                "column_index": lists.column("column_index"),
+                "value": lists.column("value"),
+                "count": zeros,
+                "bound": zeros,
+                "holder_list": lists.column("holder_list"),
+            }
+        ).to_batches()
+    return pa.Table.from_batches(
+        [b.cast(FREQUENCY_ROW_ARROW) for b in batches], schema=FREQUENCY_ROW_ARROW
+    )

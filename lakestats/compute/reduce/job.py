@@ -1,0 +1,40 @@
+"""What one reduction reduces: the description every task of it receives.
+
+Contract: a ``ReduceJob`` names the statistics root, the version's partitions (with their
+files) and columns, the histogram bins, the frequency limit, the user-defined statistics
+and the previous version's group cache entries. It is pickled to Spark tasks and holds no
+task state: what a task reads ahead lives in its own ``ReadAhead`` (``readahead.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakestats import fs
+from lakestats.stats.type_codec import parse_type
+from lakestats.store import layout
+from lakestats.store.manifest import PartitionEntry
+
+
+@dataclass
+class ReduceJob:
+    root: str
+    s3: fs.S3Options | None
+    partitions: list[PartitionEntry]
+    columns: list[dict[str, str]]
+    bins: int
+    max_frequencies: int
+    statistics: list = field(default_factory=list)  # user-defined SummaryStatistic
+    cache: dict[str, str] = field(default_factory=dict)  # group cache key -> relative path
+
+    def read_file(self, relative: str, columns: list[str] | None = None) -> pa.Table:
+        """One Parquet file under the root (``relative`` to it), whole or some columns."""
+        filesystem, path = fs.resolve(layout.absolute(self.root, relative), self.s3)
+        with filesystem.open_input_file(path) as handle:
+            return pq.ParquetFile(handle, pre_buffer=True).read(columns=columns, use_threads=False)
+
+    def dtype(self, index: int) -> pa.DataType:
+        return parse_type(self.columns[index]["type"])
