@@ -80,7 +80,7 @@ def test_files_record_their_format_version(roots) -> None:
         assert metadata[schemas.FORMAT_VERSION_KEY.encode()] == str(schemas.FORMAT_VERSION).encode()
     for path in (old / "partitions").rglob("*.parquet"):
         assert pq.ParquetFile(path).metadata.metadata is None
-    assert manifest.load_version(str(new)).format_version == schemas.FORMAT_VERSION == 2
+    assert manifest.load_version(str(new)).format_version == schemas.FORMAT_VERSION == 3
     assert manifest.load_version(str(old)).format_version == 1
 
 

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from lakestats import fs
 from lakestats.stats.accumulator import ColumnResult
+from lakestats.stats.derived_sketches import FREQUENCY_COLUMNS, restore_sketches
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.table_merge import (
     HOLDER_SHIFT,
@@ -142,7 +143,11 @@ def group_states(
             for start in range(0, len(members), FOLD_BATCH):
                 tables = list(
                     prefetch(
-                        lambda p: job.read(job.partitions[p], "statistics", wanted),
+                        lambda p: restore_sketches(
+                            job.read(job.partitions[p], "statistics", wanted),
+                            lambda: job.read(job.partitions[p], "frequencies", FREQUENCY_COLUMNS),
+                            types,
+                        ),
                         members[start : start + FOLD_BATCH],
                     )
                 )

@@ -29,7 +29,7 @@ from lakestats.stats import histogram as hist
 from lakestats.stats import keys
 from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.percentiles import PERCENTILES, nearest_rank_indices, percentile_names
-from lakestats.stats.sketches import HLL_LG_K, KLL_K
+from lakestats.stats.sketches import HLL_LG_K, KLL_K, order_free_hll
 from lakestats.stats.top_values import most_frequent
 
 DENSE_FRACTION = 0.25
@@ -221,7 +221,7 @@ class ScalarState:
                 stddev=math.sqrt(variance) if variance is not None and variance >= 0 else None,
             )
         if self.hll is not None:
-            sketch = ds.hll_sketch.deserialize(self.hll)
+            sketch = order_free_hll(self.hll)  # the same estimate however it was built
             # no more distinct values than non-null values (or integers in [min, max])
             ceiling = (
                 self.row_count
