@@ -228,18 +228,19 @@ def test_reductions_over_version_2_and_3_are_the_same(
 
 def test_incremental_analyze_over_version_2_files_is_the_same(roots, spark, tmp_path) -> None:  # noqa: ANN001
     table_dir, root2, root3 = roots
-    table = tmp_path / "t"
-    shutil.copytree(table_dir, table)
-    _write_partition(table, 4)
+    _write_partition(table_dir, 4)
     results = []
-    for root in (root2, root3):
-        copy = tmp_path / root.name
-        shutil.copytree(root, copy)
-        result = ls.open_table(str(table), stats_root=str(copy)).analyze(
-            max_frequencies=MAX_FREQUENCIES, spark=spark
-        )
-        assert (result.partitions_computed, result.partitions_reused) == (1, 4)
-        version = manifest.load_version(str(copy))
-        assert version.format_version == schemas.FORMAT_VERSION == 3
-        results.append(_table_files(copy, version.table_files))
+    try:
+        for root in (root2, root3):
+            copy = tmp_path / root.name
+            shutil.copytree(root, copy)
+            result = ls.open_table(str(table_dir), stats_root=str(copy)).analyze(
+                max_frequencies=MAX_FREQUENCIES, spark=spark
+            )
+            assert (result.partitions_computed, result.partitions_reused) == (1, 4)
+            version = manifest.load_version(str(copy))
+            assert version.format_version == schemas.FORMAT_VERSION == 3
+            results.append(_table_files(copy, version.table_files))
+    finally:
+        shutil.rmtree(table_dir / "p=4")
     _assert_same(*results)

@@ -2,7 +2,8 @@
 
 Format version 1 files are written here exactly as the version-1 writer wrote them
 (``pq.write_table`` with zstd at pyarrow's default level, no key-value metadata); the
-same partitions in format version 2 are what ``analyze`` writes now. Lookups and a
+same partitions in the current format version are what ``analyze`` writes now (version 2
+with its sketches: ``tests/test_derived_sketches.py``). Lookups and a
 table-level reduction over either must give the same answers.
 """
 
