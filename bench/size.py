@@ -66,8 +66,8 @@ PURPOSE = {
     "percentiles": "exact nearest-rank percentiles",
     "frequency bookkeeping": "how many value rows are stored, what was cut",
     "histogram edges": "lower edge, width and bin count: every bin edge",
-    "HLL sketch": "distinct-count sketch for table-level roll-up when frequencies are partial",
-    "KLL sketch": "quantile sketch for table-level percentiles when frequencies are partial",
+    "HLL sketch": "distinct-count sketch for the roll-up; v3: only where frequencies are partial",
+    "KLL sketch": "quantile sketch for the roll-up; v3: only where frequencies are partial",
     "table-level flags": "exactness and bounds of the roll-up (null in partition files)",
     "footer": "Parquet footer: schema, row-group and column-chunk metadata",
 }
