@@ -40,18 +40,18 @@ from lakestats.store.reader import StatisticsReader, parse_type
 
 MAX_FREQUENCIES = 1000
 ROWS = 1500
-NUMERIC_ROWS = 45  # non-null numeric values per partition: 4-5 partitions stay under KLL_K
+NUMERIC_ROWS = 38  # non-null numeric values per partition: 5 partitions stay under KLL_K
 COMPLETE = {0: True, 1: True, 2: False, 3: True, 4: True}  # numeric: complete or all distinct
 STRING_DISTINCT = {0: 700, 1: 800, 2: 6000, 3: 900, 4: 600}  # p=2: > MAX_FREQUENCIES seen
 
 
 def _partition(p: int, rng: np.random.Generator) -> pa.Table:
     mask = np.ones(ROWS, dtype=bool)
-    mask[rng.choice(ROWS, NUMERIC_ROWS, replace=False)] = False  # null but for 45 rows
+    mask[rng.choice(ROWS, NUMERIC_ROWS, replace=False)] = False  # null but for NUMERIC_ROWS
     if COMPLETE[p]:
         ints = rng.integers(0, 12, ROWS) + 100 * p
     else:
-        ints = rng.permutation(ROWS) * 7 + 100 * p  # all distinct among the 45 kept
+        ints = rng.permutation(ROWS) * 7 + 100 * p  # all distinct among those kept
     floats = np.round(rng.normal(size=ROWS), 1 if COMPLETE[p] else 6)
     floats[rng.choice(ROWS, 200, replace=False)] = np.nan  # NaN among the kept values too
     floats[rng.choice(ROWS, 3)] = -0.0
