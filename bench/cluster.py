@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tests.test_cluster import _write_table
+from tests.compute.test_cluster import _write_table
 
 from tests.spark_servers import connect_server, run_cli, spark_env, standalone_cluster
 

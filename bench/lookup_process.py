@@ -1,8 +1,11 @@
 """A whole CLI lookup process against a minimal pyarrow process reading the same file.
 
     python -m bench.lookup_process [--runs 15] [--baseline-code /path/to/older/checkout]
+                                   [--dir bench/data/<branch>]
 
-A (lakestats): ``lakestats show T --partition p=0 --columns c_1 --json`` as a new process.
+A (lakestats): ``lakestats show T --partition p=0 --columns c_1 --json`` as a new process,
+and the table-level ``lakestats show T --columns c_1 --json`` (which also opens the table,
+a Parquet directory, to check staleness).
 B (the yardstick): ``python -c`` that imports ``pyarrow.parquet`` and reads one column chunk
 (``null_count``) of the same partition's ``statistics.parquet``.
 Also ``python -c pass`` (the interpreter alone) and, with ``--baseline-code``, the same CLI
@@ -95,8 +98,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--baseline-code", type=Path, help="an older checkout to compare")
+    parser.add_argument("--dir", type=Path, default=DATA, help="where the table is built")
     args = parser.parse_args()
-    table = build(DATA)
+    table = build(args.dir)
     from lakestats.store import layout
     from lakestats.store.reader import StatisticsReader
 
@@ -105,8 +109,10 @@ def main() -> None:
     stats_file = layout.absolute(reader.root, entry.files["statistics"])
     python = sys.executable
     cli = ["-m", "lakestats.cli", "show", str(table), "--partition", "p=0", "--columns", "c_1"]
+    table_cli = ["-m", "lakestats.cli", "show", str(table), "--columns", "c_1", "--json"]
     commands = {
         "lakestats show (this code)": ([python, *cli, "--json"], _env(REPO)),
+        "lakestats show table level (this code)": ([python, *table_cli], _env(REPO)),
         "pyarrow: read one column chunk": (
             [
                 python,
@@ -124,6 +130,10 @@ def main() -> None:
             [python, *cli, "--json"],
             _env(args.baseline_code),
         )
+        commands[f"lakestats show table level ({args.baseline_code})"] = (
+            [python, *table_cli],
+            _env(args.baseline_code),
+        )
     print(
         f"# lookup_process  {COLUMNS} columns x {ROWS} rows, {PARTITIONS} partitions  "
         f"{args.runs} runs each, interleaved  {machine()}"
@@ -134,9 +144,7 @@ def main() -> None:
     for _ in range(args.runs):
         for name, (command, env) in commands.items():
             samples[name].append(_time(command, env))
-    ours, yardstick = samples["lakestats show (this code)"], samples[
-        "pyarrow: read one column chunk"
-    ]
+    yardstick = samples["pyarrow: read one column chunk"]
     for label, which in (("wall", 0), ("CPU (user + system)", 1)):
         print(f"\n{label} seconds per process")
         print(f"{'process':48s} {'median':>8s} {'min':>7s} {'max':>7s} {'/ pyarrow':>9s}")
@@ -148,8 +156,11 @@ def main() -> None:
                 f"{name:48s} {median:8.3f} {min(values):7.3f} {max(values):7.3f} "
                 f"{median / base:9.2f}"
             )
-        pairs = statistics.median(a[which] / b[which] for a, b in zip(ours, yardstick, strict=True))
-        print(f"median of pairwise ratios lakestats / pyarrow: {pairs:.2f} (target <= 1.5)")
+        for name in ("lakestats show (this code)", "lakestats show table level (this code)"):
+            pairs = statistics.median(
+                a[which] / b[which] for a, b in zip(samples[name], yardstick, strict=True)
+            )
+            print(f"median of pairwise ratios {name} / pyarrow: {pairs:.2f} (target <= 1.5)")
 
     print(
         "\nwarm lookup in one process (statistics of 1 column): CPU µs per lookup over 500,"

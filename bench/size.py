@@ -1,6 +1,7 @@
 """Statistics bytes against data bytes, per file and per statistic column.
 
     python -m bench.size [--tables lineitem,wide1000,wide10000,store_sales] [--tag NAME]
+                         [--dir bench/data/<branch>]
 
 Tables (generated once under bench/data; data bytes = the table's Parquet files):
 
@@ -8,11 +9,14 @@ Tables (generated once under bench/data; data bytes = the table's Parquet files)
 * ``wide1000``: 1,000 columns (integers, doubles, 50-value strings, unique ids) in 3
   partitions of 3,000 rows;
 * ``wide10000``: 10,000 columns of the same mix in 2 partitions of 1,000 rows;
-* ``store_sales``: TPC-DS store_sales scale 1 by ``ss_store_sk`` (only when
+* ``store_sales``: TPC-DS store_sales scale 1 (2,880,404 rows, 23 columns) by
+  ``ss_store_sk`` (12 stores and the null store: 13 partitions of ~220,000 rows; only when
   ``bench/data/tpcds-sf1/store_sales.parquet`` exists; DuckDB's tpcds extension makes it).
 
-Each is analyzed into ``bench/data/<table>_stats_<tag>`` (reused when present: pass
-another ``--tag`` after changing the writer). Bytes are attributed to columns with the
+Generated tables (all but lineitem) and the statistics roots go under ``--dir`` (default
+``bench/data``); each table is analyzed into ``<dir>/<table>_stats_<tag>`` (reused when
+present: pass another ``--tag`` after changing the writer). The format version each root
+was written with is printed. Bytes are attributed to columns with the
 footers' column-chunk ``total_compressed_size``; the rest of a file is its footer.
 """
 
@@ -62,15 +66,18 @@ PURPOSE = {
     "percentiles": "exact nearest-rank percentiles",
     "frequency bookkeeping": "how many value rows are stored, what was cut",
     "histogram edges": "lower edge, width and bin count: every bin edge",
-    "HLL sketch": "distinct-count sketch for table-level roll-up when frequencies are partial",
-    "KLL sketch": "quantile sketch for table-level percentiles when frequencies are partial",
+    "HLL sketch": "distinct-count sketch for the roll-up; v3: only where frequencies are partial",
+    "KLL sketch": "quantile sketch for the roll-up; v3: only where frequencies are partial",
     "table-level flags": "exactness and bounds of the roll-up (null in partition files)",
     "footer": "Parquet footer: schema, row-group and column-chunk metadata",
 }
 
 
+OUT = DATA  # --dir
+
+
 def _wide(name: str, columns: int, rows: int, partitions: int) -> Path:
-    table_dir = DATA / name
+    table_dir = OUT / name
     if (table_dir / "_SUCCESS").exists():
         return table_dir
     rng = np.random.default_rng(11)
@@ -94,7 +101,7 @@ def _wide(name: str, columns: int, rows: int, partitions: int) -> Path:
 
 def _store_sales() -> Path | None:
     source = DATA / "tpcds-sf1" / "store_sales.parquet"
-    out = DATA / "store_sales_by_store"
+    out = OUT / "store_sales_by_store"
     if (out / "_SUCCESS").exists():
         return out
     if not source.exists():
@@ -174,7 +181,7 @@ def report(name: str, table_dir: Path, root: Path) -> None:
     partition_total = sum(v["bytes"] for k, v in per_file.items() if k.startswith("partition"))
     print(
         f"\n## {name}: {len(version.partitions)} partitions, {len(version.columns)} columns, "
-        f"{version.merged_record_count:,} rows"
+        f"{version.merged_record_count:,} rows, format version {version.format_version}"
     )
     print(
         f"data {data / 1e6:.2f} MB; statistics {total / 1e6:.2f} MB = {100 * total / data:.1f} % "
@@ -229,11 +236,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tables", default="lineitem,wide1000,wide10000,store_sales")
     parser.add_argument("--tag", default="current", help="names the statistics roots")
+    parser.add_argument("--dir", type=Path, default=DATA, help="generated tables and roots")
     args = parser.parse_args()
+    global OUT
+    OUT = args.dir
+    OUT.mkdir(parents=True, exist_ok=True)
     print(f"# size  {dt.date.today()}  tag {args.tag}  {machine()}")
     spark = None
     for name, table_dir in tables(args.tables.split(",")).items():
-        root = DATA / f"{name}_stats_{args.tag}"
+        root = OUT / f"{name}_stats_{args.tag}"
         if not (root / "latest.json").exists():
             import lakestats.api as ls
             from lakestats.compute.session import get_spark

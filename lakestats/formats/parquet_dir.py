@@ -1,18 +1,23 @@
 """Plain Parquet directories with hive-style ``key=value/`` partitions.
 
 The partition columns are part of the table (after the file columns, as Spark and
-pyarrow read them); their types are inferred as pyarrow's hive discovery infers them.
+pyarrow read them); their types are inferred as pyarrow's hive discovery infers them:
+the first file's schema, then each partition field as ``int32`` when every value parses
+as one, else ``string``. That rule is applied here without ``pyarrow.dataset`` (whose
+import loads pandas: a lookup would pay a second for it); a case it is not sure of
+(a value like ``+5``, a field whose values are all null, a partition field also stored
+in the files) asks ``pyarrow.dataset`` itself.
 An unpartitioned directory is one partition.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -28,6 +33,10 @@ from lakestats.formats.base import (
 from lakestats.stats.keys import to_json
 
 _HIDDEN = ("_", ".")
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_INT = re.compile(r"-?[0-9]+")  # what Arrow's int32 parser takes (when in range)
+_UNSURE = re.compile(r"\+[0-9]+")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _uri(base_uri: str, base_path: str, path: str) -> str:
@@ -139,18 +148,9 @@ class ParquetDirectory(PathTable):
                 "(Iceberg, Delta, Hudi, Paimon or Parquet)"
             )
         try:
-            dataset = pads.dataset(
-                [info.path for info in self._files],
-                format=pads.ParquetFileFormat(
-                    read_options=pads.ParquetReadOptions(coerce_int96_timestamp_unit=INT96_UNIT)
-                ),
-                filesystem=self._fs,
-                partitioning=pads.HivePartitioning.discover(infer_dictionary=False),
-                partition_base_dir=self._path,
-            )
+            self._schema = self._discovered_schema() or self._dataset_schema()
         except (OSError, pa.ArrowInvalid) as exc:
             raise NotATableError(f"{uri} is not a readable Parquet directory: {exc}") from exc
-        self._schema = dataset.schema
         keys = [self._partition_key(info.path) for info in self._files]
         names = [name for name, _ in keys[0]] if keys else []
         self._partition_schema = pa.schema(
@@ -158,6 +158,40 @@ class ParquetDirectory(PathTable):
         )
         file_fields = [f for f in self._schema if f.name not in names]
         self._file_schema = pa.schema(file_fields)
+
+    def _discovered_schema(self) -> pa.Schema | None:
+        """What ``_dataset_schema`` gives, read from one footer and the paths; None when
+        a partition value or field is a case the int32-or-string rule is not sure of."""
+        with self._fs.open_input_file(self._files[0].path) as handle:
+            first = pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT).schema_arrow
+        values: dict[str, list[str]] = {}
+        for info in self._files:
+            for name, value in self._partition_key(info.path):
+                values.setdefault(name, [])
+                if value != _HIVE_NULL:
+                    values[name].append(value)
+        fields = []
+        for name, seen in values.items():
+            if name in first.names or not seen or any(_UNSURE.fullmatch(v) for v in seen):
+                return None
+            integral = all(_INT.fullmatch(v) and _INT32_MIN <= int(v) <= _INT32_MAX for v in seen)
+            fields.append(pa.field(name, pa.int32() if integral else pa.string()))
+        return pa.schema([*first, *fields], metadata=first.metadata)
+
+    def _dataset_schema(self) -> pa.Schema:
+        """pyarrow's own hive discovery (imports ``pyarrow.dataset``, hence pandas)."""
+        import pyarrow.dataset as pads
+
+        dataset = pads.dataset(
+            [info.path for info in self._files],
+            format=pads.ParquetFileFormat(
+                read_options=pads.ParquetReadOptions(coerce_int96_timestamp_unit=INT96_UNIT)
+            ),
+            filesystem=self._fs,
+            partitioning=pads.HivePartitioning.discover(infer_dictionary=False),
+            partition_base_dir=self._path,
+        )
+        return dataset.schema
 
     def _relative(self, path: str) -> list[str]:
         """``path``'s parts below the table directory (string slicing: ``relpath`` costs
@@ -188,8 +222,7 @@ class ParquetDirectory(PathTable):
             values = {}
             for name, raw in key:
                 dtype = self._partition_schema.field(name).type
-                scalar = None if raw == "__HIVE_DEFAULT_PARTITION__" else raw
-                values[name] = to_json(pa.array([scalar], pa.string()).cast(dtype)[0].as_py())
+                values[name] = _partition_value(raw, dtype)
             files = tuple(
                 DataFile(_uri(self._uri, self._path, info.path), info.size) for info in infos
             )
@@ -198,3 +231,15 @@ class ParquetDirectory(PathTable):
 
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         return ParquetDirReader(self._file_schema, self._partition_schema, self._s3)
+
+
+def _partition_value(raw: str, dtype: pa.DataType) -> object:
+    """A partition path value as JSON, of its discovered type (int32 and string without
+    an Arrow cast: ``cast`` loads ``pyarrow.compute`` and with it pandas)."""
+    if raw == _HIVE_NULL:
+        return None
+    if pa.types.is_int32(dtype):
+        return int(raw)
+    if pa.types.is_string(dtype):
+        return raw
+    return to_json(pa.array([raw], pa.string()).cast(dtype)[0].as_py())

@@ -16,8 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pat
 
-from lakestats.stats import hashing, keys, sketches
 from lakestats.stats import histogram as hist
+from lakestats.stats import keys, sketches
+from lakestats.stats.derived_sketches import frequencies_complete
 from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, VALUE_KINDS, Kind, kind_of
 from lakestats.stats.leaves import Leaf
 from lakestats.stats.percentiles import PERCENTILES, nearest_rank_indices, percentile_names
@@ -146,7 +147,8 @@ class ColumnAccumulator:
     def value_counts(self) -> tuple[pa.Array, np.ndarray]:
         """The exact distinct values and their counts, merged across slices."""
         if not self._values:
-            return pa.array([], type=_value_type(self.leaf.type)), np.zeros(0, dtype=np.int64)
+            empty = pa.array([], type=sketches.value_type(self.leaf.type))
+            return empty, np.zeros(0, dtype=np.int64)
         if len(self._values) > 1:
             table = pa.table(
                 {"v": pa.concat_arrays(self._values), "c": pa.concat_arrays(self._counts)}
@@ -199,11 +201,13 @@ class ColumnAccumulator:
             counts_ordered = counts
         if kind == Kind.FLOATING:
             row["nan_count"] = nan_count
-        if len(values):
-            self._summaries(row, result, kind, values, counts_ordered, bins)
         result.frequency_keys, result.frequency_counts = self._frequencies(
             row, kind, *self.value_counts(), max_frequencies
         )
+        if len(values):
+            # complete frequencies hold every value: the reduction rebuilds the sketches
+            with_sketches = not frequencies_complete(distinct, row["frequencies_count"])
+            self._summaries(row, result, kind, values, counts_ordered, bins, with_sketches)
         return result
 
     def _summaries(
@@ -214,10 +218,12 @@ class ColumnAccumulator:
         values: pa.Array,
         counts: np.ndarray,
         bins: int,
+        with_sketches: bool = True,
     ) -> None:
-        """Min, max, percentiles, moments, lengths, histogram and sketches (NaN removed)."""
+        """Min, max, percentiles, moments, lengths, histogram and (unless the frequencies
+        make them derivable) sketches (NaN removed)."""
         if kind in ORDERED_NUMERIC:
-            numeric = _numeric(values, kind)
+            numeric = sketches.numeric_values(values, kind)
             if self._sorted_values:
                 order = np.arange(len(values))
             elif kind == Kind.DECIMAL and values.type.precision <= 18:
@@ -235,7 +241,8 @@ class ColumnAccumulator:
             for name, key in zip(percentile_names(), picked.to_pylist(), strict=True):
                 row[name] = key
             result.histogram = self._histogram(row, kind, values, numeric, counts, bins)
-            row["kll_sketch"] = sketches.kll_of(numeric.astype(np.float64), counts)
+            if with_sketches:
+                row["kll_sketch"] = sketches.kll_of(numeric.astype(np.float64), counts)
             if kind in MOMENT_KINDS:
                 weights = counts.astype(np.float64)
                 x = numeric.astype(np.float64)
@@ -265,7 +272,8 @@ class ColumnAccumulator:
                 row["min_length"] = int(lengths.min())
                 row["max_length"] = int(lengths.max())
                 row["avg_length"] = float(np.dot(lengths, counts) / counts.sum())
-        row["hll_sketch"] = sketches.hll_of(_hashable(values, kind))
+        if with_sketches:
+            row["hll_sketch"] = sketches.hll_of(sketches.hashable_values(values, kind))
 
     def _histogram(
         self,
@@ -312,40 +320,3 @@ def _element_counts(values: pa.Array) -> np.ndarray:
     return np.diff(offsets).astype(np.int64)
 
 
-def _value_type(dtype: pa.DataType) -> pa.DataType:
-    if pat.is_dictionary(dtype):
-        dtype = dtype.value_type
-    if pat.is_floating(dtype):
-        return pa.float64()
-    if pat.is_large_string(dtype) or pat.is_string_view(dtype):
-        return pa.string()
-    if pat.is_large_binary(dtype) or pat.is_binary_view(dtype):
-        return pa.binary()
-    return dtype
-
-
-def _numeric(values: pa.Array, kind: Kind) -> np.ndarray:
-    """Values as a NumPy array ordered like the values (int64 or float64)."""
-    if kind == Kind.FLOATING:
-        return values.to_numpy(zero_copy_only=False)
-    if kind == Kind.DECIMAL:
-        return values.cast(pa.float64()).to_numpy(zero_copy_only=False)
-    return keys.integers(values)
-
-
-def _hashable(values: pa.Array, kind: Kind) -> list:
-    """Distinct values in the form the HLL sketch hashes (consistent across partitions).
-
-    Integers (and temporal storage, and decimals of precision ≤ 18 as unscaled
-    integers) and floats go to the sketch as they are; strings, binary and wide
-    decimals as the stable 64-bit hash of their bytes (``lakestats.stats.hashing``).
-    """
-    if kind in (Kind.INTEGER, Kind.TEMPORAL):
-        return keys.integers(values).tolist()
-    if kind == Kind.FLOATING:
-        return values.to_numpy(zero_copy_only=False).tolist()
-    if kind == Kind.DECIMAL and values.type.precision <= 18:
-        return keys.unscaled_int64(values).tolist()
-    if kind in (Kind.STRING, Kind.BINARY):
-        return hashing.hash_binary(values).view(np.int64).tolist()
-    return hashing.hash_binary(keys.encode(values)).view(np.int64).tolist()

@@ -22,7 +22,7 @@ from lakestats.stats import keys
 from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.percentiles import PERCENTILES, percentile_names
 from lakestats.stats.rebin import Grid
-from lakestats.stats.sketches import HLL_LG_K, KLL_K
+from lakestats.stats.sketches import HLL_LG_K, KLL_K, order_free_hll
 
 
 @dataclass
@@ -192,7 +192,7 @@ class ScalarState:
                 stddev=math.sqrt(variance) if variance is not None and variance >= 0 else None,
             )
         if self.hll is not None:
-            sketch = ds.hll_sketch.deserialize(self.hll)
+            sketch = order_free_hll(self.hll)  # the same estimate however it was built
             # no more distinct values than non-null values (or integers in [min, max])
             ceiling = (
                 self.row_count

@@ -4,15 +4,29 @@
   the table-level distinct count when exact frequencies are not available;
 * KLL (k = 200, about 1.65 % normalized rank error) over every non-null value of an
   ordered column (as float64), for table-level percentiles.
+
+``hashable_values`` and ``numeric_values`` are the one definition of what a sketch is
+fed, shared by the partition accumulator and by ``derived_sketches`` (which rebuilds the
+sketches format version 3 does not store), so both build the same sketch.
 """
 
 from __future__ import annotations
 
 import datasketches as ds
 import numpy as np
+import pyarrow as pa
+import pyarrow.types as pat
+
+from lakestats.stats import hashing, keys
+from lakestats.stats.kinds import Kind
 
 HLL_LG_K = 12
 KLL_K = 200
+
+_HLL_FLAGS_BYTE = 5  # DataSketches HLL preamble: flags byte, mode byte
+_HLL_MODE_BYTE = 7
+_HLL_OUT_OF_ORDER = 16
+_HLL_MODE = 2  # the low two bits of the mode byte: 0 list, 1 set, 2 HLL array
 
 
 def hll_of(distinct: list) -> bytes:
@@ -31,3 +45,59 @@ def kll_of(values: np.ndarray, counts: np.ndarray | None = None) -> bytes:
     if len(data):
         sketch.update(np.ascontiguousarray(data))
     return sketch.serialize()
+
+
+def order_free_hll(serialized: bytes) -> ds.hll_sketch:
+    """A merged HLL sketch whose estimate and bounds depend only on the set of values.
+
+    An HLL-mode sketch that saw its values one by one estimates with its HIP
+    accumulator, which depends on the order the values arrived in (and a union of one
+    such sketch keeps it). Marking it out of order makes it use the composite estimator,
+    a function of its registers alone: the same values give the same table-level distinct
+    count however the partition sketches were built (stored, or rebuilt from frequency
+    rows in another order). List and set modes count coupons: already order-free."""
+    data = bytearray(serialized)
+    if len(data) > _HLL_MODE_BYTE and data[_HLL_MODE_BYTE] & 3 == _HLL_MODE:
+        data[_HLL_FLAGS_BYTE] |= _HLL_OUT_OF_ORDER
+    return ds.hll_sketch.deserialize(bytes(data))
+
+
+def numeric_values(values: pa.Array, kind: Kind) -> np.ndarray:
+    """Values as a NumPy array ordered like the values (int64 or float64): what the KLL
+    sketch is fed."""
+    if kind == Kind.FLOATING:
+        return values.to_numpy(zero_copy_only=False)
+    if kind == Kind.DECIMAL:
+        return values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    return keys.integers(values)
+
+
+def hashable_values(values: pa.Array, kind: Kind) -> list:
+    """Distinct values in the form the HLL sketch hashes (consistent across partitions).
+
+    Integers (and temporal storage, and decimals of precision ≤ 18 as unscaled
+    integers) and floats go to the sketch as they are; strings, binary and wide
+    decimals as the stable 64-bit hash of their bytes (``lakestats.stats.hashing``).
+    """
+    if kind in (Kind.INTEGER, Kind.TEMPORAL):
+        return keys.integers(values).tolist()
+    if kind == Kind.FLOATING:
+        return values.to_numpy(zero_copy_only=False).tolist()
+    if kind == Kind.DECIMAL and values.type.precision <= 18:
+        return keys.unscaled_int64(values).tolist()
+    if kind in (Kind.STRING, Kind.BINARY):
+        return hashing.hash_binary(values).view(np.int64).tolist()
+    return hashing.hash_binary(keys.encode(values)).view(np.int64).tolist()
+
+
+def value_type(dtype: pa.DataType) -> pa.DataType:
+    """The Arrow type of a column's counted values (floats widened, large types narrowed)."""
+    if pat.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if pat.is_floating(dtype):
+        return pa.float64()
+    if pat.is_large_string(dtype) or pat.is_string_view(dtype):
+        return pa.string()
+    if pat.is_large_binary(dtype) or pat.is_binary_view(dtype):
+        return pa.binary()
+    return dtype

@@ -20,10 +20,12 @@ import pyarrow as pa
 
 from lakestats.stats.percentiles import percentile_names
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """On-disk format version, in each version manifest (``format_version``) and in each
 file's key-value metadata (``lakestats.format_version``). 1: the first files (no key in
 the files). 2: the key; zstd levels and encodings chosen by ``bench/size.py`` (below).
+3: a partition column whose frequencies are complete stores no HLL or KLL sketch (null;
+``stats/derived_sketches.py`` rebuilds them from its frequency rows in the reduction).
 Every version is read by the same code: the schemas are unchanged."""
 
 FORMAT_VERSION_KEY = "lakestats.format_version"

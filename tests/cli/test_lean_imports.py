@@ -157,3 +157,63 @@ def test_python_lookups_stay_lean(analyzed) -> None:
     y = parts[1].column("y").to_pylist()
     top_value, top_count = Counter(parts[1].column("s").to_pylist()).most_common(1)[0]
     assert (nulls, rows, low, binned, count) == (0, len(y), min(y), len(y), top_count)
+
+
+def test_cli_table_level_show_of_a_parquet_directory_stays_lean(analyzed) -> None:
+    root, parts = analyzed
+    shown, heavy = _cli("show", root, "--columns", "x,s", "--json")
+    assert heavy == []
+    both = pa.concat_tables(parts.values())
+    by_name = {c["name"]: c for c in shown["columns"]}
+    x = both.column("x").to_pylist()
+    assert (by_name["x"]["min"], by_name["x"]["max"]) == (min(x), max(x))
+    assert by_name["s"]["distinct_count"] == len(set(both.column("s").to_pylist()))
+    assert shown["row_count"] == both.num_rows
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        ["p=0", "p=1"],
+        ["p=-3", "p=007", "p=__HIVE_DEFAULT_PARTITION__"],
+        ["p=2147483647", "p=2147483648"],  # past int32: a string
+        ["p=a%2Fb", "p=1"],
+        ["y=2020/m=1", "y=2021/m=x"],
+        ["p=+5", "p=6"],  # not sure how Arrow parses "+5": asks pyarrow.dataset
+    ],
+)
+def test_parquet_directory_schema_is_pyarrow_hive_discovery(tmp_path: Path, layout) -> None:
+    import pyarrow.dataset as pads
+
+    from lakestats.formats.parquet_dir import ParquetDirectory
+
+    for i, directory in enumerate(layout):
+        (tmp_path / directory).mkdir(parents=True)
+        pq.write_table(
+            pa.table({"v": pa.array([i], pa.int16()), "w": ["x"]}),
+            tmp_path / directory / "d.parquet",
+        )
+    files = sorted(str(f) for f in tmp_path.rglob("*.parquet"))
+    expected = pads.dataset(
+        files,
+        format="parquet",
+        partitioning=pads.HivePartitioning.discover(infer_dictionary=False),
+        partition_base_dir=str(tmp_path),
+    )
+    table = ParquetDirectory(str(tmp_path))
+    assert table._schema.equals(expected.schema, check_metadata=True)
+    read = expected.to_table()
+    names = [f.name for f in table._partition_schema]
+    want = sorted(repr(tuple(row[n] for n in names)) for row in read.select(names).to_pylist())
+    got = sorted(repr(tuple(plan.values[n] for n in names)) for plan in table.plan())
+    assert got == want
+
+
+def test_a_partition_field_with_only_nulls_is_pyarrows_error(tmp_path: Path) -> None:
+    from lakestats.errors import NotATableError
+    from lakestats.formats.parquet_dir import ParquetDirectory
+
+    (tmp_path / "p=__HIVE_DEFAULT_PARTITION__").mkdir()
+    pq.write_table(pa.table({"v": [1]}), tmp_path / "p=__HIVE_DEFAULT_PARTITION__" / "d.parquet")
+    with pytest.raises(NotATableError, match=r"not a readable Parquet directory.*infer type"):
+        ParquetDirectory(str(tmp_path))

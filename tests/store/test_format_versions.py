@@ -2,7 +2,8 @@
 
 Format version 1 files are written here exactly as the version-1 writer wrote them
 (``pq.write_table`` with zstd at pyarrow's default level, no key-value metadata); the
-same partitions in format version 2 are what ``analyze`` writes now. Lookups and a
+same partitions in the current format version are what ``analyze`` writes now (version 2
+with its sketches: ``tests/stats/test_derived_sketches.py``). Lookups and a
 table-level reduction over either must give the same answers.
 """
 
@@ -80,7 +81,7 @@ def test_files_record_their_format_version(roots) -> None:
         assert metadata[schemas.FORMAT_VERSION_KEY.encode()] == str(schemas.FORMAT_VERSION).encode()
     for path in (old / "partitions").rglob("*.parquet"):
         assert pq.ParquetFile(path).metadata.metadata is None
-    assert manifest.load_version(str(new)).format_version == schemas.FORMAT_VERSION == 2
+    assert manifest.load_version(str(new)).format_version == schemas.FORMAT_VERSION == 3
     assert manifest.load_version(str(old)).format_version == 1
 
 

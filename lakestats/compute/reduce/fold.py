@@ -24,6 +24,7 @@ from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.prune import group_keep, prune
 from lakestats.compute.reduce.wire import FREQUENCY_ROW_ARROW
 from lakestats.stats import holders as holder_bits
+from lakestats.stats.derived_sketches import FREQUENCY_COLUMNS, restore_sketches
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.rebin import Grid, rebin
 from lakestats.stats.scalar_state import ScalarState
@@ -105,11 +106,14 @@ def fold_states(job: ReduceJob, files: ReadAhead, members: list[int]) -> GroupSt
     for start in range(0, len(members), FOLD_BATCH):
         tables = list(
             prefetch(
-                lambda p: files.read(job.partitions[p], "statistics", wanted),
+                lambda p: restore_sketches(  # format 3 drops what frequencies determine
+                    files.read(job.partitions[p], "statistics", wanted),
+                    lambda: files.read(job.partitions[p], "frequencies", FREQUENCY_COLUMNS),
+                    types,
+                ),
                 members[start : start + FOLD_BATCH],
             )
         )
-        # rows as stored: what is derived per partition (sketches it lacks) goes before this
         folded = fold_statistics(tables, names, texts, types)
         for position, table in enumerate(tables, start):
             rows[position] = table.select(HISTOGRAM_FIELDS)
