@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 from tests.compute.test_cluster import _write_table
-
 from tests.spark_servers import connect_server, run_cli, spark_env, standalone_cluster
 
 
