@@ -79,7 +79,7 @@ class LakestatsTable:
         them to table level (unless ``table_level`` is False: partition files only).
 
         ``where``: the statistics of the rows the predicate keeps instead, over only the
-        partitions that can match, stored as a derived entry (``lakestats.derived``)
+        partitions that can match, stored as a derived entry (``lakestats.store.derived``)
         keyed by the normalized predicate and the snapshot; the table's own statistics
         are left as they are. ``from_sample``: estimate them from the stored sample
         (``sample.create``) instead, publishing a version of kind ``sampled`` for the
@@ -136,9 +136,10 @@ class LakestatsTable:
 
     def _derived_job(self, where: str, snapshot_id: int | None) -> dict[str, object]:
         """The row filter, partition pruning and store of ``analyze --where``."""
-        from lakestats import derived, predicates
-        from lakestats.partition_filter import partitions_that_can_match
+        from lakestats.query import predicates
+        from lakestats.query.partition_filter import partitions_that_can_match
         from lakestats.stats.leaves import leaves_of
+        from lakestats.store import derived
 
         table = self.format
         types = {leaf.name: leaf.type for leaf in leaves_of(table.schema(snapshot_id))}
@@ -172,7 +173,8 @@ class LakestatsTable:
     ) -> StatisticsReader | None:
         """The derived statistics of ``where`` at the snapshot of the table's statistics
         version (``analyze --where``), or None when that predicate was not analyzed."""
-        from lakestats import derived, estimate_source, predicates
+        from lakestats.query import estimate_source, predicates
+        from lakestats.store import derived
 
         reader = self._version_reader(snapshot_id)
         pred = predicates.parse(
@@ -279,7 +281,7 @@ class LakestatsTable:
         values, "name", "row_count", "columns": [{"name", "null_count", "nan_count",
         "distinct_count", "min", "max", "frequencies_complete", "all_distinct", "p01" ...
         "p99"}]}]}`` with decoded values (``partitions`` only with ``by_partition``)."""
-        from lakestats.query import column_stats
+        from lakestats.query.column_stats import column_stats
 
         reader = self._version_reader(snapshot_id)
         if where:
@@ -322,7 +324,7 @@ class LakestatsTable:
                     "kind": v.kind,
                 }
             )
-        from lakestats import derived
+        from lakestats.store import derived
 
         out.extend(derived.entries(self.stats_root, self.s3))
         return out
@@ -355,7 +357,7 @@ class LakestatsTable:
         table-level files as one partition instead. ``source``: ``"index"`` (the version's
         partition index, falling back to the files without one) or ``"files"`` (every
         partition's files). Never starts Spark."""
-        from lakestats import estimate_source, index_source, predicates
+        from lakestats.query import estimate_source, index_source, predicates
 
         reader = self._version_reader(snapshot_id)
         found = self.derived_reader(where, snapshot_id)

@@ -419,8 +419,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_expire(args: argparse.Namespace) -> int:
-    from lakestats import derived
-    from lakestats.store import manifest
+    from lakestats.store import derived, manifest
     from lakestats.store.expire import apply_expiry, plan_expiry
 
     if args.retain_last < 1:
@@ -455,14 +454,14 @@ def cmd_expire(args: argparse.Namespace) -> int:
 
 
 def cmd_export_paimon(args: argparse.Namespace) -> int:
-    from lakestats.paimon_export import paimon_statistics
+    from lakestats.store.paimon_export import paimon_statistics
 
     print(json.dumps(paimon_statistics(_table(args), args.version), indent=2))
     return 0
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from lakestats.sql import run_sql
+    from lakestats.compute.sql import run_sql
 
     _use_spark(args)
     result = run_sql(

@@ -100,7 +100,7 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
     try:
         table = job.reader.read(part, job.read_columns)
         if job.row_filter is not None:  # statistics of a predicate (analyze --where)
-            from lakestats.predicate_eval import matching_rows
+            from lakestats.query.predicate_eval import matching_rows
 
             table = matching_rows(job.row_filter, table)
         accumulators = [ColumnAccumulator(leaf, list(job.statistics)) for leaf in job.leaves]
