@@ -15,12 +15,12 @@ import functools
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import TypeVar
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
+from lakestats.compute.errors import spark_call as _spark_call
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import reduce_table
@@ -40,8 +40,6 @@ from lakestats.formats.base import TableFormat
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import layout, manifest, verify
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -502,27 +500,9 @@ def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
     return [s for s in summaries if s["kind"] == "done"] + merged
 
 
-def _spark_call(what: str, call: Callable[[], T]) -> T:
-    """``call()``, with what Spark raises from executors turned into one line."""
-    try:
-        return call()
-    except LakestatsError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors; keep one line
-        raise LakestatsError(f"{what}: {_last_line(exc)}") from exc
-
-
 def _raise_errors(summaries: list) -> None:
     errors = [s["error"] for s in summaries if s["kind"] == "error"]
     if errors:
         more = f" (and {len(errors) - 1} more partitions failed)" if len(errors) > 1 else ""
         raise LakestatsError(f"{errors[0]}{more}")
 
-
-def _last_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    for line in reversed(text):
-        line = line.strip()
-        if line and not line.startswith(("at ", "File ", "JVM stacktrace")):
-            return line
-    return type(exc).__name__

@@ -26,6 +26,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
+from lakestats.compute.errors import translated
 from lakestats.compute.sample_bounds import footer_rows, usable
 from lakestats.compute.sample_job import SAMPLE_SUMMARY_SCHEMA, SampleJob, run_sample_task
 from lakestats.compute.sample_select import allocate, size_for_fraction
@@ -85,12 +86,8 @@ def _run(spark: SparkSession, job: SampleJob) -> list[dict]:
         return []
     frame = spark.range(0, n, 1, numPartitions=n)
     stage = frame.mapInArrow(functools.partial(_tasks, job), result_schema(SAMPLE_SUMMARY_SCHEMA))
-    try:
+    with translated("sampling failed on Spark"):
         rows = collect_small(stage)
-    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors; keep one line
-        from lakestats.compute.analyze import _last_line
-
-        raise LakestatsError(f"sampling failed on Spark: {_last_line(exc)}") from exc
     errors = [r["error"] for r in rows if r["error"]]
     if errors:
         raise LakestatsError(errors[0])
