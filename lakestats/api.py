@@ -460,10 +460,12 @@ class LakestatsTable:
         check_root(root, self.s3)
         snapshots = self.format.snapshots()
         live = {s.snapshot_id for s in snapshots} if snapshots else None
-        plan = plan_expiry(root, live, retain_last, orphan_age_seconds=orphan_age_minutes * 60)
+        plan = plan_expiry(
+            root, live, retain_last, orphan_age_seconds=orphan_age_minutes * 60, s3=self.s3
+        )
         if not dry_run:
-            apply_expiry(root, plan)
-        kept = {manifest.load_version(root, n).snapshot_id for n in plan.versions_kept}
+            apply_expiry(root, plan, self.s3)
+        kept = {manifest.load_version(root, n, self.s3).snapshot_id for n in plan.versions_kept}
         removed = derived.expire(root, kept, self.s3, dry_run=dry_run)
         self._reader = None
         return {
