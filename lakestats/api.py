@@ -11,6 +11,9 @@
     table.stats(["l_tax", "l_discount"])                  # table + every partition, batched
 
 Lookups never start Spark; only ``analyze`` does.
+
+Over 400 lines because it is the whole facade (every CLI command and HTTP route enters
+here); each method only checks its request and calls the layer below that answers it.
 """
 
 from __future__ import annotations
