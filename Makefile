@@ -23,6 +23,7 @@ browser:
 
 test: setup browser
 	$(BIN)/ruff check lakestats tests bench
+	$(BIN)/lint-imports  # the layers contract in pyproject.toml: imports point down only
 	$(BIN)/python -m pytest
 
 bench: setup

@@ -248,7 +248,7 @@ def _old_version(root: str, s3: fs.S3Options | None, partitions: int) -> int:
 
 
 def fanout(root: str, s3: fs.S3Options | None, runs: int, old_partitions: int) -> None:
-    from lakestats.query import column_stats
+    from lakestats.query.column_stats import column_stats
     from lakestats.store.partition_index import partition_summaries
 
     rng = random.Random(11)
@@ -308,7 +308,7 @@ range inside [min, max] (histogram) and an equality (complete frequencies)."""
 def estimate_fanout(root: str, runs: int) -> None:
     """An estimate for a 3-conjunct predicate over every partition: the partition-index
     provider (default) against the per-partition-file provider, in the same run."""
-    from lakestats import estimate_source, index_source, predicates
+    from lakestats.query import estimate_source, index_source, predicates
 
     def once(source: str, reader: StatisticsReader | None) -> tuple[float, dict]:
         start = time.perf_counter()

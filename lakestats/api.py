@@ -11,6 +11,9 @@
     table.stats(["l_tax", "l_discount"])                  # table + every partition, batched
 
 Lookups never start Spark; only ``analyze`` does.
+
+Over 400 lines because it is the whole facade (every CLI command and HTTP route enters
+here); each method only checks its request and calls the layer below that answers it.
 """
 
 from __future__ import annotations
@@ -24,12 +27,16 @@ from lakestats.errors import (
     CorruptStatisticsError,
     InvalidArgumentError,
     LakestatsError,
+    SnapshotNotFoundError,
     StatisticsNotFoundError,
     TableNotFoundError,
 )
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
+from lakestats.stats.keys import to_json  # noqa: F401 - the CLI's and service's JSON form of a value
 from lakestats.store import layout, manifest
+from lakestats.store.kinds import FileKind, VersionKind  # noqa: F401 - public names
+from lakestats.store.layout import probe_writable
 from lakestats.store.reader import StatisticsReader
 
 if TYPE_CHECKING:
@@ -85,7 +92,7 @@ class LakestatsTable:
         them to table level (unless ``table_level`` is False: partition files only).
 
         ``where``: the statistics of the rows the predicate keeps instead, over only the
-        partitions that can match, stored as a derived entry (``lakestats.derived``)
+        partitions that can match, stored as a derived entry (``lakestats.store.derived``)
         keyed by the normalized predicate and the snapshot; the table's own statistics
         are left as they are. ``from_sample``: estimate them from the stored sample
         (``sample.create``) instead, publishing a version of kind ``sampled`` for the
@@ -142,9 +149,10 @@ class LakestatsTable:
 
     def _derived_job(self, where: str, snapshot_id: int | None) -> dict[str, object]:
         """The row filter, partition pruning and store of ``analyze --where``."""
-        from lakestats import derived, predicates
-        from lakestats.partition_filter import partitions_that_can_match
+        from lakestats.query import predicates
+        from lakestats.query.partition_filter import partitions_that_can_match
         from lakestats.stats.leaves import leaves_of
+        from lakestats.store import derived
 
         table = self.format
         types = {leaf.name: leaf.type for leaf in leaves_of(table.schema(snapshot_id))}
@@ -178,7 +186,8 @@ class LakestatsTable:
     ) -> StatisticsReader | None:
         """The derived statistics of ``where`` at the snapshot of the table's statistics
         version (``analyze --where``), or None when that predicate was not analyzed."""
-        from lakestats import derived, estimate_source, predicates
+        from lakestats.query import estimate_source, predicates
+        from lakestats.store import derived
 
         reader = self._version_reader(snapshot_id)
         pred = predicates.parse(
@@ -235,8 +244,8 @@ class LakestatsTable:
             **info,
             "version": version.version,
             **(
-                {"kind": "sampled", "sample": version.extra.get("sample")}
-                if version.kind == "sampled"
+                {"kind": VersionKind.SAMPLED, "sample": version.extra.get("sample")}
+                if version.kind == VersionKind.SAMPLED
                 else {}
             ),
             **(
@@ -285,7 +294,7 @@ class LakestatsTable:
         values, "name", "row_count", "columns": [{"name", "null_count", "nan_count",
         "distinct_count", "min", "max", "frequencies_complete", "all_distinct", "p01" ...
         "p99"}]}]}`` with decoded values (``partitions`` only with ``by_partition``)."""
-        from lakestats.query import column_stats
+        from lakestats.query.column_stats import column_stats
 
         reader = self._version_reader(snapshot_id)
         if where:
@@ -328,7 +337,7 @@ class LakestatsTable:
                     "kind": v.kind,
                 }
             )
-        from lakestats import derived
+        from lakestats.store import derived
 
         out.extend(derived.entries(self.stats_root, self.s3))
         return out
@@ -361,7 +370,7 @@ class LakestatsTable:
         table-level files as one partition instead. ``source``: ``"index"`` (the version's
         partition index, falling back to the files without one) or ``"files"`` (every
         partition's files). Never starts Spark."""
-        from lakestats import estimate_source, index_source, predicates
+        from lakestats.query import estimate_source, index_source, predicates
 
         reader = self._version_reader(snapshot_id)
         found = self.derived_reader(where, snapshot_id)
@@ -387,9 +396,30 @@ class LakestatsTable:
         return result
 
     def statistics(
-        self, partition: str | dict | None = None, columns: list[str] | None = None
+        self,
+        partition: str | dict | None = None,
+        columns: list[str] | None = None,
+        *,
+        snapshot: int | None = None,
     ) -> list[dict[str, object]]:
-        return self.reader().column_statistics(partition, columns)
+        """Decoded statistics rows of ``partition`` (default: the table level) in the
+        latest version, or in the version describing ``snapshot`` (at table level without
+        the columns changed since; ``table_statistics`` adds how stale it is)."""
+        if snapshot is None:
+            return self.reader().column_statistics(partition, columns)
+        if partition is None:
+            return self.table_statistics(snapshot, columns)["columns"]
+        return self._version_reader(snapshot).column_statistics(partition, columns)
+
+    def partition(self, partition: str | dict) -> dict[str, object]:
+        """One partition of the latest version: ``{"partition": values, "name", "row_count"}``
+        (an unknown one is a ``PartitionNotFoundError`` listing some that exist)."""
+        entry = self.reader().partition(partition)
+        return {"partition": entry.values, "name": entry.name, "row_count": entry.row_count}
+
+    def has_table_statistics(self) -> bool:
+        """Whether the latest version has table-level files (not ``--partitions-only``)."""
+        return bool(self.reader().version.table_files)
 
     def frequencies(
         self, column: str, partition: str | dict | None = None, top: int | None = None
@@ -418,6 +448,48 @@ class LakestatsTable:
                 "(e.g. --start 0 --stop 10 for the first ten)"
             )
         return self.reader().histogram(partition, column, start, stop)
+
+
+    # -- maintaining ----------------------------------------------------------
+    def expire(
+        self, retain_last: int = 1, *, orphan_age_minutes: int = 60, dry_run: bool = False
+    ) -> dict[str, object]:
+        """Remove the versions of snapshots the table no longer has (always keeping the
+        ``retain_last`` newest), files no kept version references (older than
+        ``orphan_age_minutes``) and derived entries of removed snapshots. Returns
+        ``{dry_run, versions_removed, versions_kept, files_removed, derived_removed}``."""
+        from lakestats.store import derived
+        from lakestats.store.expire import apply_expiry, plan_expiry
+
+        if retain_last < 1:
+            raise InvalidArgumentError(
+                "--retain-last must be at least 1 (the latest version stays)"
+            )
+        root = self.stats_root
+        check_root(root, self.s3)
+        snapshots = self.format.snapshots()
+        live = {s.snapshot_id for s in snapshots} if snapshots else None
+        plan = plan_expiry(
+            root, live, retain_last, orphan_age_seconds=orphan_age_minutes * 60, s3=self.s3
+        )
+        if not dry_run:
+            apply_expiry(root, plan, self.s3)
+        kept = {manifest.load_version(root, n, self.s3).snapshot_id for n in plan.versions_kept}
+        removed = derived.expire(root, kept, self.s3, dry_run=dry_run)
+        self._reader = None
+        return {
+            "dry_run": dry_run,
+            "versions_removed": plan.versions_removed,
+            "versions_kept": plan.versions_kept,
+            "files_removed": len(plan.files_removed),
+            "derived_removed": removed,
+        }
+
+    def export_paimon(self, version: int | None = None) -> dict[str, object]:
+        """A statistics version (default: the latest) as Paimon's statistics JSON."""
+        from lakestats.store.paimon_export import paimon_statistics
+
+        return paimon_statistics(self.stats_root, version, self.s3)
 
 
 def _derived_estimate(reader: StatisticsReader, found: StatisticsReader) -> dict[str, object]:
@@ -521,7 +593,7 @@ def check_snapshot(table: TableFormat, snapshot_id: int | None) -> None:
             "drop --snapshot / --as-of"
         )
     if snapshot_id not in ids:
-        raise InvalidArgumentError(
+        raise SnapshotNotFoundError(
             f"snapshot {snapshot_id} is not a snapshot of {table.identifier}; its newest "
             f"is {table.current_snapshot_id()}"
         )
@@ -533,16 +605,6 @@ def check_root(root: str, s3: fs.S3Options | None = None) -> None:
     fs.check_directory(root, s3)
 
 
-def probe_writable(root: str, s3: fs.S3Options | None = None) -> None:
-    """Fail fast, with one line, when the statistics root cannot be written."""
-    import uuid
-
-    probe = fs.join(root, "_staging", f"probe-{uuid.uuid4().hex}")
-    fs.write_bytes_atomic(probe, b"", s3)
-    filesystem, path = fs.resolve(probe, s3)
-    filesystem.delete_file(path)
-
-
 def open_table(
     table: str,
     stats_root: str | None = None,
@@ -552,6 +614,64 @@ def open_table(
 ) -> LakestatsTable:
     """A handle on ``table`` (catalog identifier or path); nothing is read yet."""
     return LakestatsTable(table, stats_root, catalog, warehouse, s3)
+
+
+def sql(
+    statement: str,
+    *,
+    catalog: str | None = None,
+    warehouse: str | None = None,
+    stats_root: str | None = None,
+) -> dict[str, object]:
+    """Run ``ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN | FOR COLUMNS a, b | FOR ALL
+    COLUMNS]`` (``lakestats.compute.sql``): ``FOR`` analyzes those columns (Spark); without
+    it, a counts-only version from metadata. Returns ``{kind, version, snapshot_id,
+    message}`` (``merged_record_count`` too for counts only)."""
+    from lakestats.compute.sql import count_only, parse
+
+    parsed = parse(statement)
+    table = open_table(parsed.table, stats_root=stats_root, catalog=catalog, warehouse=warehouse)
+    if not parsed.scan:
+        return count_only(table.format, table.stats_root, parsed.table, table.s3)
+    result = table.analyze(columns=parsed.columns)
+    return {
+        "kind": VersionKind.FULL,
+        "version": result.version,
+        "snapshot_id": result.snapshot_id,
+        "message": f"analyzed {parsed.table}: statistics version {result.version}",
+    }
+
+
+def parse_as_of(text: str) -> int:
+    """``--as-of``: an ISO-8601 time (UTC unless it has an offset) or epoch milliseconds,
+    as epoch milliseconds; anything else is an ``InvalidArgumentError``."""
+    import datetime as dt
+
+    lowest = dt.datetime(1, 1, 2, tzinfo=dt.UTC)  # a day's margin for any offset
+    highest = dt.datetime(9999, 12, 30, tzinfo=dt.UTC)
+    out_of_range = InvalidArgumentError(
+        f"{text!r} is out of range: give a time between {lowest.date().isoformat()} and "
+        f"{highest:%Y-%m-%d} (UTC), or epoch milliseconds in that range"
+    )
+    if text.isdigit():
+        value = int(text)
+        if value > int(highest.timestamp() * 1000):
+            raise out_of_range
+        return value
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidArgumentError(
+            f"expected an ISO-8601 time such as 2024-05-01T12:00:00Z, got {text!r}"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    try:
+        if not lowest <= moment <= highest:
+            raise out_of_range
+    except OverflowError:
+        raise out_of_range from None
+    return int(moment.timestamp() * 1000)
 
 
 def staleness(
@@ -619,7 +739,7 @@ def version_for_snapshot(
         return latest
     snapshots = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
     if snapshot_id not in snapshots:
-        raise InvalidArgumentError(
+        raise SnapshotNotFoundError(
             f"snapshot {snapshot_id} is not a snapshot of {table.identifier}; "
             "see `lakestats history` for analyzed snapshots"
         )

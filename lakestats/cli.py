@@ -16,8 +16,8 @@ import sys
 from collections.abc import Sequence
 
 from lakestats import api
+from lakestats.api import to_json
 from lakestats.errors import InvalidArgumentError, LakestatsError
-from lakestats.stats.keys import to_json
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,34 +65,11 @@ def _table(args: argparse.Namespace) -> api.LakestatsTable:
 
 
 def _timestamp_ms(text: str) -> int:
-    """``--as-of``: an ISO-8601 time (UTC unless it has an offset) or epoch milliseconds."""
-    import datetime as dt
-
-    lowest = dt.datetime(1, 1, 2, tzinfo=dt.UTC)  # a day's margin for any offset
-    highest = dt.datetime(9999, 12, 30, tzinfo=dt.UTC)
-    out_of_range = argparse.ArgumentTypeError(
-        f"{text!r} is out of range: give a time between {lowest.date().isoformat()} and "
-        f"{highest:%Y-%m-%d} (UTC), or epoch milliseconds in that range"
-    )
-    if text.isdigit():
-        value = int(text)
-        if value > int(highest.timestamp() * 1000):
-            raise out_of_range
-        return value
+    """``--as-of`` (``api.parse_as_of``), as argparse's one-line error when it is bad."""
     try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an ISO-8601 time such as 2024-05-01T12:00:00Z, got {text!r}"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    try:
-        if not lowest <= moment <= highest:
-            raise out_of_range
-    except OverflowError:
-        raise out_of_range from None
-    return int(moment.timestamp() * 1000)
+        return api.parse_as_of(text)
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _remote_url(text: str) -> str:
@@ -241,7 +218,7 @@ def cmd_partitions(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     table = _table(args)
-    if not args.partition and (args.snapshot is not None or table.reader().version.table_files):
+    if not args.partition and (args.snapshot is not None or table.has_table_statistics()):
         data = table.table_statistics(args.snapshot, _columns(args.columns))
         data["columns"] = [_jsonable_row(r) for r in data["columns"]]
         if args.json:
@@ -250,7 +227,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         from lakestats.preview import render_statistics
 
         stale = " [stale]" if data["stale"] else ""
-        if data.get("kind") == "sampled":
+        if data.get("kind") == api.VersionKind.SAMPLED:
             drawn = data["sample"] or {}
             stale += (
                 f" [sampled: {drawn.get('sample_rows')} rows of snapshot "
@@ -263,21 +240,22 @@ def cmd_show(args: argparse.Namespace) -> int:
             histograms=_histograms(table, None, data["columns"], args.snapshot),
         )
         return 0
-    reader = table.reader()
-    entry = reader.partition(args.partition)
+    entry = table.partition(args.partition)
     rows = [
         _jsonable_row(r)
-        for r in reader.column_statistics(entry, _columns(args.columns))
+        for r in table.statistics(entry["name"] or None, _columns(args.columns))
     ]
     if args.json:
-        _print_json({"partition": entry.values, "row_count": entry.row_count, "columns": rows})
+        _print_json(
+            {"partition": entry["partition"], "row_count": entry["row_count"], "columns": rows}
+        )
         return 0
     from lakestats.preview import render_statistics
 
     render_statistics(
         rows,
-        title=f"{args.table} {entry.name or ''} ({entry.row_count} rows)",
-        histograms=_histograms(table, entry.name or None, rows),
+        title=f"{args.table} {entry['name'] or ''} ({entry['row_count']} rows)",
+        histograms=_histograms(table, entry["name"] or None, rows),
     )
     return 0
 
@@ -385,7 +363,6 @@ def _json_values(row: dict[str, object]) -> dict[str, object]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from lakestats.stats.keys import to_json
 
     result = _table(args).estimate(args.where, args.snapshot, table_level=args.table_level)
     for item in result["partitions"]:
@@ -408,7 +385,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         if "damaged" in v:
             print(f"v{v['version']:<4} damaged: {v['damaged']}")
             continue
-        if v.get("kind") == "derived":
+        if v.get("kind") == api.VersionKind.DERIVED:
             print(
                 f"derived {v['key']} v{v['version']} snapshot {v['snapshot_id']}  "
                 f"{v['row_count']} rows  where {v['predicate']}  {v['created_at']}"
@@ -423,53 +400,28 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_expire(args: argparse.Namespace) -> int:
-    from lakestats import derived
-    from lakestats.store import manifest
-    from lakestats.store.expire import apply_expiry, plan_expiry
-
-    if args.retain_last < 1:
-        raise InvalidArgumentError("--retain-last must be at least 1 (the latest version stays)")
-    table = _table(args)
-    api.check_root(table.stats_root, table.s3)
-    snapshots = table.format.snapshots()
-    live = {s.snapshot_id for s in snapshots} if snapshots else None
-    plan = plan_expiry(
-        table.stats_root, live, args.retain_last, orphan_age_seconds=args.orphan_age_minutes * 60
+    data = _table(args).expire(
+        args.retain_last, orphan_age_minutes=args.orphan_age_minutes, dry_run=args.dry_run
     )
-    if not args.dry_run:
-        apply_expiry(table.stats_root, plan)
-    kept = {manifest.load_version(table.stats_root, n).snapshot_id for n in plan.versions_kept}
-    derived_removed = derived.expire(table.stats_root, kept, table.s3, dry_run=args.dry_run)
-    data = {
-        "dry_run": args.dry_run,
-        "versions_removed": plan.versions_removed,
-        "versions_kept": plan.versions_kept,
-        "files_removed": len(plan.files_removed),
-        "derived_removed": derived_removed,
-    }
     if args.json:
         _print_json(data)
     else:
         verb = "would remove" if args.dry_run else "removed"
         print(
-            f"{verb} versions {plan.versions_removed or 'none'} and "
-            f"{len(plan.files_removed)} files; kept versions {plan.versions_kept}"
+            f"{verb} versions {data['versions_removed'] or 'none'} and "
+            f"{data['files_removed']} files; kept versions {data['versions_kept']}"
         )
     return 0
 
 
 def cmd_export_paimon(args: argparse.Namespace) -> int:
-    from lakestats.paimon_export import paimon_statistics
-
-    print(json.dumps(paimon_statistics(_table(args), args.version), indent=2))
+    print(json.dumps(_table(args).export_paimon(args.version), indent=2))
     return 0
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from lakestats.sql import run_sql
-
     _use_spark(args)
-    result = run_sql(
+    result = api.sql(
         args.statement, catalog=args.catalog, warehouse=args.warehouse, stats_root=args.stats_root
     )
     if args.json:

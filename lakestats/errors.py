@@ -41,6 +41,11 @@ class PartitionNotFoundError(LakestatsError):
     """A requested partition has no statistics (or does not exist)."""
 
 
+class SnapshotNotFoundError(LakestatsError):
+    """A ``--snapshot`` (or ``--as-of``'s) that the table does not have (expired, never
+    written)."""
+
+
 class StatisticsNotFoundError(LakestatsError):
     """The table has not been analyzed (under that statistics root)."""
 

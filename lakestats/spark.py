@@ -43,6 +43,7 @@ from decimal import Decimal
 
 import numpy as np
 
+from lakestats.compute.errors import starting_spark
 from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.type_codec import parse_type
@@ -528,13 +529,12 @@ def hive_session(metastore: str):  # noqa: ANN201 - pyspark.sql.SparkSession
         )
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
     )
-    try:
+    hint = (
+        "a Hive metastore needs Java 17; use --dry-run to see the statistics, or call "
+        "lakestats.spark.register from your own session"
+    )
+    with starting_spark(hint=hint):
         spark = builder.enableHiveSupport().getOrCreate()
-    except Exception as exc:
-        raise UnsupportedFeatureError(
-            f"cannot start Spark with a Hive metastore ({exc}); use --dry-run to see the "
-            "statistics, or call lakestats.spark.register from your own session"
-        ) from exc
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -15,12 +15,12 @@ import functools
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import TypeVar
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
+from lakestats.compute.errors import spark_call as _spark_call
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
@@ -38,8 +38,6 @@ from lakestats.formats.base import TableFormat
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import layout, manifest, verify
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -161,7 +159,7 @@ def analyze(
             )
         ]
     if row_filter is not None and read_columns is not None:
-        from lakestats.predicates import columns_of
+        from lakestats.query.predicates import columns_of
 
         top = {name.split(".")[0] for name in columns_of(row_filter)}  # type: ignore[arg-type]
         read_columns = [*read_columns, *sorted(n for n in top if n not in read_columns)]
@@ -500,27 +498,9 @@ def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
     return [s for s in summaries if s["kind"] == "done"] + merged
 
 
-def _spark_call(what: str, call: Callable[[], T]) -> T:
-    """``call()``, with what Spark raises from executors turned into one line."""
-    try:
-        return call()
-    except LakestatsError:
-        raise
-    except Exception as exc:
-        raise LakestatsError(f"{what}: {_last_line(exc)}") from exc
-
-
 def _raise_errors(summaries: list) -> None:
     errors = [s["error"] for s in summaries if s["kind"] == "error"]
     if errors:
         more = f" (and {len(errors) - 1} more partitions failed)" if len(errors) > 1 else ""
         raise LakestatsError(f"{errors[0]}{more}")
 
-
-def _last_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    for line in reversed(text):
-        line = line.strip()
-        if line and not line.startswith(("at ", "File ", "JVM stacktrace")):
-            return line
-    return type(exc).__name__

@@ -5,7 +5,7 @@ proportional allocation, ``sample_select.allocate``; a count job first when the 
 metadata does not know a partition's rows), and runs one ``mapInArrow`` task per partition
 (``sample_job.run_sample_task``), which writes its partition's sample and reserve files.
 Then the sample is written as a sibling table of the table's format
-(``store/sample_sibling.py``) and only then is the manifest replaced, so a failed run leaves
+(``formats/sample_sibling.py``) and only then is the manifest replaced, so a failed run leaves
 the previous sample as it was.
 
 Refresh is file-granular: the snapshot's read units (``TableFormat.sample_units``: data
@@ -31,6 +31,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
+from lakestats.compute.errors import translated
 from lakestats.compute.sample_bounds import footer_rows, usable
 from lakestats.compute.sample_job import (
     SAMPLE_SUMMARY_SCHEMA,
@@ -43,9 +44,9 @@ from lakestats.compute.sample_select import allocate, size_for_fraction
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.formats.base import PartitionPlan, SampleUnit, TableFormat
+from lakestats.formats.sample_sibling import write_sibling
 from lakestats.store import layout
 from lakestats.store import sample as store
-from lakestats.store.sample_sibling import write_sibling
 
 MAX_SLICE_BYTES = 256 * 1024 * 1024
 
@@ -88,12 +89,8 @@ def _run(spark: SparkSession, job: SampleJob) -> list[dict]:
         return []
     frame = spark.range(0, n, 1, numPartitions=n)
     stage = frame.mapInArrow(functools.partial(_tasks, job), result_schema(SAMPLE_SUMMARY_SCHEMA))
-    try:
+    with translated("sampling failed on Spark"):
         rows = collect_small(stage)
-    except Exception as exc:
-        from lakestats.compute.analyze import _last_line
-
-        raise LakestatsError(f"sampling failed on Spark: {_last_line(exc)}") from exc
     errors = [r["error"] for r in rows if r["error"]]
     if errors:
         raise LakestatsError(errors[0])

@@ -1,6 +1,6 @@
 """``analyze --from-sample``: statistics estimated from the stored sample.
 
-1. The normal analyze job runs over the sample (``store.sample.SampleTable``) into
+1. The normal analyze job runs over the sample (``formats.sample.SampleTableFormat``) into
    ``<stats root>/sample/analysis`` (its own versions, so it is incremental across
    refreshes: unchanged sample partitions are reused).
 2. The driver reads those small files and writes scaled copies into the statistics root
@@ -39,10 +39,12 @@ from lakestats.compute.sample_scale import (
 from lakestats.compute.tasks import AnalyzeOptions
 from lakestats.errors import InvalidArgumentError
 from lakestats.formats.base import Slice, TableFormat
+from lakestats.formats.sample import SampleTableFormat
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.stats.ndv import frequency_of_frequencies
 from lakestats.store import layout, manifest, schemas, verify
 from lakestats.store import sample as store
+from lakestats.store.kinds import VersionKind
 
 ANALYSIS_DIR = "analysis"
 
@@ -56,7 +58,7 @@ def analyze_from_sample(
     progress: bool = False,
 ) -> AnalyzeResult:
     sample = store.load(stats_root, table.identifier, s3)
-    sampled = store.SampleTable(stats_root, sample, s3)
+    sampled = SampleTableFormat(stats_root, sample, s3)
     if sample.sample_rows == 0:
         raise InvalidArgumentError(
             f"the sample of {table.identifier} holds no rows; create a larger one with "
@@ -118,7 +120,7 @@ def analyze_from_sample(
         table_files=table_files,
         merged_record_count=sample.population,
         snapshot_timestamp_ms=sample.snapshot_timestamp_ms,
-        kind="sampled",
+        kind=VersionKind.SAMPLED,
         extra={
             "sample": _sample_record(sample),
             "file_sizes": {r: sizes[r] for r in table_files.values() if r in sizes},
@@ -186,7 +188,7 @@ def _sample_record(sample: store.SampleManifest) -> dict[str, object]:
 
 
 def _profiles(
-    sampled: store.SampleTable, names: list[str], s3: fs.S3Options | None
+    sampled: SampleTableFormat, names: list[str], s3: fs.S3Options | None
 ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, np.ndarray]]:
     """Each column's frequency of frequencies per sample partition and over the whole
     sample (the driver reads the sample once)."""

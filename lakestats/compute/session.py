@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from lakestats.errors import InvalidArgumentError, LakestatsError
+from lakestats.compute.errors import spark_start_error
+from lakestats.errors import InvalidArgumentError
 
 _LOG4J2 = """\
 status = error
@@ -117,10 +118,7 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
         with _stderr_to(_log_path):
             spark = builder.getOrCreate()
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise LakestatsError(
-            f"Spark did not start ({first}); its log is {_log_path}; lakestats needs Java 17"
-        ) from exc
+        raise spark_start_error(exc, _log_path) from exc
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

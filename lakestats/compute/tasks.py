@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from lakestats import fs
+from lakestats.compute.outcome import TaskOutcome
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import PartitionReader, Slice
 from lakestats.stats import value_counts
@@ -63,7 +64,7 @@ class Job:
 def _summary(
     task_id: int,
     partition: int,
-    kind: str,
+    kind: TaskOutcome,
     rows: int = 0,
     written: int = 0,
     started: float = 0.0,
@@ -100,7 +101,7 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
     try:
         table = job.reader.read(part, job.read_columns)
         if job.row_filter is not None:  # statistics of a predicate (analyze --where)
-            from lakestats.predicate_eval import matching_rows
+            from lakestats.query.predicate_eval import matching_rows
 
             table = matching_rows(job.row_filter, table)
         accumulators = [ColumnAccumulator(leaf, list(job.statistics)) for leaf in job.leaves]
@@ -110,14 +111,14 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
         del table
         if part.count == 1:
             written = _finalize_and_write(job, partition, accumulators)
-            return _summary(task_id, partition, "done", rows, written, started)
+            return _summary(task_id, partition, TaskOutcome.DONE, rows, written, started)
         for accumulator in accumulators:
             accumulator.statistics = []  # functions travel with the job, not the state
         state = pickle.dumps(accumulators, protocol=5)
         fs.write_bytes_atomic(job.state_uri(partition, part.index), state, job.s3)
-        return _summary(task_id, partition, "partial", rows, len(state), started)
+        return _summary(task_id, partition, TaskOutcome.PARTIAL, rows, len(state), started)
     except LakestatsError as exc:
-        return _summary(task_id, partition, "error", started=started, error=str(exc))
+        return _summary(task_id, partition, TaskOutcome.ERROR, started=started, error=str(exc))
 
 
 def merge_partition(job: Job, partition: int, slice_count: int) -> dict[str, object]:
@@ -136,6 +137,6 @@ def merge_partition(job: Job, partition: int, slice_count: int) -> dict[str, obj
         assert merged is not None
         written = _finalize_and_write(job, partition, merged)
         rows = merged[0].row_count if merged else 0
-        return _summary(partition, partition, "done", rows, written, started)
+        return _summary(partition, partition, TaskOutcome.DONE, rows, written, started)
     except LakestatsError as exc:
-        return _summary(partition, partition, "error", started=started, error=str(exc))
+        return _summary(partition, partition, TaskOutcome.ERROR, started=started, error=str(exc))

@@ -2,15 +2,18 @@
 
 ``open_table`` takes a catalog identifier (``db.table``) or a table path/URI. A path is
 detected as Iceberg (``metadata/``), Delta (``_delta_log/``), Hudi (``.hoodie/``),
-Paimon (``schema/``), else a Parquet directory.
+Paimon (``schema/``), else a Parquet directory, and opened by its loader in ``FORMATS``.
+Every format is a ``<Name>TableFormat`` (``TableFormat``) with a ``<Name>Reader``
+(``PartitionReader``) in ``formats/<name>.py``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from lakestats import fs
-from lakestats.errors import NotATableError, TableNotFoundError, UnsupportedFeatureError
+from lakestats.errors import NotATableError, TableNotFoundError
 from lakestats.formats.base import (
     DataFile,
     PartitionPlan,
@@ -21,6 +24,7 @@ from lakestats.formats.base import (
 )
 
 __all__ = [
+    "FORMATS",
     "DataFile",
     "PartitionPlan",
     "PartitionReader",
@@ -31,6 +35,49 @@ __all__ = [
     "looks_like_path",
     "open_table",
 ]
+
+def _iceberg(uri: str, s3: fs.S3Options | None) -> TableFormat:
+    from lakestats.formats.iceberg import IcebergTableFormat
+
+    return IcebergTableFormat.from_path(uri, s3)
+
+
+def _delta(uri: str, s3: fs.S3Options | None) -> TableFormat:
+    from lakestats.formats.delta import DeltaTableFormat
+
+    return DeltaTableFormat(uri, s3)
+
+
+def _hudi(uri: str, s3: fs.S3Options | None) -> TableFormat:
+    from lakestats.formats.hudi import HudiTableFormat
+
+    return HudiTableFormat(uri, s3)
+
+
+def _paimon(uri: str, s3: fs.S3Options | None) -> TableFormat:
+    from lakestats.formats.paimon import PaimonTableFormat
+
+    return PaimonTableFormat(uri, s3)
+
+
+def _parquet(uri: str, s3: fs.S3Options | None) -> TableFormat:
+    from lakestats.formats.parquet_dir import ParquetTableFormat
+
+    return ParquetTableFormat(uri, s3)
+
+
+Loader = Callable[[str, "fs.S3Options | None"], TableFormat]
+
+FORMATS: dict[str, Loader] = {
+    "iceberg": _iceberg,
+    "delta": _delta,
+    "hudi": _hudi,
+    "paimon": _paimon,
+    "parquet": _parquet,
+}
+"""Format name (``TableFormat.format_name``, what ``detect_format`` returns) -> a loader
+opening a table path/URI of that format. Each loader imports its format's module (and
+library) only when called, so a lookup that never opens the table loads none."""
 
 _MARKERS = (
     ("metadata", "iceberg"),
@@ -62,9 +109,9 @@ def open_table(
 ) -> TableFormat:
     """Open ``table`` (catalog identifier or path) with the right format."""
     if not looks_like_path(table):
-        from lakestats.formats.iceberg import IcebergTable
+        from lakestats.formats.iceberg import IcebergTableFormat
 
-        return IcebergTable.from_catalog(table, catalog, warehouse)
+        return IcebergTableFormat.from_catalog(table, catalog, warehouse)
     uri = fs.normalize(table)
     if s3 is None and fs.is_remote(uri):
         s3 = fs.S3Options.from_env()  # the format libraries get explicit options, not env
@@ -75,25 +122,5 @@ def open_table(
             f"{table} is a file, not a table: pass the table's directory (or an Iceberg "
             "*.metadata.json)"
         )
-    kind = detect_format(uri, s3)
-    if kind == "iceberg":
-        from lakestats.formats.iceberg import IcebergTable
-
-        return IcebergTable.from_path(uri, s3)
-    if kind == "parquet":
-        from lakestats.formats.parquet_dir import ParquetDirectory
-
-        return ParquetDirectory(uri, s3)
-    if kind == "delta":
-        from lakestats.formats.delta import DeltaTableFormat
-
-        return DeltaTableFormat(uri, s3)
-    if kind == "hudi":
-        from lakestats.formats.hudi import HudiTableFormat
-
-        return HudiTableFormat(uri, s3)
-    if kind == "paimon":
-        from lakestats.formats.paimon import PaimonTableFormat
-
-        return PaimonTableFormat(uri, s3)
-    raise UnsupportedFeatureError(f"{table}: unknown table format {kind!r}")
+    name = detect_format(uri, s3)
+    return FORMATS[name](uri, s3)

@@ -23,7 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats import fs
-from lakestats.errors import LakestatsError, NotATableError, UnsupportedFeatureError
+from lakestats.errors import (
+    LakestatsError,
+    NotATableError,
+    SnapshotNotFoundError,
+    UnsupportedFeatureError,
+)
 from lakestats.formats.base import (
     DataFile,
     PartitionPlan,
@@ -215,6 +220,11 @@ class DeltaTableFormat(PathTable):
                     self._uri, version=snapshot_id, storage_options=self._storage
                 )
             except Exception as exc:
+                if snapshot_id not in {s.snapshot_id for s in self.snapshots()}:
+                    raise SnapshotNotFoundError(
+                        f"version {snapshot_id} of Delta table {self._uri} does not exist "
+                        f"(expired or never written); its latest is {self.current_snapshot_id()}"
+                    ) from exc
                 raise LakestatsError(
                     f"version {snapshot_id} of Delta table {self._uri} cannot be loaded: {exc}"
                 ) from exc

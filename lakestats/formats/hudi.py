@@ -26,6 +26,7 @@ from lakestats.errors import (
     DataFileError,
     LakestatsError,
     NotATableError,
+    SnapshotNotFoundError,
     UnsupportedFeatureError,
 )
 from lakestats.formats.base import (
@@ -274,7 +275,7 @@ class HudiTableFormat(PathTable):
             return None
         known = [s.snapshot_id for s in self.snapshots()]
         if snapshot_id not in known:
-            raise LakestatsError(
+            raise SnapshotNotFoundError(
                 f"snapshot {snapshot_id} is not a completed commit of Hudi table {self._uri}; "
                 f"latest commits: {known[-5:]}"
             )

@@ -21,8 +21,8 @@ import pyarrow as pa
 from lakestats import fs
 from lakestats.errors import (
     DataFileError,
-    LakestatsError,
     NotATableError,
+    SnapshotNotFoundError,
     TableNotFoundError,
 )
 from lakestats.formats.base import (
@@ -182,7 +182,7 @@ def _identity_values(metadata, data_file) -> dict[int, object]:  # noqa: ANN001
     return out
 
 
-class IcebergTable(TableFormat):
+class IcebergTableFormat(TableFormat):
     format_name = "iceberg"
 
     def __init__(self, table, identifier: str) -> None:  # noqa: ANN001
@@ -192,7 +192,7 @@ class IcebergTable(TableFormat):
     @classmethod
     def from_catalog(
         cls, identifier: str, catalog_name: str | None = None, warehouse: str | None = None
-    ) -> IcebergTable:
+    ) -> IcebergTableFormat:
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
         try:
@@ -210,7 +210,7 @@ class IcebergTable(TableFormat):
             raise TableNotFoundError(f"{identifier!r} is not a table identifier: {exc}") from exc
 
     @classmethod
-    def from_path(cls, uri: str, s3: fs.S3Options | None = None) -> IcebergTable:
+    def from_path(cls, uri: str, s3: fs.S3Options | None = None) -> IcebergTableFormat:
         from pyiceberg.table import StaticTable
 
         metadata_file = uri if uri.endswith(".metadata.json") else latest_metadata_file(uri, s3)
@@ -233,7 +233,7 @@ class IcebergTable(TableFormat):
         snapshot = self._table.snapshot_by_id(snapshot_id)
         if snapshot is None:
             known = [s.snapshot_id for s in self._table.metadata.snapshots]
-            raise LakestatsError(
+            raise SnapshotNotFoundError(
                 f"snapshot {snapshot_id} not found in {self._identifier}; known snapshots: "
                 f"{known[-5:]}"
             )

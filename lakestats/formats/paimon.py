@@ -23,6 +23,7 @@ from lakestats.errors import (
     DataFileError,
     LakestatsError,
     NotATableError,
+    SnapshotNotFoundError,
     UnsupportedFeatureError,
 )
 from lakestats.formats.base import (
@@ -79,9 +80,10 @@ def _at(table, snapshot_id: int | None):  # noqa: ANN001, ANN202
     if snapshot_id is None:
         return table
     if table.snapshot_manager().get_snapshot_by_id(snapshot_id) is None:
-        raise LakestatsError(
+        raise SnapshotNotFoundError(
             f"snapshot {snapshot_id} of Paimon table {table.table_path} does not exist "
-            "(expired or never written); list snapshots with `lakestats snapshots`"
+            "(expired or never written); list its snapshots with pypaimon or Paimon's "
+            "`$snapshots` table"
         )
     return table.copy({"scan.snapshot-id": str(snapshot_id)})
 

@@ -127,7 +127,7 @@ def _as_type(column: pa.ChunkedArray, field: pa.Field, uri: str, part: Slice) ->
         ) from exc
 
 
-class ParquetDirectory(PathTable):
+class ParquetTableFormat(PathTable):
     format_name = "parquet"
 
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:

@@ -26,6 +26,7 @@ STATUS: list[tuple[type[le.LakestatsError], int]] = [
     (le.ColumnNotFoundError, 404),
     (le.PartitionNotFoundError, 404),
     (le.StatisticsNotFoundError, 404),
+    (le.SnapshotNotFoundError, 404),
     (le.ConflictError, 409),
     (le.InvalidArgumentError, 400),  # includes bad predicates
     (le.UnsupportedFeatureError, 400),

@@ -6,8 +6,6 @@ Each turns request text into what the facade takes, raising ``InvalidArgumentErr
 
 from __future__ import annotations
 
-import argparse
-
 import lakestats.api as ls
 from lakestats.errors import InvalidArgumentError
 
@@ -35,10 +33,8 @@ def snapshot_of(table: ls.LakestatsTable, snapshot: int | None, as_of: str | Non
         return snapshot
     if snapshot is not None:
         raise InvalidArgumentError("pass snapshot or as_of, not both")
-    from lakestats.cli import _timestamp_ms
-
     try:
-        moment = _timestamp_ms(as_of)
-    except (argparse.ArgumentTypeError, OverflowError, ValueError) as exc:
+        moment = ls.parse_as_of(as_of)
+    except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"as_of: {exc}") from None
     return ls.snapshot_as_of(table.format, moment)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lakestats.errors import InvalidArgumentError
+from lakestats.stats.statistic_fields import BUILTIN_NAMES
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,7 @@ _REGISTRY: dict[str, SummaryStatistic] = {}
 
 
 def reserved_names() -> set[str]:
-    from lakestats.store.schemas import STATISTICS_SCHEMA
-
-    return set(STATISTICS_SCHEMA.names)
+    return set(BUILTIN_NAMES)
 
 
 def register_statistic(statistic: SummaryStatistic) -> None:

@@ -28,14 +28,15 @@ from __future__ import annotations
 from urllib.parse import quote, unquote
 
 from lakestats import fs
+from lakestats.store.kinds import FileKind
 
 STATISTICS_FILE = "statistics.parquet"
 FREQUENCIES_FILE = "frequencies.parquet"
 HISTOGRAMS_FILE = "histograms.parquet"
 FILE_NAMES = {
-    "statistics": STATISTICS_FILE,
-    "frequencies": FREQUENCIES_FILE,
-    "histograms": HISTOGRAMS_FILE,
+    FileKind.STATISTICS: STATISTICS_FILE,
+    FileKind.FREQUENCIES: FREQUENCIES_FILE,
+    FileKind.HISTOGRAMS: HISTOGRAMS_FILE,
 }
 UNPARTITIONED = "_all"
 LATEST = "latest.json"
@@ -149,3 +150,13 @@ def staging_dir(root: str, run_id: str) -> str:
 
 def absolute(root: str, relative: str) -> str:
     return fs.join(root, *relative.split("/"))
+
+
+def probe_writable(root: str, s3: fs.S3Options | None = None) -> None:
+    """Fail fast, with one line, when the statistics root cannot be written."""
+    import uuid
+
+    probe = fs.join(root, "_staging", f"probe-{uuid.uuid4().hex}")
+    fs.write_bytes_atomic(probe, b"", s3)
+    filesystem, path = fs.resolve(probe, s3)
+    filesystem.delete_file(path)

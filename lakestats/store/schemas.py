@@ -19,6 +19,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lakestats.stats.percentiles import percentile_names
+from lakestats.stats.statistic_fields import STATISTIC_FIELDS
 
 FORMAT_VERSION = 3
 """On-disk format version, in each version manifest (``format_version``) and in each
@@ -37,46 +38,8 @@ STATISTICS_ZSTD_LEVEL = 3
 FREQUENCIES_ZSTD_LEVEL = 6
 HISTOGRAMS_ZSTD_LEVEL = 3
 
-STATISTICS_SCHEMA = pa.schema(
-    [
-        pa.field("column", pa.string(), nullable=False),
-        pa.field("column_path", pa.list_(pa.string())),
-        pa.field("type", pa.string(), nullable=False),
-        pa.field("row_count", pa.int64(), nullable=False),
-        pa.field("null_count", pa.int64(), nullable=False),
-        pa.field("nan_count", pa.int64()),
-        pa.field("distinct_count", pa.int64()),
-        pa.field("all_distinct", pa.bool_()),
-        pa.field("min", pa.binary()),
-        pa.field("max", pa.binary()),
-        pa.field("sum", pa.float64()),
-        pa.field("mean", pa.float64()),
-        pa.field("variance", pa.float64()),
-        pa.field("stddev", pa.float64()),
-        pa.field("min_length", pa.int64()),
-        pa.field("avg_length", pa.float64()),
-        pa.field("max_length", pa.int64()),
-        pa.field("true_count", pa.int64()),
-        *[pa.field(name, pa.binary()) for name in percentile_names()],
-        pa.field("frequencies_count", pa.int64()),
-        pa.field("frequencies_truncated", pa.bool_()),
-        pa.field("frequencies_omitted", pa.int64()),
-        pa.field("frequencies_min", pa.int64()),
-        pa.field("histogram_lower", pa.binary()),
-        pa.field("histogram_width", pa.float64()),
-        pa.field("histogram_bins", pa.int32()),
-        pa.field("hll_sketch", pa.binary()),
-        pa.field("kll_sketch", pa.binary()),
-        # table level only (null in partition files): how exact the roll-up is
-        pa.field("distinct_count_exact", pa.bool_()),
-        pa.field("distinct_count_lower", pa.int64()),
-        pa.field("distinct_count_upper", pa.int64()),
-        pa.field("percentiles_exact", pa.bool_()),
-        pa.field("percentile_rank_error", pa.float64()),
-        pa.field("histogram_exact", pa.bool_()),
-        pa.field("frequencies_exact", pa.bool_()),
-    ]
-)
+STATISTICS_SCHEMA = pa.schema(STATISTIC_FIELDS)
+"""``statistics.parquet`` (the built-in columns are ``lakestats.stats.statistic_fields``)."""
 
 SKETCH_COLUMNS = ("hll_sketch", "kll_sketch")
 """Large columns a lookup does not read unless asked."""

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from lakestats import fs
 from lakestats.stats.accumulator import ColumnResult
 from lakestats.store import schemas
+from lakestats.store.kinds import FileKind
 from lakestats.threads import thread_map
 
 
@@ -110,7 +111,7 @@ def write_partition(
     def write_statistics() -> int:
         return _write(
             statistics_table(results, custom),
-            uris["statistics"],
+            uris[FileKind.STATISTICS],
             s3,
             row_group_size=schemas.STATISTICS_ROW_GROUP,
             write_statistics=False,
@@ -120,7 +121,7 @@ def write_partition(
     def write_frequencies() -> int:
         return _write(
             frequencies if frequencies is not None else frequencies_table(results),
-            uris["frequencies"],
+            uris[FileKind.FREQUENCIES],
             s3,
             row_group_size=schemas.FREQUENCIES_ROW_GROUP,
             write_statistics=["column_index"],
@@ -131,7 +132,7 @@ def write_partition(
     def write_histograms() -> int:
         return _write(
             histograms_table(results, bins),
-            uris["histograms"],
+            uris[FileKind.HISTOGRAMS],
             s3,
             write_statistics=False,
             use_dictionary=False,

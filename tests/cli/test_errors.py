@@ -22,6 +22,7 @@ from lakestats.errors import (
     LakestatsError,
     NotATableError,
     PartitionNotFoundError,
+    SnapshotNotFoundError,
     StorageError,
     TableNotFoundError,
 )
@@ -106,7 +107,7 @@ def test_lookup_errors_and_corrupt_file_keep_the_last_version(
     assert cli.main(["analyze", str(table)]) == 0
     capsys.readouterr()
     _fails(capsys, ["show", str(table), "--partition", "p=9"], PartitionNotFoundError, "p=9")
-    _fails(capsys, ["show", str(table), "--snapshot", "5"], InvalidArgumentError, "not a snapshot")
+    _fails(capsys, ["show", str(table), "--snapshot", "5"], SnapshotNotFoundError, "not a snapshot")
     _fails(
         capsys,
         ["frequencies", str(table), "--column", "zzz", "--partition", "p=1"],

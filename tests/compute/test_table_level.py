@@ -212,7 +212,7 @@ def test_history_and_paimon_export(analyzed, capsys) -> None:
 
 
 def test_statistics_system_view(spark, analyzed) -> None:
-    from lakestats.compute.spark_view import register_statistics_view
+    from lakestats.spark_view import register_statistics_view
 
     root, handle, whole = analyzed
     view = register_statistics_view(spark, handle, name="sales")

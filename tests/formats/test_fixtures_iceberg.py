@@ -31,9 +31,9 @@ def _expected(path: str) -> pa.Table:
     plus the partition value from the manifest (what the Iceberg spec says they hold)."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-    from lakestats.formats.iceberg import IcebergTable
+    from lakestats.formats.iceberg import IcebergTableFormat
 
-    table = IcebergTable.from_path(path)._table
+    table = IcebergTableFormat.from_path(path)._table
     try:
         return table.scan().to_arrow()
     except Exception:  # noqa: BLE001 - pyiceberg refuses: rebuild from files + metadata
@@ -96,9 +96,9 @@ def _spec_rows(path: str, snapshot_id: int) -> tuple[pa.Table, int]:
     number, in an unpartitioned spec or the same partition, whose key columns equal it
     (null equal to null). Independent of lakestats's planner and join. Also returns the
     number of rows in the data files."""
-    from lakestats.formats.iceberg import IcebergTable
+    from lakestats.formats.iceberg import IcebergTableFormat
 
-    table = IcebergTable.from_path(path)._table
+    table = IcebergTableFormat.from_path(path)._table
     schema = table.schema()
     con = duckdb.connect()
     data, deletes = [], []
@@ -137,12 +137,13 @@ def test_equality_deletes_applied_as_the_spec_says(
     capsys,
     name: str,
 ) -> None:
-    from lakestats.formats.iceberg import IcebergTable
+    from lakestats.formats.iceberg import IcebergTableFormat
     from tests.reference import assert_shown_matches
 
     monkeypatch.chdir(fixtures_dir / "iceberg")
     path = f"{EQUALITY}/{name}"
-    snapshots = [s.snapshot_id for s in IcebergTable.from_path(path)._table.metadata.snapshots]
+    metadata = IcebergTableFormat.from_path(path)._table.metadata
+    snapshots = [s.snapshot_id for s in metadata.snapshots]
     root = str(tmp_path / "stats")
     for snapshot in (snapshots[2], snapshots[-1]):  # after two deletes, and the latest
         code = cli.main(["analyze", path, "--stats-root", root, "--snapshot", str(snapshot)])

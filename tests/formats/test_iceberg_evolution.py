@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakestats.formats.iceberg import IcebergTable, load_catalog
+from lakestats.formats.iceberg import IcebergTableFormat, load_catalog
 from tests.iceberg_deletes import add_position_deletes
 from tests.reference import assert_shown_matches, show_json
 
@@ -99,7 +99,7 @@ def test_snapshot_matches_pyiceberg(spark, evolved, tmp_path: Path, capsys, step
 
 def test_position_deletes_remove_rows_and_evolution_is_planned(evolved) -> None:
     table, snapshots = evolved
-    opened = IcebergTable.from_path(table.metadata_location)
+    opened = IcebergTableFormat.from_path(table.metadata_location)
     deleted = opened.plan(snapshots["position_deletes"])
     assert sum(len(p.delete_files) for p in deleted) == 2
     assert all(p.row_count is None for p in deleted if p.delete_files)  # deletes: unknown
@@ -173,7 +173,7 @@ def test_as_of_follows_the_snapshot_log_not_rolled_back_snapshots(tmp_path: Path
     s2 = table.current_snapshot().snapshot_id
     time.sleep(0.01)
     table.manage_snapshots().set_current_snapshot(s1).commit()
-    opened = IcebergTable.from_path(table.refresh().metadata_location)
+    opened = IcebergTableFormat.from_path(table.refresh().metadata_location)
     assert {s.snapshot_id for s in opened.snapshots()} == {s1, s2}
     assert snapshot_as_of(opened, int(time.time() * 1000)) == s1
     written = table.snapshot_by_id(s2).timestamp_ms

@@ -17,9 +17,9 @@ import pyarrow.parquet
 import pytest
 
 import lakestats.api as ls
-from lakestats import cli, derived
+from lakestats import cli
 from lakestats.errors import ColumnNotFoundError, InvalidPredicateError, StatisticsNotFoundError
-from lakestats.store import manifest
+from lakestats.store import derived, manifest
 from tests.query.test_estimate import _partition
 
 pytestmark = pytest.mark.spark

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakestats import predicates
-from lakestats.predicate_eval import evaluate, matching_rows
+from lakestats.query import predicates
+from lakestats.query.predicate_eval import evaluate, matching_rows
 from tests.query.test_estimate import PREDICATES, _partition
 
 MORE = [

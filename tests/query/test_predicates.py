@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from lakestats import predicates as P
+from lakestats.query import predicates as P
 from lakestats.stats import histogram as hist
 from lakestats.stats import keys
 from lakestats.stats import selectivity as sel

@@ -27,6 +27,7 @@ import pyarrow.fs as pafs
 from lakestats import fs
 from lakestats.errors import CorruptStatisticsError, StatisticsNotFoundError
 from lakestats.store import manifest
+from lakestats.store.kinds import VersionKind
 from lakestats.store.reader import StatisticsReader
 
 DERIVED_DIR = "derived"
@@ -91,7 +92,7 @@ def entries(stats_root: str, s3: fs.S3Options | None) -> list[dict[str, object]]
                     continue
                 out.append(
                     {
-                        "kind": "derived",
+                        "kind": VersionKind.DERIVED,
                         "predicate": v.extra.get("derived_predicate"),
                         "key": root.rsplit("/", 1)[-1],
                         "version": v.version,

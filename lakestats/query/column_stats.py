@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.errors import InvalidArgumentError
-from lakestats.partition_filter import partitions_that_can_match
+from lakestats.query.partition_filter import partitions_that_can_match
 from lakestats.stats import keys
 from lakestats.stats.percentiles import percentile_names
 from lakestats.stats.type_codec import Opaque, parse_type

@@ -1,7 +1,7 @@
 """Which partitions a ``--where`` predicate can match: the pruning behind ``stats --where``.
 
 ``partitions_that_can_match(where, reader, unanalyzed=())`` parses ``where``
-(``lakestats.predicates.parse``: any supported predicate over analyzed columns, partition
+(``lakestats.query.predicates.parse``: any supported predicate over analyzed columns, partition
 columns included when they were analyzed) and returns the positions of the partitions (in
 ``reader.version.partitions``) that ``predicates.can_match`` keeps: pruned by min/max, null
 counts, complete frequencies and exact histogram bins. The scalars come from ONE read of
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Container
 
-from lakestats import estimate_source, index_source, predicates
+from lakestats.query import estimate_source, index_source, predicates
 from lakestats.store.reader import StatisticsReader
 
 

@@ -4,6 +4,9 @@ As the Paimon proposal describes: without ``FOR`` (or with ``NOSCAN``) only tabl
 counts are collected, from metadata, into a new version that carries the previous
 version's column statistics forward (marked with the snapshot they describe);
 ``FOR COLUMNS`` / ``FOR ALL COLUMNS`` run ``analyze`` for those columns.
+
+``parse`` reads a statement; ``count_only`` publishes the ``NOSCAN`` version. The facade
+(``lakestats.api.sql``) runs a statement: it owns opening the table and ``analyze``.
 """
 
 from __future__ import annotations
@@ -11,13 +14,16 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakestats import api, fs
+from lakestats import fs
 from lakestats.errors import DataFileError, InvalidArgumentError
-from lakestats.store import manifest
+from lakestats.formats.base import TableFormat
+from lakestats.store import layout, manifest
+from lakestats.store.kinds import VersionKind
 
 _STATEMENT = re.compile(
     r"^\s*ANALYZE\s+TABLE\s+(?P<table>`[^`]+`|\S+)\s+COMPUTE\s+STATISTICS"
@@ -31,12 +37,18 @@ def _names(text: str) -> list[str]:
     return [part.strip().strip("`") for part in text.split(",") if part.strip()]
 
 
-def run_sql(
-    statement: str,
-    catalog: str | None = None,
-    warehouse: str | None = None,
-    stats_root: str | None = None,
-) -> dict[str, object]:
+@dataclass(frozen=True)
+class AnalyzeStatement:
+    """``ANALYZE TABLE table COMPUTE STATISTICS ...``: ``columns`` None for ``FOR ALL
+    COLUMNS``; ``scan`` False for ``NOSCAN`` or no ``FOR`` (counts from metadata only)."""
+
+    table: str
+    scan: bool
+    columns: list[str] | None = None
+
+
+def parse(statement: str) -> AnalyzeStatement:
+    """The statement, or one line naming what is supported."""
     match = _STATEMENT.match(statement)
     if not match:
         raise InvalidArgumentError(
@@ -44,21 +56,17 @@ def run_sql(
             f"FOR ALL COLUMNS] is supported, got: {statement.strip()[:80]}"
         )
     name = match.group("table").strip("`")
-    table = api.open_table(name, stats_root=stats_root, catalog=catalog, warehouse=warehouse)
     if match.group("all") or match.group("cols"):
         columns = _names(match.group("cols")) if match.group("cols") else None
-        result = table.analyze(columns=columns)
-        return {
-            "kind": "full",
-            "version": result.version,
-            "snapshot_id": result.snapshot_id,
-            "message": f"analyzed {name}: statistics version {result.version}",
-        }
-    return _count_only(table, name)
+        return AnalyzeStatement(name, True, columns)
+    return AnalyzeStatement(name, False)
 
 
-def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
-    fmt = table.format
+def count_only(
+    fmt: TableFormat, root: str, name: str, s3: fs.S3Options | None = None
+) -> dict[str, object]:
+    """``NOSCAN``: the row count from metadata (footers where it is missing) in a new
+    version that carries the previous version's column statistics forward."""
     snapshot = fmt.current_snapshot_id()
     plans = fmt.plan(snapshot)
     rows = 0
@@ -72,12 +80,11 @@ def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
             rows += plan.row_count
         else:
             for f in plan.data_files:
-                rows += _footer_rows(f.path, table)
-    root = table.stats_root
-    api.probe_writable(root, table.s3)  # one line now, not a failed publish
+                rows += _footer_rows(f.path, s3)
+    layout.probe_writable(root, s3)  # one line now, not a failed publish
     previous = (
-        manifest.load_version(root, None, table.s3)
-        if manifest.latest_version_number(root, table.s3)
+        manifest.load_version(root, None, s3)
+        if manifest.latest_version_number(root, s3)
         else None
     )
     timestamps = {s.snapshot_id: s.timestamp_ms for s in fmt.snapshots()}
@@ -98,7 +105,7 @@ def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
         merged_record_count=rows,
         merged_record_size=sum(p.size_bytes for p in plans),
         snapshot_timestamp_ms=timestamps.get(snapshot) if snapshot is not None else None,
-        kind="noscan",
+        kind=VersionKind.NOSCAN,
         extra={
             "columns_snapshot_id": (
                 previous.extra.get("columns_snapshot_id", previous.snapshot_id)
@@ -107,9 +114,9 @@ def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
             )
         },
     )
-    number = manifest.publish(root, version, table.s3)
+    number = manifest.publish(root, version, s3)
     return {
-        "kind": "noscan",
+        "kind": VersionKind.NOSCAN,
         "version": number,
         "snapshot_id": snapshot,
         "merged_record_count": rows,
@@ -117,9 +124,9 @@ def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
     }
 
 
-def _footer_rows(uri: str, table: api.LakestatsTable) -> int:
+def _footer_rows(uri: str, s3: fs.S3Options | None) -> int:
     """A data file's row count from its footer; a damaged file is one line naming it."""
-    filesystem, path = fs.resolve(uri, table.s3)
+    filesystem, path = fs.resolve(uri, s3)
     try:
         with filesystem.open_input_file(path) as handle:
             return pq.ParquetFile(handle).metadata.num_rows

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from lakestats.api import LakestatsTable
+from lakestats import fs
 from lakestats.stats.keys import to_json
 from lakestats.store import manifest
 from lakestats.store.reader import StatisticsReader
 
 
-def paimon_statistics(table: LakestatsTable, version: int | None = None) -> dict[str, object]:
+def paimon_statistics(
+    stats_root: str, version: int | None = None, s3: fs.S3Options | None = None
+) -> dict[str, object]:
     """``snapshotId``, ``schemaId``, ``mergedRecordCount``, ``mergedRecordSize`` and
     ``colStats`` (``distinctCount``, ``min``, ``max``, ``nullCount``, ``avgLen``, ``maxLen``;
     min and max serialized as strings, as Paimon's ``serializedMin``/``serializedMax``)."""
-    v = manifest.load_version(table.stats_root, version, table.s3)
+    v = manifest.load_version(stats_root, version, s3)
     out: dict[str, object] = {
         "snapshotId": v.snapshot_id,
         "schemaId": v.schema_id,
@@ -22,7 +24,7 @@ def paimon_statistics(table: LakestatsTable, version: int | None = None) -> dict
     }
     if not v.table_files:
         return out
-    reader = StatisticsReader(table.stats_root, v.version, s3=table.s3)
+    reader = StatisticsReader(stats_root, v.version, s3=s3)
     for row in reader.column_statistics(None):
         stats: dict[str, object] = {
             "distinctCount": row.get("distinct_count"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from lakestats.api import LakestatsTable
+from lakestats.compute.errors import translated
 from lakestats.stats.keys import to_json
 from lakestats.store import manifest
 from lakestats.store.reader import StatisticsReader
@@ -41,7 +42,8 @@ def statistics_dataframe(spark: SparkSession, table: LakestatsTable) -> DataFram
                     "max_len": row.get("max_length"),
                 }
         rows.append({**item, "col_stats": col_stats})
-    return spark.createDataFrame(rows, VIEW_SCHEMA)
+    with translated("cannot build the statistics view on Spark"):
+        return spark.createDataFrame(rows, VIEW_SCHEMA)
 
 
 def register_statistics_view(
@@ -50,5 +52,7 @@ def register_statistics_view(
     """Register ``<name>$statistics`` (query it as ``SELECT * FROM `t$statistics` ``)."""
     base = name or table.name.rsplit("/", 1)[-1].replace(".", "_")
     view = f"{base}$statistics"
-    statistics_dataframe(spark, table).createOrReplaceTempView(f"`{view}`")
+    frame = statistics_dataframe(spark, table)
+    with translated(f"cannot register the view {view}"):
+        frame.createOrReplaceTempView(f"`{view}`")
     return view

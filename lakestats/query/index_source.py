@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from lakestats import estimate_source
+from lakestats.query import estimate_source
 from lakestats.stats.selectivity import ColumnSummary, Frequencies
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
