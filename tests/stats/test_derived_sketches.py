@@ -26,17 +26,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakestats.compute.reduce_steps import ReduceJob
 
 import lakestats.api as ls
-from lakestats.compute import reduce_local
-from lakestats.compute.reduce import reduce_table
+from lakestats.compute.reduce import ReduceJob, reduce_table
+from lakestats.compute.reduce import local as reduce_local
 from lakestats.stats import accumulator
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import Leaf
 from lakestats.stats.sketches import order_free_hll
+from lakestats.stats.type_codec import parse_type
 from lakestats.store import layout, manifest, schemas
-from lakestats.store.reader import StatisticsReader, parse_type
+from lakestats.store.reader import StatisticsReader
 
 MAX_FREQUENCIES = 1000
 ROWS = 1500
