@@ -84,7 +84,7 @@ def _count_only(table: api.LakestatsTable, name: str) -> dict[str, object]:
     version = manifest.Version(
         version=0,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        table={"format": fmt.format_name, "identifier": fmt.identifier, "location": fmt.location},
+        table=manifest.TableRef(fmt.format_name, fmt.identifier, fmt.location),
         snapshot_id=snapshot,
         schema_id=fmt.schema_id(snapshot),
         options=previous.options if previous else {},

@@ -32,10 +32,9 @@ from lakestats.compute.sample_select import allocate, size_for_fraction
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.formats.base import PartitionPlan, TableFormat
+from lakestats.options import SampleOptions
 from lakestats.store import layout
 from lakestats.store import sample as store
-
-MAX_SLICE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -48,17 +47,6 @@ class SampleResult:
     partitions_removed: int
     bytes_read: int
     resampled_because: str | None = None
-
-
-def validate(rows: int | None, fraction: float | None) -> None:
-    if rows is not None and fraction is not None:
-        raise InvalidArgumentError("pass --rows or --fraction, not both")
-    if rows is not None and rows <= 0:
-        raise InvalidArgumentError(f"--rows must be a positive number of rows, got {rows}")
-    if fraction is not None and not 0 < fraction <= 1:
-        raise InvalidArgumentError(
-            f"--fraction must be in (0, 1] (0.01 is a 1 % sample), got {fraction}"
-        )
 
 
 def _tasks(job: SampleJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -102,7 +90,7 @@ def _job(
     snapshot: int | None,
     plans: list[PartitionPlan],
     targets: list[int | None],
-    seed: int,
+    options: SampleOptions,
     sample_dir: str,
     run_id: str,
     s3: fs.S3Options | None,
@@ -110,10 +98,10 @@ def _job(
     names = table.schema(snapshot).names
     return SampleJob(
         reader=table.reader(snapshot),
-        slices=[table.slices(p, MAX_SLICE_BYTES) for p in plans],
+        slices=[table.slices(p, options.max_slice_bytes) for p in plans],
         partition_paths=[layout.partition_dir_of(list(p.key), p.values) for p in plans],
         targets=targets,
-        seed=seed,
+        seed=options.seed,
         sample_dir=sample_dir,
         run_id=run_id,
         s3=s3,
@@ -137,8 +125,8 @@ def _populations(
     unknown = [i for i, p in enumerate(plans) if p.row_count is None]
     bytes_read = 0
     if unknown:
-        job = _job(table, snapshot, [plans[i] for i in unknown], [None] * len(unknown), 0, "",
-                   "", s3)
+        job = _job(table, snapshot, [plans[i] for i in unknown], [None] * len(unknown),
+                   SampleOptions(), "", "", s3)
         for i, row in zip(unknown, _run(spark, job), strict=True):
             counts[i], origin[i] = row["population"], "read"
             bytes_read += row["bytes_read"]
@@ -149,15 +137,11 @@ def create(
     table: TableFormat,
     stats_root: str,
     spark: SparkSession,
-    rows: int | None = None,
-    fraction: float | None = None,
-    seed: int = 0,
+    options: SampleOptions,
     s3: fs.S3Options | None = None,
 ) -> SampleResult:
     """Draw a new sample of the table's current snapshot and replace the stored one."""
-    validate(rows, fraction)
-    if rows is None and fraction is None:
-        fraction = 0.01
+    rows, fraction = options.rows, options.drawn_fraction
     snapshot = table.current_snapshot_id()
     plans = table.plan(snapshot)
     if sum(p.row_count or 0 for p in plans) == 0 and all(p.row_count is not None for p in plans):
@@ -172,7 +156,7 @@ def create(
         targets = allocate(populations, rows or 0)
     run_id = _run_id()
     directory = store.sample_dir(stats_root)
-    job = _job(table, snapshot, plans, list(targets), seed, directory, run_id, s3)
+    job = _job(table, snapshot, plans, list(targets), options, directory, run_id, s3)
     summaries = _run(spark, job)
     entries = [
         _entry(plan, summary, origin[i]) for i, (plan, summary) in enumerate(
@@ -185,7 +169,7 @@ def create(
                "location": table.location},
         snapshot_id=snapshot,
         snapshot_timestamp_ms=_timestamp(table, snapshot),
-        seed=seed,
+        seed=options.seed,
         rows=rows,
         fraction=fraction,
         rate=fraction if fraction is not None else sampled / total,
@@ -213,7 +197,8 @@ def refresh(
     old = store.load(stats_root, table.identifier, s3)
     snapshots = {s.snapshot_id for s in table.snapshots()}
     if old.snapshot_id is not None and snapshots and old.snapshot_id not in snapshots:
-        result = create(table, stats_root, spark, old.rows, old.fraction, old.seed, s3)
+        drawn = SampleOptions(rows=old.rows, fraction=old.fraction, seed=old.seed)
+        result = create(table, stats_root, spark, drawn, s3)
         return SampleResult(
             **{**result.__dict__,
                "resampled_because": f"the sample's snapshot {old.snapshot_id} was expired "
@@ -232,8 +217,8 @@ def refresh(
     )  # (a copy of the list: _populations fills in row counts it reads from footers)
     targets = [size_for_fraction(old.rate, n) for n in populations]
     run_id = _run_id()
-    job = _job(table, snapshot, [plans[i] for i in changed], list(targets), old.seed,
-               store.sample_dir(stats_root), run_id, s3)
+    job = _job(table, snapshot, [plans[i] for i in changed], list(targets),
+               SampleOptions(seed=old.seed), store.sample_dir(stats_root), run_id, s3)
     summaries = _run(spark, job)
     fresh = {
         paths[i]: _entry(plans[i], summary, origin[j])

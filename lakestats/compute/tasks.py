@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from lakestats import fs
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import PartitionReader, Slice
+from lakestats.options import AnalyzeOptions
 from lakestats.stats import value_counts
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import Leaf, leaf_array
@@ -25,15 +26,6 @@ SUMMARY_SCHEMA = (
     "task_id long, partition long, kind string, row_count long, bytes_written long, "
     "seconds double, error string"
 )
-
-
-@dataclass(frozen=True)
-class AnalyzeOptions:
-    columns: tuple[str, ...] | None = None
-    bins: int = 1000
-    max_frequencies: int = 10_000
-    max_slice_bytes: int = 256 * 1024 * 1024
-    exact: bool = False  # stage full value counts and make the table level exact
 
 
 @dataclass
