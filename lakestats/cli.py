@@ -156,24 +156,24 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type) -> None:
     """The flags of ``cls``'s fields (``lakestats.options``): name, default, help."""
     groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
     for f in dataclasses.fields(cls):
-        meta = f.metadata
-        if not meta["flag"]:
+        flag: opts.Flag | None = f.metadata["flag"]
+        if flag is None:
             continue
         target = p
-        if meta["group"]:
-            target = groups.setdefault(meta["group"], p.add_mutually_exclusive_group())
-        dest = _dest(meta["flag"])
-        if meta["cli"] == opts.CLI_SWITCH:
-            target.add_argument(meta["flag"], dest=dest, action="store_true", help=meta["help"])
+        if flag.group:
+            target = groups.setdefault(flag.group, p.add_mutually_exclusive_group())
+        dest = _dest(flag.name)
+        if flag.reads == opts.CLI_SWITCH:
+            target.add_argument(flag.name, dest=dest, action="store_true", help=f.metadata["help"])
             continue
-        default = f.default if f.default is None else f.default // meta["scale"]
+        default = f.default if f.default is None else f.default // flag.scale
         shown = f" (default {default})" if default is not None else ""
         target.add_argument(
-            meta["flag"],
+            flag.name,
             dest=dest,
-            type=_READERS[meta["cli"]],
+            type=_READERS[flag.reads],
             default=default,
-            help=meta["help"] + shown,
+            help=f.metadata["help"] + shown,
         )
 
 
@@ -181,16 +181,16 @@ def options_from_args(args: argparse.Namespace, cls: type, **fixed: object):  # 
     """A ``cls`` (``AnalyzeOptions``, ``SampleOptions``) from its flags, plus ``fixed``."""
     values: dict[str, object] = {}
     for f in dataclasses.fields(cls):
-        meta = f.metadata
-        if not meta["flag"]:
+        flag: opts.Flag | None = f.metadata["flag"]
+        if flag is None:
             continue
-        value = getattr(args, _dest(meta["flag"]))
-        if meta["cli"] == opts.CLI_SWITCH:
-            value = not value if meta["negate"] else value
-        elif meta["cli"] == opts.CLI_COLUMNS:
+        value = getattr(args, _dest(flag.name))
+        if flag.reads == opts.CLI_SWITCH:
+            value = not value if flag.negate else value
+        elif flag.reads == opts.CLI_COLUMNS:
             value = _columns(value)  # type: ignore[arg-type]
-        elif value is not None and meta["scale"] != 1:
-            value = value * meta["scale"]
+        elif value is not None and flag.scale != 1:
+            value = value * flag.scale
         values[f.name] = value
     return cls(**values, **fixed)
 

@@ -1,9 +1,8 @@
 """What ``analyze`` and ``sample create`` are asked to do: typed, frozen, validated once.
 
 ``AnalyzeOptions`` and ``SampleOptions`` are the one home of every default. Each field's
-metadata says how the command line spells it (``flag``, ``help``, ``cli``: how its text is
-read, ``scale``: flag units per field unit, ``negate``: a flag that sets the field False;
-``lakestats.cli`` derives its flags, defaults and help from it), whether a version's
+metadata says how the command line spells it (``flag``: a ``Flag``, and ``help``;
+``lakestats.cli`` derives its flags, defaults and help from them), whether a version's
 manifest records it (``record``: ``always``, ``when_set`` = only when not the default, so
 versions written before the field existed read the same) and whether it changes a
 partition's statistics files (``affects_partition_stats``: a partition computed with
@@ -39,17 +38,24 @@ RECORD_ALWAYS = "always"
 RECORD_WHEN_SET = "when_set"
 
 
+@dataclass(frozen=True)
+class Flag:
+    """How the command line spells a field."""
+
+    name: str  # --bins
+    reads: str  # how its text is read: one of the CLI_* kinds
+    scale: int = 1  # field units per flag unit (--max-slice-mb: MiB)
+    negate: bool = False  # a switch that sets the field False (--partitions-only)
+    group: str | None = None  # flags of one group are mutually exclusive
+
+
 def option(
     default: Any,  # noqa: ANN401 - any field's default
     *,
     help: str,  # noqa: A002 - argparse's word
-    flag: str | None = None,
-    cli: str | None = None,
-    scale: int = 1,
-    negate: bool = False,
+    flag: Flag | None = None,
     record: str | None = None,
     affects_partition_stats: bool = False,
-    group: str | None = None,
 ) -> Any:  # noqa: ANN401 - a dataclass field
     """A dataclass field with what the CLI, the manifest and reuse need to know of it."""
     return field(
@@ -57,12 +63,8 @@ def option(
         metadata={
             "help": help,
             "flag": flag,
-            "cli": cli,
-            "scale": scale,
-            "negate": negate,
             "record": record,
             "affects_partition_stats": affects_partition_stats,
-            "group": group,  # flags of one group are mutually exclusive on the CLI
         },
     )
 
@@ -83,65 +85,55 @@ class AnalyzeOptions:
 
     columns: tuple[str, ...] | None = option(
         None,
-        flag="--columns",
-        cli=CLI_COLUMNS,
+        flag=Flag("--columns", CLI_COLUMNS),
         help="only these columns, comma-separated",
         record=RECORD_ALWAYS,
         affects_partition_stats=True,
     )
     bins: int = option(
         1000,
-        flag="--bins",
-        cli=CLI_COUNT,
+        flag=Flag("--bins", CLI_COUNT),
         help="histogram bins",
         record=RECORD_ALWAYS,
         affects_partition_stats=True,
     )
     max_frequencies: int = option(
         10_000,
-        flag="--max-frequencies",
-        cli=CLI_COUNT,
+        flag=Flag("--max-frequencies", CLI_COUNT),
         help="exact frequencies up to this many distinct values",
         record=RECORD_ALWAYS,
         affects_partition_stats=True,
     )
     max_slice_bytes: int = option(
         DEFAULT_MAX_SLICE_BYTES,
-        flag="--max-slice-mb",
-        cli=CLI_COUNT,
-        scale=MIB,
+        flag=Flag("--max-slice-mb", CLI_COUNT, scale=MIB),
         help="split partitions larger than this into slices",
         record=RECORD_ALWAYS,  # how the work was cut, not what it computed
     )
     exact: bool = option(
         False,
-        flag="--exact",
-        cli=CLI_SWITCH,
+        flag=Flag("--exact", CLI_SWITCH),
         help="exact table-level distinct counts, frequencies and ranks (stages value counts)",
         record=RECORD_WHEN_SET,  # versions written before --exact existed stay reusable
         affects_partition_stats=True,  # partitions stage values.parquet
     )
     snapshot_id: int | None = option(
-        None, flag="--snapshot", cli=CLI_INT, help="table snapshot id (default: current)"
+        None, flag=Flag("--snapshot", CLI_INT), help="table snapshot id (default: current)"
     )
     table_level: bool = option(
         True,
-        flag="--partitions-only",
-        cli=CLI_SWITCH,
-        negate=True,
+        flag=Flag("--partitions-only", CLI_SWITCH, negate=True),
         help="write partition files only, no table-level reduction",
     )
     where: str | None = option(
         None,
-        flag="--where",
-        cli=CLI_TEXT,
+        flag=Flag("--where", CLI_TEXT),
         help="statistics of the rows this SQL predicate keeps, stored as a derived entry "
         "(the table's own statistics are not replaced)",
     )
     from_sample: bool = option(
         False,
-        flag="--from-sample",
-        cli=CLI_SWITCH,
+        flag=Flag("--from-sample", CLI_SWITCH),
         help="estimate the statistics from the stored sample (`lakestats sample create`)",
     )
     progress: bool = option(
@@ -239,17 +231,15 @@ class SampleOptions:
     """How ``sample create`` draws (``table.sample.create``, ``lakestats sample create``)."""
 
     rows: int | None = option(
-        None, flag="--rows", cli=CLI_INT, group="size", help="sample this many rows (create)"
+        None, flag=Flag("--rows", CLI_INT, group="size"), help="sample this many rows (create)"
     )
     fraction: float | None = option(
         None,
-        flag="--fraction",
-        cli=CLI_FLOAT,
-        group="size",
+        flag=Flag("--fraction", CLI_FLOAT, group="size"),
         help=f"sample this fraction, in (0, 1] (create; default {DEFAULT_SAMPLE_FRACTION} "
         "without --rows)",
     )
-    seed: int = option(0, flag="--seed", cli=CLI_INT, help="hash seed (create)")
+    seed: int = option(0, flag=Flag("--seed", CLI_INT), help="hash seed (create)")
     max_slice_bytes: int = option(
         DEFAULT_MAX_SLICE_BYTES, help="bytes of data files one read of a partition holds"
     )
@@ -293,7 +283,7 @@ class SampleOptions:
 def flag_of(cls: type, name: str) -> str:
     """The command-line flag of field ``name`` (its name when it has none)."""
     found = next(f for f in dataclasses.fields(cls) if f.name == name)
-    return found.metadata["flag"] or name
+    return found.metadata["flag"].name if found.metadata["flag"] else name
 
 
 def _build(cls: type, options: object | None, overrides: Mapping[str, object]):  # noqa: ANN202

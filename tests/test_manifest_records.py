@@ -12,6 +12,7 @@ import pytest
 
 import lakestats.api as ls
 from lakestats import cli
+from lakestats.options import AnalyzeOptions
 from lakestats.store import layout, manifest
 from lakestats.store.schemas import FORMAT_VERSION
 
@@ -45,6 +46,9 @@ def test_a_manifest_reads_back_into_the_same_bytes(tmp_path: Path) -> None:
     version = manifest.Version.from_json(text)
     assert version.table == manifest.TableRef("parquet", "t", str(tmp_path))
     assert version.to_json() == text
+    assert version.analyze_options == AnalyzeOptions(bins=10, max_frequencies=5, max_slice_bytes=1)
+    version.options = {**version.options, "from_sample": True}  # a sampled version's record
+    assert version.analyze_options is None
     assert json.loads(text)["table"] == {
         "format": "parquet", "identifier": "t", "location": str(tmp_path)
     }

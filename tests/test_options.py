@@ -89,13 +89,13 @@ def test_cli_flags_and_defaults_are_the_dataclass(command: list[str], cls: type)
         flag = f.metadata["flag"]
         if flag is None:
             continue
-        action = actions.pop(flag)
+        action = actions.pop(flag.name)
         assert f.metadata["help"] in action.help
-        if f.metadata["cli"] == "switch":
+        if flag.reads == "switch":
             assert action.default is False  # absent: the field's default (negated or not)
-            assert (not action.default if f.metadata["negate"] else action.default) == f.default
+            assert (not action.default if flag.negate else action.default) == f.default
             continue
-        scaled = action.default * f.metadata["scale"] if action.default is not None else None
+        scaled = action.default * flag.scale if action.default is not None else None
         assert scaled == f.default, flag
         if f.default is not None:
             assert f"(default {action.default})" in action.help

@@ -368,7 +368,7 @@ def _reusable_entries(
         previous = manifest.load_version(root, None, s3)
     except (StatisticsNotFoundError, CorruptStatisticsError):
         return {}, set(), {}  # nothing (readable) to reuse: compute everything
-    earlier = AnalyzeOptions.from_record(previous.options)
+    earlier = previous.analyze_options
     same = earlier is not None and (
         earlier.partition_stats_key() == options.partition_stats_key()
     )  # fields that do not change a partition's files (the slice size) may differ

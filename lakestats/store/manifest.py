@@ -30,6 +30,7 @@ from lakestats.errors import (
     StorageError,
     UnsupportedFeatureError,
 )
+from lakestats.options import AnalyzeOptions
 from lakestats.store import layout
 from lakestats.store.schemas import FORMAT_VERSION
 
@@ -94,6 +95,12 @@ class Version:
     @property
     def row_count(self) -> int:
         return sum(p.row_count for p in self.partitions)
+
+    @property
+    def analyze_options(self) -> AnalyzeOptions | None:
+        """The options a full analyze recorded, typed; None for a record this code did not
+        write that way (a sampled or NOSCAN version's, an unknown key)."""
+        return AnalyzeOptions.from_record(self.options)
 
     def to_json(self) -> str:
         return json.dumps(self, default=_stored_fields, indent=1, sort_keys=False)
