@@ -33,6 +33,7 @@ from lakestats.errors import (
 )
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
+from lakestats.options import AnalyzeOptions
 from lakestats.stats.keys import to_json  # noqa: F401 - the CLI's and service's JSON form of a value
 from lakestats.store import layout, manifest
 from lakestats.store.kinds import FileKind, VersionKind  # noqa: F401 - public names
@@ -42,7 +43,7 @@ from lakestats.store.reader import StatisticsReader
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakestats.compute.analyze import AnalyzeResult
+    from lakestats.compute.analyze import AnalyzeResult, RowSubset
 
 
 @dataclass
@@ -76,79 +77,54 @@ class LakestatsTable:
     # -- computing ----------------------------------------------------------
     def analyze(
         self,
-        columns: list[str] | None = None,
-        bins: int = 1000,
-        max_frequencies: int = 10_000,
-        max_slice_bytes: int = 256 * 1024 * 1024,
-        snapshot_id: int | None = None,
-        spark: SparkSession | None = None,
-        progress: bool = False,
-        table_level: bool = True,
-        where: str | None = None,
-        exact: bool = False,
-        from_sample: bool = False,
+        options: AnalyzeOptions | None = None,
+        *,
+        spark: SparkSession | None = None,  # a classic or a Connect SparkSession
+        **overrides: object,
     ) -> AnalyzeResult:
         """Compute and publish statistics for every partition (a Spark job), then reduce
         them to table level (unless ``table_level`` is False: partition files only).
 
-        ``where``: the statistics of the rows the predicate keeps instead, over only the
-        partitions that can match, stored as a derived entry (``lakestats.store.derived``)
-        keyed by the normalized predicate and the snapshot; the table's own statistics
-        are left as they are. ``from_sample``: estimate them from the stored sample
-        (``sample.create``) instead, publishing a version of kind ``sampled`` for the
-        sample's snapshot."""
-        from lakestats.compute.analyze import analyze, select_columns, validate_options
-        from lakestats.compute.tasks import AnalyzeOptions
-
-        options = AnalyzeOptions(
-            tuple(columns) if columns else None, bins, max_frequencies, max_slice_bytes, exact
-        )
+        ``options`` (``lakestats.options.AnalyzeOptions``, default: every default) with
+        ``overrides`` by field name: ``table.analyze(bins=200, exact=True)``. ``where``:
+        the statistics of the rows the predicate keeps instead, over only the partitions
+        that can match, stored as a derived entry (``lakestats.store.derived``) keyed by the
+        normalized predicate and the snapshot; the table's own statistics are left as they
+        are. ``from_sample``: estimate them from the stored sample (``sample.create``)
+        instead, publishing a version of kind ``sampled`` for the sample's snapshot."""
         # everything that can be wrong with the request fails here, before a JVM starts
-        validate_options(options)
+        options = AnalyzeOptions.build(options, overrides)
+        from lakestats.compute.analyze import analyze, select_columns
+
         self._format = None  # re-read the table: it may have changed since it was opened
         table = self.format
-        check_snapshot(table, snapshot_id)
-        select_columns(table.schema(snapshot_id), options.columns)
+        check_snapshot(table, options.snapshot_id)
+        select_columns(table.schema(options.snapshot_id), options.columns)
         root = self.stats_root
-        if from_sample:
+        if options.from_sample:
             from lakestats.store.sample import load
 
-            if snapshot_id is not None or not table_level:
-                raise InvalidArgumentError(
-                    "--from-sample analyzes the sample's snapshot at table level: drop "
-                    "--snapshot / --as-of / --partitions-only"
-                )
             load(root, self.name, self.s3)  # no sample: one line, before Spark starts
         probe_writable(root, self.s3)
-        derived_args: dict[str, object] = {}
-        if where is not None:
-            derived_args = self._derived_job(where, snapshot_id)
-            root = str(derived_args.pop("root"))
+        subset = None
+        if options.where is not None:
+            root, subset = self._derived_job(options.where, options.snapshot_id)
         if spark is None:
             from lakestats.compute.session import get_spark
 
             spark = get_spark()
-        if from_sample:
+        if options.from_sample:
             from lakestats.compute.sample_analyze import analyze_from_sample
 
             self._reader = None
-            return analyze_from_sample(table, root, options, spark, self.s3, progress)
-        result = analyze(
-            table,
-            root,
-            options,
-            spark,
-            snapshot_id=snapshot_id,
-            s3=self.s3,
-            progress=progress,
-            table_level=table_level,
-            **derived_args,
-        )
+            return analyze_from_sample(table, root, options, spark, self.s3)
+        result = analyze(table, root, options, spark, s3=self.s3, subset=subset)
         self._reader = None
         return result
 
-    def _derived_job(self, where: str, snapshot_id: int | None) -> dict[str, object]:
-        """The row filter, partition pruning and store of ``analyze --where``."""
+    def _derived_job(self, where: str, snapshot_id: int | None) -> tuple[str, RowSubset]:
+        """The store, row filter and partition pruning of ``analyze --where``."""
+        from lakestats.compute.analyze import RowSubset
         from lakestats.query import predicates
         from lakestats.query.partition_filter import partitions_that_can_match
         from lakestats.stats.leaves import leaves_of
@@ -174,12 +150,8 @@ class LakestatsTable:
         except (StatisticsNotFoundError, ColumnNotFoundError):
             keep = None  # never analyzed, or a column without statistics: every partition
         root = derived.write_predicate(self.stats_root, normalized, self.s3)
-        return {
-            "root": root,
-            "row_filter": pred,
-            "keep_partition": keep,
-            "extra": {"derived_predicate": normalized, "derived_text": where},
-        }
+        extra: dict[str, object] = {"derived_predicate": normalized, "derived_text": where}
+        return root, RowSubset(row_filter=pred, keep_partition=keep, extra=extra)
 
     def derived_reader(
         self, where: str, snapshot_id: int | None = None

@@ -5,19 +5,26 @@ Every failure prints one line (``lakestats: error: …``) and exits non-zero; se
 prints the usage); an unexpected exception too, named by its type. A closed stdout (``| head``)
 ends the command quietly, as Unix tools do. Spark's own logs go to a file, named by
 ``--verbose`` (see ``lakestats.compute.session``).
+
+``analyze``'s and ``sample``'s flags, defaults and help come from ``lakestats.options``; the
+settings (``lakestats.config``) are built once per command from the environment, the config
+file and the global and Spark flags.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 from collections.abc import Sequence
 
-from lakestats import api
+from lakestats import api, config
+from lakestats import options as opts
 from lakestats.api import to_json
 from lakestats.errors import InvalidArgumentError, LakestatsError
+from lakestats.options import AnalyzeOptions, SampleOptions
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,14 +101,75 @@ def _spark_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _use_spark(args: argparse.Namespace) -> None:
-    """Hand ``--master`` / ``--remote`` to ``compute.session.get_spark`` through the variables
-    it reads, so Spark starts only once the request has been checked; a flag overrides both."""
-    if args.master:
-        os.environ["LAKESTATS_SPARK_MASTER"] = args.master
-        os.environ.pop("LAKESTATS_SPARK_REMOTE", None)
-    if args.remote:
-        os.environ["LAKESTATS_SPARK_REMOTE"] = args.remote
+def settings_of(args: argparse.Namespace) -> config.Settings:
+    """The command's settings: environment, then the config file, then the flags
+    (``--master`` overrides an inherited remote, ``--remote`` wins over any master)."""
+    return config.load(
+        arguments={
+            "config_file": getattr(args, "config", None),
+            "spark_conf": config.parse_spark_conf(getattr(args, "spark_conf", None)),
+            "spark_master": getattr(args, "master", None),
+            "spark_remote": getattr(args, "remote", None),
+            "catalog": getattr(args, "catalog", None),
+            "warehouse": getattr(args, "warehouse", None),
+        }
+    )
+
+
+_READERS = {
+    opts.CLI_COUNT: lambda text: _positive(text),
+    opts.CLI_INT: int,
+    opts.CLI_FLOAT: float,
+    opts.CLI_TEXT: str,
+    opts.CLI_COLUMNS: str,  # split by _columns when the options are built (one error line)
+}
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def add_option_flags(p: argparse.ArgumentParser, cls: type) -> None:
+    """The flags of ``cls``'s fields (``lakestats.options``): name, default, help."""
+    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
+    for f in dataclasses.fields(cls):
+        flag: opts.Flag | None = f.metadata["flag"]
+        if flag is None:
+            continue
+        target = p
+        if flag.group:
+            target = groups.setdefault(flag.group, p.add_mutually_exclusive_group())
+        dest = _dest(flag.name)
+        if flag.reads == opts.CLI_SWITCH:
+            target.add_argument(flag.name, dest=dest, action="store_true", help=f.metadata["help"])
+            continue
+        default = f.default if f.default is None else f.default // flag.scale
+        shown = f" (default {default})" if default is not None else ""
+        target.add_argument(
+            flag.name,
+            dest=dest,
+            type=_READERS[flag.reads],
+            default=default,
+            help=f.metadata["help"] + shown,
+        )
+
+
+def options_from_args(args: argparse.Namespace, cls: type, **fixed: object):  # noqa: ANN201
+    """A ``cls`` (``AnalyzeOptions``, ``SampleOptions``) from its flags, plus ``fixed``."""
+    values: dict[str, object] = {}
+    for f in dataclasses.fields(cls):
+        flag: opts.Flag | None = f.metadata["flag"]
+        if flag is None:
+            continue
+        value = getattr(args, _dest(flag.name))
+        if flag.reads == opts.CLI_SWITCH:
+            value = not value if flag.negate else value
+        elif flag.reads == opts.CLI_COLUMNS:
+            value = _columns(value)  # type: ignore[arg-type]
+        elif value is not None and flag.scale != 1:
+            value = value * flag.scale
+        values[f.name] = value
+    return cls(**values, **fixed)
 
 
 def _print_json(data: object) -> None:
@@ -117,20 +185,11 @@ def _jsonable_row(row: dict[str, object]) -> dict[str, object]:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    _use_spark(args)
-    table = _table(args)
-    result = table.analyze(
-        columns=_columns(args.columns),
-        bins=args.bins,
-        max_frequencies=args.max_frequencies,
-        max_slice_bytes=args.max_slice_mb * 1024 * 1024,
-        snapshot_id=args.snapshot,
-        table_level=not args.partitions_only,
-        exact=args.exact,
-        progress=not args.json and sys.stderr.isatty(),
-        from_sample=args.from_sample,
-        **({"where": args.where} if args.where is not None else {}),
+    table = _table(args)  # --as-of becomes --snapshot here
+    options = options_from_args(
+        args, AnalyzeOptions, progress=not args.json and sys.stderr.isatty()
     )
+    result = table.analyze(options)
     summary = {
         "version": result.version,
         "snapshot_id": result.snapshot_id,
@@ -161,7 +220,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def cmd_sample(args: argparse.Namespace) -> int:
     """``sample create | refresh | show``: the stored sample (``lakestats.sample_ops``)."""
-    if args.action != "create" and (args.rows, args.fraction, args.seed) != (None, None, 0):
+    default = SampleOptions()
+    if args.action != "create" and (args.rows, args.fraction, args.seed) != (
+        default.rows,
+        default.fraction,
+        default.seed,
+    ):
         raise InvalidArgumentError(
             f"--rows, --fraction and --seed are for `sample create`, not `sample {args.action}`"
         )
@@ -181,9 +245,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
             print(f"stored as: {sibling['format']} table {where}" if sibling else
                   "stored as: the Parquet directory sample/data under the statistics root")
         return 0
-    _use_spark(args)
     if args.action == "create":
-        result = table.sample.create(rows=args.rows, fraction=args.fraction, seed=args.seed)
+        result = table.sample.create(options_from_args(args, SampleOptions))
     else:
         result = table.sample.refresh()
     data = dict(result.__dict__)
@@ -420,7 +483,6 @@ def cmd_export_paimon(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    _use_spark(args)
     result = api.sql(
         args.statement, catalog=args.catalog, warehouse=args.warehouse, stats_root=args.stats_root
     )
@@ -463,6 +525,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="lakestats", description="Column statistics for data-lake tables.")
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a Spark setting for the session lakestats starts (repeatable), e.g. "
+        "--spark-conf spark.executor.memory=8g",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"a TOML settings file (default ${config.CONFIG_ENV}); see README Configuration",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -480,45 +554,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("analyze", help="compute statistics for every partition (Spark)")
     common(p)
-    p.add_argument("--columns", help="only these columns, comma-separated")
-    p.add_argument("--bins", type=_positive, default=1000, help="histogram bins (default 1000)")
-    p.add_argument(
-        "--max-frequencies",
-        type=_positive,
-        default=10_000,
-        help="exact frequencies up to this many distinct values (default 10000)",
-    )
-    p.add_argument(
-        "--max-slice-mb",
-        type=_positive,
-        default=256,
-        help="split partitions larger than this into slices (default 256)",
-    )
-    p.add_argument("--snapshot", type=int, help="table snapshot id (default: current)")
+    add_option_flags(p, AnalyzeOptions)
     p.add_argument(
         "--as-of",
         type=_timestamp_ms,
         help="the snapshot current at this time (ISO-8601, UTC unless an offset is given)",
-    )
-    p.add_argument(
-        "--partitions-only",
-        action="store_true",
-        help="write partition files only, no table-level reduction",
-    )
-    p.add_argument(
-        "--where",
-        help="statistics of the rows this SQL predicate keeps, stored as a derived entry "
-        "(the table's own statistics are not replaced)",
-    )
-    p.add_argument(
-        "--exact",
-        action="store_true",
-        help="exact table-level distinct counts, frequencies and ranks (stages value counts)",
-    )
-    p.add_argument(
-        "--from-sample",
-        action="store_true",
-        help="estimate the statistics from the stored sample (`lakestats sample create`)",
     )
     _spark_flags(p)
     p.set_defaults(func=cmd_analyze)
@@ -526,10 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sample", help="a stored sample of the table: create, refresh, show")
     p.add_argument("action", choices=("create", "refresh", "show"))
     common(p)
-    size = p.add_mutually_exclusive_group()
-    size.add_argument("--rows", type=int, help="sample this many rows (create)")
-    size.add_argument("--fraction", type=float, help="sample this fraction, in (0, 1] (create)")
-    p.add_argument("--seed", type=int, default=0, help="hash seed (create; default 0)")
+    add_option_flags(p, SampleOptions)
     _spark_flags(p)
     p.set_defaults(func=cmd_sample)
 
@@ -675,11 +712,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    debug = bool(os.environ.get("LAKESTATS_DEBUG"))
+    debug = False
     earlier_log = _spark_log()
     try:
-        code = args.func(args)
-        sys.stdout.flush()  # a closed pipe shows here, inside the handler
+        settings = settings_of(args)
+        debug = settings.debug
+        with config.use(settings):
+            code = args.func(args)
+            sys.stdout.flush()  # a closed pipe shows here, inside the handler
         return code
     except BrokenPipeError:
         # the reader went away (`| head`): stop quietly; Python's exit flush must not fail

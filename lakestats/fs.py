@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
+from lakestats import config
 from lakestats.errors import StorageError
 
 
@@ -38,13 +39,14 @@ class S3Options:
 
     @classmethod
     def from_env(cls) -> S3Options:
+        """The S3 settings (``lakestats.config``: the ``AWS_*`` variables, the config
+        file's ``[s3]`` table)."""
+        chosen = config.settings()
         return cls(
-            endpoint_url=(
-                os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-            ),
-            region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
-            access_key=os.environ.get("AWS_ACCESS_KEY_ID"),
-            secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY"),
+            endpoint_url=chosen.s3_endpoint_url,
+            region=chosen.s3_region,
+            access_key=chosen.s3_access_key,
+            secret_key=chosen.s3_secret_key,
         )
 
     def to_json(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lakestats.options import SampleOptions
 from lakestats.store import sample as store
 
 if TYPE_CHECKING:
@@ -34,22 +35,24 @@ class SampleOperations:
 
     def create(
         self,
-        rows: int | None = None,
-        fraction: float | None = None,
-        seed: int = 0,
+        options: SampleOptions | None = None,
+        *,
         spark: SparkSession | None = None,
+        **overrides: object,
     ) -> SampleResult:
-        """Draw a uniform sample of every partition (``fraction`` 0.01 when neither is given)
-        and store it under ``<stats root>/sample/``; returns a ``SampleResult``."""
+        """Draw a uniform sample of every partition (``SampleOptions``, with ``overrides``
+        by field name: ``rows``, ``fraction``, 0.01 when neither is given, ``seed``) and
+        store it under ``<stats root>/sample/``; returns a ``SampleResult``."""
         from lakestats.api import probe_writable
-        from lakestats.compute.sample import create, validate
 
-        validate(rows, fraction)
+        options = SampleOptions.build(options, overrides)  # bad input fails before Spark
+        from lakestats.compute.sample import create
+
         self._table._format = None
         table = self._table.format
         root = self._table.stats_root
         probe_writable(root, self._table.s3)
-        return create(table, root, self._spark(spark), rows, fraction, seed, self._table.s3)
+        return create(table, root, self._spark(spark), options, self._table.s3)
 
     def refresh(self, spark: SparkSession | None = None) -> SampleResult:
         """Update the sample to the table's current snapshot (changed partitions only)."""

@@ -514,11 +514,13 @@ def hive_session(metastore: str):  # noqa: ANN201 - pyspark.sql.SparkSession
 
     from pyspark.sql import SparkSession
 
+    from lakestats import config
+
     home = Path(metastore).resolve()
     home.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
-        SparkSession.builder.master(os.environ.get("LAKESTATS_SPARK_MASTER", "local[2]"))
+        SparkSession.builder.master(config.settings().spark_master or "local[2]")
         .appName("lakestats-spark-register")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -529,6 +531,8 @@ def hive_session(metastore: str):  # noqa: ANN201 - pyspark.sql.SparkSession
         )
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
     )
+    for key, value in config.settings().spark_conf:  # --spark-conf
+        builder = builder.config(key, value)
     hint = (
         "a Hive metastore needs Java 17; use --dry-run to see the statistics, or call "
         "lakestats.spark.register from your own session"

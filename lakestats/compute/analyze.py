@@ -14,7 +14,7 @@ import datetime as dt
 import functools
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -25,16 +25,16 @@ from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
 from lakestats.compute.session import collect_small, result_schema
-from lakestats.compute.tasks import SUMMARY_SCHEMA, AnalyzeOptions, Job, merge_partition, run_slice
+from lakestats.compute.tasks import SUMMARY_SCHEMA, Job, merge_partition, run_slice
 from lakestats.errors import (
     ColumnNotFoundError,
     ConflictError,
     CorruptStatisticsError,
-    InvalidArgumentError,
     LakestatsError,
     StatisticsNotFoundError,
 )
 from lakestats.formats.base import TableFormat
+from lakestats.options import AnalyzeOptions
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import layout, manifest, verify
@@ -50,6 +50,18 @@ class AnalyzeResult:
     bytes_written: int
     stats_root: str
     partitions_repaired: int = 0  # reusable but a file was missing or damaged: recomputed
+
+
+@dataclass(frozen=True)
+class RowSubset:
+    """``analyze --where`` (``lakestats.derived``): ``row_filter`` (a ``lakestats.predicates``
+    tree) keeps only the rows where it is TRUE, inside each task; ``keep_partition``
+    (partition name, plan fingerprint) skips partitions that cannot match; ``extra`` goes
+    into the version."""
+
+    row_filter: object
+    keep_partition: Callable[[str, str], bool] | None = None
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 def _batches(rows: list[dict[str, object]]) -> pa.RecordBatch:
@@ -81,17 +93,6 @@ def _stage_two(
             yield _batches([merge_partition(job, partition, counts[partition])])
 
 
-def validate_options(options: AnalyzeOptions) -> None:
-    if not 1 <= options.bins <= 100_000:
-        raise InvalidArgumentError(f"--bins must be between 1 and 100000, got {options.bins}")
-    if options.max_frequencies < 0:
-        raise InvalidArgumentError(
-            f"--max-frequencies must be 0 or more, got {options.max_frequencies}"
-        )
-    if options.max_slice_bytes < 1:
-        raise InvalidArgumentError("the slice size must be positive")
-
-
 def select_columns(schema: pa.Schema, columns: tuple[str, ...] | None) -> tuple[list, list | None]:
     leaves = leaves_of(schema)
     if not columns:
@@ -115,22 +116,21 @@ def analyze(
     stats_root: str,
     options: AnalyzeOptions,
     spark: SparkSession,
-    snapshot_id: int | None = None,
+    *,
     s3: fs.S3Options | None = None,
-    progress: bool = True,
     incremental: bool = True,
-    table_level: bool = True,
-    row_filter: object | None = None,
-    keep_partition: Callable[[str, str], bool] | None = None,
-    extra: dict[str, object] | None = None,
+    subset: RowSubset | None = None,
 ) -> AnalyzeResult:
     """Analyze the partitions that changed since the last version, reduce, publish.
 
-    Derived statistics (``lakestats.derived``): ``row_filter`` (a ``lakestats.predicates``
-    tree) keeps only the rows where it is TRUE, inside each task; ``keep_partition`` (partition
-    name, plan fingerprint) skips partitions that cannot match; ``extra`` goes into the version."""
-    validate_options(options)
+    ``options`` were validated when built; ``options.where`` and ``options.from_sample``
+    are the facade's to turn into ``subset`` (derived statistics) or a sample's table.
+    ``subset``: only some rows of some partitions (``RowSubset``)."""
     s3 = s3 or fs.S3Options.from_env()  # executors use the driver's settings, not their env
+    snapshot_id, progress, table_level = options.snapshot_id, options.progress, options.table_level
+    row_filter = subset.row_filter if subset is not None else None
+    keep_partition = subset.keep_partition if subset is not None else None
+    extra = subset.extra if subset is not None else None
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
     schema = table.schema(snapshot)
     leaves, read_columns = select_columns(schema, options.columns)
@@ -143,11 +143,7 @@ def analyze(
         }
         for leaf in leaves
     ]
-    option_record = {
-        k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()
-    }
-    if not options.exact:  # versions written before --exact existed stay reusable
-        option_record.pop("exact")
+    option_record = options.record()
     clock = Clock()
     plans = table.plan(snapshot)
     if keep_partition is not None:
@@ -166,7 +162,7 @@ def analyze(
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     paths = [layout.partition_dir_of(list(plan.key), plan.values) for plan in plans]
     reusable, damaged, reduce_cache = (
-        _reusable_entries(stats_root, s3, columns, option_record)
+        _reusable_entries(stats_root, s3, columns, options)
         if incremental
         else ({}, set(), {})
     )
@@ -183,20 +179,20 @@ def analyze(
             todo.append(i)
             repaired += (paths[i], plan.fingerprint()) in damaged
     clock.lap(f"planned {len(plans)} partitions, {len(todo)} to compute")
-    job = _partition_job(
-        table,
-        snapshot,
-        [plans[i] for i in todo],
-        [paths[i] for i in todo],
-        leaves,
-        read_columns,
-        options,
-        statistics,
-        stats_root,
-        run_id,
-        s3,
+    job = Job(
+        reader=table.reader(snapshot),
+        read_columns=read_columns,
+        leaves=leaves,
+        options=options,
+        statistics=statistics,
+        root=stats_root,
+        run_id=run_id,
+        s3=s3,
+        slices=[],
+        partition_paths=[paths[i] for i in todo],
+        row_filter=row_filter,
     )
-    job.row_filter = row_filter
+    _plan_slices(job, table, [plans[i] for i in todo])
     for i in todo:
         entries[i] = manifest.PartitionEntry(
             path=paths[i],
@@ -297,11 +293,7 @@ def analyze(
     version = manifest.Version(
         version=0,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        table={
-            "format": table.format_name,
-            "identifier": table.identifier,
-            "location": table.location,
-        },
+        table=manifest.TableRef(table.format_name, table.identifier, table.location),
         snapshot_id=snapshot,
         schema_id=table.schema_id(snapshot),
         options=option_record,
@@ -362,7 +354,7 @@ def _write_empty_table(
 
 
 def _reusable_entries(
-    root: str, s3: fs.S3Options | None, columns: list[dict[str, str]], options: dict[str, object]
+    root: str, s3: fs.S3Options | None, columns: list[dict[str, str]], options: AnalyzeOptions
 ) -> tuple[dict[tuple[str, str], manifest.PartitionEntry], set[tuple[str, str]], dict[str, str]]:
     """Partition entries of the latest readable version that are still valid for this
     analyze and whose files are intact (``store/verify.py``), the keys of those whose files
@@ -372,9 +364,10 @@ def _reusable_entries(
         previous = manifest.load_version(root, None, s3)
     except (StatisticsNotFoundError, CorruptStatisticsError):
         return {}, set(), {}  # nothing (readable) to reuse: compute everything
-    same = {k: v for k, v in previous.options.items() if k != "max_slice_bytes"} == {
-        k: v for k, v in options.items() if k != "max_slice_bytes"
-    }
+    earlier = previous.analyze_options
+    same = earlier is not None and (
+        earlier.partition_stats_key() == options.partition_stats_key()
+    )  # fields that do not change a partition's files (the slice size) may differ
     if previous.kind != "full" or previous.columns != columns or not same:
         return {}, set(), {}
     sizes = verify.stored_sizes(root, s3)
@@ -415,40 +408,17 @@ def _publish(root: str, version: manifest.Version, s3: fs.S3Options | None) -> i
     return manifest.publish(root, version, s3, on_conflict=same_snapshot)
 
 
-def _partition_job(
-    table: TableFormat,
-    snapshot: int | None,
-    plans: list,
-    paths: list[str],
-    leaves: list,
-    read_columns: list | None,
-    options: AnalyzeOptions,
-    statistics: list,
-    stats_root: str,
-    run_id: str,
-    s3: fs.S3Options | None,
-) -> Job:
-    """The per-partition Spark job of ``plans``: their slices, biggest first (so the last
-    wave of tasks is short)."""
+def _plan_slices(job: Job, table: TableFormat, plans: list) -> None:
+    """The tasks of the per-partition job of ``plans`` (``job.partition_paths``' order):
+    their slices, biggest first (so the last wave of tasks is short)."""
     slices, slice_partition = [], []
     for index, plan in enumerate(plans):
-        for part in table.slices(plan, options.max_slice_bytes):
+        for part in table.slices(plan, job.options.max_slice_bytes):
             slices.append(part)
             slice_partition.append(index)
     order = sorted(range(len(slices)), key=lambda i: -sum(f.size_bytes for f in slices[i].files))
-    return Job(
-        reader=table.reader(snapshot),
-        read_columns=read_columns,
-        leaves=leaves,
-        options=options,
-        statistics=statistics,
-        root=stats_root,
-        run_id=run_id,
-        s3=s3,
-        slices=[slices[i] for i in order],
-        partition_paths=paths,
-        slice_partition=[slice_partition[i] for i in order],
-    )
+    job.slices = [slices[i] for i in order]
+    job.slice_partition = [slice_partition[i] for i in order]
 
 
 def _compute_partitions(

@@ -79,10 +79,11 @@ class Clock:
     """Stage timings on stderr when ``LAKESTATS_TIMINGS`` is set (for benchmarks)."""
 
     def __init__(self) -> None:
-        import os
         import time
 
-        self._enabled = bool(os.environ.get("LAKESTATS_TIMINGS"))
+        from lakestats import config
+
+        self._enabled = config.settings().timings
         self._time = time.perf_counter
         self._last = self._time()
 

@@ -45,10 +45,9 @@ from lakestats.compute.session import collect_small, result_schema
 from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.formats.base import PartitionPlan, SampleUnit, TableFormat
 from lakestats.formats.sample_sibling import write_sibling
+from lakestats.options import SampleOptions
 from lakestats.store import layout
 from lakestats.store import sample as store
-
-MAX_SLICE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -64,17 +63,6 @@ class SampleResult:
     files_read: int = 0  # the table's data files read
     partitions_resampled: int = 0  # read in full (new, rewritten wholesale, reserve used up)
     state_bytes_read: int = 0  # the sample's own files read (refresh)
-
-
-def validate(rows: int | None, fraction: float | None) -> None:
-    if rows is not None and fraction is not None:
-        raise InvalidArgumentError("pass --rows or --fraction, not both")
-    if rows is not None and rows <= 0:
-        raise InvalidArgumentError(f"--rows must be a positive number of rows, got {rows}")
-    if fraction is not None and not 0 < fraction <= 1:
-        raise InvalidArgumentError(
-            f"--fraction must be in (0, 1] (0.01 is a 1 % sample), got {fraction}"
-        )
 
 
 def _tasks(job: SampleJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -102,7 +90,7 @@ def _job(
     snapshot: int | None,
     plans: list[PartitionPlan],
     targets: list[int | None],
-    seed: int,
+    options: SampleOptions,
     sample_dir: str,
     run_id: str,
     s3: fs.S3Options | None,
@@ -112,10 +100,10 @@ def _job(
     names = table.schema(snapshot).names
     return SampleJob(
         reader=table.reader(snapshot),
-        slices=[table.slices(p, MAX_SLICE_BYTES) for p in plans] if not tasks else [],
+        slices=[table.slices(p, options.max_slice_bytes) for p in plans] if not tasks else [],
         partition_paths=[layout.partition_dir_of(list(p.key), p.values) for p in plans],
         targets=targets,
-        seed=seed,
+        seed=options.seed,
         sample_dir=sample_dir,
         run_id=run_id,
         s3=s3,
@@ -141,8 +129,8 @@ def _populations(
     unknown = [i for i, p in enumerate(plans) if p.row_count is None]
     bytes_read = 0
     if unknown:
-        job = _job(table, snapshot, [plans[i] for i in unknown], [None] * len(unknown), 0, "",
-                   "", s3)
+        job = _job(table, snapshot, [plans[i] for i in unknown], [None] * len(unknown),
+                   SampleOptions(), "", "", s3)
         for i, row in zip(unknown, _run(spark, job), strict=True):
             counts[i], origin[i] = row["population"], "read"
             bytes_read += row["bytes_read"]
@@ -153,15 +141,11 @@ def create(
     table: TableFormat,
     stats_root: str,
     spark: SparkSession,
-    rows: int | None = None,
-    fraction: float | None = None,
-    seed: int = 0,
+    options: SampleOptions,
     s3: fs.S3Options | None = None,
 ) -> SampleResult:
     """Draw a new sample of the table's current snapshot and replace the stored one."""
-    validate(rows, fraction)
-    if rows is None and fraction is None:
-        fraction = 0.01
+    rows, fraction = options.rows, options.drawn_fraction
     snapshot = table.current_snapshot_id()
     plans = table.plan(snapshot)
     if sum(p.row_count or 0 for p in plans) == 0 and all(p.row_count is not None for p in plans):
@@ -185,7 +169,7 @@ def create(
         )
         for plan, target in zip(plans, targets, strict=True)
     ]
-    summaries = _run(spark, _job(table, snapshot, plans, [], seed, directory, run_id, s3, tasks))
+    summaries = _run(spark, _job(table, snapshot, plans, [], options, directory, run_id, s3, tasks))
     entries = [
         _entry(plan, summary, origin[i]) for i, (plan, summary) in enumerate(
             zip(plans, summaries, strict=True)
@@ -197,7 +181,7 @@ def create(
                "location": table.location},
         snapshot_id=snapshot,
         snapshot_timestamp_ms=_timestamp(table, snapshot),
-        seed=seed,
+        seed=options.seed,
         rows=rows,
         fraction=fraction,
         rate=fraction if fraction is not None else sampled / total,
@@ -260,7 +244,8 @@ def refresh(
     old = store.load(stats_root, table.identifier, s3)
     snapshots = {s.snapshot_id for s in table.snapshots()}
     if old.snapshot_id is not None and snapshots and old.snapshot_id not in snapshots:
-        result = create(table, stats_root, spark, old.rows, old.fraction, old.seed, s3)
+        drawn = SampleOptions(rows=old.rows, fraction=old.fraction, seed=old.seed)
+        result = create(table, stats_root, spark, drawn, s3)
         return dataclasses.replace(
             result,
             resampled_because=f"the sample's snapshot {old.snapshot_id} was expired "
@@ -284,7 +269,7 @@ def refresh(
             tasks.append(task)
             work.append(i)
     run_id = _run_id()
-    job = _job(table, snapshot, [plans[i] for i in work], [], old.seed,
+    job = _job(table, snapshot, [plans[i] for i in work], [], SampleOptions(seed=old.seed),
                store.sample_dir(stats_root), run_id, s3, tasks, old.rate)
     summaries = _run(spark, job) if tasks else []
     fresh = {

@@ -36,10 +36,10 @@ from lakestats.compute.sample_scale import (
     frequency_interval,
     scale_row,
 )
-from lakestats.compute.tasks import AnalyzeOptions
 from lakestats.errors import InvalidArgumentError
 from lakestats.formats.base import Slice, TableFormat
 from lakestats.formats.sample import SampleTableFormat
+from lakestats.options import AnalyzeOptions
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.stats.ndv import frequency_of_frequencies
 from lakestats.store import layout, manifest, schemas, verify
@@ -55,7 +55,6 @@ def analyze_from_sample(
     options: AnalyzeOptions,
     spark: SparkSession,
     s3: fs.S3Options | None = None,
-    progress: bool = False,
 ) -> AnalyzeResult:
     sample = store.load(stats_root, table.identifier, s3)
     sampled = SampleTableFormat(stats_root, sample, s3)
@@ -65,7 +64,7 @@ def analyze_from_sample(
             "`lakestats sample create --rows N`"
         )
     scratch = fs.join(store.sample_dir(stats_root), ANALYSIS_DIR)
-    result = analyze(sampled, scratch, options, spark, s3=s3, progress=progress)
+    result = analyze(sampled, scratch, options, spark, s3=s3)
     base = manifest.load_version(scratch, result.version, s3)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     by_path = {p.path: p for p in sample.partitions}
@@ -107,8 +106,7 @@ def analyze_from_sample(
     version = manifest.Version(
         version=0,
         created_at=store.now(),
-        table={"format": table.format_name, "identifier": table.identifier,
-               "location": table.location},
+        table=manifest.TableRef(table.format_name, table.identifier, table.location),
         snapshot_id=sample.snapshot_id,
         schema_id=table.schema_id(sample.snapshot_id) if sample.snapshot_id is not None else None,
         options={**base.options, "from_sample": True},

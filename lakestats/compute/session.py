@@ -4,6 +4,8 @@ A session lakestats starts keeps Spark's own output off the terminal: the JVM lo
 log4j2 configuration that writes to a file (``spark_log_path()``), and the JVM's stderr (its
 own warnings, the Python worker daemons' tracebacks, which inherit it) goes to the same file.
 ``LAKESTATS_SPARK_LOG`` chooses the file (default: a new file under the temp directory).
+Master, remote, driver memory and extra Spark settings (``--spark-conf``) come from
+``lakestats.config.settings()``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Iterator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from lakestats import config
 from lakestats.compute.errors import spark_start_error
 from lakestats.errors import InvalidArgumentError
 
@@ -43,7 +46,7 @@ def spark_log_path() -> str | None:
 
 
 def _new_log_path() -> str:
-    chosen = os.environ.get("LAKESTATS_SPARK_LOG")
+    chosen = config.settings().spark_log
     if chosen:
         return os.path.abspath(chosen)
     directory = os.path.join(tempfile.gettempdir(), "lakestats-logs")
@@ -80,17 +83,19 @@ def _stderr_to(path: str) -> Iterator[None]:
 
 
 def get_spark(master: str | None = None, remote: str | None = None) -> SparkSession:
-    """The active session, or a local one (``LAKESTATS_SPARK_MASTER``, default local[*]).
+    """The active session, or a local one (setting ``spark_master``, default local[*]).
 
-    ``remote`` (or ``LAKESTATS_SPARK_REMOTE`` when no ``master`` is given), an
+    ``remote`` (or the ``spark_remote`` setting when no ``master`` is given), an
     ``sc://host:port`` URL, makes a Spark Connect session instead (``connect_session``).
     Python workers run the interpreter of the driver, so executors import the same
-    lakestats and pyarrow.
+    lakestats and pyarrow. The ``spark_conf`` setting (``--spark-conf k=v``) is applied
+    after lakestats' own settings, so it can override them.
     """
+    chosen = config.settings()
     if remote is None and master is None:
-        remote = os.environ.get("LAKESTATS_SPARK_REMOTE") or None
+        remote = chosen.spark_remote
     if remote is not None:
-        return connect_session(remote)
+        return connect_session(remote, chosen.spark_conf)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -101,12 +106,12 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
     _log_path = _new_log_path()
     quiet = f"-Dlog4j2.configurationFile=file:{_log4j2_config(_log_path)}"
     builder = (
-        SparkSession.builder.master(master or os.environ.get("LAKESTATS_SPARK_MASTER", "local[*]"))
+        SparkSession.builder.master(master or chosen.spark_master or "local[*]")
         .appName("lakestats")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.memory", os.environ.get("LAKESTATS_DRIVER_MEMORY", "4g"))
+        .config("spark.driver.memory", chosen.driver_memory)
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.python.worker.reuse", "true")
         # TCP between executor and Python worker stalls 40 ms per task (Nagle + delayed ACK
@@ -114,6 +119,8 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
         .config("spark.python.unix.domain.socket.enabled", str(os.name == "posix").lower())
         .config("spark.driver.extraJavaOptions", quiet)
     )
+    for key, value in chosen.spark_conf:
+        builder = builder.config(key, value)
     try:
         with _stderr_to(_log_path):
             spark = builder.getOrCreate()
@@ -123,7 +130,7 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
     return spark
 
 
-def connect_session(remote: str) -> SparkSession:
+def connect_session(remote: str, conf: tuple[tuple[str, str], ...] = ()) -> SparkSession:
     """A Spark Connect session on ``remote`` (``sc://host:port``).
 
     The job's Python functions run in the server's Python workers: the server (its
@@ -135,12 +142,14 @@ def connect_session(remote: str) -> SparkSession:
         raise InvalidArgumentError(
             f"--remote expects a Spark Connect URL such as sc://host:15002, got {remote!r}"
         )
-    return (
+    builder = (
         SparkSession.builder.remote(remote)
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
-        .getOrCreate()
     )
+    for key, value in conf:  # --spark-conf: only SQL settings reach a Connect server
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 def is_connect(spark: SparkSession) -> bool:

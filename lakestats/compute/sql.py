@@ -91,7 +91,7 @@ def count_only(
     version = manifest.Version(
         version=0,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        table={"format": fmt.format_name, "identifier": fmt.identifier, "location": fmt.location},
+        table=manifest.TableRef(fmt.format_name, fmt.identifier, fmt.location),
         snapshot_id=snapshot,
         schema_id=fmt.schema_id(snapshot),
         options=previous.options if previous else {},

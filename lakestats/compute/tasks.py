@@ -16,6 +16,7 @@ from lakestats import fs
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import PartitionReader, Slice
+from lakestats.options import AnalyzeOptions
 from lakestats.stats import value_counts
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import Leaf, leaf_array
@@ -26,15 +27,6 @@ SUMMARY_SCHEMA = (
     "task_id long, partition long, kind string, row_count long, bytes_written long, "
     "seconds double, error string"
 )
-
-
-@dataclass(frozen=True)
-class AnalyzeOptions:
-    columns: tuple[str, ...] | None = None
-    bins: int = 1000
-    max_frequencies: int = 10_000
-    max_slice_bytes: int = 256 * 1024 * 1024
-    exact: bool = False  # stage full value counts and make the table level exact
 
 
 @dataclass

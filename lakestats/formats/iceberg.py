@@ -42,7 +42,9 @@ _IO_KEYS = ("s3.", "gcs.", "adls.", "hdfs.", "py-io-impl", "client.", "oss.")
 
 
 def default_warehouse() -> str:
-    return os.path.abspath(os.environ.get("LAKESTATS_WAREHOUSE", "warehouse"))
+    from lakestats import config
+
+    return os.path.abspath(config.settings().warehouse)
 
 
 def load_catalog(  # noqa: ANN201
@@ -55,6 +57,9 @@ def load_catalog(  # noqa: ANN201
     from pyiceberg.catalog import load_catalog as pyiceberg_load
     from pyiceberg.catalog.sql import SqlCatalog
 
+    from lakestats import config
+
+    name = name or config.settings().catalog
     if name:
         return pyiceberg_load(name)
     root = warehouse or default_warehouse()

@@ -8,7 +8,6 @@ assets from a CDN, so use ``/openapi.json`` offline).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -59,7 +58,9 @@ def create_app(configs: list[TableConfig] | None = None, warm_up: bool = False) 
 def app_from_env() -> FastAPI:
     """For ``uvicorn --factory`` with several workers: the config travels in the
     environment (``LAKESTATS_SERVE_TABLES``: a config file path, or a JSON list)."""
-    value = os.environ.get(CONFIG_ENV)
+    from lakestats import config
+
+    value = config.settings().serve_tables
     if not value:
         return create_app(warm_up=True)
     if value.startswith("["):

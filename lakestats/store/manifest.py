@@ -28,7 +28,9 @@ from lakestats.errors import (
     CorruptStatisticsError,
     StatisticsNotFoundError,
     StorageError,
+    UnsupportedFeatureError,
 )
+from lakestats.options import AnalyzeOptions
 from lakestats.store import layout
 from lakestats.store.schemas import FORMAT_VERSION
 
@@ -52,11 +54,23 @@ class PartitionEntry:
         return layout.parse_partition_dir(self.path)
 
 
+@dataclass(frozen=True)
+class TableRef:
+    """Which table a version describes (``table`` in the manifest)."""
+
+    format: str  # the format's name: iceberg, delta, hudi, paimon, parquet
+    identifier: str
+    location: str
+
+
 @dataclass
 class Version:
+    """One manifest, ``versions/vNNNNNNNN.json``: the JSON is these fields in this order
+    (``to_json``), so readers in other languages see the same keys as ever."""
+
     version: int
     created_at: str
-    table: dict[str, str]
+    table: TableRef
     snapshot_id: int | None
     schema_id: int | None
     options: dict[str, object]
@@ -82,18 +96,44 @@ class Version:
     def row_count(self) -> int:
         return sum(p.row_count for p in self.partitions)
 
+    @property
+    def analyze_options(self) -> AnalyzeOptions | None:
+        """The options a full analyze recorded, typed; None for a record this code did not
+        write that way (a sampled or NOSCAN version's, an unknown key)."""
+        return AnalyzeOptions.from_record(self.options)
+
     def to_json(self) -> str:
         return json.dumps(self, default=_stored_fields, indent=1, sort_keys=False)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Version:
+        """A manifest; ``NewerFormatError`` when a newer lakestats wrote it (its fields may
+        mean what this code cannot know), ``ValueError``/``TypeError`` when it is damaged."""
         data = json.loads(text)
+        written = data.get("format_version", 1)
+        if isinstance(written, int) and not isinstance(written, bool) and (
+            written > FORMAT_VERSION
+        ):
+            raise NewerFormatError(written)
         data.pop("skipped_versions", None)
         data["partitions"] = [PartitionEntry(**p) for p in data["partitions"]]
+        data["table"] = TableRef(**data["table"])
         version = cls(**data)
         if not isinstance(version.version, int) or not isinstance(version.columns, list):
             raise ValueError("version or columns has the wrong type")
         return version
+
+
+class NewerFormatError(UnsupportedFeatureError):
+    """A manifest of a format version newer than this code reads."""
+
+    def __init__(self, written: int, where: str = "a statistics version") -> None:
+        super().__init__(
+            f"{where} was written by a newer lakestats (format {written}; this one reads "
+            f"up to {FORMAT_VERSION}); upgrade lakestats",
+            format_version=written,
+        )
+        self.written = written
 
 
 def _stored_fields(value: object) -> dict[str, object]:
@@ -124,6 +164,8 @@ def read_version(root: str, number: int, s3: fs.S3Options | None = None) -> Vers
         ) from exc
     try:
         return Version.from_json(data)
+    except NewerFormatError as exc:
+        raise NewerFormatError(exc.written, f"statistics version file {uri}") from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSONDecodeError too
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise CorruptStatisticsError(

@@ -253,29 +253,37 @@ def test_remote_url_is_checked_before_anything_starts(capsys) -> None:
     assert "not allowed with argument" in capsys.readouterr().err
 
 
-def test_master_and_remote_flags_set_what_get_spark_reads(
+def test_master_and_remote_flags_reach_the_settings_get_spark_reads(
     tmp_path: Path, monkeypatch, capsys
 ) -> None:
-    """The flags reach ``get_spark`` through its variables (set before anything can fail, so
-    Spark starts only once the request is checked); ``--master`` clears an inherited remote."""
+    """The flags reach ``get_spark`` through the command's settings (``lakestats.config``,
+    installed while the command runs, so Spark starts only once the request is checked);
+    ``--master`` clears an inherited remote; nothing leaks into the environment."""
     import os
 
-    from lakestats import cli
+    from lakestats import api, cli, config, sql
+    from lakestats.errors import LakestatsError
+
+    seen: list[config.Settings] = []
+
+    def stop(*args: object, **kwargs: object) -> None:
+        seen.append(config.settings())
+        raise LakestatsError("stopped before Spark")
 
     monkeypatch.setenv("LAKESTATS_SPARK_REMOTE", "sc://inherited:1")
-    # set first so monkeypatch records the variable and removes what the CLI sets below
-    # (a leaked spark://h:7077 sent later subprocesses to a master that does not exist)
-    monkeypatch.setenv("LAKESTATS_SPARK_MASTER", "local[1]")
-    monkeypatch.delenv("LAKESTATS_SPARK_MASTER")
-    missing = str(tmp_path / "missing")
-    assert cli.main(["analyze", missing, "--master", "spark://h:7077"]) != 0
-    assert os.environ.get("LAKESTATS_SPARK_MASTER") == "spark://h:7077"
-    assert "LAKESTATS_SPARK_REMOTE" not in os.environ
+    monkeypatch.delenv("LAKESTATS_SPARK_MASTER", raising=False)
+    monkeypatch.setattr(api.LakestatsTable, "analyze", stop)
+    monkeypatch.setattr(sql, "run_sql", stop)
+    assert cli.main(["analyze", str(tmp_path), "--master", "spark://h:7077"]) != 0
+    assert (seen[-1].spark_master, seen[-1].spark_remote) == ("spark://h:7077", None)
     assert cli.main(["sql", "ANALYZE nothing", "--remote", "sc://h:15002"]) != 0
-    assert os.environ.get("LAKESTATS_SPARK_REMOTE") == "sc://h:15002"
+    assert seen[-1].spark_remote == "sc://h:15002"
+    assert cli.main(["analyze", str(tmp_path)]) != 0  # no flag: the inherited remote
+    assert (seen[-1].spark_master, seen[-1].spark_remote) == (None, "sc://inherited:1")
+    assert os.environ["LAKESTATS_SPARK_REMOTE"] == "sc://inherited:1"
+    assert "LAKESTATS_SPARK_MASTER" not in os.environ
     errors = capsys.readouterr().err.splitlines()
-    assert errors[0] == f"lakestats: error: no table at {missing}: the path does not exist"
-    assert errors[1].startswith("lakestats: error: only ANALYZE TABLE t COMPUTE STATISTICS")
+    assert errors == ["lakestats: error: stopped before Spark"] * 3
 
 
 def test_get_spark_refuses_a_remote_that_is_not_spark_connect() -> None:

@@ -33,7 +33,7 @@ def _version(snapshot: int, run: str) -> manifest.Version:
     return manifest.Version(
         version=0,
         created_at="2026-11-22T00:00:00+00:00",
-        table={"format": "parquet", "identifier": "t", "location": "t"},
+        table=manifest.TableRef("parquet", "t", "t"),
         snapshot_id=snapshot,
         schema_id=None,
         options={},

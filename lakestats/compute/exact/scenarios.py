@@ -14,9 +14,10 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from enum import StrEnum
+
+from lakestats import config
 
 
 class Scenario(StrEnum):
@@ -38,14 +39,15 @@ class ExactSettings:
 
     @classmethod
     def from_environment(cls) -> ExactSettings:
-        env = os.environ
-        default = cls()
-        return cls(
-            threshold=int(env.get("LAKESTATS_EXACT_THRESHOLD", default.threshold)),
-            batch_values=int(env.get("LAKESTATS_EXACT_BATCH_VALUES", default.batch_values)),
-            near_unique=float(env.get("LAKESTATS_EXACT_NEAR_UNIQUE", default.near_unique)),
-            max_candidates=int(env.get("LAKESTATS_EXACT_MAX_CANDIDATES", default.max_candidates)),
-        )
+        """These defaults, overridden by the ``exact_*`` settings (``lakestats.config``)."""
+        chosen = config.settings()
+        given = {
+            "threshold": chosen.exact_threshold,
+            "batch_values": chosen.exact_batch_values,
+            "near_unique": chosen.exact_near_unique,
+            "max_candidates": chosen.exact_max_candidates,
+        }
+        return cls(**{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
 
     def batches(self, distinct_sum: int) -> int:
         """``b`` of scenario #3: batches needed so each holds at most ``batch_values``."""

@@ -1,0 +1,76 @@
+"""Typed manifest records: a manifest reads back into the same bytes, and one written by a
+newer lakestats (a higher ``format_version``) is refused in one line, by the store, the
+lookups and the command line, instead of being read as if this code knew its fields."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import lakestats.api as ls
+from lakestats import cli
+from lakestats.options import AnalyzeOptions
+from lakestats.store import layout, manifest
+from lakestats.store.schemas import FORMAT_VERSION
+
+
+def _publish(root: Path) -> int:
+    version = manifest.Version(
+        version=0,
+        created_at="2026-11-23T00:00:00+00:00",
+        table=manifest.TableRef("parquet", "t", str(root)),
+        snapshot_id=None,
+        schema_id=None,
+        options={"columns": None, "bins": 10, "max_frequencies": 5, "max_slice_bytes": 1},
+        columns=[{"name": "n", "type": "int64"}],
+        partitions=[
+            manifest.PartitionEntry(
+                path="p=1", name="p=1", values={"p": 1}, row_count=3, size_bytes=10,
+                files={"statistics": "partitions/p=1/r/statistics.parquet"},
+                fingerprint="f", run_id="r", file_sizes={"statistics": 100},
+            )
+        ],
+        run_id="r",
+        extra={"custom_statistics": []},
+    )
+    return manifest.publish(str(root), version)
+
+
+def test_a_manifest_reads_back_into_the_same_bytes(tmp_path: Path) -> None:
+    number = _publish(tmp_path)
+    path = tmp_path / layout.version_path(number)
+    text = path.read_text(encoding="utf-8")
+    version = manifest.Version.from_json(text)
+    assert version.table == manifest.TableRef("parquet", "t", str(tmp_path))
+    assert version.to_json() == text
+    assert version.analyze_options == AnalyzeOptions(bins=10, max_frequencies=5, max_slice_bytes=1)
+    version.options = {**version.options, "from_sample": True}  # a sampled version's record
+    assert version.analyze_options is None
+    assert json.loads(text)["table"] == {
+        "format": "parquet", "identifier": "t", "location": str(tmp_path)
+    }
+
+
+def test_a_newer_format_version_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    stats = tmp_path / "stats"
+    _publish(stats)
+    newer = _publish(stats)
+    path = stats / layout.version_path(newer)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["format_version"] = FORMAT_VERSION + 1
+    path.write_text(json.dumps(data), encoding="utf-8")
+    expected = (
+        f"statistics version file {path} was written by a newer lakestats (format "
+        f"{FORMAT_VERSION + 1}; this one reads up to {FORMAT_VERSION}); upgrade lakestats"
+    )
+    with pytest.raises(manifest.NewerFormatError) as info:
+        manifest.load_version(str(stats))  # never skipped as if it were damaged
+    assert str(info.value) == expected
+    with pytest.raises(manifest.NewerFormatError, match=re.escape(expected)):
+        ls.open_table(str(tmp_path), stats_root=str(stats)).history()
+    assert manifest.load_version(str(stats), newer - 1).version == newer - 1  # older: read
+    assert cli.main(["history", str(tmp_path), "--stats-root", str(stats)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"lakestats: error: {expected}"]
