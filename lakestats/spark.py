@@ -31,6 +31,9 @@ The statistics are worked out in plain Python (``plan_statistics``, also the CLI
 ``--dry-run``); py4j is confined to ``_create_table``, ``_set_statistics`` and
 ``_serialize_histogram``. Catalog timestamps are UTC wall-clock strings (Spark parses stored
 statistics with a UTC formatter, whatever the session time zone).
+
+Over 400 lines on purpose: Spark's catalog statistics encoding and the registration that
+uses it.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ only small summaries. Executors read their slice, compute statistics and write f
 themselves. Partitions split into slices get a second, equally small stage that merges
 the slices' staged states. Only when every partition succeeded does the driver publish
 the version manifest.
+
+Over 400 lines on purpose: the driver of one job: plan, run, merge slices, publish; its
+parts share the job's state.
 """
 
 from __future__ import annotations

@@ -89,20 +89,21 @@ def _job(
     table: TableFormat,
     snapshot: int | None,
     plans: list[PartitionPlan],
-    targets: list[int | None],
     options: SampleOptions,
-    sample_dir: str,
-    run_id: str,
     s3: fs.S3Options | None,
+    output: tuple[str, str] = ("", ""),
     tasks: list[SampleTask] | None = None,
     rate: float | None = None,
 ) -> SampleJob:
+    """The job over ``plans``: sampling ``tasks`` (written under ``output``: the sample
+    directory and the run id), or without tasks counting each plan's rows."""
+    sample_dir, run_id = output
     names = table.schema(snapshot).names
     return SampleJob(
         reader=table.reader(snapshot),
         slices=[table.slices(p, options.max_slice_bytes) for p in plans] if not tasks else [],
         partition_paths=[layout.partition_dir_of(list(p.key), p.values) for p in plans],
-        targets=targets,
+        targets=[] if tasks else [None] * len(plans),
         seed=options.seed,
         sample_dir=sample_dir,
         run_id=run_id,
@@ -129,8 +130,7 @@ def _populations(
     unknown = [i for i, p in enumerate(plans) if p.row_count is None]
     bytes_read = 0
     if unknown:
-        job = _job(table, snapshot, [plans[i] for i in unknown], [None] * len(unknown),
-                   SampleOptions(), "", "", s3)
+        job = _job(table, snapshot, [plans[i] for i in unknown], SampleOptions(), s3)
         for i, row in zip(unknown, _run(spark, job), strict=True):
             counts[i], origin[i] = row["population"], "read"
             bytes_read += row["bytes_read"]
@@ -169,7 +169,7 @@ def create(
         )
         for plan, target in zip(plans, targets, strict=True)
     ]
-    summaries = _run(spark, _job(table, snapshot, plans, [], options, directory, run_id, s3, tasks))
+    summaries = _run(spark, _job(table, snapshot, plans, options, s3, (directory, run_id), tasks))
     entries = [
         _entry(plan, summary, origin[i]) for i, (plan, summary) in enumerate(
             zip(plans, summaries, strict=True)
@@ -269,8 +269,9 @@ def refresh(
             tasks.append(task)
             work.append(i)
     run_id = _run_id()
-    job = _job(table, snapshot, [plans[i] for i in work], [], SampleOptions(seed=old.seed),
-               store.sample_dir(stats_root), run_id, s3, tasks, old.rate)
+    output = (store.sample_dir(stats_root), run_id)
+    job = _job(table, snapshot, [plans[i] for i in work], SampleOptions(seed=old.seed), s3,
+               output, tasks, old.rate)
     summaries = _run(spark, job) if tasks else []
     fresh = {
         paths[i]: _entry(plans[i], summary, "read" if plans[i].row_count is None else "metadata",

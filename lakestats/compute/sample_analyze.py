@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -75,10 +76,9 @@ def analyze_from_sample(
     for entry in base.partitions:
         part = by_path[entry.path]
         files = layout.partition_files(entry.path, run_id)
-        written += _scale_files(
-            scratch, stats_root, entry.files, files, part.population, part.sample_rows,
-            profiles.get(entry.path, {}), s3, bounds=bounds.get(entry.path, {}),
-        )
+        scaling = Scaling(part.population, part.sample_rows, profiles.get(entry.path, {}),
+                          bounds=bounds.get(entry.path, {}))
+        written += _scale_files(scratch, stats_root, entry.files, files, scaling, s3)
         partitions.append(
             manifest.PartitionEntry(
                 path=entry.path,
@@ -93,11 +93,11 @@ def analyze_from_sample(
         )
     table_files = layout.table_files(run_id)
     if base.table_files:
+        rates = [by_path[e.path].population / by_path[e.path].sample_rows for e in base.partitions]
+        scaling = Scaling(sample.population, sample.sample_rows, table_profile,
+                          bounds=table_bounds, partition_rates=rates)
         written += _scale_files(
-            scratch, stats_root, base.table_files, table_files, sample.population,
-            sample.sample_rows, table_profile, s3, bounds=table_bounds, partition_rates=[
-                by_path[e.path].population / by_path[e.path].sample_rows for e in base.partitions
-            ],
+            scratch, stats_root, base.table_files, table_files, scaling, s3,
         )
     relative = [r for e in partitions for r in e.files.values()] + list(table_files.values())
     sizes = verify.sizes_of(stats_root, relative, s3)
@@ -243,22 +243,33 @@ def _write(
     return fs.file_info(uri, s3).size
 
 
+@dataclass(frozen=True)
+class Scaling:
+    """What one partition's (or the table's) files are scaled by: ``population`` rows of
+    the table stand behind ``sample_rows`` sampled ones; ``partition_rates`` only for the
+    table level (each partition's N/n, for the frequencies)."""
+
+    population: int
+    sample_rows: int
+    profiles: dict[str, np.ndarray]
+    bounds: dict[str, dict[str, object]] | None = None
+    partition_rates: list[float] | None = None
+
+
 def _scale_files(
     source_root: str,
     target_root: str,
     source: dict[str, str],
     target: dict[str, str],
-    N: int,
-    n: int,
-    profiles: dict[str, np.ndarray],
+    scaling: Scaling,
     s3: fs.S3Options | None,
-    bounds: dict[str, dict[str, object]] | None = None,
-    partition_rates: list[float] | None = None,
 ) -> int:
+    """Scaled copies of one partition's (or the table's) three files; bytes written."""
+    N, n, profiles = scaling.population, scaling.sample_rows, scaling.profiles
+    bounds, partition_rates = scaling.bounds, scaling.partition_rates
     # the table's distinct-count intervals get the rule's 200 bootstrap replicates,
     # each partition's PARTITION_REPLICATES (partitions x columns of them add up)
     replicates = None if partition_rates is not None else PARTITION_REPLICATES
-    """Scaled copies of one partition's (or the table's) three files; bytes written."""
     statistics = _read(source_root, source["statistics"], s3)
     rows = [
         apply_bounds(scale_row(row, N, n, profiles.get(row["column"]), replicates),

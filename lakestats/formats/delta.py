@@ -10,6 +10,9 @@ under the physical names the schema records and relabelled (``delta_columns.py``
 by field id goes through delta-rs's own query engine (``QueryBuilder``), one whole
 partition per task. Any other unknown reader feature is refused with one line naming it,
 never read with wrong numbers.
+
+Over 400 lines on purpose: one format's whole contract (log, planning, deletion vectors,
+column mapping, samples).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ read a slice with pyiceberg's own ``ArrowScan`` (field-id projection, name mappi
 position deletes and deletion vectors), rebuilt from the table metadata that travels with
 the job. Equality deletes, which pyiceberg refuses, are planned and applied here
 (``equality_deletes.py``) as the Iceberg spec says.
+
+Over 400 lines on purpose: one format's whole contract (catalogs, planning, deletes, change
+log, samples).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ directly with pyarrow, selecting the table's columns (primary-key files also hol
 deletion vectors, data evolution, formats pyarrow cannot read) goes through pypaimon's own
 reader, one task per partition. A primary-key table's rows are its rows after merging by
 key (Paimon's ``mergedRecordCount``). Merge configurations pypaimon cannot read are refused.
+
+Over 400 lines on purpose: one format's whole contract (snapshots, splits, the two read
+paths, samples).
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ Each lookup reads only what it needs from the object store:
 
 Footers are cached per file, so repeated lookups on one ``StatisticsReader`` read
 only column data.
+
+Over 400 lines on purpose: every partial lookup shares the footer cache and row-group
+selection.
 """
 
 from __future__ import annotations
