@@ -201,7 +201,7 @@ def build_fanout(spark, root: Path) -> str:  # noqa: ANN001
     from lakestats.compute.reduce_steps import ReduceJob
     from lakestats.store.manifest import PartitionEntry, Version, latest_version_number, publish
 
-    source = DATA / "reduce_partitions"
+    source = root.parent / "reduce_partitions"
     sets, columns = build_partition_files(source)
     if latest_version_number(str(root)):
         return str(root)
@@ -431,10 +431,16 @@ def main() -> None:
         help="only the 3-conjunct estimate on the fan-out table (built when missing)",
     )
     parser.add_argument("--estimate-runs", type=int, default=10)
+    parser.add_argument(
+        "--estimate-data",
+        type=Path,
+        default=DATA,
+        help="directory of the fan-out table's files and statistics for --estimate-only",
+    )
     args = parser.parse_args()
     if args.estimate_only:
         print(f"# lookup  {dt.date.today()}  {machine()}")
-        root = DATA / "fanout_stats"
+        root = args.estimate_data / "fanout_stats"
         from lakestats.store.manifest import latest_version_number
 
         if not latest_version_number(str(root)):
