@@ -201,6 +201,7 @@ def build_fanout(spark, root: Path) -> str:  # noqa: ANN001
     from lakestats.compute.reduce_steps import ReduceJob
     from lakestats.store.manifest import PartitionEntry, Version, latest_version_number, publish
 
+    root = root.resolve()
     source = root.parent / "reduce_partitions"
     sets, columns = build_partition_files(source)
     if latest_version_number(str(root)):
@@ -341,8 +342,10 @@ def estimate_fanout(root: str, runs: int) -> None:
         print(f"{label:40s} {p50s[label]:9.1f} {n:5d} {len(result['partitions']):11d} "
               f"{result['row_count']:9.1f}")
     index_p50 = p50s["index, cold (new reader)"]
+    warm_p50 = p50s["index, warm (manifest cached)"]
     print(f"files / index (cold): {p50s['competitor: partition files, cold'] / index_p50:.1f}x;"
-          f" target p50 < 50 ms: {'met' if index_p50 < 50 else 'NOT met'}")
+          f" target p50 < 50 ms: warm {'met' if warm_p50 < 50 else 'NOT met'}, cold "
+          f"{'met' if index_p50 < 50 else 'NOT met'}")
 
 
 def _moto() -> tuple[object, fs.S3Options]:
