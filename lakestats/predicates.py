@@ -802,7 +802,7 @@ def _estimate_batched(  # noqa: PLR0912, PLR0915
     4. Equality / IN conjuncts are scaled to the table level over all partitions (the
        same arithmetic on arrays)."""
     from lakestats.stats import selectivity_vector as sv
-    from lakestats.threads import prefetch
+    from lakestats.threads import parallel, prefetch
 
     count = len(partitions)
     n = partitions.row_counts()
@@ -848,7 +848,10 @@ def _estimate_batched(  # noqa: PLR0912, PLR0915
                        else _estimate(term, part))
         return out
 
-    estimates = dict(zip(survivors.tolist(), prefetch(full, survivors.tolist()), strict=True))
+    with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
+        estimates = dict(
+            zip(survivors.tolist(), prefetch(full, survivors.tolist()), strict=True)
+        )
     for i, conjuncts in estimates.items():
         for j, e in enumerate(conjuncts):
             rows[j, i], lower[j, i], upper[j, i] = e.rows, e.lower, e.upper
