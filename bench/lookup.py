@@ -200,7 +200,8 @@ def build_fanout(spark, root: Path) -> str:  # noqa: ANN001
     from lakestats.compute.reduce import ReduceJob, reduce_table
     from lakestats.store.manifest import PartitionEntry, Version, latest_version_number, publish
 
-    source = DATA / "reduce_partitions"
+    root = root.resolve()
+    source = root.parent / "reduce_partitions"
     sets, columns = build_partition_files(source)
     if latest_version_number(str(root)):
         return str(root)
@@ -340,8 +341,10 @@ def estimate_fanout(root: str, runs: int) -> None:
         print(f"{label:40s} {p50s[label]:9.1f} {n:5d} {len(result['partitions']):11d} "
               f"{result['row_count']:9.1f}")
     index_p50 = p50s["index, cold (new reader)"]
+    warm_p50 = p50s["index, warm (manifest cached)"]
     print(f"files / index (cold): {p50s['competitor: partition files, cold'] / index_p50:.1f}x;"
-          f" target p50 < 50 ms: {'met' if index_p50 < 50 else 'NOT met'}")
+          f" target p50 < 50 ms: warm {'met' if warm_p50 < 50 else 'NOT met'}, cold "
+          f"{'met' if index_p50 < 50 else 'NOT met'}")
 
 
 def _moto() -> tuple[object, fs.S3Options]:
@@ -430,10 +433,16 @@ def main() -> None:
         help="only the 3-conjunct estimate on the fan-out table (built when missing)",
     )
     parser.add_argument("--estimate-runs", type=int, default=10)
+    parser.add_argument(
+        "--estimate-data",
+        type=Path,
+        default=DATA,
+        help="directory of the fan-out table's files and statistics for --estimate-only",
+    )
     args = parser.parse_args()
     if args.estimate_only:
         print(f"# lookup  {dt.date.today()}  {machine()}")
-        root = DATA / "fanout_stats"
+        root = args.estimate_data / "fanout_stats"
         from lakestats.store.manifest import latest_version_number
 
         if not latest_version_number(str(root)):

@@ -11,19 +11,29 @@ decide), through the file provider (``estimate_source.ReaderPartition``), so the
 are the file provider's. Partitions min/max, null counts or all-distinct flags settle
 never open a file.
 
+The answer is an ``IndexPartitions`` sequence: its partitions are made only when asked
+for, and it also hands the estimator each column's scalars as vectors (``vectors``), so
+``predicates.estimate`` prunes every partition with NumPy/Arrow in one pass per conjunct
+and visits only the survivors one by one (``lakestats.stats.selectivity_vector``), and
+the per-partition counts of values the table level records for categorical columns
+(``point_counts``, one read of the table-level ``frequencies.parquet``), which answer an
+equality over complete partition frequencies without a partition file.
+
 Versions without an index (written before it existed, or with ``--partitions-only``)
 fall back to ``estimate_source.partitions_of``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakestats.query import estimate_source
-from lakestats.stats.selectivity import ColumnSummary, Frequencies
+from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies
+from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
 from lakestats.store.partition_index import SCALAR_FIELDS, partition_summaries
@@ -34,14 +44,55 @@ FIELDS = SCALAR_FIELDS
 
 
 class _Columns:
-    """The index rows of one column: Python lists by field, one slot per partition id."""
+    """The index rows of one column (Arrow, one slot per partition id)."""
 
     def __init__(self, dtype: pa.DataType, rows: pa.Table, partitions: int) -> None:
         self.dtype = dtype
+        self.partitions = partitions
         ids = rows.column("partition_id").to_numpy(zero_copy_only=False)
         self.slot = np.full(partitions, -1, dtype=np.int64)
         self.slot[ids] = np.arange(len(ids))
-        self.values = {f: rows.column(f).to_pylist() for f in FIELDS}
+        self.rows = rows.combine_chunks()
+        self._vectors: Vectors | None = None
+
+    def row(self, j: int) -> dict:
+        return {f: self.rows.column(f)[j].as_py() for f in FIELDS}
+
+    @property
+    def complete(self) -> bool:
+        """The index has a row for every partition (else the files answer some)."""
+        return bool(np.all(self.slot >= 0))
+
+    def vectors(self) -> Vectors:
+        """The scalars by partition position (the caller checked ``complete``)."""
+        if self._vectors is None:
+            take = pa.array(self.slot)
+            rows = self.rows.take(take) if not _identity(self.slot) else self.rows
+
+            def ints(name: str) -> np.ndarray:
+                column = rows.column(name).combine_chunks()
+                return np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+
+            distinct = rows.column("distinct_count").combine_chunks().cast(pa.float64())
+            self._vectors = Vectors(
+                self.dtype,
+                ints("row_count"),
+                ints("null_count"),
+                ints("nan_count"),
+                np.asarray(distinct.fill_null(np.nan).to_numpy(zero_copy_only=False)),
+                rows.column("min").combine_chunks(),
+                rows.column("max").combine_chunks(),
+            )
+        return self._vectors
+
+    def flag(self, name: str) -> np.ndarray:
+        """A boolean field by partition position (null: False)."""
+        column = self.rows.column(name).combine_chunks().fill_null(False)
+        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)[self.slot]
+
+
+def _identity(slot: np.ndarray) -> bool:
+    return bool(np.array_equal(slot, np.arange(len(slot))))
 
 
 class IndexPartition:
@@ -81,7 +132,7 @@ class IndexPartition:
         j = int(data.slot[self.position])
         if j < 0:  # the index lacks this partition's row: the files answer
             return self._file_partition().summary(column)
-        row = {f: data.values[f][j] for f in FIELDS}
+        row = data.row(j)
         return ColumnSummary(
             dtype=data.dtype,
             row_count=int(row["row_count"]),
@@ -104,9 +155,101 @@ class IndexPartition:
         return self._file_partition().summary(column).frequencies
 
 
+class IndexPartitions(Sequence):
+    """Every partition of a version (made when asked for), with the columns' scalars as
+    vectors for the batched estimator (``predicates.estimate``)."""
+
+    def __init__(self, reader: StatisticsReader, columns: dict[str, _Columns]) -> None:
+        self.reader = reader
+        self.entries = reader.version.partitions
+        self._columns = columns
+        self._made: dict[int, IndexPartition] = {}
+        self._point_counts: dict[tuple[str, tuple[bytes, ...]], np.ndarray | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __getitem__(self, i: int) -> IndexPartition:  # type: ignore[override]
+        if i < 0:
+            i += len(self.entries)
+        if i not in self._made:
+            self._made[i] = IndexPartition(self.reader, i, self.entries[i], self._columns)
+        return self._made[i]
+
+    def __iter__(self) -> Iterator[IndexPartition]:
+        return (self[i] for i in range(len(self.entries)))
+
+    def row_counts(self) -> np.ndarray:
+        return np.fromiter((e.row_count for e in self.entries), np.int64, len(self.entries))
+
+    def vectors(self, column: str) -> Vectors | None:
+        """The column's scalars per partition, or None when the index misses some."""
+        data = self._columns.get(column)
+        return data.vectors() if data is not None and data.complete else None
+
+    def point_counts(self, column: str, point_keys: Sequence[bytes]) -> np.ndarray | None:
+        """Per partition, how many rows hold one of ``point_keys``, where that count is
+        what the partition's complete frequencies say (-1 elsewhere): from the table-level
+        frequencies' per-partition counts (categorical columns), read once; None when the
+        table level does not record them for every key."""
+        key = (column, tuple(point_keys))
+        if key not in self._point_counts:
+            self._point_counts[key] = self._read_point_counts(column, list(point_keys))
+        return self._point_counts[key]
+
+    def _read_point_counts(self, column: str, point_keys: list[bytes]) -> np.ndarray | None:
+        data = self._columns.get(column)
+        if data is None or not data.complete or NAN_KEY in point_keys:
+            return None
+        if not self.reader.version.table_files:
+            return None
+        table_row = self.reader.statistics_table(
+            None, [column], fields=["frequencies_exact", "frequencies_truncated", "all_distinct"]
+        ).to_pylist()[0]
+        if not table_row.get("frequencies_exact") or table_row.get("all_distinct"):
+            return None
+        index = self.reader.column_index(column)
+        handle = self.reader._file(self.reader.table_entry(), "frequencies")
+        names = handle.schema_arrow.names
+        if "partition_counts" not in names or "column_index" not in names:
+            return None
+        position = names.index("column_index")
+        wanted = pa.array(point_keys, pa.binary())
+        hits = []
+        for g in range(handle.metadata.num_row_groups):
+            stats = handle.metadata.row_group(g).column(position).statistics
+            if stats is not None and stats.has_min_max and not stats.min <= index <= stats.max:
+                continue
+            t = handle.read_row_group(
+                g,
+                columns=["value", "column_index", "partition_counts", "partition_ids",
+                         "partition_id_counts"],
+            )
+            keep = pc.and_(pc.equal(t.column("column_index"), index),
+                           pc.is_in(t.column("value"), wanted))
+            hits.extend(t.filter(keep).to_pylist())
+        total = np.zeros(len(self.entries), dtype=np.int64)
+        for hit in hits:
+            if hit["partition_counts"] is not None:
+                counts = np.asarray(hit["partition_counts"], dtype=np.int64)
+                total[: len(counts)] += counts
+            elif hit["partition_ids"] is not None:
+                np.add.at(total, np.asarray(hit["partition_ids"], dtype=np.int64),
+                          np.asarray(hit["partition_id_counts"], dtype=np.int64))
+            else:
+                return None  # listed without its partitions
+        if len({h["value"] for h in hits}) < len(set(point_keys)) and table_row.get(
+            "frequencies_truncated"
+        ):
+            return None  # a key the truncated table level does not list: unknown
+        # the counts the partition path would read: complete, not all-distinct frequencies
+        complete = data.flag("frequencies_complete") & ~data.flag("all_distinct")
+        return np.where(complete, total, -1)
+
+
 def partitions_of(
     reader: StatisticsReader, columns: Sequence[str]
-) -> list[IndexPartition] | list[estimate_source.ReaderPartition]:
+) -> IndexPartitions | list[estimate_source.ReaderPartition]:
     """Every partition of the reader's version, from its index when it has one."""
     columns = list(dict.fromkeys(columns))
     if reader.partition_index() is None:
@@ -121,7 +264,7 @@ def partitions_of(
         chunk = rows.slice(int(start), int(stop - start))
         dtype = parse_type(reader.columns[index]["type"])
         data[name] = _Columns(dtype, chunk, len(entries))
-    return [IndexPartition(reader, i, entry, data) for i, entry in enumerate(entries)]
+    return IndexPartitions(reader, data)
 
 
-__all__ = ["FIELDS", "IndexPartition", "partitions_of"]
+__all__ = ["FIELDS", "IndexPartition", "IndexPartitions", "partitions_of"]

@@ -37,6 +37,7 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
@@ -711,9 +712,15 @@ def estimate(
     conjuncts on values a partition does not list: per partition such a value is only
     bounded, and whether it occurs there at all is unknown, so the partitions' point
     estimates are scaled to the table-level estimate (which, as planners do, assumes the
-    value occurs), each kept inside its partition's bounds."""
+    value occurs), each kept inside its partition's bounds.
+
+    When ``partitions`` hands out its columns' scalars as vectors (``vectors(column)``, as
+    ``index_source.IndexPartitions`` does) and ``pred`` has several conjuncts, the same
+    numbers are computed in a batch: see ``_estimate_batched``."""
     pred = push_not(pred)
     top = terms(pred) if isinstance(pred, And) else [pred]
+    if len(top) > 1 and callable(getattr(partitions, "vectors", None)):
+        return _estimate_batched(pred, top, partitions, table)
     total_rows = 0
     evaluated: list[tuple[PartitionStatistics, list[sel.Estimate]]] = []
     for part in partitions:
@@ -767,6 +774,163 @@ def estimate(
         "upper": upper,
         "exact": exact,
         "selectivity": rows / total_rows if total_rows else 0.0,
+        "table_rows": total_rows,
+        "partitions": matching,
+        "detail": detail,
+    }
+
+
+def _estimate_batched(
+    pred: Predicate,
+    top: list[Predicate],
+    partitions,  # noqa: ANN001 - a Sequence[PartitionStatistics] with vectors(column)
+    table: PartitionStatistics | None,
+) -> dict[str, object]:
+    """``estimate`` for a conjunction over many partitions, with the same numbers.
+
+    1. Every conjunct's scalar-only estimate (``_conjunct_estimates``' first pass) for
+       every partition at once (``selectivity_vector``: one pass per conjunct over the
+       index vectors); conjuncts or partitions it cannot vectorise (several columns,
+       general LIKE, string interpolation) go through the scalar path one by one.
+    2. A partition where a conjunct keeps nothing is pruned: it adds 0 rows and its
+       scalar estimates to the per-conjunct detail, as before, as array sums.
+    3. Only the survivors are estimated with all their statistics, one by one; an
+       equality / IN conjunct over complete partition frequencies takes its exact counts
+       from the table level's per-partition counts (``point_counts``) when it records
+       them, instead of opening each partition's frequencies; the survivors' other
+       frequencies and histograms are read ahead on threads.
+    4. Equality / IN conjuncts are scaled to the table level over all partitions (the
+       same arithmetic on arrays)."""
+    from lakestats.stats import selectivity_vector as sv
+    from lakestats.threads import parallel, prefetch
+
+    count = len(partitions)
+    n = partitions.row_counts()
+    live = n > 0
+    k = len(top)
+    rows = np.zeros((k, count), dtype=np.float64)
+    lower = np.zeros((k, count), dtype=np.int64)
+    upper = np.zeros((k, count), dtype=np.int64)
+    computed = np.zeros((k, count), dtype=bool)
+    for j, term in enumerate(top):
+        cols = columns_of(term)
+        if len(cols) != 1 or not _is_set(term):
+            continue
+        vectors = partitions.vectors(cols[0])
+        if vectors is None:
+            continue
+        cs = column_set(term)
+        batch = sv.scalar_estimates(vectors, cs.true, cs.null == "T")
+        rows[j], lower[j], upper[j] = batch.rows, batch.lower, batch.upper
+        computed[j] = ~batch.fallback
+    for i in np.flatnonzero(live & ~computed.all(axis=0)):
+        light = _ScalarView(partitions[int(i)])
+        for j in np.flatnonzero(~computed[:, i]):
+            e = _estimate(top[j], light)
+            rows[j, i], lower[j, i], upper[j, i] = e.rows, e.lower, e.upper
+    survivors = np.flatnonzero(live & ~(upper == 0).any(axis=0))
+
+    # 3. the survivors, with all their statistics
+    counted: dict[int, np.ndarray] = {}
+    for j, term in enumerate(top):
+        point_keys = _point_keys(term)
+        if point_keys is not None and len(survivors):
+            got = partitions.point_counts(columns_of(term)[0], point_keys)
+            if got is not None:
+                counted[j] = got
+
+    def full(i: int) -> list[sel.Estimate]:
+        part = partitions[i]
+        out = []
+        for j, term in enumerate(top):
+            c = counted[j][i] if j in counted else -1
+            out.append(sel.Estimate.count(int(c), "frequencies") if c >= 0
+                       else _estimate(term, part))
+        return out
+
+    with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
+        estimates = dict(
+            zip(survivors.tolist(), prefetch(full, survivors.tolist()), strict=True)
+        )
+    for i, conjuncts in estimates.items():
+        for j, e in enumerate(conjuncts):
+            rows[j, i], lower[j, i], upper[j, i] = e.rows, e.lower, e.upper
+
+    # 4. equality / IN conjuncts scaled to the table level
+    if table is not None:
+        for j, term in enumerate(top):
+            point_keys = _point_keys(term)
+            if point_keys is None:
+                continue
+            exact = lower[j] == upper[j]
+            loose = live & ~exact
+            if not loose.any():
+                continue
+            summary = table.summary(columns_of(term)[0])
+            target = sel.estimate_keys(summary, kr.points(point_keys)).rows
+            fixed = sum(rows[j][live & exact].tolist())
+            want = max(0.0, target - fixed)
+            have = sum(rows[j][loose].tolist())
+            weights = rows[j][loose] if have > 0 else upper[j][loose].astype(np.float64)
+            scale = want / (sum(weights.tolist()) or 1.0)
+            scaled = sv._of(weights * scale, lower[j][loose], upper[j][loose])[0]
+            rows[j][loose] = scaled
+            for i in np.flatnonzero(loose):
+                if int(i) in estimates:
+                    e = estimates[int(i)][j]
+                    estimates[int(i)][j] = sel.Estimate.of(
+                        rows[j, i], e.lower, e.upper, e.method + " (scaled to table level)"
+                    )
+
+    total_rows = int(n.sum())
+    detail = []
+    for j, t in enumerate(top):
+        kept = live
+        detail.append(
+            {
+                "predicate": normalize(t),
+                "row_count": sum(rows[j][kept].tolist()),
+                "lower": int(lower[j][kept].sum()),
+                "upper": int(upper[j][kept].sum()),
+                "exact": bool(np.all(lower[j][kept] == upper[j][kept])),
+                "selectivity": 0.0,
+            }
+        )
+        if not detail[-1]["row_count"]:
+            detail[-1]["row_count"] = 0.0
+    total = 0.0
+    low = high = 0
+    exact_all = True
+    matching = []
+    for i, conjuncts in estimates.items():
+        part = partitions[i]
+        e = combine_and(part.row_count, conjuncts)
+        total += e.rows
+        low += e.lower
+        high += e.upper
+        exact_all = exact_all and e.exact
+        if e.upper > 0:
+            matching.append(
+                {
+                    "partition": part.values,
+                    "name": part.name,
+                    "partition_rows": part.row_count,
+                    "row_count": e.rows,
+                    "lower": e.lower,
+                    "upper": e.upper,
+                    "exact": e.exact,
+                    "method": e.method,
+                }
+            )
+    for d in detail:
+        d["selectivity"] = d["row_count"] / total_rows if total_rows else 0.0
+    return {
+        "predicate": normalize(pred),
+        "row_count": total,
+        "lower": low,
+        "upper": high,
+        "exact": exact_all,
+        "selectivity": total / total_rows if total_rows else 0.0,
         "table_rows": total_rows,
         "partitions": matching,
         "detail": detail,

@@ -1,0 +1,287 @@
+"""``selectivity``'s scalar-only estimates, for every partition at once (NumPy/Arrow).
+
+``scalar_estimates(v, key_set, null_true)`` returns, per partition, what
+``selectivity.estimate_keys`` (plus the null rows when ``null_true``) gives for a
+``ColumnSummary`` that has only its scalars (counts, min and max keys; no frequencies, no
+histogram): the numbers ``predicates`` uses to prune a partition before it loads anything.
+The arithmetic is the scalar path's, case by case (min/max pruning, a range covering
+[min, max], an equality's ``rows / distinct`` with bound ``rows``, the key interpolation of
+a range over min/max), so the results are the same numbers; the only Python work is per
+range of ``key_set``, never per partition. Key interpolation needs equal-width keys
+(numbers, dates, decimals); string partitions whose interpolation cannot be vectorised are
+listed in ``Vectors.fallback`` for the caller to estimate one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakestats.stats import key_ranges as kr
+from lakestats.stats.kinds import Kind, kind_of
+from lakestats.stats.selectivity import NAN_KEY
+
+
+@dataclass
+class Vectors:
+    """One column's scalars for P partitions (missing ``min``/``max``: null)."""
+
+    dtype: pa.DataType
+    row_count: np.ndarray  # int64
+    null_count: np.ndarray  # int64
+    nan_count: np.ndarray  # int64 (nulls as 0)
+    distinct_count: np.ndarray  # float64, NaN where unknown
+    min_key: pa.Array  # binary
+    max_key: pa.Array  # binary
+
+
+@dataclass
+class Batch:
+    """Per partition estimates: ``rows`` (float64), ``lower``, ``upper`` (int64), and
+    ``fallback``: partitions whose numbers are not computed here (ask the scalar path)."""
+
+    rows: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    fallback: np.ndarray
+
+    @property
+    def exact(self) -> np.ndarray:
+        return self.lower == self.upper
+
+
+def _of(rows: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple:
+    """``Estimate.of`` elementwise."""
+    lower = np.asarray(lower, dtype=np.int64)
+    upper = np.maximum(lower, np.asarray(upper, dtype=np.int64))
+    rows = np.asarray(rows, dtype=np.float64)
+    finite = np.isfinite(rows)
+    clipped = np.minimum(np.maximum(np.where(finite, rows, 0.0), lower), upper)
+    return np.where(finite, clipped, (lower + upper) / 2), lower, upper
+
+
+def _cmp(keys: pa.Array, key: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``keys < key`` and ``keys == key`` (False where a key is null)."""
+    scalar = pa.scalar(key, pa.binary())
+    less = pc.less(keys, scalar).fill_null(False).to_numpy(zero_copy_only=False)
+    equal = pc.equal(keys, scalar).fill_null(False).to_numpy(zero_copy_only=False)
+    return np.asarray(less, dtype=bool), np.asarray(equal, dtype=bool)
+
+
+def _matrix(keys: pa.Array, width: int) -> np.ndarray | None:
+    """Keys of ``width`` bytes as a (P, width) uint8 matrix (nulls as zeros), or None when
+    some key has another width."""
+    keys = keys.cast(pa.binary())
+    lengths = pc.binary_length(keys).fill_null(width).to_numpy(zero_copy_only=False)
+    if len(keys) and not np.all(lengths == width):
+        return None
+    filled = keys.fill_null(b"\x00" * width)
+    if isinstance(filled, pa.ChunkedArray):
+        filled = filled.combine_chunks()
+    offsets = np.frombuffer(filled.buffers()[1], dtype=np.int32)[
+        filled.offset : filled.offset + len(filled) + 1
+    ]
+    data = np.frombuffer(filled.buffers()[2], dtype=np.uint8)
+    start = int(offsets[0]) if len(offsets) else 0
+    return data[start : start + width * len(filled)].reshape(len(filled), width)
+
+
+def _positions(matrix: np.ndarray, common: np.ndarray) -> np.ndarray:
+    """``selectivity._key_fraction``'s position of each row's key: the 8 bytes after the
+    common prefix (zero padded) as a fraction of 2**64."""
+    rows = matrix.shape[0]
+    padded = np.concatenate([matrix, np.zeros((rows, 8), dtype=np.uint8)], axis=1)
+    index = common[:, None] + np.arange(8)[None, :]
+    tail = padded[np.arange(rows)[:, None], index].astype(np.uint64)
+    value = np.zeros(rows, dtype=np.uint64)
+    for i in range(8):
+        value = (value << np.uint64(8)) | tail[:, i]
+    return value.astype(np.float64) / 2.0**64
+
+
+class _Fractions:
+    """``_key_fraction`` for every partition: min/max matrices and their common prefixes."""
+
+    def __init__(self, v: Vectors) -> None:
+        width = None
+        for key in (v.min_key, v.max_key):
+            lengths = pc.binary_length(key.cast(pa.binary())).drop_null()
+            if len(lengths):
+                width = int(pc.max(lengths).as_py())
+        self.width = width
+        self.low_matrix = _matrix(v.min_key, width) if width else None
+        self.high_matrix = _matrix(v.max_key, width) if width else None
+        self.ok = self.low_matrix is not None and self.high_matrix is not None
+        if self.ok:
+            differ = self.low_matrix != self.high_matrix
+            self.common = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
+            self.low = _positions(self.low_matrix, self.common)
+            self.high = _positions(self.high_matrix, self.common)
+
+    def constant(self, key: bytes) -> np.ndarray | None:
+        if not self.ok or len(key) != self.width:
+            return None
+        matrix = np.broadcast_to(np.frombuffer(key, dtype=np.uint8), self.low_matrix.shape)
+        return _positions(np.ascontiguousarray(matrix), self.common)
+
+    def fraction(self, start_is_min, lo_key, end_is_max, hi_key) -> np.ndarray | None:  # noqa: ANN001
+        a = self.low if lo_key is None else np.where(start_is_min, self.low, lo_key)
+        b = self.high if hi_key is None else np.where(end_is_max, self.high, hi_key)
+        span = self.high - self.low
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = (np.minimum(self.high, b) - np.maximum(self.low, a)) / span
+        share = np.minimum(1.0, np.maximum(0.0, share))
+        return np.where(span <= 0, 0.5, share)
+
+
+def _ordered_part(v: Vectors, r: kr.KeyRange, fractions: _Fractions) -> Batch:
+    """``selectivity._ordered_part`` without frequencies or histogram."""
+    count = len(v.row_count)
+    m = v.row_count - v.null_count - v.nan_count
+    has = np.asarray(v.min_key.is_valid().to_numpy(zero_copy_only=False), dtype=bool) & np.asarray(
+        v.max_key.is_valid().to_numpy(zero_copy_only=False), dtype=bool
+    )
+    live = (m > 0) & has
+    lo, lo_inclusive = r.lower
+    hi, hi_inclusive = r.upper
+    t = 1 if lo_inclusive else 2  # start tag of the range
+    u = 2 if hi_inclusive else 1  # end tag
+    if lo is None:
+        start_is_min = np.ones(count, dtype=bool)
+        lo_lt_max = lo_eq_max = None
+    else:
+        min_lt_lo, min_eq_lo = _cmp(v.min_key, lo)
+        start_is_min = (~min_lt_lo & ~min_eq_lo) | (min_eq_lo & (t == 1))  # lo <= min
+        lo_lt_max, lo_eq_max = _cmp(v.max_key, lo)  # max < lo, max == lo
+    if hi is None:
+        end_is_max = np.ones(count, dtype=bool)
+    else:
+        max_lt_hi, max_eq_hi = _cmp(v.max_key, hi)
+        hi_gt_max = max_lt_hi
+        end_is_max = hi_gt_max | (max_eq_hi & (u == 2))
+        min_lt_hi, min_eq_hi = _cmp(v.min_key, hi)
+    # the clipped range is non-empty when its start is before its end
+    if lo is None and hi is None:
+        nonempty = np.ones(count, dtype=bool)
+    elif lo is None:  # start (min, 1), end (hi, u) or (max, 2)
+        nonempty = end_is_max | min_lt_hi | (min_eq_hi & (u == 2))
+    elif hi is None:  # start (lo, t) or (min, 1), end (max, 2)
+        max_gt_lo = ~lo_lt_max & ~lo_eq_max
+        nonempty = start_is_min | max_gt_lo | (lo_eq_max & (t == 1))
+    else:
+        max_gt_lo = ~lo_lt_max & ~lo_eq_max
+        both_inner = (lo < hi) or (lo == hi and t < u)
+        nonempty = np.where(
+            start_is_min & end_is_max,
+            True,
+            np.where(
+                start_is_min,
+                min_lt_hi | (min_eq_hi & (u == 2)),
+                np.where(end_is_max, max_gt_lo | (lo_eq_max & (t == 1)), both_inner),
+            ),
+        )
+    nonempty &= live
+    whole = nonempty & start_is_min & end_is_max
+    # a single key: the clipped start and end on the same key, tags 1 and 2
+    if r.point is not None:
+        point = nonempty & ~whole
+    else:
+        point = np.zeros(count, dtype=bool)
+        if hi is not None and u == 2:  # start at min, end at hi: min == hi
+            point |= start_is_min & ~end_is_max & min_eq_hi
+        if lo is not None and t == 1:  # start at lo, end at max: lo == max
+            point |= ~start_is_min & end_is_max & lo_eq_max
+        point &= nonempty & ~whole
+    ranged = nonempty & ~whole & ~point
+    rows = np.zeros(count, dtype=np.float64)
+    lower = np.zeros(count, dtype=np.int64)
+    upper = np.zeros(count, dtype=np.int64)
+    fallback = np.zeros(count, dtype=bool)
+    rows[whole] = m[whole]
+    lower[whole] = m[whole]
+    upper[whole] = m[whole]
+    if point.any():  # selectivity._unlisted_value without frequencies or histogram
+        distinct_rest = v.distinct_count - (v.nan_count > 0)
+        usable = np.isfinite(distinct_rest) & (distinct_rest > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            average = np.where(usable, m / np.where(usable, distinct_rest, 1.0), m / 2)
+        rows[point] = np.minimum(average, m)[point]
+        upper[point] = m[point]
+    if ranged.any():
+        lo_pos = fractions.constant(lo) if lo is not None else None
+        hi_pos = fractions.constant(hi) if hi is not None else None
+        vectorised = (
+            fractions.ok
+            and (lo is None or lo_pos is not None)
+            and (hi is None or hi_pos is not None)
+        )
+        if vectorised:
+            share = fractions.fraction(start_is_min, lo_pos, end_is_max, hi_pos)
+            rows[ranged] = (m * share)[ranged]
+            upper[ranged] = m[ranged]
+        else:
+            fallback |= ranged
+    rows, lower, upper = _of(rows, lower, upper)
+    return Batch(rows, lower, upper, fallback)
+
+
+def _range(v: Vectors, r: kr.KeyRange, fractions: _Fractions) -> Batch:
+    ordered = _ordered_part(v, r, fractions)
+    if kind_of(v.dtype) != Kind.FLOATING or not r.contains(NAN_KEY):
+        return ordered
+    nan = v.nan_count
+    rows, lower, upper = np.where(
+        nan > 0,
+        _of(ordered.rows + nan, ordered.lower + nan, ordered.upper + nan),
+        (ordered.rows, ordered.lower, ordered.upper),
+    )
+    return Batch(rows, lower.astype(np.int64), upper.astype(np.int64), ordered.fallback)
+
+
+def _sum(parts: list[Batch], count: int) -> Batch:
+    if not parts:
+        zero = np.zeros(count, dtype=np.int64)
+        return Batch(zero.astype(np.float64), zero, zero, np.zeros(count, dtype=bool))
+    rows, lower, upper = _of(
+        sum(p.rows for p in parts), sum(p.lower for p in parts), sum(p.upper for p in parts)
+    )
+    fallback = np.logical_or.reduce([p.fallback for p in parts])
+    return Batch(rows, lower, upper, fallback)
+
+
+def scalar_estimates(v: Vectors, key_set: kr.KeySet, null_true: bool) -> Batch:
+    """Per partition: ``selectivity.estimate_keys`` of ``key_set`` from the scalars alone,
+    plus the null rows when NULL satisfies the predicate (``null_true``)."""
+    count = len(v.row_count)
+    non_null = v.row_count - v.null_count
+    fractions = _Fractions(v)
+    rest = kr.complement(key_set)
+    if not key_set:
+        out = _sum([], count)
+    elif rest and all(r.point is not None for r in rest) and len(rest) <= len(key_set) + 1:
+        kept = _sum([_range(v, r, fractions) for r in rest], count)
+        rows, lower, upper = _of(non_null - kept.rows, non_null - kept.upper,
+                                 non_null - kept.lower)
+        out = Batch(rows, lower, upper, kept.fallback)
+    else:
+        out = _sum([_range(v, r, fractions) for r in key_set], count)
+    empty = non_null == 0
+    out.rows[empty], out.lower[empty], out.upper[empty] = 0.0, 0, 0
+    out.fallback[empty] = False
+    if null_true:
+        n = v.null_count
+        rows, lower, upper = _of(out.rows + n, out.lower + n, out.upper + n)
+        keep = n > 0
+        out = Batch(
+            np.where(keep, rows, out.rows),
+            np.where(keep, lower, out.lower),
+            np.where(keep, upper, out.upper),
+            out.fallback,
+        )
+    return out
+
+
+__all__ = ["Batch", "Vectors", "scalar_estimates"]
