@@ -57,7 +57,7 @@ class AnalyzeResult:
 
 @dataclass(frozen=True)
 class RowSubset:
-    """``analyze --where`` (``lakestats.derived``): ``row_filter`` (a ``lakestats.predicates``
+    """``analyze --where`` (``lakestats.store.derived``): ``row_filter`` (a ``lakestats.query.predicates``
     tree) keeps only the rows where it is TRUE, inside each task; ``keep_partition``
     (partition name, plan fingerprint) skips partitions that cannot match; ``extra`` goes
     into the version."""

@@ -44,7 +44,7 @@ class Job:
     slices: list[Slice]
     partition_paths: list[str]  # per partition index
     slice_partition: list[int] = field(default_factory=list)  # task -> partition index
-    row_filter: object | None = None  # a lakestats.predicates tree: only rows where TRUE
+    row_filter: object | None = None  # a lakestats.query.predicates tree: only rows where TRUE
 
     def files(self, partition: int) -> dict[str, str]:
         return layout.partition_files(self.partition_paths[partition], self.run_id)

@@ -1,7 +1,7 @@
 """Partition statistics for the estimator, read from a published version's files.
 
 ``partitions_of(reader, columns)`` yields one ``PartitionStatistics``
-(``lakestats.predicates``) per partition of the version; ``table_level(reader, columns)``
+(``lakestats.query.predicates``) per partition of the version; ``table_level(reader, columns)``
 one for the table-level files. Each reads its ``statistics.parquet`` rows of the
 predicate's columns once, and its frequencies and histogram only when an estimate needs
 them (a range inside [min, max] without complete frequencies, an equality on an
@@ -45,7 +45,7 @@ _FIELDS = [
 
 
 class ReaderPartition:
-    """One partition (or the table level) of a version, for ``lakestats.predicates``."""
+    """One partition (or the table level) of a version, for ``lakestats.query.predicates``."""
 
     def __init__(
         self,

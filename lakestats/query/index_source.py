@@ -1,7 +1,7 @@
 """Partition statistics for the estimator from the version's partition index.
 
 ``partitions_of(reader, columns)`` returns one ``IndexPartition`` (a
-``lakestats.predicates.PartitionStatistics``) per partition of the version, with the
+``lakestats.query.predicates.PartitionStatistics``) per partition of the version, with the
 scalars of every partition (row, null, NaN and distinct counts, min and max keys,
 complete / all-distinct flags) taken from ONE read of ``partition_index.parquet``: the
 row groups of ``columns`` only. Frequencies and histograms are not in the index: they are
