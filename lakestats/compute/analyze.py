@@ -57,10 +57,10 @@ class AnalyzeResult:
 
 @dataclass(frozen=True)
 class RowSubset:
-    """``analyze --where`` (``lakestats.store.derived``): ``row_filter`` (a ``lakestats.query.predicates``
-    tree) keeps only the rows where it is TRUE, inside each task; ``keep_partition``
-    (partition name, plan fingerprint) skips partitions that cannot match; ``extra`` goes
-    into the version."""
+    """``analyze --where`` (``lakestats.store.derived``): ``row_filter`` (a
+    ``lakestats.query.predicates`` tree) keeps only the rows where it is TRUE, inside each
+    task; ``keep_partition`` (partition name, plan fingerprint) skips partitions that cannot
+    match; ``extra`` goes into the version."""
 
     row_filter: object
     keep_partition: Callable[[str, str], bool] | None = None
