@@ -20,29 +20,13 @@ import pyarrow.parquet as pq
 
 from lakestats import fs
 from lakestats.store import layout
+from lakestats.store.schemas import RANKS_INDEX_SCHEMA as INDEX_SCHEMA
+from lakestats.store.schemas import RANKS_SCHEMA
 
-RANKS_SCHEMA = pa.schema(
-    [
-        pa.field("column_index", pa.int32(), nullable=False),
-        pa.field("value", pa.binary(), nullable=False),
-        pa.field("count", pa.int64(), nullable=False),
-        pa.field("cumulative", pa.int64(), nullable=False),
-    ]
-)
 RANKS_ROW_GROUP = 8192
 """Rows per row group: a lookup decodes one group (~8k keys)."""
 
 INDEX_FILE = "index.parquet"
-INDEX_SCHEMA = pa.schema(
-    [
-        pa.field("part", pa.int32(), nullable=False),
-        pa.field("column_index", pa.int32(), nullable=False),
-        pa.field("distinct_count", pa.int64(), nullable=False),
-        pa.field("total", pa.int64(), nullable=False),
-        pa.field("min", pa.binary(), nullable=False),
-        pa.field("max", pa.binary(), nullable=False),
-    ]
-)
 
 
 def write_index(rows: list[dict], uri: str, s3: fs.S3Options | None) -> int:

@@ -117,3 +117,25 @@ has row-group statistics, so "these columns for every partition" reads those row
 PARTITION_INDEX_GROUP_ROWS = 8192
 """A row group holds ``max(1, this // partitions)`` whole columns: one column per group
 from 8,192 partitions up, fewer, larger groups for narrow tables."""
+
+
+# Exact ranks (``analyze --exact``, ``store/ranks.py``): range parts and their index.
+RANKS_SCHEMA = pa.schema(
+    [
+        pa.field("column_index", pa.int32(), nullable=False),
+        pa.field("value", pa.binary(), nullable=False),
+        pa.field("count", pa.int64(), nullable=False),
+        pa.field("cumulative", pa.int64(), nullable=False),
+    ]
+)
+
+RANKS_INDEX_SCHEMA = pa.schema(
+    [
+        pa.field("part", pa.int32(), nullable=False),
+        pa.field("column_index", pa.int32(), nullable=False),
+        pa.field("distinct_count", pa.int64(), nullable=False),
+        pa.field("total", pa.int64(), nullable=False),
+        pa.field("min", pa.binary(), nullable=False),
+        pa.field("max", pa.binary(), nullable=False),
+    ]
+)
