@@ -209,7 +209,7 @@ class IndexPartitions(Sequence):
         if not table_row.get("frequencies_exact") or table_row.get("all_distinct"):
             return None
         index = self.reader.column_index(column)
-        handle = self.reader._file(self.reader.table_entry(), "frequencies")
+        handle = self.reader.parquet_file(self.reader.table_entry(), "frequencies")
         names = handle.schema_arrow.names
         if "partition_counts" not in names or "column_index" not in names:
             return None

@@ -185,7 +185,7 @@ def test_cli_table_level_show_of_a_parquet_directory_stays_lean(analyzed) -> Non
 def test_parquet_directory_schema_is_pyarrow_hive_discovery(tmp_path: Path, layout) -> None:
     import pyarrow.dataset as pads
 
-    from lakestats.formats.parquet_dir import ParquetDirectory
+    from lakestats.formats.parquet_dir import ParquetTableFormat
 
     for i, directory in enumerate(layout):
         (tmp_path / directory).mkdir(parents=True)
@@ -200,7 +200,7 @@ def test_parquet_directory_schema_is_pyarrow_hive_discovery(tmp_path: Path, layo
         partitioning=pads.HivePartitioning.discover(infer_dictionary=False),
         partition_base_dir=str(tmp_path),
     )
-    table = ParquetDirectory(str(tmp_path))
+    table = ParquetTableFormat(str(tmp_path))
     assert table._schema.equals(expected.schema, check_metadata=True)
     read = expected.to_table()
     names = [f.name for f in table._partition_schema]
@@ -211,9 +211,9 @@ def test_parquet_directory_schema_is_pyarrow_hive_discovery(tmp_path: Path, layo
 
 def test_a_partition_field_with_only_nulls_is_pyarrows_error(tmp_path: Path) -> None:
     from lakestats.errors import NotATableError
-    from lakestats.formats.parquet_dir import ParquetDirectory
+    from lakestats.formats.parquet_dir import ParquetTableFormat
 
     (tmp_path / "p=__HIVE_DEFAULT_PARTITION__").mkdir()
     pq.write_table(pa.table({"v": [1]}), tmp_path / "p=__HIVE_DEFAULT_PARTITION__" / "d.parquet")
     with pytest.raises(NotATableError, match=r"not a readable Parquet directory.*infer type"):
-        ParquetDirectory(str(tmp_path))
+        ParquetTableFormat(str(tmp_path))
