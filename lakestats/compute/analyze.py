@@ -319,7 +319,7 @@ def analyze(
             **({"exact": exact_report} if exact_report else {}),
         },
     )
-    number = _publish(stats_root, version, s3)
+    number = publish_version(stats_root, version, s3)
     clock.lap(f"version {number} published")
     return AnalyzeResult(
         number,
@@ -397,7 +397,7 @@ def _previous_exact(root: str, s3: fs.S3Options | None) -> manifest.Version | No
     return previous if (previous.table_files or {}).get("ranks") else None
 
 
-def _publish(root: str, version: manifest.Version, s3: fs.S3Options | None) -> int:
+def publish_version(root: str, version: manifest.Version, s3: fs.S3Options | None) -> int:
     """Publish; when another analyze won the race, publish after it unless it published
     statistics of the same snapshot (then stop with a clear conflict)."""
 

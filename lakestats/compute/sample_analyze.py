@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from lakestats import fs
-from lakestats.compute.analyze import AnalyzeResult, _publish, analyze
+from lakestats.compute.analyze import AnalyzeResult, publish_version, analyze
 from lakestats.compute.sample_bounds import footer_bounds, usable
 from lakestats.compute.sample_scale import (
     PARTITION_REPLICATES,
@@ -124,7 +124,7 @@ def analyze_from_sample(
             "file_sizes": {r: sizes[r] for r in table_files.values() if r in sizes},
         },
     )
-    number = _publish(stats_root, version, s3)
+    number = publish_version(stats_root, version, s3)
     return AnalyzeResult(
         number, sample.snapshot_id, result.partitions_computed, result.partitions_reused,
         sample.population, written, stats_root,

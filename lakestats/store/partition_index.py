@@ -158,10 +158,10 @@ def group_rows(partitions: int) -> int:
 
 def write_index(table: pa.Table, uri: str, s3: fs.S3Options | None, partitions: int) -> int:
     """Write the index; returns the bytes written."""
-    from lakestats.store.writer import _write
+    from lakestats.store.writer import write_parquet
 
     metadata = {PARTITIONS_KEY: str(partitions).encode()}
-    return _write(
+    return write_parquet(
         table.replace_schema_metadata(metadata),
         uri,
         s3,

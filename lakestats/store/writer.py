@@ -69,7 +69,7 @@ def histograms_table(results: list[ColumnResult], bins: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schemas.histograms_schema(names))
 
 
-def _write(table: pa.Table, uri: str, s3: fs.S3Options | None, **options: object) -> int:
+def write_parquet(table: pa.Table, uri: str, s3: fs.S3Options | None, **options: object) -> int:
     """One file, zstd-compressed, with ``lakestats.format_version`` in its key-value
     metadata (files of format version 1 have none and are read the same way); a failure
     (full disk, no permission, no connection) is one ``StorageError`` line and leaves no
@@ -109,7 +109,7 @@ def write_partition(
     """
 
     def write_statistics() -> int:
-        return _write(
+        return write_parquet(
             statistics_table(results, custom),
             uris[FileKind.STATISTICS],
             s3,
@@ -119,7 +119,7 @@ def write_partition(
         )
 
     def write_frequencies() -> int:
-        return _write(
+        return write_parquet(
             frequencies if frequencies is not None else frequencies_table(results),
             uris[FileKind.FREQUENCIES],
             s3,
@@ -130,7 +130,7 @@ def write_partition(
         )
 
     def write_histograms() -> int:
-        return _write(
+        return write_parquet(
             histograms_table(results, bins),
             uris[FileKind.HISTOGRAMS],
             s3,

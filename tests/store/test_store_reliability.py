@@ -52,7 +52,7 @@ def _race(root: str, s3: fs.S3Options | None, snapshots: list[int], tag: str) ->
         version = _version(snapshots[i], f"{tag}-{i}")
         barrier.wait(timeout=60)
         try:
-            return analyze._publish(root, version, s3)
+            return analyze.publish_version(root, version, s3)
         except LakestatsError as exc:
             return exc
 

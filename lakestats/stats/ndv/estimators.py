@@ -36,7 +36,7 @@ class Estimate:
     upper: float | None = None
 
 
-def _prepare(f: FrequencyProfile, n: int, N: int) -> tuple[Profile, Estimate | None]:
+def prepare(f: FrequencyProfile, n: int, N: int) -> tuple[Profile, Estimate | None]:
     """Validate; answer the cases every estimator shares (empty sample, full scan)."""
     p = to_profile(f)
     check_sizes(p, n, N)
@@ -65,7 +65,7 @@ def _finish(
 def chao(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """Chao (1984), Presto's choice: ``d + f1^2 / (2 f2)``; with ``f2 = 0`` the bias-corrected
     ``d + f1 (f1 - 1) / 2``. Interval: Chao (1987) variance, log-normal 95 % interval."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     d, f1, f2 = p.d, p.f(1), p.f(2)
@@ -89,7 +89,7 @@ def chao_wor(f: FrequencyProfile, n: int, N: int) -> Estimate:
     times, so for equal classes of any size ``k`` the expected profile gives ``D`` exactly
     (``f1^2 / (2 f2 + f1 q/(1-q)) = D (1-q)^k``) where Chao over-counts by ``k/(k-1)`` (2x for
     pairs; an all-distinct key with one default value sends Chao to ``N``)."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     return _finish(p, N, p.d + _chao_wor_unseen(p, n, N))
@@ -124,7 +124,7 @@ def chao_katz(f: FrequencyProfile, n: int, N: int) -> Estimate:
     no less dispersed than equal class sizes (``a = -q/(1-q)`` is :func:`chao_wor`) and at most
     twice Chao's unseen count. ``f2 = 0`` falls back to :func:`chao_wor`. The construction is
     lakestats' (``selection.py`` says why); its parts are Chao's, Chao & Lin's and Katz's."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     f1, f2, f3 = p.f(1), p.f(2), p.f(3)
@@ -153,7 +153,7 @@ def _lognormal_interval(d: float, value: float, var: float) -> tuple[float, floa
 def chao_lee(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """Chao & Lee (1992), sample coverage ``C = 1 - f1/n`` with the skew correction
     ``D = d/C + n (1 - C)/C * gamma^2``. No coverage (all singletons) gives ``N``."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     f1 = p.f(1)
@@ -167,7 +167,7 @@ def chao_lee(f: FrequencyProfile, n: int, N: int) -> Estimate:
 
 def shlosser(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """Shlosser (1981): ``d + f1 * sum (1-q)^i f_i / sum i q (1-q)^(i-1) f_i``."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     if p.f(1) == 0:  # no singletons: no unseen values (also avoids 0/0 when (1-q)^i underflows)
@@ -182,17 +182,17 @@ def shlosser(f: FrequencyProfile, n: int, N: int) -> Estimate:
 def duj1(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """Duj1, the unsmoothed first-order jackknife (Haas et al. 1995, Eq. 11), PostgreSQL's
     ``n d / (n - f1 + f1 n / N)`` (analyze.c)."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
-    return _finish(p, N, _duj1(p.d, p.f(1), n, n / N))
+    return _finish(p, N, duj1_value(p.d, p.f(1), n, n / N))
 
 
-def _duj1(d: float, f1: float, n: float, q: float) -> float:
+def duj1_value(d: float, f1: float, n: float, q: float) -> float:
     return d / (1 - (1 - q) * f1 / n)
 
 
-def _gamma2(D: float, p: Profile, n: float, N: float) -> float:
+def gamma2(D: float, p: Profile, n: float, N: float) -> float:
     """Haas & Stokes (1998) Eq. 16: squared coefficient of variation of class sizes given D."""
     s = float((p.freqs * (p.freqs - 1) * p.counts).sum())
     return max(0.0, D / (n * n) * s + D / N - 1)
@@ -205,11 +205,11 @@ def _duj2(d: float, f1: float, n: float, q: float, gamma2: float) -> float:
 
 def duj2(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """Duj2 (Haas & Stokes 1998, Eq. 18b) with gamma^2 estimated from Duj1 (Eq. 16)."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     q, f1 = n / N, p.f(1)
-    g2 = _gamma2(_duj1(p.d, f1, n, q), p, n, N)
+    g2 = gamma2(duj1_value(p.d, f1, n, q), p, n, N)
     return _finish(p, N, _duj2(p.d, f1, n, q, g2))
 
 
@@ -248,7 +248,7 @@ def split_heavy(p: Profile, n: int, N: int) -> tuple[Profile, int, float, float]
 def duj2a(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """Duj2a (Haas & Stokes 1998): set aside the classes seen more than c = 50 times (their
     population sizes by the method of moments), Duj2 on the rest, add the set-aside back."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     q = n / N
@@ -258,13 +258,13 @@ def duj2a(f: FrequencyProfile, n: int, N: int) -> Estimate:
     if n_rest == 0:
         return _finish(p, N, card_b)
     f1 = light.f(1)
-    g2 = _gamma2(_duj1(light.d, f1, n_rest, q), light, n_rest, N_rest)
+    g2 = gamma2(duj1_value(light.d, f1, n_rest, q), light, n_rest, N_rest)
     return _finish(p, N, _duj2(light.d, f1, n_rest, q, g2) + card_b)
 
 
 def sh3(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """Sh3, Shlosser's third-order estimator (Haas & Stokes 1998, Eq. 30b)."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     if p.f(1) == 0:
@@ -283,10 +283,10 @@ def sh3(f: FrequencyProfile, n: int, N: int) -> Estimate:
 def haas_stokes(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """The Haas & Stokes (1998) hybrid, Eq. 33: gamma^2 (from Duj1) below 0.9 -> Duj2,
     below 30 -> Duj2a, else Sh3."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
-    g2 = _gamma2(_duj1(p.d, p.f(1), n, n / N), p, n, N)
+    g2 = gamma2(duj1_value(p.d, p.f(1), n, n / N), p, n, N)
     if g2 < HS_ALPHA1:
         return duj2(p, n, N)
     if g2 < HS_ALPHA2:
@@ -297,7 +297,7 @@ def haas_stokes(f: FrequencyProfile, n: int, N: int) -> Estimate:
 def gee(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """GEE (Charikar et al., PODS 2000): ``sqrt(N/n) f1 + sum_{j>=2} f_j``, the geometric mean
     of their bounds ``[d, (N/n) f1 + sum_{j>=2} f_j]``, which are its interval."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     f1, rest = p.f(1), p.d - p.f(1)
@@ -309,7 +309,7 @@ def ae(f: FrequencyProfile, n: int, N: int) -> Estimate:
     ``m`` solves ``m - f1 - f2 = f1 (A + m e^{-s/m}) / (B + s e^{-s/m})``, ``s = f1 + 2 f2``,
     ``A = sum_{i>=3} e^{-i} f_i``, ``B = sum_{i>=3} i e^{-i} f_i``. The smallest root in
     ``[f1 + f2, N - d + f1 + f2]`` is bracketed on a log grid and bisected; none -> ``N``."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     f1, f2 = p.f(1), p.f(2)
@@ -352,7 +352,7 @@ def smoothed_jackknife(f: FrequencyProfile, n: int, N: int) -> Estimate:
     ``D = (d + N h(N~) g(N~) gamma^2) / (1 - (N - N~ - n + 1) f1 / (n N))`` with
     ``h(x) = G(N-x+1) G(N-n+1) / (G(N-n-x+1) G(N+1))``, ``g(x) = sum_{k=1..n}
     1/(N - x - n + k)``, ``D0 = (d - f1/n) / (1 - (N - n + 1) f1 / (n N))``."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     d, f1 = p.d, p.f(1)
@@ -400,7 +400,7 @@ def skew_statistic(p: Profile, n: int) -> float:
 def hybskew(f: FrequencyProfile, n: int, N: int) -> Estimate:
     """The Haas et al. (1995) hybrid: the chi-square test at 0.975 says uniform -> smoothed
     jackknife, skewed -> Shlosser."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return done
     if p.d <= 1 or skew_statistic(p, n) < chi2_quantile_975(p.d - 1):

@@ -51,9 +51,9 @@ from lakestats.stats.ndv.estimators import (
     HS_ALPHA1,
     HS_ALPHA2,
     Z95,
-    _duj1,
-    _gamma2,
-    _prepare,
+    duj1_value,
+    gamma2,
+    prepare,
     ae,
     chao,
     chao_katz,
@@ -73,11 +73,11 @@ def _choose(p: Profile, n: int, N: int) -> tuple[str, float]:
     if light.d == 0:
         return "chao_katz", float(p.d)  # every value seen > 50 times: nothing unseen
     q_light = n_light / big_n_light
-    g2_light = _gamma2(_duj1(light.d, light.f(1), n_light, q_light), light, n_light, big_n_light)
+    g2_light = gamma2(duj1_value(light.d, light.f(1), n_light, q_light), light, n_light, big_n_light)
     if g2_light < HS_ALPHA1:
         value = chao_katz(light, n_light, max(round(big_n_light), n_light)).value + heavy
         return "chao_katz", min(max(value, float(p.d)), float(N))
-    g2 = _gamma2(_duj1(p.d, p.f(1), n, n / N), p, n, N)
+    g2 = gamma2(duj1_value(p.d, p.f(1), n, n / N), p, n, N)
     if g2 < HS_ALPHA1:
         return "duj2", duj2(p, n, N).value
     if g2 < HS_ALPHA2:
@@ -94,7 +94,7 @@ def select_estimator(
     seed: int = 0,
 ) -> tuple[str, float, tuple[float, float]]:
     """``(estimator name, estimate, (lower, upper))`` for one column's sample profile."""
-    p, done = _prepare(f, n, N)
+    p, done = prepare(f, n, N)
     if done:
         return "exact" if n == N else "empty", done.value, (done.lower, done.upper)
     name, value = _choose(p, n, N)
