@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from lakestats import fs
-from lakestats.compute.analyze import AnalyzeResult, publish_version, analyze
+from lakestats.compute.analyze import AnalyzeResult, analyze, publish_version
 from lakestats.compute.sample_bounds import footer_bounds, usable
 from lakestats.compute.sample_scale import (
     PARTITION_REPLICATES,
