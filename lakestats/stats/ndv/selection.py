@@ -73,7 +73,8 @@ def _choose(p: Profile, n: int, N: int) -> tuple[str, float]:
     if light.d == 0:
         return "chao_katz", float(p.d)  # every value seen > 50 times: nothing unseen
     q_light = n_light / big_n_light
-    g2_light = gamma2(duj1_value(light.d, light.f(1), n_light, q_light), light, n_light, big_n_light)
+    d_light = duj1_value(light.d, light.f(1), n_light, q_light)
+    g2_light = gamma2(d_light, light, n_light, big_n_light)
     if g2_light < HS_ALPHA1:
         value = chao_katz(light, n_light, max(round(big_n_light), n_light)).value + heavy
         return "chao_katz", min(max(value, float(p.d)), float(N))
