@@ -136,7 +136,7 @@ def test_index_provider_batches(table) -> None:
     assert isinstance(parts, index_source.IndexPartitions)
     assert parts.vectors("s") is not None
     opened: list[str] = []
-    original = StatisticsReader._file
+    original = StatisticsReader.parquet_file
 
     def spy(self, entry, kind):
         if entry.name:  # a partition's file, not the table level's
@@ -147,7 +147,7 @@ def test_index_provider_batches(table) -> None:
     fresh = ls.open_table(lt.root_dir)
     import unittest.mock
 
-    with unittest.mock.patch.object(StatisticsReader, "_file", spy):
+    with unittest.mock.patch.object(StatisticsReader, "parquet_file", spy):
         result = fresh.estimate(where)
     truth = con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchone()[0]
     assert (result["row_count"], result["exact"]) == (truth, True)
