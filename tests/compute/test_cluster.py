@@ -261,7 +261,7 @@ def test_master_and_remote_flags_reach_the_settings_get_spark_reads(
     ``--master`` clears an inherited remote; nothing leaks into the environment."""
     import os
 
-    from lakestats import api, cli, config, sql
+    from lakestats import api, cli, config
     from lakestats.errors import LakestatsError
 
     seen: list[config.Settings] = []
@@ -273,7 +273,7 @@ def test_master_and_remote_flags_reach_the_settings_get_spark_reads(
     monkeypatch.setenv("LAKESTATS_SPARK_REMOTE", "sc://inherited:1")
     monkeypatch.delenv("LAKESTATS_SPARK_MASTER", raising=False)
     monkeypatch.setattr(api.LakestatsTable, "analyze", stop)
-    monkeypatch.setattr(sql, "run_sql", stop)
+    monkeypatch.setattr(api, "sql", stop)
     assert cli.main(["analyze", str(tmp_path), "--master", "spark://h:7077"]) != 0
     assert (seen[-1].spark_master, seen[-1].spark_remote) == ("spark://h:7077", None)
     assert cli.main(["sql", "ANALYZE nothing", "--remote", "sc://h:15002"]) != 0
