@@ -58,9 +58,9 @@ class PartitionEntry:
 class TableRef:
     """Which table a version describes (``table`` in the manifest)."""
 
-    format: str  # the format's name: iceberg, delta, hudi, paimon, parquet
-    identifier: str
-    location: str
+    format: str = ""  # the format's name: iceberg, delta, hudi, paimon, parquet
+    identifier: str = ""
+    location: str = ""
 
 
 @dataclass
@@ -117,7 +117,9 @@ class Version:
             raise NewerFormatError(written)
         data.pop("skipped_versions", None)
         data["partitions"] = [PartitionEntry(**p) for p in data["partitions"]]
-        data["table"] = TableRef(**data["table"])
+        # a manifest written by hand or another tool may name less of its table, or more
+        known = {f.name for f in dataclasses.fields(TableRef)}
+        data["table"] = TableRef(**{k: v for k, v in data["table"].items() if k in known})
         version = cls(**data)
         if not isinstance(version.version, int) or not isinstance(version.columns, list):
             raise ValueError("version or columns has the wrong type")

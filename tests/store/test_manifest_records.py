@@ -74,3 +74,21 @@ def test_a_newer_format_version_is_one_line(tmp_path: Path, capsys: pytest.Captu
     assert manifest.load_version(str(stats), newer - 1).version == newer - 1  # older: read
     assert cli.main(["history", str(tmp_path), "--stats-root", str(stats)]) == 2
     assert capsys.readouterr().err.splitlines() == [f"lakestats: error: {expected}"]
+
+
+@pytest.mark.parametrize(
+    "table", [{}, {"format": "parquet", "identifier": "t", "location": "/x", "catalog": "c"}]
+)
+def test_a_table_reference_with_fewer_or_more_keys_reads(tmp_path: Path, table: dict) -> None:
+    """Manifests written by other tools (or by hand) may name less of their table, or more:
+    the known keys are read, the rest left out, and the version is still served."""
+    number = _publish(tmp_path)
+    path = tmp_path / layout.version_path(number)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["table"] = table
+    path.write_text(json.dumps(data), encoding="utf-8")
+    version = manifest.load_version(str(tmp_path), number)
+    assert version.table == manifest.TableRef(
+        table.get("format", ""), table.get("identifier", ""), table.get("location", "")
+    )
+    assert [p.name for p in version.partitions] == ["p=1"]
