@@ -753,31 +753,8 @@ def estimate(
         upper += e.upper
         exact = exact and e.exact
         if e.upper > 0:
-            matching.append(
-                {
-                    "partition": part.values,
-                    "name": part.name,
-                    "partition_rows": n,
-                    "row_count": e.rows,
-                    "lower": e.lower,
-                    "upper": e.upper,
-                    "exact": e.exact,
-                    "method": e.method,
-                }
-            )
-    for d in detail:
-        d["selectivity"] = d["row_count"] / total_rows if total_rows else 0.0
-    return {
-        "predicate": normalize(pred),
-        "row_count": rows,
-        "lower": lower,
-        "upper": upper,
-        "exact": exact,
-        "selectivity": rows / total_rows if total_rows else 0.0,
-        "table_rows": total_rows,
-        "partitions": matching,
-        "detail": detail,
-    }
+            matching.append(_matching_entry(part, n, e))
+    return _estimate_result(pred, (rows, lower, upper, exact), total_rows, matching, detail)
 
 
 def _estimate_batched(
@@ -910,27 +887,43 @@ def _estimate_batched(
         high += e.upper
         exact_all = exact_all and e.exact
         if e.upper > 0:
-            matching.append(
-                {
-                    "partition": part.values,
-                    "name": part.name,
-                    "partition_rows": part.row_count,
-                    "row_count": e.rows,
-                    "lower": e.lower,
-                    "upper": e.upper,
-                    "exact": e.exact,
-                    "method": e.method,
-                }
-            )
+            matching.append(_matching_entry(part, part.row_count, e))
+    return _estimate_result(pred, (total, low, high, exact_all), total_rows, matching, detail)
+
+
+def _matching_entry(part: PartitionStatistics, rows: int, e: sel.Estimate) -> dict[str, object]:
+    """One partition that can match, as ``estimate`` lists it."""
+    return {
+        "partition": part.values,
+        "name": part.name,
+        "partition_rows": rows,
+        "row_count": e.rows,
+        "lower": e.lower,
+        "upper": e.upper,
+        "exact": e.exact,
+        "method": e.method,
+    }
+
+
+def _estimate_result(
+    pred: Predicate,
+    summed: tuple[float, int, int, bool],
+    total_rows: int,
+    matching: list,
+    detail: list,
+) -> dict[str, object]:
+    """``estimate``'s answer from the summed (rows, lower, upper, exact), the partitions that
+    can match and the per-conjunct detail (each given its selectivity here)."""
+    rows, lower, upper, exact = summed
     for d in detail:
         d["selectivity"] = d["row_count"] / total_rows if total_rows else 0.0
     return {
         "predicate": normalize(pred),
-        "row_count": total,
-        "lower": low,
-        "upper": high,
-        "exact": exact_all,
-        "selectivity": total / total_rows if total_rows else 0.0,
+        "row_count": rows,
+        "lower": lower,
+        "upper": upper,
+        "exact": exact,
+        "selectivity": rows / total_rows if total_rows else 0.0,
         "table_rows": total_rows,
         "partitions": matching,
         "detail": detail,
