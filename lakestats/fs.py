@@ -80,7 +80,10 @@ S3_REQUEST_TIMEOUT = 60.0
 S3_ATTEMPTS = 3
 
 
+@lru_cache(maxsize=16)
 def _s3(options: S3Options) -> pafs.FileSystem:
+    """One filesystem per set of options (building one costs ~1 ms, and a lookup resolves
+    several paths); pyarrow's S3 filesystem is safe to share between threads."""
     kwargs: dict[str, object] = {
         "connect_timeout": S3_CONNECT_TIMEOUT,
         "request_timeout": S3_REQUEST_TIMEOUT,

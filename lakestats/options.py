@@ -176,6 +176,11 @@ class AnalyzeOptions:
                 "--from-sample analyzes the sample's snapshot at table level: drop "
                 "--snapshot / --as-of / --partitions-only"
             )
+        if self.from_sample and (self.where is not None or self.exact):
+            raise InvalidArgumentError(
+                "--from-sample estimates the table's statistics from its sample; --where and "
+                "--exact need the table's rows: drop one of them"
+            )
 
     @classmethod
     def build(

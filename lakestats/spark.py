@@ -382,17 +382,7 @@ def register(
             "registering statistics needs a classic SparkSession (py4j); Spark Connect cannot "
             "set catalog statistics: use a classic session or lakestats' own lookups"
         )
-    fmt = table.format
-    if fmt.format_name != "parquet":
-        raise UnsupportedFeatureError(
-            f"cannot register a {fmt.format_name} table in Spark's session catalog: only "
-            "Parquet directories become v1 tables (with its jars a "
-            f"{fmt.format_name} table is a v2 table, whose statistics Spark cannot set)"
-        )
-    from lakestats.api import version_for_snapshot
-
-    # never analyzed: fail before anything is created in Spark's catalog
-    version_for_snapshot(table.stats_root, fmt, snapshot_id, table.s3)
+    fmt = check_registrable(table, snapshot_id)
     _create_table(spark, name, fmt.location)
     record = plan_statistics(
         table,
@@ -403,6 +393,22 @@ def register(
     )
     _set_statistics(spark, record)
     return record
+
+
+def check_registrable(table, snapshot_id: int | None):  # noqa: ANN001, ANN201
+    """The table's format when its statistics can be registered; otherwise one line, before
+    anything is created in Spark's catalog (or a Spark session is started)."""
+    fmt = table.format
+    if fmt.format_name != "parquet":
+        raise UnsupportedFeatureError(
+            f"cannot register a {fmt.format_name} table in Spark's session catalog: only "
+            "Parquet directories become v1 tables (with its jars a "
+            f"{fmt.format_name} table is a v2 table, whose statistics Spark cannot set)"
+        )
+    from lakestats.api import version_for_snapshot
+
+    version_for_snapshot(table.stats_root, fmt, snapshot_id, table.s3)  # never analyzed
+    return fmt
 
 
 def _spark_location(location: str) -> str:
@@ -559,6 +565,7 @@ def register_command(
     works out the statistics, without Spark."""
     if dry_run:
         return plan_statistics(table, name, snapshot_id=snapshot_id, num_bins=num_bins).to_json()
+    check_registrable(table, snapshot_id)  # before a JVM starts
     spark = hive_session(metastore)
     try:
         record = register(spark, table, name, snapshot_id=snapshot_id)

@@ -44,6 +44,16 @@ from lakestats.store import manifest
             {"from_sample": True, "table_level": False},
             "--from-sample analyzes the sample's snapshot at table level: drop --snapshot",
         ),
+        (
+            {"from_sample": True, "where": "a > 1"},
+            "--from-sample estimates the table's statistics from its sample; --where and "
+            "--exact need the table's rows",
+        ),
+        (
+            {"from_sample": True, "exact": True},
+            "--from-sample estimates the table's statistics from its sample; --where and "
+            "--exact need the table's rows",
+        ),
     ],
 )
 def test_analyze_options_refuse_bad_values(values: dict, message: str) -> None:

@@ -149,6 +149,8 @@ CASES = [
     ("analyze {T} --stats-root {FILE}", "cannot write"),
     ("analyze {T} --stats-root {S} --frobnicate", "unrecognized arguments"),
     ("analyze {T} --stats-root {S} --from-sample", "no sample of"),
+    ("analyze {T} --stats-root {S} --from-sample --where 'x > 1'", "--where and --exact need"),
+    ("analyze {T} --stats-root {S} --from-sample --exact", "--where and --exact need"),
     # sample
     ("sample create {T} --stats-root {S} --fraction 0", "--fraction must be in (0, 1]"),
     ("sample create {T} --stats-root {S} --fraction 1.5", "--fraction must be in (0, 1]"),
@@ -206,6 +208,7 @@ CASES = [
     # spark-register (only --dry-run and argument errors: they fail before Spark starts)
     ("spark-register {T} --stats-root {S}", "--name"),
     ("spark-register {T} --stats-root {NEVER} --name t --dry-run", "no statistics"),
+    ("spark-register {T} --stats-root {NEVER} --name t", "no statistics"),  # no JVM started
     ("spark-register {MISSING} --name t --dry-run", "does not exist"),
     ("spark-register {T} --stats-root {S} --name t --bins 0 --dry-run", "bins"),
     # rank / quantile (exact ranks exist only after analyze --exact)

@@ -307,6 +307,21 @@ def test_register_errors(spark, tmp_path):
         register(spark, ls.open_table(str(tmp_path / "delta")), "t")
 
 
+def test_cli_refuses_before_starting_a_spark_session(tmp_path, monkeypatch, capsys):
+    import lakestats.spark
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    pq.write_table(pa.table({"a": [1, 2]}), raw / "p.parquet")
+
+    def no_session(metastore):
+        raise AssertionError("a Spark session was started for a table without statistics")
+
+    monkeypatch.setattr(lakestats.spark, "hive_session", no_session)
+    assert main(["spark-register", str(raw), "--name", "t"]) == 2
+    assert "no statistics" in capsys.readouterr().err
+
+
 def test_cli_dry_run_prints_the_statistics(tpch, capsys):
     assert main(["spark-register", str(tpch["orders"]), "--name", "o", "--dry-run"]) == 0
     printed = json.loads(capsys.readouterr().out)
