@@ -283,7 +283,7 @@ def test_from_sample_reads_the_sample_once_in_the_tasks(sales: Path, spark, monk
     table = ls.open_table(str(sales))
     table.sample.create(fraction=0.1, seed=5, spark=spark)
 
-    def no_driver_read(*_args, **_kwargs):  # noqa: ANN202
+    def no_driver_read(*_args, **_kwargs):
         raise AssertionError("the driver read the sample")
 
     monkeypatch.setattr(SampleReader, "read", no_driver_read)
