@@ -32,6 +32,7 @@ from pyspark.sql import SparkSession
 
 from lakestats import fs
 from lakestats.compute.analyze import AnalyzeResult, analyze, publish_version
+from lakestats.compute.progress import Clock
 from lakestats.compute.sample_bounds import footer_bounds, usable
 from lakestats.compute.sample_files import Scaling, scale_files
 from lakestats.compute.sample_tasks import SampleHook
@@ -69,12 +70,14 @@ def analyze_from_sample(
             f"the sample of {table.identifier} holds no rows; create a larger one with "
             "`lakestats sample create --rows N`"
         )
+    clock = Clock()
     scratch = fs.join(store.sample_dir(stats_root), ANALYSIS_DIR)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     by_path = {p.path: p for p in sample.partitions}
     schema = sampled.schema()
     names = [leaf.name for leaf in leaves_of(schema)]
     bounds, table_bounds = _metadata_bounds(table, sample, schema, names, s3)
+    clock.lap("from sample: bounds from the table's footers")
     hook = SampleHook(
         stats_root, run_id,
         {
@@ -89,6 +92,7 @@ def analyze_from_sample(
     whole = dataclasses.replace(options, max_slice_bytes=ONE_TASK_BYTES)
     result = analyze(sampled, scratch, whole, spark, s3=s3, incremental=False, hook=hook)
     base = manifest.load_version(scratch, result.version, s3)
+    clock.lap("from sample: the sample analyzed (its partitions scaled by the tasks)")
     partitions, written = [], result.bytes_written
     for entry in base.partitions:
         part = by_path[entry.path]
@@ -112,6 +116,7 @@ def analyze_from_sample(
         written += scale_files(
             scratch, stats_root, base.table_files, table_files, scaling, s3,
         )
+    clock.lap("from sample: table level scaled")
     relative = [r for e in partitions for r in e.files.values()] + list(table_files.values())
     sizes = verify.sizes_of(stats_root, relative, s3)
     for e in partitions:
@@ -138,6 +143,7 @@ def analyze_from_sample(
         },
     )
     number = publish_version(stats_root, version, s3)
+    clock.lap(f"from sample: version {number} published")
     return AnalyzeResult(
         number, sample.snapshot_id, result.partitions_computed, result.partitions_reused,
         sample.population, written, stats_root,
