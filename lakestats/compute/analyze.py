@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from lakestats import fs
 from lakestats.compute.errors import spark_call as _spark_call
@@ -67,25 +67,34 @@ class RowSubset:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-def _batches(rows: list[dict[str, object]]) -> pa.RecordBatch:
-    schema = pa.schema(
-        [
-            ("task_id", pa.int64()),
-            ("partition", pa.int64()),
-            ("kind", pa.string()),
-            ("row_count", pa.int64()),
-            ("bytes_written", pa.int64()),
-            ("seconds", pa.float64()),
-            ("error", pa.string()),
-        ]
-    )
-    return pa.RecordBatch.from_pylist(rows, schema=schema)
+SUMMARY_FIELDS = [
+    pa.field("task_id", pa.int64()),
+    pa.field("partition", pa.int64()),
+    pa.field("kind", pa.string()),
+    pa.field("row_count", pa.int64()),
+    pa.field("bytes_written", pa.int64()),
+    pa.field("seconds", pa.float64()),
+    pa.field("error", pa.string()),
+]
+
+
+def _batches(rows: list[dict[str, object]], extra: list[pa.Field] | None = None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(rows, schema=pa.schema(SUMMARY_FIELDS + (extra or [])))
 
 
 def _stage_one(job: Job, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    extra_fields = getattr(job.hook, "extra_fields", None)
     for batch in batches:
         for task_id in batch.column(0).to_pylist():
-            yield _batches([run_slice(job, task_id)])
+            summary = run_slice(job, task_id)
+            extra = summary.pop("extra", None)
+            yield _batches([summary], extra_fields)
+            if extra is not None and extra.num_rows:  # the hook's rows: summary columns null
+                nulls = [pa.nulls(extra.num_rows, f.type) for f in SUMMARY_FIELDS]
+                table = pa.Table.from_arrays(
+                    nulls + list(extra.columns), schema=pa.schema(SUMMARY_FIELDS + extra_fields)
+                )
+                yield from table.to_batches()
 
 
 def _stage_two(
@@ -123,12 +132,15 @@ def analyze(
     s3: fs.S3Options | None = None,
     incremental: bool = True,
     subset: RowSubset | None = None,
+    hook: object | None = None,
 ) -> AnalyzeResult:
     """Analyze the partitions that changed since the last version, reduce, publish.
 
     ``options`` were validated when built; ``options.where`` and ``options.from_sample``
     are the facade's to turn into ``subset`` (derived statistics) or a sample's table.
-    ``subset``: only some rows of some partitions (``RowSubset``)."""
+    ``subset``: only some rows of some partitions (``RowSubset``). ``hook``: more work for
+    each partition task on the rows it read (``compute/sample_tasks.SampleHook``; each
+    partition is then one task)."""
     s3 = s3 or fs.S3Options.from_env()  # executors use the driver's settings, not their env
     snapshot_id, progress, table_level = options.snapshot_id, options.progress, options.table_level
     row_filter = subset.row_filter if subset is not None else None
@@ -194,6 +206,7 @@ def analyze(
         slices=[],
         partition_paths=[paths[i] for i in todo],
         row_filter=row_filter,
+        hook=hook,
     )
     _plan_slices(job, table, [plans[i] for i in todo])
     for i in todo:
@@ -229,6 +242,7 @@ def analyze(
         table_level
         and not unpartitioned
         and len(job.slices) == 1
+        and hook is None
         and fits_one_task(len(final), len(columns))
     ):
         summary, table_files, written, reduce_cache = _spark_call(
@@ -448,11 +462,20 @@ def _compute_partitions(
 def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
     """Stage one (every slice), then stage two (merging the slices of split partitions)."""
     slices = job.slices
-    frame = spark.range(0, len(slices), 1, numPartitions=len(slices))
-    stage = frame.mapInArrow(functools.partial(_stage_one, job), result_schema(SUMMARY_SCHEMA))
-    summaries = run_with_progress(
-        spark, "analyzing partitions", len(slices), lambda: collect_small(stage), progress
-    )
+    hook = job.hook
+    tasks = min(getattr(hook, "tasks", None) or len(slices), len(slices))  # slices per task
+    frame = spark.range(0, len(slices), 1, numPartitions=tasks)
+    schema = SUMMARY_SCHEMA if hook is None else f"{SUMMARY_SCHEMA}, {hook.extra_schema}"  # type: ignore[attr-defined]
+    stage = frame.mapInArrow(functools.partial(_stage_one, job), result_schema(schema))
+    if hook is None:
+        summaries = run_with_progress(
+            spark, "analyzing partitions", len(slices), lambda: collect_small(stage), progress
+        )
+    else:
+        summaries = run_with_progress(
+            spark, "analyzing partitions", len(slices),
+            lambda: _with_hook(stage, hook, [leaf.name for leaf in job.leaves]), progress,
+        )
     _raise_errors(summaries)
     counts: dict[int, int] = {}
     for part, partition in zip(slices, job.slice_partition, strict=True):
@@ -469,6 +492,13 @@ def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
     )
     _raise_errors(merged)
     return [s for s in summaries if s["kind"] == "done"] + merged
+
+
+def _with_hook(stage: DataFrame, hook: object, names: list[str]) -> list[dict]:
+    """Run the tasks once; the hook aggregates its rows in the same Spark job
+    (``SampleHook.aggregate``) and hands back the tasks' summaries."""
+    keys = [f.name for f in SUMMARY_FIELDS]
+    return hook.aggregate(stage, keys, names)  # type: ignore[attr-defined]
 
 
 def _raise_errors(summaries: list) -> None:

@@ -74,8 +74,8 @@ def frequency_interval(count: int, n: int, N: int) -> tuple[float, float, float]
 
 PARTITION_REPLICATES = 20
 """Bootstrap replicates of a partition's distinct-count interval (the table's use
-``select_estimator``'s default, 200): each replicate re-runs the rule, ~1.5 ms, and a table
-has partitions × columns of them."""
+``select_estimator``'s default, 200): the replicates are evaluated at once
+(``stats/ndv/bootstrap.py``), but a table has partitions × columns of them."""
 
 
 def scale_row(

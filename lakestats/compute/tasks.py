@@ -45,6 +45,9 @@ class Job:
     partition_paths: list[str]  # per partition index
     slice_partition: list[int] = field(default_factory=list)  # task -> partition index
     row_filter: object | None = None  # a lakestats.query.predicates tree: only rows where TRUE
+    # extra work on each partition's rows (``compute/sample_tasks.SampleHook``); its rows
+    # travel in the summary under "extra", its bytes count in "bytes_written"
+    hook: object | None = None
 
     def files(self, partition: int) -> dict[str, str]:
         return layout.partition_files(self.partition_paths[partition], self.run_id)
@@ -100,10 +103,18 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
         for accumulator in accumulators:
             accumulator.observe(leaf_array(table, accumulator.leaf))
         rows = table.num_rows
-        del table
         if part.count == 1:
             written = _finalize_and_write(job, partition, accumulators)
-            return _summary(task_id, partition, TaskOutcome.DONE, rows, written, started)
+            extra = None
+            if job.hook is not None:
+                more, extra = job.hook.run(job, partition, table)  # type: ignore[attr-defined]
+                written += more
+            del table
+            summary = _summary(task_id, partition, TaskOutcome.DONE, rows, written, started)
+            return summary if extra is None else {**summary, "extra": extra}
+        del table
+        if job.hook is not None:
+            raise LakestatsError("a partition with a task hook must be read by one task")
         for accumulator in accumulators:
             accumulator.statistics = []  # functions travel with the job, not the state
         state = pickle.dumps(accumulators, protocol=5)

@@ -263,3 +263,46 @@ def test_refresh_after_the_base_snapshot_expired(tmp_path: Path, spark) -> None:
     data = table.sample.show()
     assert data["snapshot_id"] == 2 and data["sample_rows"] == 30
     assert json.loads(json.dumps(data))["population"] == 300
+
+
+def _profile(values: list) -> np.ndarray:
+    """Frequency of frequencies computed here: f[i] values seen i + 1 times."""
+    _, counts = np.unique(np.asarray(values), return_counts=True)
+    return np.bincount(counts)[1:]
+
+
+def test_from_sample_reads_the_sample_once_in_the_tasks(sales: Path, spark, monkeypatch) -> None:
+    """The driver never reads the sample (its reader raises in this process; the Spark
+    workers are other processes); every partition's and the table's distinct estimates
+    equal ``select_estimator`` on the profiles computed here from the sample's rows, so the
+    tasks' profiles and the Spark aggregation of their value hashes are the sample's."""
+    from lakestats.compute.sample_scale import PARTITION_REPLICATES
+    from lakestats.formats.sample import SampleReader
+    from lakestats.stats.ndv import select_estimator
+
+    table = ls.open_table(str(sales))
+    table.sample.create(fraction=0.1, seed=5, spark=spark)
+
+    def no_driver_read(*_args, **_kwargs):
+        raise AssertionError("the driver read the sample")
+
+    monkeypatch.setattr(SampleReader, "read", no_driver_read)
+    table.analyze(from_sample=True, spark=spark)
+    drawn = _sample_rows(table)
+    populations = {p["path"]: p["population"] for p in table.sample.show()["partitions"]}
+    for column in ("id", "item", "amount"):
+        values = [v for t in drawn.values() for v in t[column].to_pylist()]
+        n, big_n = len(values), sum(populations.values())
+        name, estimate, (lower, upper) = select_estimator(_profile(values), n, big_n)
+        [stats] = table.table_statistics(columns=[column])["columns"]
+        assert stats["distinct_estimator"] == name, column
+        assert stats["distinct_count"] == round(estimate), column
+        assert (stats["distinct_count_lower"], stats["distinct_count_upper"]) == (
+            int(np.floor(lower)), int(np.ceil(upper))), column
+        for path, rows in drawn.items():
+            part = rows[column].to_pylist()
+            want = select_estimator(_profile(part), len(part), populations[path],
+                                    replicates=PARTITION_REPLICATES)
+            [got] = table.statistics(path, columns=[column])
+            assert (got["distinct_estimator"], got["distinct_count"]) == (want[0], round(want[1]))
+            assert got["distinct_count_upper"] == int(np.ceil(want[2][1])), (column, path)

@@ -213,12 +213,16 @@ def duj2(f: FrequencyProfile, n: int, N: int) -> Estimate:
     return _finish(p, N, _duj2(p.d, f1, n, q, g2))
 
 
-def _population_size(i: np.ndarray, q: float, N: int) -> np.ndarray:
+def population_size(
+    i: np.ndarray, q: float | np.ndarray, N: int | np.ndarray
+) -> np.ndarray:
     """Method of moments: the class size ``x`` with ``E[i | seen] = q x / (1 - (1-q)^x) = i``
-    (Haas & Stokes 1998, Duj2a), by vectorised bisection on ``[1, N]``."""
+    (Haas & Stokes 1998, Duj2a), by vectorised bisection on ``[1, N]`` (``q`` and ``N`` per
+    element or shared: ``bootstrap.py`` solves every replicate's classes at once)."""
     lo = np.ones_like(i, dtype=np.float64)
-    hi = np.full_like(lo, float(N))
-    log1q = math.log1p(-q)
+    hi = np.broadcast_to(np.asarray(N, dtype=np.float64), lo.shape).copy()
+    log1q = np.log1p(-np.asarray(q, dtype=np.float64))
+    q = np.asarray(q, dtype=np.float64)
     for _ in range(200):
         mid = (lo + hi) / 2
         val = q * mid / -np.expm1(mid * log1q) - i
@@ -241,7 +245,7 @@ def split_heavy(p: Profile, n: int, N: int) -> tuple[Profile, int, float, float]
     n_b = int((p.freqs[heavy] * p.counts[heavy]).sum())
     light = Profile(p.freqs[~heavy], p.counts[~heavy])
     n_rest = n - n_b
-    big_b = float((_population_size(p.freqs[heavy], n / N, N) * p.counts[heavy]).sum())
+    big_b = float((population_size(p.freqs[heavy], n / N, N) * p.counts[heavy]).sum())
     return light, n_rest, max(N - big_b, float(n_rest)), card_b
 
 

@@ -32,9 +32,10 @@ on TPC-H, TPC-DS and Zipf columns (BENCHMARKS.md).
 
 The interval is a Poisson bootstrap of the sample (each sampled row kept Poisson(1) times,
 200 replicates, seeded, drawn on the profile so it costs O(distinct frequencies) per
-replicate), a normal interval on the log scale with the bootstrap's standard error,
-``estimate * exp(+-1.96 se)`` (resampling a sample lowers its distinct count, so the
-bootstrap's percentiles are biased low; only its spread is used), widened to cover the
+replicate; all replicates at once, ``bootstrap.py``), a normal interval on the log scale
+with the bootstrap's standard error, ``estimate * exp(+-1.96 se)`` (resampling a sample
+lowers its distinct count, so the bootstrap's percentiles are biased low; only its spread is
+used), widened to cover the
 estimates of Chao, Chao-Lee, Duj2a and AE (and Sh3 when chosen), clamped to ``[d, N]``. The
 bootstrap measures how much the estimate moves with the sample; the spread of the models is
 a heuristic for the estimators' bias, which no bootstrap sees. ``bench/ndv_accuracy.py``
@@ -47,6 +48,7 @@ import math
 
 import numpy as np
 
+from lakestats.stats.ndv.bootstrap import choose_many, resample_many
 from lakestats.stats.ndv.estimators import (
     HS_ALPHA1,
     HS_ALPHA2,
@@ -102,15 +104,13 @@ def select_estimator(
     if replicates <= 0:
         return name, value, (value, value)
     rng = np.random.default_rng(seed)
-    logs = np.empty(replicates)
-    for r in range(replicates):
-        f_r = _poisson_resample(p, rng)
-        n_r = int((np.arange(1, f_r.size + 1) * f_r).sum())
-        if n_r == 0:
-            logs[r] = math.log(max(value, 1.0))
-            continue
-        _, v = _choose(_profile(f_r), n_r, max(N, n_r))
-        logs[r] = math.log(max(v, 1.0))
+    support, counts = resample_many(p, rng, replicates)
+    values, sizes, scalar = choose_many(support, counts, N)
+    for r in np.flatnonzero(scalar).tolist():  # a replicate as large as the population
+        f_r = _dense(support, counts[r])
+        values[r] = _choose(_profile(f_r), int(sizes[r]), max(N, int(sizes[r])))[1]
+    values = np.where(sizes == 0, value, values)
+    logs = np.log(np.maximum(values, 1.0))
     spread = Z95 * float(np.std(logs, ddof=1)) if replicates > 1 else 0.0
     models = [e(p, n, N).value for e in (chao, chao_lee, duj2a, ae)]
     if name == "sh3":
@@ -121,29 +121,16 @@ def select_estimator(
 
 
 def _poisson_resample(p: Profile, rng: np.random.Generator) -> np.ndarray:
-    """One Poisson bootstrap of the sample, drawn on the profile: the ``f_i`` values seen
-    ``i`` times get new counts ~ Poisson(i) each; where ``f_i`` is large, how many of them get
-    each count is one multinomial draw over Poisson(i)'s support (O(distinct frequencies),
-    not O(distinct values)). Returns the dense profile (index 0 = seen once)."""
-    out: dict[int, int] = {}
-    many = p.counts >= 64
-    for i, c in zip(p.freqs[many].tolist(), p.counts[many].astype(np.int64).tolist(), strict=True):
-        top = int(i + 12 * math.sqrt(i) + 12)
-        k = np.arange(top + 1)
-        log_fact = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, top + 1)))))
-        pmf = np.exp(k * math.log(i) - i - log_fact)
-        drawn = rng.multinomial(c, pmf / pmf.sum())
-        for kk in np.flatnonzero(drawn[1:]) + 1:
-            out[int(kk)] = out.get(int(kk), 0) + int(drawn[kk])
-    few = np.repeat(p.freqs[~many], p.counts[~many].astype(np.int64))
-    if few.size:
-        got = rng.poisson(few)
-        got = got[got > 0]
-        for kk, cc in zip(*np.unique(got, return_counts=True), strict=True):
-            out[int(kk)] = out.get(int(kk), 0) + int(cc)
-    dense = np.zeros(max(out, default=0), dtype=np.int64)
-    for kk, cc in out.items():
-        dense[kk - 1] = cc
+    """One Poisson bootstrap of the sample (``bootstrap.resample_many``), as a dense profile
+    (index 0 = seen once)."""
+    support, counts = resample_many(p, rng, 1)
+    return _dense(support, counts[0])
+
+
+def _dense(support: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    keep = counts > 0
+    dense = np.zeros(int(support[keep].max()) if keep.any() else 0, dtype=np.int64)
+    dense[support[keep] - 1] = counts[keep]
     return dense
 
 

@@ -1,0 +1,160 @@
+"""A sample's statistics files scaled to the population they were drawn from.
+
+``scale_files`` reads one partition's (or the table's) three files computed on the sample
+(``statistics``, ``frequencies``, ``histograms``) and writes their scaled copies
+(``sample_scale.scale_row`` per statistics row, counts × N/n, table-level partition counts
+by each partition's own N/n). Spark-free: executors call it for their partition
+(``sample_tasks.SampleHook``), the driver once for the table level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakestats import fs
+from lakestats.compute.sample_scale import (
+    PARTITION_REPLICATES,
+    SAMPLED_FIELDS,
+    apply_bounds,
+    frequency_interval,
+    scale_row,
+)
+from lakestats.stats.ndv import frequency_of_frequencies
+from lakestats.store import layout, schemas
+
+
+def profile_of(values: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """A column's frequency of frequencies in the sample, None for a type Arrow cannot
+    count (lists, maps): no distinct estimate."""
+    try:
+        return frequency_of_frequencies(values)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
+        return None
+
+
+def _read(root: str, relative: str, s3: fs.S3Options | None) -> pa.Table:
+    filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
+    with filesystem.open_input_file(path) as handle:
+        return pq.read_table(handle)
+
+
+def _write(
+    table: pa.Table, root: str, relative: str, s3: fs.S3Options | None, **kw: object
+) -> int:
+    uri = layout.absolute(root, relative)
+    try:
+        with fs.open_output(uri, s3) as out:
+            pq.write_table(table, out, compression="zstd", store_schema=False, **kw)
+    except OSError as exc:
+        raise fs.cannot_write(uri, exc) from exc
+    return fs.file_info(uri, s3).size
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """What one partition's (or the table's) files are scaled by: ``population`` rows of
+    the table stand behind ``sample_rows`` sampled ones; ``partition_rates`` only for the
+    table level (each partition's N/n, for the frequencies)."""
+
+    population: int
+    sample_rows: int
+    profiles: dict[str, np.ndarray]
+    bounds: dict[str, dict[str, object]] | None = None
+    partition_rates: list[float] | None = None
+
+
+def scale_files(
+    source_root: str,
+    target_root: str,
+    source: dict[str, str],
+    target: dict[str, str],
+    scaling: Scaling,
+    s3: fs.S3Options | None,
+) -> int:
+    """Scaled copies of one partition's (or the table's) three files; bytes written."""
+    N, n, profiles = scaling.population, scaling.sample_rows, scaling.profiles
+    bounds, partition_rates = scaling.bounds, scaling.partition_rates
+    # the table's distinct-count intervals get the rule's 200 bootstrap replicates,
+    # each partition's PARTITION_REPLICATES (partitions x columns of them add up)
+    replicates = None if partition_rates is not None else PARTITION_REPLICATES
+    statistics = _read(source_root, source["statistics"], s3)
+    rows = [
+        apply_bounds(scale_row(row, N, n, profiles.get(row["column"]), replicates),
+                     (bounds or {}).get(row["column"]))
+        for row in statistics.to_pylist()
+    ]
+    schema = statistics.schema
+    for extra in SAMPLED_FIELDS:
+        schema = schema.append(extra)
+    written = _write(
+        pa.Table.from_pylist(rows, schema=schema), target_root, target["statistics"], s3,
+        row_group_size=schemas.STATISTICS_ROW_GROUP, write_statistics=False,
+    )
+    frequencies = _scale_frequencies(_read(source_root, source["frequencies"], s3), N, n,
+                                     partition_rates)
+    written += _write(
+        frequencies, target_root, target["frequencies"], s3,
+        row_group_size=schemas.FREQUENCIES_ROW_GROUP, write_statistics=["column_index"],
+        use_dictionary=["column"],
+    )
+    histograms = _read(source_root, source["histograms"], s3)
+    for i, name in enumerate(histograms.column_names):
+        if name != "bin":
+            histograms = histograms.set_column(i, name, _scaled(histograms.column(i), N / n))
+    written += _write(
+        histograms, target_root, target["histograms"], s3, write_statistics=False,
+        use_dictionary=False,
+    )
+    return written
+
+
+def _scaled(column: pa.ChunkedArray | pa.Array, rate: float) -> pa.Array:
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    values = np.rint(array.to_numpy(zero_copy_only=False).astype(np.float64) * rate)
+    mask = array.is_null().to_numpy(zero_copy_only=False)
+    return pa.array(np.where(mask, 0, values).astype(np.int64), mask=mask, type=array.type)
+
+
+def _scale_frequencies(
+    table: pa.Table, N: int, n: int, partition_rates: list[float] | None
+) -> pa.Table:
+    counts = table.column("frequency").to_numpy()
+    estimate = np.rint(counts * (N / n)).astype(np.int64)
+    table = table.set_column(
+        table.schema.get_field_index("frequency"), "frequency", pa.array(estimate)
+    )
+    if "frequency_upper" in table.column_names:
+        upper = np.array([frequency_interval(int(c), n, N)[2] for c in counts])
+        position = table.schema.get_field_index("frequency_upper")
+        table = table.set_column(
+            position, table.schema.field(position), pa.array(np.ceil(upper).astype(np.int64))
+        )
+    if partition_rates is not None:
+        rates = np.asarray(partition_rates)
+        for name, index_name in (("partition_counts", None), ("partition_id_counts",
+                                                               "partition_ids")):
+            if name not in table.column_names:
+                continue
+            lists = table.column(name).combine_chunks()
+            if index_name is None:
+                flat = lists.flatten()
+                parents = pc.list_parent_indices(lists).to_numpy()
+                offsets = lists.offsets.to_numpy()[:-1]
+                where = np.arange(len(flat)) - offsets[parents] if len(flat) else np.zeros(0)
+            else:
+                ids = table.column(index_name).combine_chunks()
+                where = ids.flatten().to_numpy(zero_copy_only=False)
+                flat = lists.flatten()
+            values = flat.to_numpy(zero_copy_only=False).astype(np.float64)
+            scaled = np.rint(values * rates[where.astype(np.int64)]).astype(np.int64)
+            rebuilt = pa.ListArray.from_arrays(
+                lists.offsets, pa.array(scaled), mask=lists.is_null()
+            )
+            position = table.schema.get_field_index(name)
+            table = table.set_column(position, table.schema.field(position), rebuilt)
+    return table
