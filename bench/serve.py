@@ -2,12 +2,16 @@
 
 Two tables: a generated 1,000-column x 10-partition Parquet table (``wide``) and TPC-H
 lineitem (scale 0.1) by ship year (``lineitem``), both analyzed once on local Spark. The
-server runs as ``lakestats serve --workers W`` on 127.0.0.1; 32 httpx async clients send a
-fixed number of requests over a mix of endpoints. Prints p50/p99 per endpoint class,
-requests/s and errors (must be 0); plus the first (uncached) load of the 1,000-column
-table page. Targets: single-partition lookups p50 < 10 ms, p99 < 50 ms; >= 1,000 req/s.
+server runs as ``lakestats serve --workers W`` on 127.0.0.1; 32 aiohttp clients in a
+separate load-generator process send a fixed number of requests over a mix of endpoints.
+Prints p50/p99 per endpoint class, requests/s and errors (must be 0), the CPU seconds of
+the server (all workers) and of the load generator, the median with one client at a time
+(HTTP cost without queueing) and the same calls in-process; plus the first (uncached)
+load of the 1,000-column table page. ``--compare DIR`` serves the same mix from another
+checkout (e.g. ``/work/main``) in the same run and prints the ratios. Targets:
+single-partition lookups p50 < 10 ms, p99 < 50 ms; >= 1,000 req/s.
 
-    python -m bench.serve [--requests 20000] [--workers 2] [--clients 32]
+    python -m bench.serve [--requests 20000] [--workers 2] [--clients 32] [--compare DIR]
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -107,33 +112,131 @@ def requests_mix(n: int, seed: int = 0) -> list[tuple[str, str]]:
 
 
 async def run_clients(base: str, mix: list[tuple[str, str]], clients: int):  # noqa: ANN201
-    import httpx
+    """``clients`` aiohttp sessions' worth of concurrent requests over ``mix``: seconds per
+    class, error lines, wall seconds."""
+    import aiohttp
 
     queue = list(reversed(mix))
     times: dict[str, list[float]] = {}
     errors: list[str] = []
 
-    async def client(session: httpx.AsyncClient) -> None:
+    async def client(session: aiohttp.ClientSession) -> None:
         while queue:
             kind, path = queue.pop()
             started = time.perf_counter()
             try:
-                response = await session.get(path)
-            except httpx.HTTPError as exc:
+                async with session.get(base + path) as response:
+                    body = await response.read()
+                    status = response.status
+            except (aiohttp.ClientError, TimeoutError) as exc:
                 errors.append(f"{type(exc).__name__} {exc} after "
                               f"{time.perf_counter() - started:.1f} s: {path}")
                 continue
             elapsed = time.perf_counter() - started
-            if response.status_code != 200:
-                errors.append(f"{response.status_code} {path} {response.text[:200]}")
+            if status != 200:
+                errors.append(f"{status} {path} {body[:200]!r}")
             times.setdefault(kind, []).append(elapsed)
 
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as session:
+    connector = aiohttp.TCPConnector(limit=clients)
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         started = time.perf_counter()
         await asyncio.gather(*(client(session) for _ in range(clients)))
         wall = time.perf_counter() - started
     return times, errors, wall
+
+
+def load_generator(base: str, requests: int, clients: int, seed: int) -> None:
+    """The load generator's process (``--load BASE``): runs the mix, prints its results and
+    its own CPU seconds as one JSON line."""
+    cpu = time.process_time()
+    times, errors, wall = asyncio.run(run_clients(base, requests_mix(requests, seed), clients))
+    print(json.dumps({"times": times, "errors": errors, "wall": wall,
+                      "cpu": time.process_time() - cpu}), flush=True)
+
+
+def generate_load(base: str, requests: int, clients: int, seed: int = 0) -> dict:
+    """Run ``load_generator`` in its own process, so its CPU is its own and visible."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.serve", "--load", base, "--requests", str(requests),
+         "--clients", str(clients), "--seed", str(seed)],
+        capture_output=True, text=True, timeout=1800, check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of ``pid`` and its live children (uvicorn's workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    pids = [pid]
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        pids.append(int(child))
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def run_server(label: str, source: Path, config: Path, args: argparse.Namespace) -> dict:
+    """Start ``lakestats serve`` from the code in ``source``, warm it up, run the mix from a
+    separate load-generator process; results with the server's and the client's CPU."""
+    import httpx
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "lakestats.cli", "serve", "--tables", str(config),
+         "--port", str(port), "--workers", str(args.workers)],
+        env={**os.environ, "PYTHONPATH": str(source)}, cwd=str(source),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{base}/api/tables", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit("the server did not start within 120 s")
+            time.sleep(0.2)
+        started = time.perf_counter()
+        first = httpx.get(f"{base}/tables/wide?page=3", timeout=60)
+        cold = time.perf_counter() - started
+        print(f"[{label}] first load of /tables/wide?page=3 (100 of 1,000 columns, uncached): "
+              f"{cold * 1000:.0f} ms, {len(first.content) / 1024:.0f} KiB", flush=True)
+        sequential = one_client(base)
+        generate_load(base, 2000, args.clients, seed=1)  # warm up
+        cpu = tree_cpu(server.pid)
+        result = generate_load(base, args.requests, args.clients)
+        result["server_cpu"] = tree_cpu(server.pid) - cpu
+        result["sequential"] = sequential
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    return result
+
+
+def one_client(base: str, n: int = 200) -> dict[str, float]:
+    """Median seconds per class with one client sending one request at a time (HTTP cost
+    without queueing; the first requests of each path miss the server's answer cache)."""
+    import httpx
+
+    out: dict[str, list[float]] = {}
+    with httpx.Client(base_url=base, timeout=60) as session:
+        for kind, path in requests_mix(n * 7, seed=3):
+            started = time.perf_counter()
+            session.get(path).raise_for_status()
+            out.setdefault(kind, []).append(time.perf_counter() - started)
+    return {kind: statistics.median(values) for kind, values in out.items()}
 
 
 def in_process(wide: Path, lineitem: Path, n: int = 300) -> dict[str, float]:
@@ -175,72 +278,68 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def report(label: str, result: dict, direct: dict[str, float]) -> None:
+    times, errors, wall = result["times"], result["errors"], result["wall"]
+    total = sum(len(v) for v in times.values())
+    print(f"\n[{label}]")
+    print(f"{'endpoint class':30s} {'requests':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'mean ms':>8s}"
+          f" {'1 client p50 ms':>15s} {'in-process p50 ms':>18s}")
+    for kind, values in sorted(times.items()):
+        p50 = percentile(values, 0.5)
+        base = direct.get(kind)
+        alone = result["sequential"].get(kind)
+        print(f"{kind:30s} {len(values):9d} {p50 * 1000:8.1f} "
+              f"{percentile(values, 0.99) * 1000:8.1f} {statistics.fmean(values) * 1000:8.1f}"
+              f" {alone * 1000 if alone else float('nan'):15.2f}"
+              + (f" {base * 1000:18.2f}" if base else ""))
+    print(f"total {total} requests in {wall:.1f} s: {total / wall:,.0f} requests/s; "
+          f"errors: {len(errors)}")
+    print(f"CPU: server {result['server_cpu']:.1f} s ({result['server_cpu'] / total * 1000:.2f} ms"
+          f" per request), load generator {result['cpu']:.1f} s "
+          f"({result['cpu'] / total * 1000:.2f} ms per request)")
+    for line in errors[:5]:
+        print("  error:", line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--compare", type=Path, default=None,
+                        help="another checkout (e.g. the main branch) to serve the same mix")
+    parser.add_argument("--load", help=argparse.SUPPRESS)  # the load generator's process
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    import httpx
+    if args.load:
+        load_generator(args.load, args.requests, args.clients, args.seed)
+        return
 
     wide = wide_table(DATA / "serve_wide_1000x10")
     lineitem = partitioned(tpch_lineitem(0.1), "year")
     analyzed(wide)
     analyzed(lineitem)
-    config = DATA / "serve_tables.json"
+    config = Path(tempfile.mkdtemp(prefix="serve-bench-")) / "tables.json"
     config.write_text(json.dumps({"tables": {"wide": {"table": str(wide)},
                                              "lineitem": {"table": str(lineitem)}}}))
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "lakestats.cli", "serve", "--tables", str(config),
-         "--port", str(port), "--workers", str(args.workers)],
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/api/tables", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("the server did not start within 120 s")
-            time.sleep(0.2)
-        print(f"machine: {machine()}; server workers {args.workers}, {args.clients} clients, "
-              f"{args.requests} requests", flush=True)
-        started = time.perf_counter()
-        first = httpx.get(f"{base}/tables/wide?page=3", timeout=60)
-        cold = time.perf_counter() - started
-        print(f"first load of /tables/wide?page=3 (100 of 1,000 columns, uncached): "
-              f"{cold * 1000:.0f} ms, {len(first.content) / 1024:.0f} KiB", flush=True)
-        asyncio.run(run_clients(base, requests_mix(2000, seed=1), args.clients))  # warm up
-        times, errors, wall = asyncio.run(
-            run_clients(base, requests_mix(args.requests), args.clients)
-        )
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-    total = sum(len(v) for v in times.values())
+    print(f"machine: {machine()}; server workers {args.workers}, {args.clients} clients "
+          f"(aiohttp, one separate process), {args.requests} requests", flush=True)
+    here = Path(__file__).resolve().parents[1]
+    servers = [("this code", here)]
+    if args.compare:
+        servers.append((f"{args.compare}", args.compare.resolve()))
+    results = [(label, run_server(label, source, config, args)) for label, source in servers]
     direct = in_process(wide, lineitem)
-    print(f"{'endpoint class':30s} {'requests':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'mean ms':>8s}"
-          f" {'in-process p50 ms':>18s} {'HTTP p50 / in-process':>22s}")
-    for kind, values in sorted(times.items()):
-        p50 = percentile(values, 0.5)
-        base = direct.get(kind)
-        extra = f" {base * 1000:18.2f} {p50 / base:22.1f}" if base else ""
-        print(f"{kind:30s} {len(values):9d} {p50 * 1000:8.1f} "
-              f"{percentile(values, 0.99) * 1000:8.1f} {statistics.fmean(values) * 1000:8.1f}"
-              + extra)
-    print(f"total {total} requests in {wall:.1f} s: {total / wall:,.0f} requests/s; "
-          f"errors: {len(errors)}")
-    for line in errors[:5]:
-        print("  error:", line)
-    if errors:
+    for label, result in results:
+        report(label, result, direct)
+    if args.compare:
+        [(_, new), (_, old)] = results
+        rate = [sum(len(v) for v in r["times"].values()) / r["wall"] for r in (new, old)]
+        print(f"\nrequests/s this code / {args.compare}: {rate[0] / rate[1]:.1f}x")
+        for kind in sorted(new["times"]):
+            ratio = percentile(old["times"][kind], 0.5) / percentile(new["times"][kind], 0.5)
+            print(f"  {kind:30s} p50 {args.compare} / this code: {ratio:6.1f}x")
+    if any(r["errors"] for _, r in results):
         raise SystemExit(1)
 
 

@@ -18,6 +18,7 @@ here); each method only checks its request and calls the layer below that answer
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,7 @@ from lakestats.store.layout import probe_writable
 from lakestats.store.reader import StatisticsReader
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
     from lakestats.compute.analyze import AnalyzeResult, RowSubset
@@ -194,7 +196,9 @@ class LakestatsTable:
         """Table-level statistics for a snapshot (default: current), marked stale when they
         were computed for an earlier snapshot; columns changed since are left out."""
         version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
-        reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
+        reader = self.reader()  # its open files, when it reads that version
+        if reader.version.version != version.version:
+            reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
         info = staleness(self.format, version, snapshot_id)
         keep = [
             c["name"] for c in version.columns if c["name"] not in info["columns_not_inherited"]
@@ -677,7 +681,7 @@ def staleness(
     changed += sum(1 for e in version.partitions if e.path not in paths)
     ids = table.field_ids(target)
     current = {
-        leaf["name"]: (leaf["type"], ids.get(leaf["name"])) for leaf in _columns_of(table, target)
+        name: (kind, ids.get(name)) for name, kind in _leaf_types_of(table.schema(target))
     }
     dropped = [
         c["name"]
@@ -694,12 +698,20 @@ def staleness(
     }
 
 
-def _columns_of(table: TableFormat, snapshot_id: int | None) -> list[dict[str, str]]:
+def _leaf_types_of(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
+    try:
+        return _leaf_types(schema)
+    except TypeError:  # a schema whose metadata pyarrow cannot hash
+        return _leaf_types.__wrapped__(schema)
+
+
+@functools.lru_cache(maxsize=32)
+def _leaf_types(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
+    """(name, type) of every leaf: walking a 1,000-column schema costs milliseconds, and
+    ``staleness`` asks on every table-level lookup (a schema is hashable and immutable)."""
     from lakestats.stats.leaves import leaves_of
 
-    return [
-        {"name": leaf.name, "type": str(leaf.type)} for leaf in leaves_of(table.schema(snapshot_id))
-    ]
+    return tuple((leaf.name, str(leaf.type)) for leaf in leaves_of(schema))
 
 
 def version_for_snapshot(

@@ -2,18 +2,23 @@
 
 Answers carry an ``ETag`` from the table, its statistics version and snapshot, and honour
 ``If-None-Match`` (304). Values follow the CLI's ``--json`` conventions (``jsonio``).
+Answers about one table are rendered once per statistics version and request
+(``TableSet.cached``), except those that name an ``as_of`` time (which snapshot that is
+moves with the table).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
+import lakestats.api as ls
 from lakestats.errors import StatisticsNotFoundError
 from lakestats.service import facade
 from lakestats.service.errors import ERROR_SCHEMA
-from lakestats.service.jsonio import answer, column_row, etag
+from lakestats.service.jsonio import answer, cached_answer, column_row, etag, rendered
 from lakestats.service.params import check_columns, column_list, snapshot_of
 
 ERRORS = {
@@ -40,6 +45,20 @@ AsOf = Annotated[
     Query(description="the snapshot current at this time (ISO-8601 or epoch ms)", max_length=64),
 ]
 Where = Annotated[str, Query(description="SQL boolean expression", max_length=65536)]
+Computed = tuple[object, str]  # an answer's data and its ETag
+
+
+def _answer(
+    request: Request, table: str, compute: Callable[[ls.LakestatsTable], Computed]
+) -> Response:
+    """``compute(handle)``'s data and ETag as a response, rendered once per statistics
+    version and request."""
+    tables = request.app.state.tables
+    if "as_of" in request.query_params:
+        data, tag = compute(tables.get(table))
+        return answer(request, data, tag)
+    key = (request.scope["path"], request.scope["query_string"])
+    return cached_answer(request, tables.cached(table, key, lambda h: rendered(*compute(h))))
 
 
 @router.get("/tables", summary="served tables")
@@ -66,14 +85,16 @@ def versions(request: Request, table: TableName) -> Response:
 
 @router.get("/tables/{table}/partitions", summary="partitions with statistics")
 def partitions(request: Request, table: TableName) -> Response:
-    handle = request.app.state.tables.get(table)
-    version = handle.reader().version.version
-    tag = etag(table, version, "partitions")
-    data = [
-        {"partition": p["partition"], "name": p["name"], "row_count": p["row_count"]}
-        for p in handle.partitions()
-    ]
-    return answer(request, {"version": version, "partitions": data}, tag)
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        version = handle.reader().version.version
+        data = [
+            {"partition": p["partition"], "name": p["name"], "row_count": p["row_count"]}
+            for p in handle.partitions()
+        ]
+        return {"version": version, "partitions": data}, etag(table, version, "partitions")
+
+    return _answer(request, table, compute)
 
 
 @router.get("/tables/{table}/statistics", summary="statistics of the table or one partition")
@@ -87,24 +108,27 @@ def statistics(
 ) -> Response:
     """As ``lakestats show --json``: table level (with ``stale``) unless ``partition``."""
     tables = request.app.state.tables
-    handle = tables.get(table)
     names = column_list(columns)
-    check_columns(handle, names)
-    snapshot_id = snapshot_of(handle, snapshot, as_of)
-    if not partition:
-        data = facade.table_level(tables, table, snapshot_id, names)
-        return answer(request, data, etag(table, data["version"], data["snapshot_id"], names))
-    version = handle.reader().version.version
-    entry = handle.reader().partition(partition)
-    rows = handle.statistics(entry.name or None, names)
-    data = {
-        "partition": entry.values,
-        "name": entry.name,
-        "row_count": entry.row_count,
-        "version": version,
-        "columns": [column_row(r) for r in rows],
-    }
-    return answer(request, data, etag(table, version, entry.name, names))
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        check_columns(handle, names)
+        snapshot_id = snapshot_of(handle, snapshot, as_of)
+        if not partition:
+            data = facade.table_level(tables, table, snapshot_id, names)
+            return data, etag(table, data["version"], data["snapshot_id"], names)
+        version = handle.reader().version.version
+        entry = handle.reader().partition(partition)
+        rows = handle.statistics(entry.name or None, names)
+        data = {
+            "partition": entry.values,
+            "name": entry.name,
+            "row_count": entry.row_count,
+            "version": version,
+            "columns": [column_row(r) for r in rows],
+        }
+        return data, etag(table, version, entry.name, names)
+
+    return _answer(request, table, compute)
 
 
 @router.get("/tables/{table}/stats", summary="some columns, table and every partition (batched)")
@@ -120,14 +144,18 @@ def stats(
     as_of: AsOf = None,
 ) -> Response:
     """As ``lakestats stats --json`` (``by_partition`` defaults to true here)."""
-    handle = request.app.state.tables.get(table)
     names = column_list(columns)
-    snapshot_id = snapshot_of(handle, snapshot, as_of)
-    data = handle.stats(names, where=where, by_partition=by_partition, snapshot_id=snapshot_id)
-    level = data["table"]
-    data["table"]["columns"] = [column_row(c) for c in level["columns"]]
-    tag = etag(table, level["version"], level["snapshot_id"], request.url.query)
-    return answer(request, data, tag)
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        snapshot_id = snapshot_of(handle, snapshot, as_of)
+        data = handle.stats(
+            names, where=where, by_partition=by_partition, snapshot_id=snapshot_id
+        )
+        level = data["table"]
+        data["table"]["columns"] = [column_row(c) for c in level["columns"]]
+        return data, etag(table, level["version"], level["snapshot_id"], request.url.query)
+
+    return _answer(request, table, compute)
 
 
 @router.get("/tables/{table}/columns/{column}/frequencies", summary="top-k value frequencies")
@@ -138,9 +166,12 @@ def frequencies(
     partition: Partition = None,
     top: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
 ) -> Response:
-    handle = request.app.state.tables.get(table)
-    data = facade.frequencies(handle, column, partition, top)
-    return answer(request, data, etag(table, data["version"], column, partition, top))
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        data = facade.frequencies(handle, column, partition, top)
+        return data, etag(table, data["version"], column, partition, top)
+
+    return _answer(request, table, compute)
 
 
 @router.get("/tables/{table}/columns/{column}/histogram", summary="histogram bins [start, stop)")
@@ -152,9 +183,12 @@ def histogram(
     start: Annotated[int, Query(ge=0, le=2**31)] = 0,
     stop: Annotated[int | None, Query(ge=0, le=2**31)] = None,
 ) -> Response:
-    handle = request.app.state.tables.get(table)
-    data = facade.histogram(handle, column, partition, start, stop)
-    return answer(request, data, etag(table, data["version"], column, partition, start, stop))
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        data = facade.histogram(handle, column, partition, start, stop)
+        return data, etag(table, data["version"], column, partition, start, stop)
+
+    return _answer(request, table, compute)
 
 
 @router.get(
@@ -167,11 +201,14 @@ def partitions_containing(
     column: ColumnName,
     value: Annotated[str, Query(description="the value, as text", max_length=65536)],
 ) -> Response:
-    handle = request.app.state.tables.get(table)
-    version = handle.reader().version.version
-    holders = handle.partitions_containing(column, value)
-    data = {"column": column, "value": value, "version": version, "partitions": holders}
-    return answer(request, data, etag(table, version, column, value))
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        version = handle.reader().version.version
+        holders = handle.partitions_containing(column, value)
+        data = {"column": column, "value": value, "version": version, "partitions": holders}
+        return data, etag(table, version, column, value)
+
+    return _answer(request, table, compute)
 
 
 @router.get("/tables/{table}/estimate", summary="rows a predicate keeps, with sound bounds")
@@ -184,11 +221,13 @@ def estimate(
     as_of: AsOf = None,
 ) -> Response:
     """As ``lakestats estimate --json``."""
-    handle = request.app.state.tables.get(table)
-    snapshot_id = snapshot_of(handle, snapshot, as_of)
-    data = handle.estimate(where, snapshot_id, table_level=table_level)
-    tag = etag(table, data["version"], data["snapshot_id"], where, table_level)
-    return answer(request, data, tag)
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        snapshot_id = snapshot_of(handle, snapshot, as_of)
+        data = handle.estimate(where, snapshot_id, table_level=table_level)
+        return data, etag(table, data["version"], data["snapshot_id"], where, table_level)
+
+    return _answer(request, table, compute)
 
 
 @router.get(
@@ -205,14 +244,17 @@ def predicate_statistics(
     """A derived entry computed by ``lakestats analyze TABLE --where PRED``; 404 saying so
     when there is none (the service never starts Spark)."""
     tables = request.app.state.tables
-    handle = tables.get(table)
-    snapshot_id = snapshot_of(handle, snapshot, as_of)
-    data = facade.derived_entry(handle, where, snapshot_id)
-    if data is None:
-        quoted = where.replace('"', '\\"')
-        raise StatisticsNotFoundError(
-            f"no statistics computed for {where!r}; compute them with "
-            f'`lakestats analyze {tables.configs[table].table} --where "{quoted}"` '
-            "(this service never starts Spark)"
-        )
-    return answer(request, data, etag(table, data.get("version"), where, snapshot_id))
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        snapshot_id = snapshot_of(handle, snapshot, as_of)
+        data = facade.derived_entry(handle, where, snapshot_id)
+        if data is None:
+            quoted = where.replace('"', '\\"')
+            raise StatisticsNotFoundError(
+                f"no statistics computed for {where!r}; compute them with "
+                f'`lakestats analyze {tables.configs[table].table} --where "{quoted}"` '
+                "(this service never starts Spark)"
+            )
+        return data, etag(table, data.get("version"), where, snapshot_id)
+
+    return _answer(request, table, compute)

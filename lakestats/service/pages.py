@@ -5,7 +5,8 @@ distinct count, min, max, mean, a histogram, top values) for the table or one pa
 100 columns per page (histograms and top values load right after, from
 ``/tables/{name}/cells``); ``/tables/{name}/columns/{column}`` shows the full histogram (zoom
 with ``start``/``stop``), the top 100 values and every partition's min/max/nulls from the
-partition index. Data comes from the facade (``facade``), is memoized per table handle,
+partition index. Data comes from the facade (``facade``), is memoized per table version
+(a table page's HTML too: ``TableSet.cached``),
 and is laid out by the Jinja2 templates in ``templates/``. Errors render as a page with
 the same status the JSON API would give.
 """
@@ -22,6 +23,7 @@ from fastapi.templating import Jinja2Templates
 
 from lakestats.errors import LakestatsError
 from lakestats.service import facade, views
+from lakestats.service.cache import Answer
 from lakestats.service.errors import status_of
 from lakestats.service.jsonio import LakestatsJSON, column_row
 from lakestats.service.tables import TableSet
@@ -66,15 +68,21 @@ def table_page(
     snapshot: int | None = None,
 ) -> HTMLResponse:
     tables: TableSet = request.app.state.tables
-    try:
+
+    def html(handle: object) -> Answer:
         context = tables.memo(
             table,
             ("table_page", partition or None, page, snapshot),
             lambda: table_context(tables, table, partition or None, page, snapshot),
         )
+        return Answer(_render(request, "table.html", context).body, "")
+
+    try:  # rendered once per version and request, as API answers are
+        key = (request.scope["path"], request.scope["query_string"])
+        found = tables.cached(table, key, html)
     except LakestatsError as exc:
         return _error(request, exc)
-    return _render(request, "table.html", context)
+    return HTMLResponse(found.body)
 
 
 def table_context(

@@ -7,7 +7,8 @@ re-checks the latest version at most every ``refresh_seconds`` and re-opens the 
 when a newer one was published, and every ``reopen_seconds`` anyway (the table may have a
 new snapshot: ``stale`` must see it), so a long-running service follows ``lakestats
 analyze`` without a restart. ``memo`` keeps answers per table and version, shared by all
-threads, for ``reopen_seconds``. An unknown name is a ``TableNotFoundError`` (404); names
+threads, for ``reopen_seconds``; ``cached`` keeps rendered API answers the same way
+(``cache.AnswerCache``). An unknown name is a ``TableNotFoundError`` (404); names
 are never paths.
 """
 
@@ -22,6 +23,7 @@ from typing import TypeVar
 
 import lakestats.api as ls
 from lakestats.errors import LakestatsError, TableNotFoundError
+from lakestats.service.cache import Answer, AnswerCache
 from lakestats.service.config import TableConfig
 from lakestats.store import manifest
 
@@ -57,6 +59,7 @@ class TableSet:
         self.reopen_seconds = reopen_seconds
         self._local = threading.local()
         self._memos: dict[str, _Memo] = {}
+        self.answers = AnswerCache(reopen_seconds)
 
     def names(self) -> list[str]:
         return list(self.configs)
@@ -99,6 +102,19 @@ class TableSet:
             handle = _Handle(_open(config), latest, now, now)  # a newer version
         handle = handles[name] = _Handle(handle.table, latest, now, handle.opened_at)
         return handle
+
+    def cached(
+        self, name: str, key: object, compute: Callable[[ls.LakestatsTable], Answer]
+    ) -> Answer:
+        """``compute(handle)`` once per table, statistics version and ``key`` (the
+        request), while it stays in ``answers``; the version is this thread's handle's, so
+        a published version is answered within ``refresh_seconds``."""
+        handle = self._handle(name)
+        found = self.answers.get(name, handle.version, key)
+        if found is None:
+            found = compute(handle.table)
+            self.answers.put(name, handle.version, key, found)
+        return found
 
     def memo(self, name: str, key: object, compute: Callable[[], T]) -> T:
         """``compute()`` once per table version and ``reopen_seconds`` (at most
