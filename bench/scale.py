@@ -244,12 +244,17 @@ class Bench:
             "load_average": os.getloadavg()[0],
             **extra,
         }
+        peaks = {
+            **self.status.memory(),
+            "python_rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        }
+        before = self.results.get("_meta", {})
         self.results["_meta"] = {
             "scale": self.scale,
             "rows": self.rows,
             "machine": machine(),
-            **self.status.memory(),
-            "python_rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            # the highest of every run that added to these results
+            **{k: max(filter(None, [v, before.get(k)]), default=None) for k, v in peaks.items()},
         }
         self.results_file.write_text(json.dumps(self.results, indent=1, default=str))
 
@@ -430,6 +435,7 @@ def _mb(value: int | None) -> str:
 
 
 def _targets(results: dict[str, dict], ours: float | None) -> None:
+    meta = results.get("_meta", {})
     if not ours:
         return
     for step, limit in (("spark-analyze", 1.0), ("spark-distinct", 0.5)):
@@ -440,7 +446,8 @@ def _targets(results: dict[str, dict], ours: float | None) -> None:
     lake = results["lakestats"]
     print(f"scenarios: {lake.get('exact', {}).get('scenarios')}")
     print(f"exact step alone: {lake.get('exact_step_seconds') or 0:.1f} s; staged values.parquet "
-          f"{lake.get('staged_bytes', 0) / 1e6:.1f} MB in {lake.get('staged_files')} partitions")
+          f"{lake.get('staged_bytes', 0) / 1e6:.2f} MB in {lake.get('staged_files')} partitions "
+          f"({lake.get('staged_bytes', 0) / max(1, meta.get('rows') or 1):.2f} B/row)")
     if "incremental" in results:
         inc = results["incremental"]
         print(f"incremental: {inc['exact'].get('incremental')}, added "
