@@ -1,39 +1,58 @@
-"""Exact table level at scale: lakestats ``analyze --exact`` against Spark and DuckDB, in one run.
+"""Exact table level at scale: lakestats ``analyze --exact`` against Spark and DuckDB.
 
-TPC-H lineitem at ``--scale`` (10 for the issue's acceptance; 1 validates the script)
-partitioned by ship year+month (~84 partitions). In one run, each timed once (the data is
-large; run twice to see warm numbers):
+TPC-H lineitem at ``--scale`` (10 for the issue's acceptance; 0.1 or 1 validate the script)
+partitioned by ship year+month (~84 partitions). Steps (``--steps``, default all), each
+timed once (the data is large; run a step again to see warm numbers):
 
-* ``lakestats analyze --exact`` (all columns, exact table level), fresh statistics root;
-* Spark ``ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS`` (approximate NDV);
-* Spark exact ``count(DISTINCT c)``, one job per column (one query with every column would
-  ``Expand`` every row once per column);
-* DuckDB ``SUMMARIZE`` (2 threads);
-* scenario #1 on ``l_comment``: the exact step's shuffle against a plain
-  ``groupBy(l_comment).count()`` over the data;
-* scenario #0: a sequence id of a table partitioned by day: proven distinct from the
-  partition summaries (the exact step reads staged value counts only for ranks, 0 data bytes);
-* incremental: one month appended, ``analyze --exact`` again, against the full run.
+* ``lakestats``: ``analyze --exact`` (all columns, exact table level), fresh statistics root;
+* ``spark-analyze``: Spark ``ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS``
+  (approximate NDV);
+* ``spark-distinct``: Spark exact ``count(DISTINCT c)``, one job per column (one query with
+  every column would ``Expand`` every row once per column);
+* ``duckdb``: DuckDB ``SUMMARIZE`` (2 threads);
+* ``comment``: ``analyze --exact --columns l_comment`` (scenario #1 when its partitions are
+  all-distinct, else #2); ``comment-plain``: a plain ``groupBy(l_comment).count()``: their
+  shuffle write bytes, stage by stage;
+* ``sequence``: scenario #0: a sequence id of a table partitioned by day; the table's data
+  directory is renamed away while the exact step runs, so the step provably reads 0 data
+  bytes (it would fail on any data read);
+* ``incremental``: one month appended to the ``lakestats`` step's table (a hard-linked copy
+  under the work directory), ``analyze --exact`` again, against the full run.
+
+Every finished step's result is saved at once to ``<work>/results.json`` (work directory:
+``--work``, default ``bench/data/scale-sf<scale>``); a later run with other ``--steps``
+adds to it, and every run prints the full table from it (steps not run yet are listed), so
+the steps can be run in separate short windows. ``incremental`` needs ``lakestats`` first
+(its statistics root is kept in the work directory).
 
 Shuffle bytes come from Spark's REST status API (``/api/v1/applications/<id>/stages``: the
 ``shuffleWriteBytes`` of the stages each step ran), so the session is created here with the
-UI on. Prints ratios; record them in BENCHMARKS.md.
+UI on; the exact step alone (``compute.exact.job.exact_table``, wrapped here) is measured
+apart from the partition analyze and the reduction. Peak memory: the Spark driver JVM's
+resident peak (``VmHWM``; in ``local[2]`` the executors run in that JVM too) and Spark's
+own peak JVM heap metric for the driver, and the Python driver's peak RSS.
 
-    python bench/scale.py [--scale 10]
+    python -m bench.scale [--scale 10] [--steps lakestats,spark-analyze,...] [--work DIR]
+        [--report]
+
+Over 400 lines on purpose: the eight steps and their report share one session, one probe
+of the exact step and one results file.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -44,8 +63,30 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import lakestats.api as ls
-from bench.common import machine, partitioned, tpch_lineitem
+import lakestats.compute.analyze as analyze_module
+from bench.common import DATA, machine, partitioned, tpch_lineitem
 from lakestats.store import manifest
+
+STEPS = (
+    "lakestats",
+    "spark-analyze",
+    "spark-distinct",
+    "duckdb",
+    "comment",
+    "comment-plain",
+    "sequence",
+    "incremental",
+)
+LABELS = {
+    "lakestats": "lakestats analyze --exact",
+    "spark-analyze": "spark ANALYZE FOR ALL COLUMNS",
+    "spark-distinct": "spark exact count(DISTINCT) x cols",
+    "duckdb": "duckdb SUMMARIZE (2 threads)",
+    "comment": "lakestats --exact l_comment only",
+    "comment-plain": "spark groupBy(l_comment).count()",
+    "sequence": "lakestats --exact sequence id by day",
+    "incremental": "lakestats --exact, 1 month appended",
+}
 
 
 def session() -> SparkSession:
@@ -67,31 +108,59 @@ def session() -> SparkSession:
     return spark
 
 
-class Shuffle:
-    """Shuffle write bytes of the stages run since the last mark (REST status API)."""
+class Status:
+    """Spark's REST status API: stages completed since the last mark, driver memory."""
 
     def __init__(self, spark: SparkSession) -> None:
         context = spark.sparkContext
-        self.url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/stages"
+        self.base = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}"
         self.seen: set[tuple[int, int]] = set(self._stages())
+        # py4j here only to find the driver JVM's pid (Spark integration is this bench's point)
+        self.jvm_pid = int(context._jvm.java.lang.ProcessHandle.current().pid())
+
+    def _get(self, path: str) -> list[dict]:
+        with urllib.request.urlopen(f"{self.base}/{path}", timeout=30) as response:
+            return json.load(response)
 
     def _stages(self) -> dict[tuple[int, int], dict]:
-        with urllib.request.urlopen(self.url, timeout=30) as response:
-            stages = json.load(response)
-        return {(s["stageId"], s["attemptId"]): s for s in stages if s["status"] == "COMPLETE"}
+        return {
+            (s["stageId"], s["attemptId"]): s
+            for s in self._get("stages")
+            if s["status"] == "COMPLETE"
+        }
 
-    def since_mark(self) -> tuple[int, int]:
-        """(shuffle write bytes, input bytes) of the stages completed since the last call."""
+    def since_mark(self) -> list[dict]:
+        """The stages completed since the last call: id, name, shuffle write bytes/records."""
         stages = self._stages()
-        new = [s for key, s in stages.items() if key not in self.seen]
+        new = [s for key, s in sorted(stages.items()) if key not in self.seen]
         self.seen |= set(stages)
-        return (
-            sum(s.get("shuffleWriteBytes", 0) for s in new),
-            sum(s.get("inputBytes", 0) for s in new),
-        )
+        return [
+            {
+                "stage": s["stageId"],
+                "name": s.get("name", "")[:60],
+                "shuffle_write_bytes": s.get("shuffleWriteBytes", 0),
+                "shuffle_write_records": s.get("shuffleWriteRecords", 0),
+                "input_bytes": s.get("inputBytes", 0),
+            }
+            for s in new
+        ]
+
+    def memory(self) -> dict[str, int | None]:
+        """Peak resident memory of the driver JVM (VmHWM) and Spark's peak heap metric."""
+        hwm = None
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{self.jvm_pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) * 1024
+        heap = None
+        with contextlib.suppress(Exception):
+            for executor in self._get("executors"):
+                if executor["id"] == "driver":
+                    heap = (executor.get("peakMemoryMetrics") or {}).get("JVMHeapMemory")
+        return {"jvm_rss_peak": hwm, "jvm_heap_peak": heap}
 
 
-def timed(action) -> float:  # noqa: ANN001
+def timed(action: Callable[[], object]) -> float:
     started = time.perf_counter()
     action()
     seconds = time.perf_counter() - started
@@ -99,122 +168,348 @@ def timed(action) -> float:  # noqa: ANN001
     return seconds
 
 
+@contextlib.contextmanager
+def exact_step_probe(status: Status, hide: Path | None, into: dict) -> Iterator[None]:
+    """Wrap the exact step of ``analyze --exact``: its own time and stages, with ``hide``
+    (a data directory) renamed away while it runs, so any data read would fail."""
+    real = analyze_module.exact_table
+
+    def probed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        into["before_stages"] = status.since_mark()  # the partition analyze, the reduction
+        hidden = hide.with_name(hide.name + ".hidden") if hide else None
+        if hide:
+            hide.rename(hidden)
+        started = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            into["exact_step_seconds"] = time.perf_counter() - started
+            into["exact_step_stages"] = status.since_mark()
+            if hide:
+                hidden.rename(hide)
+                into["data_hidden_during_exact_step"] = True
+
+    analyze_module.exact_table = probed
+    try:
+        yield
+    finally:
+        analyze_module.exact_table = real
+
+
+def _probed_stages(probe: dict, status: Status) -> list[dict]:
+    """Every stage of a probed analyze: before, in and after its exact step."""
+    return [
+        *probe.get("before_stages", []),
+        *probe.get("exact_step_stages", []),
+        *status.since_mark(),
+    ]
+
+
 def staged_bytes(root: Path) -> tuple[int, int]:
     files = list(root.rglob("values.parquet"))
     return sum(f.stat().st_size for f in files), len(files)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--scale", type=float, default=10.0)
-    args = parser.parse_args()
-    source = tpch_lineitem(args.scale)
-    table_dir = partitioned(source, "month")
-    spark = session()
-    shuffle = Shuffle(spark)
-    rows = pq.ParquetDataset(table_dir).read(columns=["l_orderkey"]).num_rows
-    partitions = len({p.parent for p in table_dir.rglob("*.parquet")})
-    print(f"# scale  {dt.date.today()}  scale {args.scale:g}  {rows:,} rows  {partitions} parts")
-    print(f"# {machine()}")
-    results: dict[str, tuple[float, int, int]] = {}
-    work = Path(tempfile.mkdtemp(prefix="lakestats-scale-"))
-    try:
-        root = work / "stats"
-        handle = ls.open_table(str(table_dir), stats_root=str(root))
-        seconds = timed(lambda: handle.analyze(spark=spark, exact=True))
-        results["lakestats analyze --exact"] = (seconds, *shuffle.since_mark())
-        version = manifest.load_version(str(root))
-        exact = version.extra["exact"]
-        size, files = staged_bytes(root)
+def linked_copy(source: Path, target: Path) -> Path:
+    """A hard-linked copy of a table directory (no data copied; safe to append to)."""
+    if not (target / "_SUCCESS").exists():
+        shutil.rmtree(target, ignore_errors=True)
+        subprocess.run(["cp", "-al", str(source), str(target)], check=True)
+    return target
 
-        spark.sql("DROP TABLE IF EXISTS lineitem_scale")
-        spark.catalog.createTable("lineitem_scale", path=str(table_dir), source="parquet")
-        spark.sql("ALTER TABLE lineitem_scale RECOVER PARTITIONS")
-        seconds = timed(
-            lambda: spark.sql("ANALYZE TABLE lineitem_scale COMPUTE STATISTICS FOR ALL COLUMNS")
+
+class Bench:
+    """One run: the data, the Spark session and the results file of the work directory."""
+
+    def __init__(self, scale: float, work: Path) -> None:
+        self.scale = scale
+        self.work = work
+        work.mkdir(parents=True, exist_ok=True)
+        self.results_file = work / "results.json"
+        self.results: dict[str, dict] = (
+            json.loads(self.results_file.read_text()) if self.results_file.exists() else {}
         )
-        results["spark ANALYZE FOR ALL COLUMNS"] = (seconds, *shuffle.since_mark())
+        self.source = partitioned(tpch_lineitem(scale), "month")
+        self.table = linked_copy(self.source, work / "table")
+        self.spark = session()
+        self.status = Status(self.spark)
+        self.rows = pq.ParquetDataset(self.source).read(columns=["l_orderkey"]).num_rows
 
-        frame = spark.read.parquet(str(table_dir))
+    def save(self, step: str, seconds: float, stages: list[dict], **extra: object) -> None:
+        self.results[step] = {
+            "seconds": seconds,
+            "shuffle_write_bytes": sum(s["shuffle_write_bytes"] for s in stages),
+            "stages": stages,
+            "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "load_average": os.getloadavg()[0],
+            **extra,
+        }
+        peaks = {
+            **self.status.memory(),
+            "python_rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        }
+        before = self.results.get("_meta", {})
+        self.results["_meta"] = {
+            "scale": self.scale,
+            "rows": self.rows,
+            "machine": machine(),
+            # the highest of every run that added to these results
+            **{k: max(filter(None, [v, before.get(k)]), default=None) for k, v in peaks.items()},
+        }
+        self.results_file.write_text(json.dumps(self.results, indent=1, default=str))
+
+    # -- the steps -------------------------------------------------------------------
+    def lakestats(self) -> None:
+        root = self.work / "stats"
+        shutil.rmtree(root, ignore_errors=True)
+        handle = ls.open_table(str(self.table), stats_root=str(root))
+        probe: dict = {}
+        self.status.since_mark()
+        with exact_step_probe(self.status, None, probe):
+            seconds = timed(lambda: handle.analyze(spark=self.spark, exact=True))
+        version = manifest.load_version(str(root))
+        size, files = staged_bytes(root)
+        self.save(
+            "lakestats",
+            seconds,
+            _probed_stages(probe, self.status),
+            exact=version.extra.get("exact", {}),
+            exact_step_seconds=probe.get("exact_step_seconds"),
+            staged_bytes=size,
+            staged_files=files,
+        )
+
+    def spark_analyze(self) -> None:
+        self.spark.sql("DROP TABLE IF EXISTS lineitem_scale")
+        self.spark.catalog.createTable("lineitem_scale", path=str(self.source), source="parquet")
+        self.spark.sql("ALTER TABLE lineitem_scale RECOVER PARTITIONS")
+        self.status.since_mark()
+        seconds = timed(
+            lambda: self.spark.sql(
+                "ANALYZE TABLE lineitem_scale COMPUTE STATISTICS FOR ALL COLUMNS"
+            ).collect()
+        )
+        self.save("spark-analyze", seconds, self.status.since_mark())
+
+    def spark_distinct(self) -> None:
+        frame = self.spark.read.parquet(str(self.source))
 
         def distinct_all() -> None:
             for column in frame.columns:
                 frame.select(F.countDistinct(column)).collect()
 
-        results["spark exact count(DISTINCT) x cols"] = (timed(distinct_all), *shuffle.since_mark())
+        self.status.since_mark()
+        seconds = timed(distinct_all)
+        self.save("spark-distinct", seconds, self.status.since_mark())
 
+    def duckdb(self) -> None:
         def summarize() -> None:
             con = duckdb.connect()
             con.execute("SET threads = 2")
             con.execute(
-                f"SUMMARIZE SELECT * FROM read_parquet('{table_dir}/**/*.parquet', "
+                f"SUMMARIZE SELECT * FROM read_parquet('{self.source}/ship_year=*/*/*.parquet', "
                 "hive_partitioning = true)"
             ).fetchall()
 
-        results["duckdb SUMMARIZE (2 threads)"] = (timed(summarize), 0, 0)
+        self.save("duckdb", timed(summarize), [])
 
-        comment_root = work / "comment"
-        comment = ls.open_table(str(table_dir), stats_root=str(comment_root))
-        seconds = timed(
-            lambda: comment.analyze(spark=spark, columns=["l_comment"], exact=True)
+    def comment(self) -> None:
+        root = self.work / "comment"
+        shutil.rmtree(root, ignore_errors=True)
+        handle = ls.open_table(str(self.table), stats_root=str(root))
+        probe: dict = {}
+        self.status.since_mark()
+        with exact_step_probe(self.status, None, probe):
+            seconds = timed(
+                lambda: handle.analyze(spark=self.spark, columns=["l_comment"], exact=True)
+            )
+        extra = manifest.load_version(str(root)).extra.get("exact", {})
+        exact_stages = probe.get("exact_step_stages", [])
+        self.save(
+            "comment",
+            seconds,
+            _probed_stages(probe, self.status),
+            exact=extra,
+            exact_step_seconds=probe.get("exact_step_seconds"),
+            exact_step_shuffle_bytes=sum(s["shuffle_write_bytes"] for s in exact_stages),
+            exact_step_stages=exact_stages,
         )
-        results["lakestats --exact l_comment only"] = (seconds, *shuffle.since_mark())
-        comment_scenario = manifest.load_version(str(comment_root)).extra["exact"]["scenarios"]
+
+    def comment_plain(self) -> None:
+        frame = self.spark.read.parquet(str(self.source))
+        self.status.since_mark()
         seconds = timed(
             lambda: frame.groupBy("l_comment").count().write.format("noop").mode("overwrite").save()
         )
-        results["spark groupBy(l_comment).count()"] = (seconds, *shuffle.since_mark())
+        self.save("comment-plain", seconds, self.status.since_mark())
 
-        by_day = work / "by_day"
+    def sequence(self) -> None:
+        by_day = self.work / "by_day"
         days = 84
-        per_day = max(1, rows // days)
-        for d in range(days):
-            ids = np.arange(d * per_day, (d + 1) * per_day, dtype=np.int64)
-            out = by_day / f"day={d:03d}"
-            out.mkdir(parents=True)
-            pq.write_table(pa.table({"id": ids}), out / "data.parquet")
-        day_root = work / "day_stats"
-        seconds = timed(
-            lambda: ls.open_table(str(by_day), stats_root=str(day_root)).analyze(
-                spark=spark, exact=True
-            )
+        per_day = max(1, self.rows // days)
+        if not (by_day / "_SUCCESS").exists():
+            shutil.rmtree(by_day, ignore_errors=True)
+            for d in range(days):
+                ids = np.arange(d * per_day, (d + 1) * per_day, dtype=np.int64)
+                out = by_day / f"day={d:03d}"
+                out.mkdir(parents=True)
+                pq.write_table(pa.table({"id": ids}), out / "data.parquet")
+            (by_day / "_SUCCESS").touch()
+        root = self.work / "day_stats"
+        shutil.rmtree(root, ignore_errors=True)
+        handle = ls.open_table(str(by_day), stats_root=str(root))
+        probe: dict = {}
+        self.status.since_mark()
+        with exact_step_probe(self.status, by_day, probe):
+            seconds = timed(lambda: handle.analyze(spark=self.spark, exact=True))
+        version = manifest.load_version(str(root))
+        [row] = ls.open_table(str(by_day), stats_root=str(root)).reader().column_statistics(
+            None, ["id"]
         )
-        results["lakestats --exact sequence id by day"] = (seconds, *shuffle.since_mark())
-        day_scenario = manifest.load_version(str(day_root)).extra["exact"]["scenarios"]
+        self.save(
+            "sequence",
+            seconds,
+            _probed_stages(probe, self.status),
+            exact=version.extra.get("exact", {}),
+            exact_step_seconds=probe.get("exact_step_seconds"),
+            data_hidden_during_exact_step=probe.get("data_hidden_during_exact_step", False),
+            distinct_count=row["distinct_count"],
+            distinct_count_exact=row["distinct_count_exact"],
+            true_distinct=days * per_day,
+        )
 
-        appended = table_dir / "ship_year=1999" / "ship_month=1"
-        months = sorted(p for p in table_dir.glob("ship_year=*/ship_month=*") if p.is_dir())
-        shutil.copytree(months[0], appended)
+    def incremental(self) -> None:
+        full = self.work / "stats"
+        if "lakestats" not in self.results or not full.exists():
+            raise SystemExit("bench/scale.py: error: run --steps lakestats first (incremental "
+                             "appends to its statistics)")
+        root = self.work / "stats-incremental"  # a copy: the full root stays reusable
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(full, root)
+        months = sorted(p for p in self.table.glob("ship_year=*/ship_month=*") if p.is_dir())
+        appended = self.table / "ship_year=1999" / "ship_month=1"
+        shutil.copytree(months[0], appended, copy_function=os.link)
+        handle = ls.open_table(str(self.table), stats_root=str(root))
+        probe: dict = {}
         try:
-            seconds = timed(lambda: handle.analyze(spark=spark, exact=True))
-            results["lakestats --exact, 1 month appended"] = (seconds, *shuffle.since_mark())
-            incremental = manifest.load_version(str(root)).extra["exact"]
+            self.status.since_mark()
+            with exact_step_probe(self.status, None, probe):
+                seconds = timed(lambda: handle.analyze(spark=self.spark, exact=True))
+            extra = manifest.load_version(str(root)).extra.get("exact", {})
         finally:
             shutil.rmtree(appended, ignore_errors=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-    ours = results["lakestats analyze --exact"][0]
-    header = f"{'seconds':>9s} {'ours/it':>8s} {'shuffle MB':>11s} {'input MB':>9s}"
-    print(f"\n{'contender':40s} {header}")
-    for label, (seconds, shuffled, read) in results.items():
-        print(
-            f"{label:40s} {seconds:9.2f} {ours / seconds:8.2f} {shuffled / 1e6:11.1f} "
-            f"{read / 1e6:9.1f}"
+            shutil.rmtree(root, ignore_errors=True)
+        self.save(
+            "incremental",
+            seconds,
+            _probed_stages(probe, self.status),
+            exact=extra,
+            exact_step_seconds=probe.get("exact_step_seconds"),
         )
-    ours_comment = results["lakestats --exact l_comment only"][1]
-    plain = results["spark groupBy(l_comment).count()"][1]
-    print(f"\nscenarios: {exact['scenarios']}")
-    print(f"l_comment scenario {comment_scenario}; shuffle ours/plain = {ours_comment / plain:.2f}")
-    print(f"sequence id by day: {day_scenario}")
-    print(f"incremental: {incremental.get('incremental')}, "
-          f"added {incremental.get('partitions_added')}; time / full = "
-          f"{results['lakestats --exact, 1 month appended'][0] / ours:.2f}")
-    print(f"staged values.parquet: {size / 1e6:.1f} MB in {files} partitions "
-          f"({size / max(1, files) / 1e6:.2f} MB each, {size / rows:.2f} B/row)")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak Python driver RSS {peak:.0f} MB (the JVM driver heap is capped by "
-          "spark.driver.memory)")
+
+
+def report(results: dict[str, dict]) -> None:
+    """The full table from the saved results (steps not run yet listed as such)."""
+    meta = results.get("_meta", {})
+    print(f"\n# scale {meta.get('scale')}  {meta.get('rows', 0):,} rows  {meta.get('machine')}")
+    ours = results.get("lakestats", {}).get("seconds")
+    print(f"{'step':40s} {'seconds':>9s} {'ours/it':>8s} {'shuffle MB':>11s} {'load':>5s}")
+    for step in STEPS:
+        r = results.get(step)
+        if r is None:
+            print(f"{LABELS[step]:40s} {'not run':>9s}")
+            continue
+        ratio = f"{ours / r['seconds']:8.2f}" if ours else f"{'-':>8s}"
+        print(f"{LABELS[step]:40s} {r['seconds']:9.2f} {ratio} "
+              f"{r['shuffle_write_bytes'] / 1e6:11.1f} {r['load_average']:5.1f}")
+    _targets(results, ours)
+    _comment(results, meta)
+    _sequence(results)
+    print(f"peak memory: driver JVM RSS {_mb(meta.get('jvm_rss_peak'))} (local[2]: executors "
+          f"in it too), Spark driver JVM heap peak {_mb(meta.get('jvm_heap_peak'))}, "
+          f"Python driver RSS {_mb(meta.get('python_rss_peak'))} (target: < 2 GB)")
+
+
+def _mb(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / 1e6:.0f} MB"
+
+
+def _targets(results: dict[str, dict], ours: float | None) -> None:
+    meta = results.get("_meta", {})
+    if not ours:
+        return
+    for step, limit in (("spark-analyze", 1.0), ("spark-distinct", 0.5)):
+        if step in results:
+            ratio = ours / results[step]["seconds"]
+            verdict = "met" if ratio <= limit else "NOT met"
+            print(f"target ours/{step} <= {limit}: {ratio:.2f} ({verdict})")
+    lake = results["lakestats"]
+    print(f"scenarios: {lake.get('exact', {}).get('scenarios')}")
+    print(f"exact step alone: {lake.get('exact_step_seconds') or 0:.1f} s; staged values.parquet "
+          f"{lake.get('staged_bytes', 0) / 1e6:.2f} MB in {lake.get('staged_files')} partitions "
+          f"({lake.get('staged_bytes', 0) / max(1, meta.get('rows') or 1):.2f} B/row)")
+    if "incremental" in results:
+        inc = results["incremental"]
+        print(f"incremental: {inc['exact'].get('incremental')}, added "
+              f"{inc['exact'].get('partitions_added')}; time / full = "
+              f"{inc['seconds'] / ours:.3f} (target <= 0.05)")
+
+
+def _comment(results: dict[str, dict], meta: dict) -> None:
+    if "comment" not in results or "comment-plain" not in results:
+        return
+    ours, plain = results["comment"], results["comment-plain"]
+    scenario = ours.get("exact", {}).get("scenarios")
+    shuffled, base = ours["exact_step_shuffle_bytes"], plain["shuffle_write_bytes"]
+    rows = meta.get("rows") or 1
+    print(f"l_comment {scenario}: exact step shuffle {shuffled / 1e6:.1f} MB "
+          f"({shuffled / rows:.2f} B/row), plain groupBy {base / 1e6:.1f} MB "
+          f"({base / rows:.2f} B/row): ours/plain = {shuffled / max(1, base):.3f} "
+          "(target <= 0.20 for #1)")
+    for label, stages in (("exact step", ours.get("exact_step_stages")),
+                          ("plain groupBy", plain["stages"])):
+        for s in stages or []:
+            if s["shuffle_write_bytes"]:
+                megabytes = s["shuffle_write_bytes"] / 1e6
+                print(f"  {label:13s} stage {s['stage']:4d} {megabytes:9.1f} MB "
+                      f"{s['shuffle_write_records']:>12,} rec  {s['name']}")
+
+
+def _sequence(results: dict[str, dict]) -> None:
+    if "sequence" not in results:
+        return
+    r = results["sequence"]
+    print(f"sequence id by day: {r['exact'].get('scenarios')}; distinct {r['distinct_count']:,} "
+          f"(exact {r['distinct_count_exact']}, true {r['true_distinct']:,}); data directory "
+          f"hidden during the exact step: {r['data_hidden_during_exact_step']} -> 0 data bytes "
+          f"read by the proof ({r.get('exact_step_seconds') or 0:.1f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=10.0)
+    parser.add_argument("--steps", default=",".join(STEPS),
+                        help=f"comma-separated, in this order: {','.join(STEPS)}")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="work directory (results.json, statistics roots, table copy)")
+    parser.add_argument("--report", action="store_true", help="print saved results only")
+    args = parser.parse_args()
+    steps = [s.strip() for s in args.steps.split(",") if s.strip()]
+    unknown = [s for s in steps if s not in STEPS]
+    if unknown:
+        parser.error(f"unknown step(s) {', '.join(unknown)}; choose from {', '.join(STEPS)}")
+    work = args.work or DATA / f"scale-sf{args.scale:g}"
+    if args.report:
+        report(json.loads((work / "results.json").read_text()))
+        return
+    bench = Bench(args.scale, work)
+    print(f"# scale  {dt.date.today()}  scale {args.scale:g}  {bench.rows:,} rows  "
+          f"work {work}\n# {machine()}", flush=True)
+    for step in STEPS:
+        if step in steps:
+            print(f"{LABELS[step]} ...", flush=True)
+            getattr(bench, step.replace("-", "_"))()
+    report(bench.results)
 
 
 if __name__ == "__main__":

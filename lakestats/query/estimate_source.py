@@ -41,6 +41,7 @@ _FIELDS = [
     "histogram_bins",
     "histogram_exact",
     "frequencies_exact",
+    "duplicates_only",
 ]
 
 
@@ -130,7 +131,10 @@ class ReaderPartition:
             tuple(keys_out[i] for i in order),
             np.array([counts_out[i] for i in order], dtype=np.int64),
             complete=not truncated,
-            unlisted_bound=row.get("frequencies_min") if truncated else None,
+            # duplicates only (analyze --exact, #1): an unlisted value occurs at most once
+            unlisted_bound=(1 if row.get("duplicates_only") else row.get("frequencies_min"))
+            if truncated
+            else None,
         )
 
     def _histogram(self, column: str, row: dict) -> Histogram | None:

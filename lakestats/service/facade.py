@@ -81,6 +81,8 @@ def frequencies(
         "all_distinct": row.get("all_distinct"),
         "truncated": bool(row.get("frequencies_truncated")),
         "omitted": row.get("frequencies_omitted"),
+        # the list is every value occurring more than once; the omitted ones occur once each
+        "duplicates_only": bool(row.get("duplicates_only")),
         "frequencies": [{"value": v, "frequency": f} for v, f in pairs],
     }
 

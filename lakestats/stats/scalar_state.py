@@ -48,6 +48,10 @@ class ScalarState:
     hll: bytes | None = None
     kll: bytes | None = None
     frequencies_complete: bool = True
+    # some partition's sketches were left out (its frequencies determine them) and not
+    # rebuilt, because every partition of this state listed all its values: exact without
+    # them. Merged into an incomplete state, ``compute/reduce`` rebuilds them.
+    sketches_deferred: bool = False
     frequency_slack: int = 0  # sum over incomplete partitions of their unseen-value bound
     histogram_lo: float | None = None  # finite range of the partition histograms
     histogram_hi: float | None = None
@@ -142,6 +146,7 @@ class ScalarState:
         if other.kll is not None:
             self.kll_union().merge(ds.kll_doubles_sketch.deserialize(other.kll))
         self.frequencies_complete &= other.frequencies_complete
+        self.sketches_deferred |= other.sketches_deferred
         self.frequency_slack += other.frequency_slack
         for bound in ("histogram_lo", "histogram_hi"):
             mine, theirs = getattr(self, bound), getattr(other, bound)
@@ -165,8 +170,12 @@ class ScalarState:
         return Grid(lo, width, (hi - lo) // width + 1, True, bins)
 
     def row(self, dtype: pa.DataType) -> dict[str, object]:
-        """The table-level statistics row (keys as bytes), before frequencies are merged."""
+        """The table-level statistics row (keys as bytes), before frequencies are merged.
+
+        With complete frequencies the sketches are left out (null, as in a partition
+        file): the merged frequency rows give the exact distinct count and percentiles."""
         self.freeze()
+        hll, kll = (None, None) if self.frequencies_complete else (self.hll, self.kll)
         kind = kind_of(dtype)
         out: dict[str, object] = {
             "column": self.name,
@@ -180,8 +189,8 @@ class ScalarState:
             "min_length": self.min_length,
             "max_length": self.max_length,
             "avg_length": self.length_total / self.length_n if self.length_n else None,
-            "hll_sketch": self.hll,
-            "kll_sketch": self.kll,
+            "hll_sketch": hll,
+            "kll_sketch": kll,
         }
         if kind in MOMENT_KINDS and self.moment_n:
             variance = self.m2 / (self.moment_n - 1) if self.moment_n > 1 else None
@@ -191,8 +200,8 @@ class ScalarState:
                 variance=variance,
                 stddev=math.sqrt(variance) if variance is not None and variance >= 0 else None,
             )
-        if self.hll is not None:
-            sketch = order_free_hll(self.hll)  # the same estimate however it was built
+        if hll is not None:
+            sketch = order_free_hll(hll)  # the same estimate however it was built
             # no more distinct values than non-null values (or integers in [min, max])
             ceiling = (
                 self.row_count
@@ -215,8 +224,8 @@ class ScalarState:
                 distinct_count_upper=min(math.ceil(sketch.get_upper_bound(2)) + nan, ceiling),
                 distinct_count_exact=False,
             )
-        if self.kll is not None and kind in ORDERED_NUMERIC:
-            sketch = ds.kll_doubles_sketch.deserialize(self.kll)
+        if kll is not None and kind in ORDERED_NUMERIC:
+            sketch = ds.kll_doubles_sketch.deserialize(kll)
             if not sketch.is_empty():
                 quantiles = [sketch.get_quantile(p / 100) for p in PERCENTILES]
                 encoded = keys.encode(_from_doubles(np.array(quantiles), dtype))

@@ -46,6 +46,9 @@ STATISTIC_FIELDS: tuple[pa.Field, ...] = (
     pa.field("percentile_rank_error", pa.float64()),
     pa.field("histogram_exact", pa.bool_()),
     pa.field("frequencies_exact", pa.bool_()),
+    # analyze --exact, scenarios #0/#1: frequencies.parquet lists exactly the values that
+    # occur more than once; every other value of the column occurs at most once
+    pa.field("duplicates_only", pa.bool_()),
 )
 
 BUILTIN_NAMES = frozenset(f.name for f in STATISTIC_FIELDS)

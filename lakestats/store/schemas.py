@@ -21,13 +21,17 @@ import pyarrow as pa
 from lakestats.stats.percentiles import percentile_names
 from lakestats.stats.statistic_fields import STATISTIC_FIELDS
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """On-disk format version, in each version manifest (``format_version``) and in each
 file's key-value metadata (``lakestats.format_version``). 1: the first files (no key in
 the files). 2: the key; zstd levels and encodings chosen by ``bench/size.py`` (below).
 3: a partition column whose frequencies are complete stores no HLL or KLL sketch (null;
 ``stats/derived_sketches.py`` rebuilds them from its frequency rows in the reduction).
-Every version is read by the same code: the schemas are unchanged."""
+4: ``statistics.parquet`` gains ``duplicates_only`` (table level, ``analyze --exact``
+scenarios #0 and #1; null elsewhere): the table ``frequencies.parquet`` lists exactly the
+values occurring more than once, and is marked ``frequencies_truncated`` with
+``frequencies_omitted`` the number of values occurring once (version 3 marked it complete).
+Every version is read by the same code: a file without a column reads it as null."""
 
 FORMAT_VERSION_KEY = "lakestats.format_version"
 

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakestats.api as ls
+from lakestats.service import facade
 from lakestats.store import expire, manifest
 from lakestats.store.reader import StatisticsReader
 
@@ -38,10 +39,13 @@ def _partition(p: int, rng: np.random.Generator, shift: int = 0) -> pa.Table:
     float_mask = rng.random(n) < 0.05
     key = p * 10_000 + np.arange(n) * 7 + shift  # all distinct within a partition
     key[:3] = np.arange(3) + shift  # the same three keys in every partition: duplicates
+    # all distinct across partitions too, but with overlapping ranges: #1 finding none
+    unique = p + PARTS * np.arange(n) + shift
     return pa.table(
         {
             "seq": pa.array(p * n + np.arange(n), pa.int64()),  # disjoint ranges: #0
             "key": pa.array(key, pa.int64()),
+            "u": pa.array(unique, pa.int64()),
             "f": pa.array(floats, mask=float_mask),
             "s": pa.array(
                 [f"w{int(x)}" for x in rng.zipf(1.3, n) % 500], mask=rng.random(n) < 0.03
@@ -79,8 +83,20 @@ SETTINGS = {
     "batched": {"LAKESTATS_EXACT_THRESHOLD": "10", "LAKESTATS_EXACT_BATCH_VALUES": "100"},
 }
 EXPECTED = {
-    "aggregate": {"seq": "disjoint", "key": "near_unique", "f": "aggregate", "s": "aggregate"},
-    "batched": {"seq": "disjoint", "key": "near_unique", "f": "batched", "s": "batched"},
+    "aggregate": {
+        "seq": "disjoint",
+        "key": "near_unique",
+        "u": "near_unique",
+        "f": "aggregate",
+        "s": "aggregate",
+    },
+    "batched": {
+        "seq": "disjoint",
+        "key": "near_unique",
+        "u": "near_unique",
+        "f": "batched",
+        "s": "batched",
+    },
 }
 
 
@@ -110,7 +126,7 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
     con.register("t", _whole(root))
     reader = StatisticsReader(str(handle.stats_root))
     rows = {r["column"]: r for r in reader.column_statistics(None)}
-    for column in ["seq", "key", "f", "s", "d", "day"]:
+    for column in ["seq", "key", "u", "f", "s", "d", "day"]:
         row = rows[column]
         (distinct,) = con.execute(f"SELECT count(DISTINCT {column}) FROM t").fetchone()
         assert row["distinct_count"] == distinct, column
@@ -121,12 +137,10 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
         expected = {_norm(v): c for v, c in groups}
         stored = {_norm(v): c for v, c in handle.frequencies(column)}
         scenario = scenarios.get(column)
-        if scenario == "disjoint":
-            assert stored == {} and max(expected.values()) == 1
-        elif scenario == "near_unique":  # duplicates only
-            assert stored == {v: c for v, c in expected.items() if c > 1}
-            assert len(stored) == 3
+        if scenario in ("disjoint", "near_unique"):
+            _check_duplicates_only(con, handle, row, column, stored)
         else:
+            assert row["duplicates_only"] is False, column
             assert stored == expected, column
             top = handle.frequencies(column, top=3)
             counts = [c for _, c in top]
@@ -151,7 +165,7 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
         for p in (0.0, 0.01, 0.25, 0.5, 0.9, 0.999, 1.0):
             (want,) = con.execute(f"SELECT quantile_disc({column}, {p}) FROM t").fetchone()
             assert _norm(handle.quantile(column, p)) == _norm(want), (column, p)
-        if column in ("seq", "key", "f", "d", "day"):
+        if column in ("seq", "key", "u", "f", "d", "day"):
             assert row["percentiles_exact"] is True
             (median,) = con.execute(
                 f"SELECT quantile_disc({column}, 0.5) FROM t WHERE NOT isnan({column})"
@@ -160,6 +174,41 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
             ).fetchone()
             assert _norm(row["p50"]) == _norm(median), column
             _check_histogram(con, handle, row, column)
+
+
+def _check_duplicates_only(con, handle, row: dict, column: str, stored: dict) -> None:
+    """#0 and #1 store exactly DuckDB's ``HAVING count(*) > 1`` rows, flagged
+    ``duplicates_only``; the omitted values are the ones occurring once, and an equality
+    estimate on one of them is bounded by 1 (not 0, as a complete list would say)."""
+    assert row["duplicates_only"] is True, column
+    repeated = dict(
+        con.execute(
+            f"SELECT {column}, count(*) FROM t WHERE {column} IS NOT NULL "
+            "GROUP BY 1 HAVING count(*) > 1"
+        ).fetchall()
+    )
+    (once,) = con.execute(
+        f"SELECT count(*) FROM (SELECT {column} FROM t WHERE {column} IS NOT NULL "
+        "GROUP BY 1 HAVING count(*) = 1)"
+    ).fetchone()
+    assert stored == repeated, column
+    assert (column == "key") == bool(repeated), column  # only "key" repeats
+    assert row["all_distinct"] is (not repeated), column
+    assert row["frequencies_count"] == len(repeated), column
+    assert row["frequencies_truncated"] is bool(repeated), column
+    assert row["frequencies_omitted"] == (once if repeated else 0), column
+    assert row["frequencies_min"] == (min(repeated.values()) if repeated else None), column
+    listing = facade.frequencies(handle, column, None, None)
+    assert listing["duplicates_only"] is True and listing["omitted"] == row["frequencies_omitted"]
+    (single, outside) = con.execute(
+        f"SELECT min({column}) FILTER (WHERE n = 1), max({column}) + 1 FROM "
+        f"(SELECT {column}, count(*) AS n FROM t WHERE {column} IS NOT NULL GROUP BY 1)"
+    ).fetchone()
+    for value, truth in ((single, 1), (outside, 0), *((v, c) for v, c in repeated.items())):
+        got = handle.estimate(f"{column} = {value}", table_level=True)
+        assert got["lower"] <= truth <= got["upper"], (column, value, got)
+        assert got["upper"] <= max(truth, 1), (column, value, got)
+        assert got["exact"] is (truth != 1 or value in repeated), (column, value, got)
 
 
 def _check_histogram(con, handle, row: dict, column: str) -> None:
@@ -182,6 +231,7 @@ def _sql_type(column: str) -> str:
     return {
         "seq": "BIGINT",
         "key": "BIGINT",
+        "u": "BIGINT",
         "f": "DOUBLE",
         "s": "VARCHAR",
         "d": "DECIMAL(12,2)",

@@ -176,7 +176,8 @@ def test_version_3_leaves_out_exactly_the_derivable_sketches(roots) -> None:
     reader3, reader2 = StatisticsReader(str(root3)), StatisticsReader(str(root2))
     for entry in reader3.version.partitions:
         path = root3 / entry.files["statistics"]
-        assert pq.ParquetFile(path).metadata.metadata[schemas.FORMAT_VERSION_KEY.encode()] == b"3"
+        metadata = pq.ParquetFile(path).metadata.metadata
+        assert metadata[schemas.FORMAT_VERSION_KEY.encode()] == str(schemas.FORMAT_VERSION).encode()
         rows = reader3.statistics_table(entry.name, include_sketches=True).to_pylist()
         old = reader2.statistics_table(entry.name, include_sketches=True).to_pylist()
         for row, before in zip(rows, old, strict=True):
@@ -243,7 +244,7 @@ def test_incremental_analyze_over_version_2_files_is_the_same(roots, spark, tmp_
             )
             assert (result.partitions_computed, result.partitions_reused) == (1, 4), root.name
             version = manifest.load_version(str(copy))
-            assert version.format_version == schemas.FORMAT_VERSION == 3
+            assert version.format_version == schemas.FORMAT_VERSION == 4
             results.append(_table_files(copy, version.table_files))
     finally:
         shutil.rmtree(table_dir / "p=4")

@@ -321,6 +321,7 @@ def _write_frequencies(
     schema = schemas.TABLE_FREQUENCIES_SCHEMA
     written_old = np.zeros(len(names), dtype=bool)
     stored: dict[int, int] = {}  # exact rows written per column
+    smallest: dict[int, int] = {}  # their smallest count (rows arrive by decreasing count)
 
     def old_rows_before(column: int) -> list[pa.Table]:
         out = []
@@ -352,6 +353,7 @@ def _write_frequencies(
                     writer.write_table(table, row_group_size=schemas.FREQUENCIES_ROW_GROUP)
                 n = stop - start
                 stored[column] = stored.get(column, 0) + n
+                smallest[column] = int(batch.column("count")[stop - 1].as_py())
                 rows = pa.table(
                     {
                         "column": pa.array([names[column]] * n, pa.string()),
@@ -375,6 +377,7 @@ def _write_frequencies(
         {
             "column_index": pa.array(columns, pa.int32()),
             "rows": pa.array([stored[c] for c in columns], pa.int64()),
+            "smallest": pa.array([smallest[c] for c in columns], pa.int64()),
             "bytes_written": pa.array([size] + [0] * (len(columns) - 1), pa.int64())
             if columns
             else pa.array([], pa.int64()),
@@ -385,6 +388,7 @@ def _write_frequencies(
             {
                 "column_index": pa.array([-1], pa.int32()),
                 "rows": pa.array([0], pa.int64()),
+                "smallest": pa.array([0], pa.int64()),
                 "bytes_written": pa.array([size], pa.int64()),
             }
         )
@@ -502,7 +506,7 @@ def exact_table(
     )
     if duplicates is not None:
         frequency_rows = frequency_rows.unionByName(duplicates)
-    stored: dict[int, int] = {}
+    stored: dict[int, tuple[int, int]] = {}  # column: (rows stored, smallest count)
     if replaced:
         # one task writes the file (rows arrive in order) and counts each column's rows
         counted = (
@@ -516,12 +520,16 @@ def exact_table(
                     frozenset(replaced),
                     [c["name"] for c in job.columns],
                 ),
-                result_schema("column_index int, rows long, bytes_written long"),
+                result_schema("column_index int, rows long, smallest long, bytes_written long"),
             )
             .collect()
         )
         written += sum(r["bytes_written"] for r in counted)
-        stored = {r["column_index"]: r["rows"] for r in counted if r["column_index"] >= 0}
+        stored = {
+            r["column_index"]: (r["rows"], r["smallest"])
+            for r in counted
+            if r["column_index"] >= 0
+        }
     histograms: dict[int, np.ndarray] = {}
     for r in range_rows:
         if r["histogram"] is not None:
@@ -534,7 +542,7 @@ def exact_table(
     )
     if duplicates is not None or near:
         report["near_unique_duplicates"] = {
-            job.columns[i]["name"]: stored.get(i, 0) for i in near
+            job.columns[i]["name"]: stored.get(i, (0, 0))[0] for i in near
         }
     report["files"] = [
         f"{directory}/part-{part:05d}.parquet" for part in sorted({r["part"] for r in range_rows})
@@ -579,10 +587,15 @@ def _patch_statistics(
     scenario: dict[int, Scenario],
     by_column: dict[int, list[PartitionSummary]],
     lookup: ranks.RankIndex,
-    stored: dict[int, int],
+    stored: dict[int, tuple[int, int]],
     exact_histograms: set[int],
 ) -> int:
-    """The table statistics rows of the columns made exact, rewritten on the driver."""
+    """The table statistics rows of the columns made exact, rewritten on the driver.
+
+    Columns of scenarios #0 and #1 are ``duplicates_only``: their frequency rows are the
+    values occurring more than once; with any, the list is a truncated top list (every count
+    is >= 2, every omitted value occurs once) whose ``frequencies_omitted`` values are
+    exactly the ones occurring once."""
     uri = layout.absolute(job.root, table_files["statistics"])
     filesystem, path = fs.resolve(uri, job.s3)
     with filesystem.open_input_file(path) as handle:
@@ -615,14 +628,16 @@ def _patch_statistics(
             row["histogram_exact"] = True
         if kind == Scenario.EXACT:
             continue
-        count = stored.get(i, 0)
+        count, smallest = stored.get(i, (0, 0))
+        duplicates_only = kind in (Scenario.DISJOINT, Scenario.NEAR_UNIQUE)
+        singles = distinct - count if duplicates_only and not row["all_distinct"] else 0
         row.update(
             frequencies_exact=True,
             frequencies_count=count,
-            frequencies_truncated=False,
-            frequencies_omitted=0 if kind in (Scenario.DISJOINT, Scenario.NEAR_UNIQUE)
-            else distinct - count,
-            frequencies_min=None,
+            frequencies_truncated=singles > 0,
+            frequencies_omitted=singles if duplicates_only else distinct - count,
+            frequencies_min=smallest if singles > 0 else None,
+            duplicates_only=duplicates_only,
         )
     patched = pa.Table.from_pylist(rows, schema=table.schema)
     with filesystem.open_output_stream(path) as out:

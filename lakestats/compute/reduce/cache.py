@@ -42,11 +42,12 @@ from lakestats.threads import prefetch
 if TYPE_CHECKING:
     from lakestats.compute.reduce.readahead import ReadAhead
 
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
 """Part of every cache key: bump it when cached states, histograms or frequency rows change
 meaning or bytes (``ScalarState`` fields or module, pruning, holder packing), so older
 caches are not reused. 6: ``ScalarState`` moved to ``stats/scalar_state.py`` (its pickles
-name the module)."""
+name the module). 7: a complete group's state may leave out sketches
+(``sketches_deferred``)."""
 
 MAX_GROUPS = 32
 """At most this many cached groups: every group adds its pruned frequency candidates (up to

@@ -13,9 +13,11 @@ version that has the same members.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import datasketches as ds
 import numpy as np
 import pyarrow as pa
 
@@ -24,7 +26,13 @@ from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.prune import group_keep, prune
 from lakestats.compute.reduce.wire import FREQUENCY_ROW_ARROW
 from lakestats.stats import holders as holder_bits
-from lakestats.stats.derived_sketches import FREQUENCY_COLUMNS, restore_sketches
+from lakestats.stats.derived_sketches import (
+    FREQUENCY_COLUMNS,
+    listed_all,
+    missing_sketches,
+    rebuilt_sketches,
+    restore_sketches,
+)
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.rebin import Grid, rebin
 from lakestats.stats.scalar_state import ScalarState
@@ -58,6 +66,7 @@ SCALAR_FIELDS = [
     "kll_sketch",
 ]
 """The ``statistics.parquet`` fields the scalar states are folded from."""
+SKETCHES = ["hll_sketch", "kll_sketch"]
 HISTOGRAM_FIELDS = ["max", "histogram_lower", "histogram_width", "histogram_bins"]
 CATEGORICAL = (Kind.STRING, Kind.BOOLEAN, Kind.BINARY)
 """Columns whose table-level frequencies say which partitions hold each value."""
@@ -96,24 +105,35 @@ def merge_state(job: ReduceJob, into: ScalarState, other: ScalarState) -> Scalar
 
 
 def fold_states(job: ReduceJob, files: ReadAhead, members: list[int]) -> GroupStates:
-    """The group's statistics files folded into one ``ScalarState`` per column."""
+    """The group's statistics files folded into one ``ScalarState`` per column.
+
+    Sketches that format 3 leaves out (complete frequencies determine them) are rebuilt
+    only for the columns some partition of the group did not list fully: elsewhere the
+    state is exact without them and marked ``sketches_deferred``
+    (``fold_deferred_sketches`` rebuilds them if the table level turns out to need them)."""
     names = [c["name"] for c in job.columns]
     texts = [c["type"] for c in job.columns]
     types = [job.dtype(i) for i in range(len(job.columns))]
     wanted = [*SCALAR_FIELDS, *(s.name for s in job.statistics)]
     states: list[ScalarState] = []
     rows: dict[int, pa.Table] = {}
+    deferred: dict[int, list[int]] = {}  # column -> partitions whose sketches wait
+
+    def read(p: int) -> pa.Table:
+        return files.read(job.partitions[p], "statistics", wanted)
+
     for start in range(0, len(members), FOLD_BATCH):
-        tables = list(
-            prefetch(
-                lambda p: restore_sketches(  # format 3 drops what frequencies determine
-                    files.read(job.partitions[p], "statistics", wanted),
-                    lambda: files.read(job.partitions[p], "frequencies", FREQUENCY_COLUMNS),
-                    types,
-                ),
-                members[start : start + FOLD_BATCH],
-            )
+        batch = members[start : start + FOLD_BATCH]
+        raw = list(prefetch(read, batch))
+        incomplete = set(
+            np.flatnonzero(~np.logical_and.reduce([listed_all(t) for t in raw])).tolist()
         )
+        for p, table in zip(batch, raw, strict=True):
+            for c in missing_sketches(table, types):
+                if c not in incomplete:
+                    deferred.setdefault(c, []).append(p)
+        restore = functools.partial(_restore, job, files, types, incomplete)
+        tables = list(prefetch(restore, list(zip(batch, raw, strict=True))))
         folded = fold_statistics(tables, names, texts, types)
         for position, table in enumerate(tables, start):
             rows[position] = table.select(HISTOGRAM_FIELDS)
@@ -128,7 +148,80 @@ def fold_states(job: ReduceJob, files: ReadAhead, members: list[int]) -> GroupSt
                 mine.merge(theirs)
                 if job.statistics:
                     fold_custom(job.statistics, mine, theirs.custom)
+    # a column complete in one batch but not in another: its waiting sketches are needed
+    late = {c: ps for c, ps in deferred.items() if not states[c].frequencies_complete}
+    _merge_rebuilt(job, files, late, {c: states[c] for c in late}, types)
+    for c in deferred.keys() - late.keys():
+        states[c].sketches_deferred = True
     return GroupStates(dict(enumerate(states)), rows)
+
+
+def _restore(
+    job: ReduceJob,
+    files: ReadAhead,
+    types: list[pa.DataType],
+    columns: set[int],
+    pair: tuple[int, pa.Table],
+) -> pa.Table:
+    """One partition's statistics with the sketches of ``columns`` that format 3 drops
+    (its frequencies determine them) rebuilt."""
+    partition, table = pair
+    return restore_sketches(
+        table,
+        lambda: files.read(job.partitions[partition], "frequencies", FREQUENCY_COLUMNS),
+        types,
+        columns,
+    )
+
+
+def fold_deferred_sketches(
+    job: ReduceJob, files: ReadAhead, members: list[int], columns: list[int]
+) -> dict[int, ScalarState]:
+    """The sketches ``fold_states`` deferred in this group for ``columns`` (which the table
+    level needs: some other group did not list all their values), rebuilt from the
+    frequency rows: per column a state holding only the union of the rebuilt sketches,
+    to merge into the table state (the sketches the files stored are in it already)."""
+    types = [job.dtype(i) for i in range(len(job.columns))]
+    fields = ["row_count", "null_count", "distinct_count", "frequencies_count", *SKETCHES]
+    tables = list(prefetch(lambda p: files.read(job.partitions[p], "statistics", fields), members))
+    complete = np.logical_and.reduce([listed_all(t) for t in tables])
+    # an incomplete group rebuilt its sketches in ``fold_states`` already
+    wanted = {c for c in columns if complete[c]}
+    waiting: dict[int, list[int]] = {}
+    for p, table in zip(members, tables, strict=True):
+        for c in missing_sketches(table, types):
+            if c in wanted:
+                waiting.setdefault(c, []).append(p)
+    out = {c: ScalarState(job.columns[c]["name"], job.columns[c]["type"]) for c in waiting}
+    _merge_rebuilt(job, files, waiting, out, types)
+    return out
+
+
+def _merge_rebuilt(
+    job: ReduceJob,
+    files: ReadAhead,
+    waiting: dict[int, list[int]],
+    states: dict[int, ScalarState],
+    types: list[pa.DataType],
+) -> None:
+    """Rebuild the ``waiting`` partitions' sketches (column -> partitions) from their
+    frequency rows, in partition order, into ``states``' sketch unions."""
+    by_partition: dict[int, list[int]] = {}
+    for c, partitions in waiting.items():
+        for p in partitions:
+            by_partition.setdefault(p, []).append(c)
+    order = sorted(by_partition)
+
+    def rebuild(p: int) -> dict[int, tuple[bytes | None, bytes | None]]:
+        frequencies = files.read(job.partitions[p], "frequencies", FREQUENCY_COLUMNS)
+        return rebuilt_sketches(frequencies, types, sorted(by_partition[p]))
+
+    for sketches in prefetch(rebuild, order):
+        for c, (hll, kll) in sketches.items():
+            if hll is not None:
+                states[c].hll_union().update(ds.hll_sketch.deserialize(hll))
+            if kll is not None:
+                states[c].kll_union().merge(ds.kll_doubles_sketch.deserialize(kll))
 
 
 def fold_histograms(

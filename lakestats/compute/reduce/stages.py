@@ -37,7 +37,7 @@ from lakestats.compute.reduce.finalize import (
     write_partition_index,
     write_tables,
 )
-from lakestats.compute.reduce.fold import merge_state
+from lakestats.compute.reduce.fold import fold_deferred_sketches, merge_state
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.stats.rebin import Grid
 from lakestats.stats.scalar_state import ScalarState
@@ -126,6 +126,39 @@ def _planned(reduction: Reduction, states: dict[int, ScalarState]) -> None:
     reduction.plan = plan(reduction.job, states)
 
 
+def _deferred(reduction: Reduction) -> list[int]:
+    """Columns the table level must estimate (some partition did not list all values)
+    whose merged state still waits for sketches a complete group left out."""
+    return [
+        i
+        for i, state in reduction.states.items()
+        if state.sketches_deferred and not state.frequencies_complete
+    ]
+
+
+def _some_deferred(reduction: Reduction) -> bool:
+    return bool(_deferred(reduction))
+
+
+def _group_deferred_sketches(reduction: Reduction, members: list[int]) -> dict[int, ScalarState]:
+    return fold_deferred_sketches(
+        reduction.job, reduction.groups.ahead, members, _deferred(reduction)
+    )
+
+
+def _merge_sketches(job: ReduceJob, into: ScalarState, other: ScalarState) -> ScalarState:
+    into.merge(other)
+    return into
+
+
+def _add_deferred(reduction: Reduction, sketches: dict[int, ScalarState]) -> None:
+    for i in _deferred(reduction):
+        state = reduction.states[i]
+        if i in sketches:
+            state.merge(sketches[i])
+        state.sketches_deferred = False
+
+
 def _group_histograms(reduction: Reduction, members: list[int]) -> dict[int, np.ndarray]:
     return reduction.groups.histograms(members, reduction.plan.rebinned)
 
@@ -169,6 +202,15 @@ def _index_part(groups: GroupCache, members: list[int]) -> None:
 
 STAGES: tuple[Stage, ...] = (
     PerColumn("scalar states", _group_states, merge_state, wire.STATES, _planned),
+    # only when a column is complete in some groups (sketches left out) and not in others
+    PerColumn(
+        "deferred sketches",
+        _group_deferred_sketches,
+        _merge_sketches,
+        wire.STATES,
+        _add_deferred,
+        wanted=_some_deferred,
+    ),
     PerColumn(
         "histograms",
         _group_histograms,
