@@ -466,10 +466,12 @@ def exact_table(
         aggregate_rows = aggregate_rows.repartitionByRange(
             settings.batches(total), "column_index", "value"
         )
+    # read twice (the ranks, then the frequencies file): kept, so the value shuffle runs once
     aggregated = (
         aggregate_rows.groupBy("column_index", "value")
         .agg(F.sum("count").alias("count"))
         .where("count > 0")
+        .persist()
     )
     # ranks: exact (value, count) of every value column, sorted by (column, key) in ranges
     raw = rows.where(F.col("column_index").isin(near + disjoint))
@@ -530,6 +532,7 @@ def exact_table(
             for r in counted
             if r["column_index"] >= 0
         }
+    aggregated.unpersist()
     histograms: dict[int, np.ndarray] = {}
     for r in range_rows:
         if r["histogram"] is not None:
