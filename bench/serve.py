@@ -7,8 +7,11 @@ separate load-generator process send a fixed number of requests over a mix of en
 Prints p50/p99 per endpoint class, requests/s and errors (must be 0), the CPU seconds of
 the server (all workers) and of the load generator, the median with one client at a time
 (HTTP cost without queueing) and the same calls in-process; plus the first (uncached)
-load of the 1,000-column table page. ``--compare DIR`` serves the same mix from another
-checkout (e.g. ``/work/main``) in the same run and prints the ratios. Targets:
+load of the 1,000-column table page; then an open-loop run at ``--rate`` requests/s (latency
+counted from each request's due time: what a caller sees below saturation, whereas the
+closed loop's latency is ``clients / throughput`` by Little's law). ``--compare DIR``
+serves the same mix from another checkout (e.g. ``/work/main``) in the same run and prints
+the ratios. Targets:
 single-partition lookups p50 < 10 ms, p99 < 50 ms; >= 1,000 req/s.
 
     python -m bench.serve [--requests 20000] [--workers 2] [--clients 32] [--compare DIR]
@@ -111,19 +114,33 @@ def requests_mix(n: int, seed: int = 0) -> list[tuple[str, str]]:
     return out
 
 
-async def run_clients(base: str, mix: list[tuple[str, str]], clients: int):  # noqa: ANN201
+async def run_clients(  # noqa: ANN201
+    base: str, mix: list[tuple[str, str]], clients: int, rate: float | None = None
+):
     """``clients`` aiohttp sessions' worth of concurrent requests over ``mix``: seconds per
-    class, error lines, wall seconds."""
+    class, error lines, wall seconds.
+
+    ``rate`` None: closed loop, each client sends its next request when the last one ends
+    (the most requests/s the server gives; by Little's law the mean latency is then
+    ``clients / throughput``). ``rate`` R: open loop, request i is due at ``i / R`` seconds
+    and its latency counts from then, not from when a free client sent it (no coordinated
+    omission): the latency a caller sees at that offered load."""
     import aiohttp
 
-    queue = list(reversed(mix))
+    queue = list(reversed(list(enumerate(mix))))
     times: dict[str, list[float]] = {}
     errors: list[str] = []
+    origin = time.perf_counter()
 
     async def client(session: aiohttp.ClientSession) -> None:
         while queue:
-            kind, path = queue.pop()
+            i, (kind, path) = queue.pop()
             started = time.perf_counter()
+            if rate is not None:
+                due = origin + i / rate
+                if due > started:
+                    await asyncio.sleep(due - started)
+                started = due
             try:
                 async with session.get(base + path) as response:
                     body = await response.read()
@@ -146,20 +163,25 @@ async def run_clients(base: str, mix: list[tuple[str, str]], clients: int):  # n
     return times, errors, wall
 
 
-def load_generator(base: str, requests: int, clients: int, seed: int) -> None:
+def load_generator(
+    base: str, requests: int, clients: int, seed: int, rate: float | None = None
+) -> None:
     """The load generator's process (``--load BASE``): runs the mix, prints its results and
     its own CPU seconds as one JSON line."""
     cpu = time.process_time()
-    times, errors, wall = asyncio.run(run_clients(base, requests_mix(requests, seed), clients))
+    mix = requests_mix(requests, seed)
+    times, errors, wall = asyncio.run(run_clients(base, mix, clients, rate))
     print(json.dumps({"times": times, "errors": errors, "wall": wall,
                       "cpu": time.process_time() - cpu}), flush=True)
 
 
-def generate_load(base: str, requests: int, clients: int, seed: int = 0) -> dict:
+def generate_load(
+    base: str, requests: int, clients: int, seed: int = 0, rate: float | None = None
+) -> dict:
     """Run ``load_generator`` in its own process, so its CPU is its own and visible."""
     done = subprocess.run(
         [sys.executable, "-m", "bench.serve", "--load", base, "--requests", str(requests),
-         "--clients", str(clients), "--seed", str(seed)],
+         "--clients", str(clients), "--seed", str(seed), "--rate", str(rate or 0)],
         capture_output=True, text=True, timeout=1800, check=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
@@ -216,6 +238,10 @@ def run_server(label: str, source: Path, config: Path, args: argparse.Namespace)
         result = generate_load(base, args.requests, args.clients)
         result["server_cpu"] = tree_cpu(server.pid) - cpu
         result["sequential"] = sequential
+        if args.rate:
+            result["open"] = generate_load(
+                base, int(args.rate * args.open_seconds), args.clients, seed=2, rate=args.rate
+            )
     finally:
         server.terminate()
         try:
@@ -273,6 +299,9 @@ def in_process(wide: Path, lineitem: Path, n: int = 300) -> dict[str, float]:
     return out
 
 
+CLIENTS_NOTE = "every client waits for its answer before sending again"
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -297,8 +326,22 @@ def report(label: str, result: dict, direct: dict[str, float]) -> None:
     print(f"CPU: server {result['server_cpu']:.1f} s ({result['server_cpu'] / total * 1000:.2f} ms"
           f" per request), load generator {result['cpu']:.1f} s "
           f"({result['cpu'] / total * 1000:.2f} ms per request)")
+    print(f"closed loop, {CLIENTS_NOTE}: mean latency = clients / throughput = "
+          f"{statistics.fmean([t for v in times.values() for t in v]) * 1000:.1f} ms")
     for line in errors[:5]:
         print("  error:", line)
+    opened = result.get("open")
+    if opened:
+        count = sum(len(v) for v in opened["times"].values())
+        print(f"open loop at {count / opened['wall']:,.0f} requests/s offered-and-served "
+              f"({count} requests, latency from each request's due time), errors: "
+              f"{len(opened['errors'])}")
+        print(f"{'endpoint class':30s} {'requests':>9s} {'p50 ms':>8s} {'p99 ms':>8s}")
+        for kind, values in sorted(opened["times"].items()):
+            print(f"{kind:30s} {len(values):9d} {percentile(values, 0.5) * 1000:8.1f} "
+                  f"{percentile(values, 0.99) * 1000:8.1f}")
+        for line in opened["errors"][:5]:
+            print("  error:", line)
 
 
 def main() -> None:
@@ -308,11 +351,15 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--compare", type=Path, default=None,
                         help="another checkout (e.g. the main branch) to serve the same mix")
+    parser.add_argument("--rate", type=float, default=200.0,
+                        help="also an open-loop run at this many requests/s (0: none)")
+    parser.add_argument("--open-seconds", type=float, default=30.0,
+                        help="length of the open-loop run")
     parser.add_argument("--load", help=argparse.SUPPRESS)  # the load generator's process
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.load:
-        load_generator(args.load, args.requests, args.clients, args.seed)
+        load_generator(args.load, args.requests, args.clients, args.seed, args.rate or None)
         return
 
     wide = wide_table(DATA / "serve_wide_1000x10")
