@@ -808,6 +808,8 @@ def _estimate_batched(
     survivors = np.flatnonzero(live & ~(upper == 0).any(axis=0))
 
     # 3. the survivors, with all their statistics
+    if callable(getattr(partitions, "expect", None)):
+        partitions.expect(columns_of(pred), survivors)
     counted: dict[int, np.ndarray] = {}
     for j, term in enumerate(top):
         point_keys = _point_keys(term)
