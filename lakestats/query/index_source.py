@@ -5,11 +5,14 @@
 scalars of every partition (row, null, NaN and distinct counts, min and max keys,
 complete / all-distinct flags) taken from ONE read of ``partition_index.parquet``: the
 row groups of ``columns`` only. Frequencies and histograms are not in the index: they are
-loaded lazily, per partition and column, only when an estimate asks for them (a range
-inside [min, max] without complete frequencies, an equality on a value the scalars cannot
-decide), through the file provider (``estimate_source.ReaderPartition``), so the numbers
-are the file provider's. Partitions min/max, null counts or all-distinct flags settle
-never open a file.
+loaded lazily, only when an estimate asks for them (a range inside [min, max] without
+complete frequencies, an equality on a value the scalars cannot decide): for ordered
+columns from the version's ``partition_histograms.parquet`` (``store/partition_histograms``:
+one read per column, of the partitions the estimator said it will look at, ``expect``),
+else per partition and column through the file provider (``estimate_source.ReaderPartition``).
+Both build them with the same functions (``estimate_source.frequencies_of`` /
+``histogram_of``), so the numbers are the file provider's. Partitions min/max, null counts
+or all-distinct flags settle never open a file.
 
 The answer is an ``IndexPartitions`` sequence: its partitions are made only when asked
 for, and it also hands the estimator each column's scalars as vectors (``vectors``), so

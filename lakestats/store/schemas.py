@@ -143,7 +143,8 @@ PARTITION_HISTOGRAMS_SCHEMA = pa.schema(
 ``PARTITION_HISTOGRAMS_GROUP_ROWS`` partitions of one column (or, for tables with fewer
 partitions, several whole columns), and only ``column_index`` and ``partition_id`` have
 row-group statistics, so "these columns for these partitions" reads only their row groups.
-Counts are written DELTA_BINARY_PACKED, values dictionary-free, zstd."""
+Counts are written DELTA_BINARY_PACKED, frequency values (sorted keys) DELTA_BYTE_ARRAY,
+no dictionaries, zstd."""
 
 PARTITION_HISTOGRAMS_GROUP_ROWS = 1024
 """Partitions per row group of one column (see ``PARTITION_HISTOGRAMS_SCHEMA``)."""
