@@ -101,61 +101,64 @@ def _identity(slot: np.ndarray) -> bool:
     return bool(np.array_equal(slot, np.arange(len(slot))))
 
 
-HISTOGRAM_FIELDS = [
+FREQUENCY_FIELDS = [
     "frequencies_count",
     "frequencies_truncated",
     "frequencies_min",
     "frequency_values",
     "frequency_counts",
-    "histogram_lower",
-    "histogram_width",
-    "histogram_counts",
 ]
-"""What the estimator reads from ``partition_histograms.parquet``."""
+HISTOGRAM_FIELDS = ["histogram_lower", "histogram_width", "histogram_counts"]
+"""What the estimator reads from ``partition_histograms.parquet``: the frequency fields
+and the histogram fields of a column are read separately, each only when needed."""
 
 
-class _Held:
-    """Rows of one column of ``partition_histograms.parquet`` by partition position, read
-    on first need: for the partitions the estimator said it will look at (``expect``), or
-    for all of them."""
+class _HeldPart:
+    """Some fields of one column's rows of ``partition_histograms.parquet``, by partition
+    position, read on first need: for the partitions the estimator said it will look at
+    (``expected``), or for all of them."""
 
-    def __init__(self, source: PartitionHistograms, column_index: int, partitions: int) -> None:
+    def __init__(
+        self, source: PartitionHistograms, column_index: int, expected: np.ndarray,
+        fields: list[str],
+    ) -> None:
         self.source = source
         self.column_index = column_index
-        self.slot = np.full(partitions, -1, dtype=np.int64)
-        self.loaded = np.zeros(partitions, dtype=bool)
+        self.expected = expected
+        self.fields = fields
+        self.lists = [f for f in fields if f.endswith(("_values", "_counts"))]
+        self.slot = np.full(len(expected), -1, dtype=np.int64)
+        self.loaded = np.zeros(len(expected), dtype=bool)
         self.tables: list[tuple[pa.Table, dict[str, np.ndarray]]] = []
         self.lock = threading.Lock()
-        self.expected = np.zeros(partitions, dtype=bool)
-
-    def expect(self, positions: np.ndarray) -> None:
-        self.expected[positions] = True
 
     def load(self, positions: np.ndarray) -> None:
         with self.lock:
             wanted = positions[~self.loaded[positions]]
             if not len(wanted):
                 return
-            table = self.source.read(self.column_index, wanted, HISTOGRAM_FIELDS)
-            table = table.combine_chunks()
+            table = self.source.read(self.column_index, wanted, self.fields).combine_chunks()
             ids = table.column("partition_id").to_numpy(zero_copy_only=False)
             offsets = {
                 name: table.column(name).chunk(0).offsets.to_numpy()
                 if table.num_rows else np.zeros(1, np.int32)
-                for name in ("frequency_values", "frequency_counts", "histogram_counts")
+                for name in self.lists
             }
             base = sum(t.num_rows for t, _ in self.tables)
             self.tables.append((table, offsets))
             self.slot[ids] = base + np.arange(len(ids))
             self.loaded[wanted] = True
 
-    def row(self, position: int) -> HeldRow | None:
-        """The partition's row, or None when the file has none for it."""
+    def ensure(self, position: int) -> None:
         if not self.loaded[position]:
             if self.expected[position]:
                 self.load(np.flatnonzero(self.expected))
             else:
                 self.load(np.arange(len(self.loaded)))
+
+    def row(self, position: int) -> HeldRow | None:
+        """The partition's row, or None when the file has none for it."""
+        self.ensure(position)
         j = int(self.slot[position])
         if j < 0:
             return None
@@ -166,17 +169,49 @@ class _Held:
         return None
 
 
+class _Held:
+    """One column of ``partition_histograms.parquet``: its frequency and histogram fields."""
+
+    def __init__(self, source: PartitionHistograms, column_index: int, partitions: int) -> None:
+        self.expected = np.zeros(partitions, dtype=bool)
+        self.frequencies = _HeldPart(source, column_index, self.expected, FREQUENCY_FIELDS)
+        self.histograms = _HeldPart(source, column_index, self.expected, HISTOGRAM_FIELDS)
+
+    def expect(self, positions: np.ndarray) -> None:
+        self.expected[positions] = True
+
+    def point_counts(self, keys: Sequence[bytes], positions: np.ndarray) -> np.ndarray:
+        """Per partition, the listed count of ``keys`` summed (0 when none is listed) for
+        the partitions at ``positions``; -1 elsewhere."""
+        part = self.frequencies
+        part.load(positions)
+        out = np.full(len(self.expected), -1, dtype=np.int64)
+        wanted = pa.array(list(keys), pa.binary())
+        base = 0
+        for table, _ in part.tables:
+            ids = table.column("partition_id").to_numpy(zero_copy_only=False)
+            values = table.column("frequency_values").chunk(0)
+            counts = table.column("frequency_counts").chunk(0).flatten()
+            hit = pc.is_in(values.flatten(), wanted).to_numpy(zero_copy_only=False)
+            rows = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
+            listed = np.asarray(counts.to_numpy(zero_copy_only=False), dtype=np.int64)
+            sums = np.bincount(rows[hit], weights=listed[hit], minlength=table.num_rows)
+            out[ids] = sums.astype(np.int64)
+            base += table.num_rows
+        return out
+
+
 class HeldRow:
-    """One partition x column row of ``partition_histograms.parquet``."""
+    """Some fields of one partition x column row of ``partition_histograms.parquet``."""
 
     def __init__(self, table: pa.Table, offsets: dict[str, np.ndarray], j: int) -> None:
         self.table, self.offsets, self.j = table, offsets, j
         self.fields = {
-            f: table.column(f)[j].as_py()
-            for f in ("frequencies_count", "frequencies_truncated", "frequencies_min",
-                      "histogram_lower", "histogram_width")
+            f: table.column(f)[j].as_py() for f in table.column_names if f not in offsets
         }
-        self.has_histogram = table.column("histogram_counts")[j].is_valid
+
+    def is_valid(self, name: str) -> bool:
+        return self.table.column(name)[self.j].is_valid
 
     def _list(self, name: str) -> pa.Array:
         start, stop = self.offsets[name][self.j : self.j + 2]
@@ -245,10 +280,6 @@ class IndexPartition:
             histogram_source=lambda: self._histogram(column),
         )
 
-    def _held_row(self, column: str) -> HeldRow | None:
-        held = self._held(column)
-        return held.row(self.position) if held is not None else None
-
     def _frequencies(self, column: str, row: dict) -> Frequencies | None:
         # the same answers as ReaderPartition._frequencies (the same function), without a
         # file where the index or partition_histograms.parquet decides them
@@ -256,18 +287,23 @@ class IndexPartition:
             return Frequencies((), np.zeros(0, dtype=np.int64), False, 1)
         if row["frequencies_complete"] and (row["distinct_count"] or 0) == 0:
             return Frequencies((), np.zeros(0, dtype=np.int64), True, None)
-        held = self._held_row(column)
-        if held is None:
+        held = self._held(column)
+        found = held.frequencies.row(self.position) if held is not None else None
+        if found is None:
             return self._file_partition().summary(column).frequencies
-        return estimate_source.frequencies_of({**row, **held.fields}, held.frequency_rows)
+        return estimate_source.frequencies_of({**row, **found.fields}, found.frequency_rows)
 
     def _histogram(self, column: str) -> Histogram | None:
-        held = self._held_row(column)
-        if held is None or (held.fields["histogram_lower"] is not None and not held.has_histogram):
+        held = self._held(column)
+        found = held.histograms.row(self.position) if held is not None else None
+        if found is None:
             return self._file_partition().summary(column).histogram
-        fields = {**held.fields, "histogram_bins": 0 if held.has_histogram else None}
+        has = found.is_valid("histogram_counts")
+        if found.fields["histogram_lower"] is not None and not has:
+            return self._file_partition().summary(column).histogram  # not in the file
+        fields = {**found.fields, "histogram_bins": 0 if has else None}
         dtype = self._columns[column].dtype
-        return estimate_source.histogram_of(fields, dtype, True, held.histogram_counts)
+        return estimate_source.histogram_of(fields, dtype, True, found.histogram_counts)
 
 
 class IndexPartitions(Sequence):
@@ -333,9 +369,10 @@ class IndexPartitions(Sequence):
 
     def point_counts(self, column: str, point_keys: Sequence[bytes]) -> np.ndarray | None:
         """Per partition, how many rows hold one of ``point_keys``, where that count is
-        what the partition's complete frequencies say (-1 elsewhere): from the table-level
-        frequencies' per-partition counts (categorical columns), read once; None when the
-        table level does not record them for every key."""
+        what the partition's complete frequencies say (-1 elsewhere): for ordered columns
+        from ``partition_histograms.parquet`` (the expected partitions' frequency rows, one
+        read, counted with Arrow), else from the table-level frequencies' per-partition
+        counts (categorical columns), read once; None when neither records them."""
         key = (column, tuple(point_keys))
         if key not in self._point_counts:
             self._point_counts[key] = self._read_point_counts(column, list(point_keys))
@@ -345,6 +382,13 @@ class IndexPartitions(Sequence):
         data = self._columns.get(column)
         if data is None or not data.complete or NAN_KEY in point_keys:
             return None
+        held = self.held(column)
+        if held is not None:  # an ordered column: its partitions' frequency rows, one read
+            expected = held.expected
+            positions = np.flatnonzero(expected) if expected.any() else np.arange(len(expected))
+            counts = held.point_counts(point_keys, positions)
+            complete = data.flag("frequencies_complete") & ~data.flag("all_distinct")
+            return np.where(complete & (counts >= 0), counts, -1)
         if not self.reader.version.table_files:
             return None
         table_row = self.reader.statistics_table(
