@@ -13,8 +13,8 @@ statistics on ``column_index`` and ``partition_id`` only, so "these columns for 
 partitions" reads the footer and only the row groups holding them.
 
 Write side (the reduction's ``partition histograms`` stage): ``histograms_part`` turns a
-group of partitions' files into a part (positions inside the group), ``assemble`` maps
-parts to the version's partition ids, ``write_histograms`` writes the file.
+group of partitions' files into a part (positions inside the group), ``write_histograms``
+maps the parts to the version's partition ids and writes the file, one column at a time.
 
 Read side: ``open_histograms`` (None when the version has no such file: versions written
 before it, which estimate from the partition files) and ``PartitionHistograms.read``.
@@ -22,7 +22,6 @@ before it, which estimate from the partition files) and ``PartitionHistograms.re
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -139,63 +138,38 @@ def _member_part(
     return pa.table(arrays).cast(PART_SCHEMA)
 
 
-def assemble(parts: Sequence[tuple[Sequence[int], pa.Table]]) -> pa.Table:
-    """The rows of a version: each part's members mapped to the version's partition
-    positions, sorted by column then partition."""
-    ids, tables = [], []
+def write_histograms(
+    parts: Sequence[tuple[Sequence[int], pa.Table]],
+    uri: str,
+    s3: fs.S3Options | None,
+    partitions: int,
+) -> int:
+    """Write the file from every group's part (``members``: the version's positions of the
+    part's members), one column at a time: rows sorted by column, then partition id, with
+    no copy of all the parts at once (a wide table's histograms can be gigabytes). Returns
+    the bytes written."""
+    import contextlib
+
+    prepared = []
     for members, table in parts:
         if table.num_rows:
             local = table.column("member").to_numpy(zero_copy_only=False)
-            ids.append(np.asarray(members, dtype=np.int32)[local])
-            tables.append(table)
-    if not tables:
-        return schemas.PARTITION_HISTOGRAMS_SCHEMA.empty_table()
-    rows = pa.concat_tables(tables)
-    partition_id = np.concatenate(ids)
-    column_index = rows.column("column_index").to_numpy(zero_copy_only=False)
-    order = np.lexsort((partition_id, column_index))
-    rows = rows.take(pa.array(order)).drop_columns(["member"])
-    rows = rows.add_column(0, "partition_id", pa.array(partition_id[order]))
-    return rows.cast(schemas.PARTITION_HISTOGRAMS_SCHEMA)
-
-
-def row_groups(column_index: np.ndarray, partitions: int) -> list[tuple[int, int]]:
-    """(start, stop) of each row group of rows sorted by column: at most
-    ``PARTITION_HISTOGRAMS_GROUP_ROWS`` partitions of one column each, or several whole
-    columns when partitions are fewer."""
-    limit = schemas.PARTITION_HISTOGRAMS_GROUP_ROWS
-    starts = np.flatnonzero(np.diff(column_index, prepend=-1)) if len(column_index) else []
-    bounds = [*map(int, starts), len(column_index)]
-    out: list[tuple[int, int]] = []
-    for start, stop in itertools.pairwise(bounds):
-        for s in range(start, stop, limit):
-            piece = (s, min(stop, s + limit))
-            last = out[-1] if out else None
-            if last and last[1] == piece[0] and piece[1] - last[0] <= limit and (
-                partitions < limit
-            ):
-                out[-1] = (last[0], piece[1])  # whole columns of a narrow table together
-            else:
-                out.append(piece)
-    return out
-
-
-def write_histograms(table: pa.Table, uri: str, s3: fs.S3Options | None, partitions: int) -> int:
-    """Write the file; returns the bytes written."""
-    import contextlib
-
-    column_index = table.column("column_index").to_numpy(zero_copy_only=False)
+            ids = np.asarray(members, dtype=np.int32)[local]
+            column = table.column("column_index").to_numpy(zero_copy_only=False)
+            prepared.append((table.drop_columns(["member"]), ids, column))
+    held = np.unique(np.concatenate([c for _, _, c in prepared])) if prepared else []
     metadata = {
         PARTITIONS_KEY: str(partitions).encode(),
         schemas.FORMAT_VERSION_KEY.encode(): str(schemas.FORMAT_VERSION).encode(),
     }
-    table = table.replace_schema_metadata(metadata)
+    schema = schemas.PARTITION_HISTOGRAMS_SCHEMA.with_metadata(metadata)
+    limit = schemas.PARTITION_HISTOGRAMS_GROUP_ROWS
     try:
         with (
             fs.open_output(uri, s3) as out,
             pq.ParquetWriter(
                 out,
-                table.schema,
+                schema,
                 compression="zstd",
                 compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
                 store_schema=False,
@@ -211,14 +185,46 @@ def write_histograms(table: pa.Table, uri: str, s3: fs.S3Options | None, partiti
                 },
             ) as parquet,
         ):
-            for start, stop in row_groups(column_index, partitions):
-                parquet.write_table(table.slice(start, stop - start), row_group_size=stop - start)
+            pending: list[pa.Table] = []  # whole columns of a narrow table, not yet written
+
+            def flush() -> None:
+                if pending:
+                    rows = pa.concat_tables(pending)
+                    parquet.write_table(rows, row_group_size=max(1, rows.num_rows))
+                    pending.clear()
+
+            for index in held:
+                rows = _column_rows(prepared, int(index))
+                if partitions < limit:  # several whole columns per row group
+                    if pending and sum(t.num_rows for t in pending) + rows.num_rows > limit:
+                        flush()
+                    pending.append(rows)
+                    continue
+                for start in range(0, rows.num_rows, limit):
+                    piece = rows.slice(start, limit)
+                    parquet.write_table(piece, row_group_size=piece.num_rows)
+            flush()
         return fs.file_info(uri, s3).size
     except OSError as exc:
         filesystem, path = fs.resolve(uri, s3)
         with contextlib.suppress(OSError):
             filesystem.delete_file(path)
         raise fs.cannot_write(uri, exc) from exc
+
+
+def _column_rows(prepared: list[tuple[pa.Table, np.ndarray, np.ndarray]], index: int) -> pa.Table:
+    """One column's rows from every part, by partition id, with ``partition_id``."""
+    pieces, ids = [], []
+    for table, partition_id, column in prepared:
+        at = np.flatnonzero(column == index)
+        if len(at):
+            pieces.append(table.take(pa.array(at)))
+            ids.append(partition_id[at])
+    rows = pa.concat_tables(pieces)
+    partition_id = np.concatenate(ids)
+    order = np.argsort(partition_id, kind="stable")
+    rows = rows.take(pa.array(order)).add_column(0, "partition_id", pa.array(partition_id[order]))
+    return rows.cast(schemas.PARTITION_HISTOGRAMS_SCHEMA)
 
 
 # -- read side ----------------------------------------------------------------------------

@@ -296,9 +296,16 @@ def _synthetic(path: Path, partitions: int, monkeypatch: pytest.MonkeyPatch) -> 
         freqs.append(pa.table({"column": ["a", "s", "a"], "value": [b"\x02", b"x", b"\x01"],
                                "frequency": pa.array([3, 4, 5], pa.int64())}))
     part = partition_histograms.histograms_part(columns, stats, hists, freqs)
-    table = partition_histograms.assemble([(list(range(partitions)), part)])
-    partition_histograms.write_histograms(table, str(path), None, partitions)
-    return table
+    # two groups, members interleaved: the file is by column, then partition id
+    halves = [list(range(0, partitions, 2)), list(range(1, partitions, 2))]
+    member = part.column("member").to_numpy()
+    parts = []
+    for k, members in enumerate(halves):
+        rows = part.filter(pa.array(member % 2 == k))
+        local = rows.column("member").to_numpy() // 2
+        parts.append((members, rows.set_column(0, "member", pa.array(local, pa.int32()))))
+    partition_histograms.write_histograms(parts, str(path), None, partitions)
+    return pq.read_table(path)
 
 
 def test_row_groups_hold_one_column_and_few_partitions(tmp_path: Path,

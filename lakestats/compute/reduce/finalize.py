@@ -102,9 +102,8 @@ def write_partition_histograms(groups: GroupCache, relative: str) -> int:
     reused, as the index's); returns the bytes written."""
     job = groups.job
     parts = [(m, groups.partition_histograms_part(m)) for m in groups.members]
-    table = partition_histograms.assemble(parts)
     uri = layout.absolute(job.root, relative)
-    return partition_histograms.write_histograms(table, uri, job.s3, len(job.partitions))
+    return partition_histograms.write_histograms(parts, uri, job.s3, len(job.partitions))
 
 
 def _no_frequencies(row: dict[str, object], state: ScalarState) -> None:
