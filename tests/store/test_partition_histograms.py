@@ -342,3 +342,17 @@ def test_partition_histograms_schema_matches_golden(tmp_path: Path,
     if os.environ.get("LAKESTATS_REGEN_GOLDEN"):
         golden.write_text(schema)
     assert schema == golden.read_text()
+
+
+def test_expire_keeps_the_file_a_kept_version_lists(analyzed: Path, tmp_path: Path) -> None:
+    """``expire`` removes unreferenced files (age 0 here), never the listed file."""
+    copy = tmp_path / "t"
+    shutil.copytree(analyzed, copy)
+    stats = copy / "_lakestats"
+    version = manifest.load_version(str(stats))
+    stray = stats / "table" / "old-run" / "partition_histograms.parquet"
+    stray.parent.mkdir(parents=True)
+    stray.write_bytes((stats / version.partition_histograms).read_bytes())
+    result = ls.open_table(str(copy)).expire(retain_last=1, orphan_age_minutes=0)
+    assert (stats / version.partition_histograms).exists()
+    assert not stray.exists(), result
