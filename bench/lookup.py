@@ -193,9 +193,11 @@ def sizes(root: str) -> None:
 FANOUT_PARTITIONS = 10_000
 
 
-def build_fanout(spark, root: Path) -> str:  # noqa: ANN001
-    """A statistics root whose latest version has ``FANOUT_PARTITIONS`` partitions x 100
-    columns, reduced on Spark (table files and partition index); returns it."""
+def build_fanout(spark, root: Path, partitions: int = FANOUT_PARTITIONS) -> str:  # noqa: ANN001
+    """A statistics root whose latest version has ``partitions`` partitions x 100
+    columns, reduced on Spark (table files, partition index and partition histograms);
+    returns it. A version reduced before the partition histograms existed gets them
+    added (``add_partition_histograms``)."""
     from bench.reduce import build_partition_files
     from lakestats.compute.reduce import ReduceJob, reduce_table
     from lakestats.store.manifest import PartitionEntry, Version, latest_version_number, publish
@@ -204,6 +206,7 @@ def build_fanout(spark, root: Path) -> str:  # noqa: ANN001
     source = root.parent / "reduce_partitions"
     sets, columns = build_partition_files(source)
     if latest_version_number(str(root)):
+        add_partition_histograms(str(root))
         return str(root)
     root.mkdir(parents=True, exist_ok=True)
     (root / "partitions").symlink_to(source / "partitions", target_is_directory=True)
@@ -216,21 +219,76 @@ def build_fanout(spark, root: Path) -> str:  # noqa: ANN001
             size_bytes=0,
             files=sets[i % len(sets)],
         )
-        for i in range(FANOUT_PARTITIONS)
+        for i in range(partitions)
     ]
     start = time.perf_counter()
     files, _, cache = reduce_table(
         spark, ReduceJob(str(root), None, entries, columns, 1000, 10_000), "fanout"
     )
-    print(f"table-level reduction with the index, {FANOUT_PARTITIONS} partitions: "
+    print(f"table-level reduction with the index, {partitions} partitions: "
           f"{time.perf_counter() - start:.1f} s")
     version = Version(
         0, dt.datetime.now(dt.UTC).isoformat(), {}, None, None, {}, columns, entries,
-        run_id="fanout", table_files=files, merged_record_count=2000 * FANOUT_PARTITIONS,
+        run_id="fanout", table_files=files, merged_record_count=2000 * partitions,
         extra={"reduce_cache": cache}, partition_index=layout.partition_index_file("fanout"),
+        partition_histograms=layout.partition_histograms_file("fanout"),
     )
     publish(str(root), version)
     return str(root)
+
+
+def add_partition_histograms(root: str) -> None:
+    """When the fan-out version (the newest with a partition index) has no
+    ``partition_histograms.parquet``, write it with the reduction's own stage function
+    (``finalize.write_partition_histograms``, every group's part computed from the partition
+    files) and publish the version again with it: what re-running the reduction would add,
+    without re-running the 30-minute rest of it."""
+    from lakestats.compute.reduce import ReduceJob
+    from lakestats.compute.reduce.cache import GroupCache
+    from lakestats.compute.reduce.finalize import write_partition_histograms
+    from lakestats.compute.reduce.readahead import ReadAhead
+    from lakestats.store.manifest import load_version, publish
+
+    version = load_version(root, _estimate_version(root))
+    if version.partition_histograms:
+        return
+    start = time.perf_counter()
+    job = ReduceJob(root, None, version.partitions, version.columns, 1000, 10_000)
+    run = f"{version.run_id}-phist"
+    groups = GroupCache(job, f"table/{run}/groups", ReadAhead(job))
+    relative = layout.partition_histograms_file(run)
+    written = write_partition_histograms(groups, relative)
+    groups.flush()
+    version.partition_histograms = relative
+    number = publish(root, version)
+    print(f"partition histograms added to version {number} ({len(version.partitions)} "
+          f"partitions): {written / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s")
+
+
+def _estimate_version(root: str) -> int:
+    """The newest version with a partition index and every fan-out partition (the lookups
+    publish older-style versions with fewer partitions after it)."""
+    from lakestats.store.manifest import load_version, version_numbers
+
+    numbers = version_numbers(root)
+    versions = [load_version(root, n) for n in numbers]
+    most = max(len(v.partitions) for v in versions)
+    return max(
+        n for n, v in zip(numbers, versions, strict=True)
+        if v.partition_index and len(v.partitions) == most
+    )
+
+
+def _version_without_histograms(root: str, partitions: int) -> int | None:
+    """The newest version with an index and ``partitions`` partitions but no partition
+    histograms (how the estimate read before them), if the root has one."""
+    from lakestats.store.manifest import load_version, version_numbers
+
+    for number in reversed(version_numbers(root)):
+        v = load_version(root, number)
+        if v.partition_index and len(v.partitions) == partitions and not v.partition_histograms:
+            return number
+    return None
 
 
 def _old_version(root: str, s3: fs.S3Options | None, partitions: int) -> int:
@@ -311,9 +369,11 @@ def estimate_fanout(root: str, runs: int) -> None:
     provider (default) against the per-partition-file provider, in the same run."""
     from lakestats.query import estimate_source, index_source, predicates
 
-    def once(source: str, reader: StatisticsReader | None) -> tuple[float, dict]:
+    def once(
+        source: str, reader: StatisticsReader | None, at: int | None = None
+    ) -> tuple[float, dict]:
         start = time.perf_counter()
-        r = reader or StatisticsReader(root, 1)
+        r = reader or StatisticsReader(root, at or number)
         pred = predicates.parse(ESTIMATE_WHERE, estimate_source.column_types(r))
         columns = predicates.columns_of(pred)
         module = index_source if source == "index" else estimate_source
@@ -322,26 +382,37 @@ def estimate_fanout(root: str, runs: int) -> None:
         result = predicates.estimate(pred, parts, table)
         return time.perf_counter() - start, result
 
-    print(f"\n# estimate, 3 conjuncts, {FANOUT_PARTITIONS} partitions x 100 columns: "
-          f"{ESTIMATE_WHERE}")
+    number = _estimate_version(root)
+    partitions = len(StatisticsReader(root, number).version.partitions)
+    print(f"\n# estimate, 3 conjuncts, {partitions} partitions x 100 columns: "
+          f"{ESTIMATE_WHERE} (version {number})")
     print(f"{'provider':40s} {'p50 ms':>9s} {'runs':>5s} {'partitions':>11s} {'rows':>9s}")
-    warm = StatisticsReader(root, 1)
+    warm = StatisticsReader(root, number)
     once("index", warm)
     p50s = {}
-    for label, source, reader, n in [
-        ("index, cold (new reader)", "index", None, runs),
-        ("index, warm (manifest cached)", "index", warm, runs),
-        ("competitor: partition files, cold", "files", None, max(1, runs // 5)),
-    ]:
+    results = {}
+    before = _version_without_histograms(root, len(warm.version.partitions))
+    cases = [
+        ("index, cold (new reader)", "index", None, runs, None),
+        ("index, warm (manifest cached)", "index", warm, runs, None),
+        ("competitor: partition files, cold", "files", None, max(1, runs // 5), None),
+    ]
+    if before is not None:
+        cases.append((f"before: index, no partition histograms (v{before})", "index", None,
+                      max(1, runs // 3), before))
+    for label, source, reader, n, at in cases:
         samples = []
         for _ in range(n):
-            seconds, result = once(source, reader)
+            seconds, result = once(source, reader, at)
             samples.append(seconds)
+        results[label] = {k: v for k, v in result.items() if k != "version"}
         p50s[label] = statistics.median(samples) * 1000
         print(f"{label:40s} {p50s[label]:9.1f} {n:5d} {len(result['partitions']):11d} "
               f"{result['row_count']:9.1f}")
     index_p50 = p50s["index, cold (new reader)"]
     warm_p50 = p50s["index, warm (manifest cached)"]
+    same = all(r == results["index, cold (new reader)"] for r in results.values())
+    print(f"same estimate (every number) from every provider: {'yes' if same else 'NO'}")
     print(f"files / index (cold): {p50s['competitor: partition files, cold'] / index_p50:.1f}x;"
           f" target p50 < 50 ms: warm {'met' if warm_p50 < 50 else 'NOT met'}, cold "
           f"{'met' if index_p50 < 50 else 'NOT met'}")
@@ -434,6 +505,12 @@ def main() -> None:
     )
     parser.add_argument("--estimate-runs", type=int, default=10)
     parser.add_argument(
+        "--estimate-partitions",
+        type=int,
+        default=FANOUT_PARTITIONS,
+        help="partitions of the fan-out table when --estimate-only builds it",
+    )
+    parser.add_argument(
         "--estimate-data",
         type=Path,
         default=DATA,
@@ -446,7 +523,9 @@ def main() -> None:
         from lakestats.store.manifest import latest_version_number
 
         if not latest_version_number(str(root)):
-            root = Path(build_fanout(get_spark("local[2]"), root))
+            root = Path(build_fanout(get_spark("local[2]"), root, args.estimate_partitions))
+        else:
+            add_partition_histograms(str(root))
         estimate_fanout(str(root), args.estimate_runs)
         return
     if args.fanout_only:

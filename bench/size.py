@@ -167,9 +167,15 @@ def report(name: str, table_dir: Path, root: Path) -> None:
     data = data_bytes(table_dir)
     per_file: dict[str, dict[str, int]] = {}
     columns: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    # the table level's files, then its partition index and partition histograms
+    extra = {
+        kind: getattr(version, kind)
+        for kind in ("partition_index", "partition_histograms")
+        if getattr(version, kind, None)
+    }
     for scope, entries in (("partition", version.partitions), ("table", [None])):
         for entry in entries:
-            files = version.table_files if entry is None else entry.files
+            files = {**version.table_files, **extra} if entry is None else entry.files
             for kind, rel in files.items():
                 path = Path(root) / rel
                 key = f"{scope} {kind}"

@@ -11,7 +11,7 @@ estimator only sees the protocol.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -99,12 +99,9 @@ class ReaderPartition:
         if self.table_level and not row.get("frequencies_exact"):
             # table-level counts of truncated columns are bounds, not counts: unused here
             return None
-        if row.get("all_distinct"):
-            return Frequencies((), np.zeros(0, dtype=np.int64), False, 1)
-        truncated = bool(row.get("frequencies_truncated"))
-        if not row.get("frequencies_count") and not truncated:
-            complete = (row.get("distinct_count") or 0) == 0
-            return Frequencies((), np.zeros(0, dtype=np.int64), complete, None)
+        return frequencies_of(row, lambda: self._frequency_rows(column))
+
+    def _frequency_rows(self, column: str) -> tuple[list[bytes], list[int]]:
         index = self.reader.column_index(column)
         handle = self.reader.parquet_file(self.entry, "frequencies")
         names = handle.schema_arrow.names
@@ -127,30 +124,53 @@ class ReaderPartition:
             keys_out = t.column("value").to_pylist()
             counts_out = t.column("frequency").to_pylist()
         order = sorted(range(len(keys_out)), key=keys_out.__getitem__)
-        return Frequencies(
-            tuple(keys_out[i] for i in order),
-            np.array([counts_out[i] for i in order], dtype=np.int64),
-            complete=not truncated,
-            # duplicates only (analyze --exact, #1): an unlisted value occurs at most once
-            unlisted_bound=(1 if row.get("duplicates_only") else row.get("frequencies_min"))
-            if truncated
-            else None,
-        )
+        return [keys_out[i] for i in order], [counts_out[i] for i in order]
 
     def _histogram(self, column: str, row: dict) -> Histogram | None:
-        if row.get("histogram_bins") is None or row.get("histogram_lower") is None:
-            return None
-        handle = self.reader.parquet_file(self.entry, "histograms")
-        counts = handle.read(columns=[column]).column(0).slice(0, row["histogram_bins"])
-        dtype = parse_type(row["type"])
-        lower = storage_number(dtype, row["histogram_lower"])
+        def counts() -> np.ndarray:
+            handle = self.reader.parquet_file(self.entry, "histograms")
+            read = handle.read(columns=[column]).column(0).slice(0, row["histogram_bins"])
+            return np.asarray(read.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+
         exact = (not self.table_level) or bool(row.get("histogram_exact"))
-        return Histogram(
-            lower,
-            float(row["histogram_width"]),
-            np.asarray(counts.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64),
-            exact,
-        )
+        return histogram_of(row, parse_type(row["type"]), exact, counts)
+
+
+def frequencies_of(
+    row: dict, rows: Callable[[], tuple[Sequence[bytes], Sequence[int]]]
+) -> Frequencies:
+    """A partition's ``Frequencies`` of one column from its ``statistics.parquet`` fields
+    (``all_distinct``, ``distinct_count``, ``frequencies_count``, ``frequencies_truncated``,
+    ``frequencies_min``) and its frequency rows sorted by value (``rows``, called only when
+    the fields do not decide): the one definition the file and table-level providers share."""
+    if row.get("all_distinct"):
+        return Frequencies((), np.zeros(0, dtype=np.int64), False, 1)
+    truncated = bool(row.get("frequencies_truncated"))
+    if not row.get("frequencies_count") and not truncated:
+        complete = (row.get("distinct_count") or 0) == 0
+        return Frequencies((), np.zeros(0, dtype=np.int64), complete, None)
+    keys, counts = rows()
+    return Frequencies(
+        tuple(keys),
+        np.asarray(counts, dtype=np.int64),
+        complete=not truncated,
+        # duplicates only (analyze --exact, #1): an unlisted value occurs at most once
+        unlisted_bound=(1 if row.get("duplicates_only") else row.get("frequencies_min"))
+        if truncated
+        else None,
+    )
+
+
+def histogram_of(
+    row: dict, dtype: pa.DataType, exact: bool, counts: Callable[[], np.ndarray]
+) -> Histogram | None:
+    """A ``Histogram`` from ``histogram_lower``, ``histogram_width`` and ``histogram_bins``
+    and its counts (``counts``: the first ``histogram_bins``, nulls as 0); None when the
+    statistics record none."""
+    if row.get("histogram_bins") is None or row.get("histogram_lower") is None:
+        return None
+    lower = storage_number(dtype, row["histogram_lower"])
+    return Histogram(lower, float(row["histogram_width"]), counts(), exact)
 
 
 def partitions_of(reader: StatisticsReader, columns: list[str]) -> Iterator[ReaderPartition]:
@@ -172,4 +192,11 @@ def column_types(reader: StatisticsReader) -> dict[str, pa.DataType]:
     return {c["name"]: parse_type(c["type"]) for c in reader.columns}
 
 
-__all__ = ["ReaderPartition", "column_types", "partitions_of", "table_level"]
+__all__ = [
+    "ReaderPartition",
+    "column_types",
+    "frequencies_of",
+    "histogram_of",
+    "partitions_of",
+    "table_level",
+]

@@ -5,11 +5,14 @@
 scalars of every partition (row, null, NaN and distinct counts, min and max keys,
 complete / all-distinct flags) taken from ONE read of ``partition_index.parquet``: the
 row groups of ``columns`` only. Frequencies and histograms are not in the index: they are
-loaded lazily, per partition and column, only when an estimate asks for them (a range
-inside [min, max] without complete frequencies, an equality on a value the scalars cannot
-decide), through the file provider (``estimate_source.ReaderPartition``), so the numbers
-are the file provider's. Partitions min/max, null counts or all-distinct flags settle
-never open a file.
+loaded lazily, only when an estimate asks for them (a range inside [min, max] without
+complete frequencies, an equality on a value the scalars cannot decide): for ordered
+columns from the version's ``partition_histograms.parquet`` (``store/partition_histograms``:
+one read per column, of the partitions the estimator said it will look at, ``expect``),
+else per partition and column through the file provider (``estimate_source.ReaderPartition``).
+Both build them with the same functions (``estimate_source.frequencies_of`` /
+``histogram_of``), so the numbers are the file provider's. Partitions min/max, null counts
+or all-distinct flags settle never open a file.
 
 The answer is an ``IndexPartitions`` sequence: its partitions are made only when asked
 for, and it also hands the estimator each column's scalars as vectors (``vectors``), so
@@ -25,17 +28,20 @@ fall back to ``estimate_source.partitions_of``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.query import estimate_source
-from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies
+from lakestats.stats.kinds import kind_of
+from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies, Histogram
 from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
+from lakestats.store.partition_histograms import HELD_KINDS, PartitionHistograms
 from lakestats.store.partition_index import SCALAR_FIELDS, partition_summaries
 from lakestats.store.reader import StatisticsReader
 
@@ -95,8 +101,135 @@ def _identity(slot: np.ndarray) -> bool:
     return bool(np.array_equal(slot, np.arange(len(slot))))
 
 
+FREQUENCY_FIELDS = [
+    "frequencies_count",
+    "frequencies_truncated",
+    "frequencies_min",
+    "frequency_values",
+    "frequency_counts",
+]
+HISTOGRAM_FIELDS = ["histogram_lower", "histogram_width", "histogram_counts"]
+"""What the estimator reads from ``partition_histograms.parquet``: the frequency fields
+and the histogram fields of a column are read separately, each only when needed."""
+
+
+class _HeldPart:
+    """Some fields of one column's rows of ``partition_histograms.parquet``, by partition
+    position, read on first need: for the partitions the estimator said it will look at
+    (``expected``), or for all of them."""
+
+    def __init__(
+        self, source: PartitionHistograms, column_index: int, expected: np.ndarray,
+        fields: list[str],
+    ) -> None:
+        self.source = source
+        self.column_index = column_index
+        self.expected = expected
+        self.fields = fields
+        self.lists = [f for f in fields if f.endswith(("_values", "_counts"))]
+        self.slot = np.full(len(expected), -1, dtype=np.int64)
+        self.loaded = np.zeros(len(expected), dtype=bool)
+        self.tables: list[tuple[pa.Table, dict[str, np.ndarray]]] = []
+        self.lock = threading.Lock()
+
+    def load(self, positions: np.ndarray) -> None:
+        with self.lock:
+            wanted = positions[~self.loaded[positions]]
+            if not len(wanted):
+                return
+            table = self.source.read(self.column_index, wanted, self.fields).combine_chunks()
+            ids = table.column("partition_id").to_numpy(zero_copy_only=False)
+            offsets = {
+                name: table.column(name).chunk(0).offsets.to_numpy()
+                if table.num_rows else np.zeros(1, np.int32)
+                for name in self.lists
+            }
+            base = sum(t.num_rows for t, _ in self.tables)
+            self.tables.append((table, offsets))
+            self.slot[ids] = base + np.arange(len(ids))
+            self.loaded[wanted] = True
+
+    def ensure(self, position: int) -> None:
+        if not self.loaded[position]:
+            if self.expected[position]:
+                self.load(np.flatnonzero(self.expected))
+            else:
+                self.load(np.arange(len(self.loaded)))
+
+    def row(self, position: int) -> HeldRow | None:
+        """The partition's row, or None when the file has none for it."""
+        self.ensure(position)
+        j = int(self.slot[position])
+        if j < 0:
+            return None
+        for table, offsets in self.tables:
+            if j < table.num_rows:
+                return HeldRow(table, offsets, j)
+            j -= table.num_rows
+        return None
+
+
+class _Held:
+    """One column of ``partition_histograms.parquet``: its frequency and histogram fields."""
+
+    def __init__(self, source: PartitionHistograms, column_index: int, partitions: int) -> None:
+        self.expected = np.zeros(partitions, dtype=bool)
+        self.frequencies = _HeldPart(source, column_index, self.expected, FREQUENCY_FIELDS)
+        self.histograms = _HeldPart(source, column_index, self.expected, HISTOGRAM_FIELDS)
+
+    def expect(self, positions: np.ndarray) -> None:
+        self.expected[positions] = True
+
+    def point_counts(self, keys: Sequence[bytes], positions: np.ndarray) -> np.ndarray:
+        """Per partition, the listed count of ``keys`` summed (0 when none is listed) for
+        the partitions at ``positions``; -1 elsewhere."""
+        part = self.frequencies
+        part.load(positions)
+        out = np.full(len(self.expected), -1, dtype=np.int64)
+        wanted = pa.array(list(keys), pa.binary())
+        base = 0
+        for table, _ in part.tables:
+            ids = table.column("partition_id").to_numpy(zero_copy_only=False)
+            values = table.column("frequency_values").chunk(0)
+            counts = table.column("frequency_counts").chunk(0).flatten()
+            hit = pc.is_in(values.flatten(), wanted).to_numpy(zero_copy_only=False)
+            rows = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
+            listed = np.asarray(counts.to_numpy(zero_copy_only=False), dtype=np.int64)
+            sums = np.bincount(rows[hit], weights=listed[hit], minlength=table.num_rows)
+            out[ids] = sums.astype(np.int64)
+            base += table.num_rows
+        return out
+
+
+class HeldRow:
+    """Some fields of one partition x column row of ``partition_histograms.parquet``."""
+
+    def __init__(self, table: pa.Table, offsets: dict[str, np.ndarray], j: int) -> None:
+        self.table, self.offsets, self.j = table, offsets, j
+        self.fields = {
+            f: table.column(f)[j].as_py() for f in table.column_names if f not in offsets
+        }
+
+    def is_valid(self, name: str) -> bool:
+        return self.table.column(name)[self.j].is_valid
+
+    def _list(self, name: str) -> pa.Array:
+        start, stop = self.offsets[name][self.j : self.j + 2]
+        return self.table.column(name).chunk(0).values.slice(int(start), int(stop - start))
+
+    def frequency_rows(self) -> tuple[list[bytes], list[int]]:
+        values = self._list("frequency_values").to_pylist()
+        return values, self._list("frequency_counts").to_pylist()
+
+    def histogram_counts(self) -> np.ndarray:
+        counts = self._list("histogram_counts")
+        return np.asarray(counts.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
 class IndexPartition:
-    """One partition of a version, answered from the partition index."""
+    """One partition of a version, answered from the partition index (and, for
+    histograms and frequencies, from ``partition_histograms.parquet`` when the version has
+    it)."""
 
     def __init__(
         self,
@@ -104,6 +237,7 @@ class IndexPartition:
         position: int,
         entry: manifest.PartitionEntry,
         columns: dict[str, _Columns],
+        held: Callable[[str], _Held | None] = lambda column: None,
     ) -> None:
         self.reader = reader
         self.position = position
@@ -112,6 +246,7 @@ class IndexPartition:
         self.values = dict(entry.values)
         self.row_count = int(entry.row_count)
         self._columns = columns
+        self._held = held
         self._files: estimate_source.ReaderPartition | None = None
         self._summaries: dict[str, ColumnSummary] = {}
 
@@ -142,17 +277,33 @@ class IndexPartition:
             min_key=row["min"],
             max_key=row["max"],
             frequencies_source=lambda: self._frequencies(column, row),
-            histogram_source=lambda: self._file_partition().summary(column).histogram,
+            histogram_source=lambda: self._histogram(column),
         )
 
     def _frequencies(self, column: str, row: dict) -> Frequencies | None:
-        # the same answers as ReaderPartition._frequencies, without a file where the
-        # index decides them
+        # the same answers as ReaderPartition._frequencies (the same function), without a
+        # file where the index or partition_histograms.parquet decides them
         if row["all_distinct"]:
             return Frequencies((), np.zeros(0, dtype=np.int64), False, 1)
         if row["frequencies_complete"] and (row["distinct_count"] or 0) == 0:
             return Frequencies((), np.zeros(0, dtype=np.int64), True, None)
-        return self._file_partition().summary(column).frequencies
+        held = self._held(column)
+        found = held.frequencies.row(self.position) if held is not None else None
+        if found is None:
+            return self._file_partition().summary(column).frequencies
+        return estimate_source.frequencies_of({**row, **found.fields}, found.frequency_rows)
+
+    def _histogram(self, column: str) -> Histogram | None:
+        held = self._held(column)
+        found = held.histograms.row(self.position) if held is not None else None
+        if found is None:
+            return self._file_partition().summary(column).histogram
+        has = found.is_valid("histogram_counts")
+        if found.fields["histogram_lower"] is not None and not has:
+            return self._file_partition().summary(column).histogram  # not in the file
+        fields = {**found.fields, "histogram_bins": 0 if has else None}
+        dtype = self._columns[column].dtype
+        return estimate_source.histogram_of(fields, dtype, True, found.histogram_counts)
 
 
 class IndexPartitions(Sequence):
@@ -165,6 +316,33 @@ class IndexPartitions(Sequence):
         self._columns = columns
         self._made: dict[int, IndexPartition] = {}
         self._point_counts: dict[tuple[str, tuple[bytes, ...]], np.ndarray | None] = {}
+        self._held: dict[str, _Held | None] = {}
+        self._held_lock = threading.Lock()
+
+    def held(self, column: str) -> _Held | None:
+        """The column's rows of ``partition_histograms.parquet`` (None when the version
+        has no such file or it does not hold the column's kind)."""
+        with self._held_lock:
+            if column not in self._held:
+                self._held[column] = self._open_held(column)
+            return self._held[column]
+
+    def _open_held(self, column: str) -> _Held | None:
+        data = self._columns.get(column)
+        if data is None or kind_of(data.dtype) not in HELD_KINDS:
+            return None
+        source = self.reader.partition_histograms()
+        if source is None:
+            return None
+        return _Held(source, self.reader.column_index(column), len(self.entries))
+
+    def expect(self, columns: Sequence[str], positions: np.ndarray) -> None:
+        """The estimate will look only at the partitions at ``positions``: the first need
+        of a column's histograms or frequencies reads theirs (one read per column)."""
+        for column in dict.fromkeys(columns):
+            held = self.held(column)
+            if held is not None and len(positions):
+                held.expect(np.asarray(positions, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -173,7 +351,9 @@ class IndexPartitions(Sequence):
         if i < 0:
             i += len(self.entries)
         if i not in self._made:
-            self._made[i] = IndexPartition(self.reader, i, self.entries[i], self._columns)
+            self._made[i] = IndexPartition(
+                self.reader, i, self.entries[i], self._columns, self.held
+            )
         return self._made[i]
 
     def __iter__(self) -> Iterator[IndexPartition]:
@@ -189,9 +369,10 @@ class IndexPartitions(Sequence):
 
     def point_counts(self, column: str, point_keys: Sequence[bytes]) -> np.ndarray | None:
         """Per partition, how many rows hold one of ``point_keys``, where that count is
-        what the partition's complete frequencies say (-1 elsewhere): from the table-level
-        frequencies' per-partition counts (categorical columns), read once; None when the
-        table level does not record them for every key."""
+        what the partition's complete frequencies say (-1 elsewhere): for ordered columns
+        from ``partition_histograms.parquet`` (the expected partitions' frequency rows, one
+        read, counted with Arrow), else from the table-level frequencies' per-partition
+        counts (categorical columns), read once; None when neither records them."""
         key = (column, tuple(point_keys))
         if key not in self._point_counts:
             self._point_counts[key] = self._read_point_counts(column, list(point_keys))
@@ -201,6 +382,13 @@ class IndexPartitions(Sequence):
         data = self._columns.get(column)
         if data is None or not data.complete or NAN_KEY in point_keys:
             return None
+        held = self.held(column)
+        if held is not None:  # an ordered column: its partitions' frequency rows, one read
+            expected = held.expected
+            positions = np.flatnonzero(expected) if expected.any() else np.arange(len(expected))
+            counts = held.point_counts(point_keys, positions)
+            complete = data.flag("frequencies_complete") & ~data.flag("all_distinct")
+            return np.where(complete & (counts >= 0), counts, -1)
         if not self.reader.version.table_files:
             return None
         table_row = self.reader.statistics_table(

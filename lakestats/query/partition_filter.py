@@ -5,8 +5,10 @@
 columns included when they were analyzed) and returns the positions of the partitions (in
 ``reader.version.partitions``) that ``predicates.can_match`` keeps: pruned by min/max, null
 counts, complete frequencies and exact histogram bins. The scalars come from ONE read of
-the partition index (the predicate's columns' row groups; ``index_source``); frequencies
-and histograms are read only for partitions the scalars do not settle.
+the partition index (the predicate's columns' row groups; ``index_source``) and prune every
+partition at once (``predicates.matching_positions``); frequencies and histograms are read
+only for the partitions the scalars do not settle, in one read per column of
+``partition_histograms.parquet`` when the version has it (else from their files).
 """
 
 from __future__ import annotations
@@ -23,4 +25,4 @@ def partitions_that_can_match(
     """Positions of the partitions whose rows can satisfy ``where``."""
     pred = predicates.parse(where, estimate_source.column_types(reader), unanalyzed)
     parts = index_source.partitions_of(reader, predicates.columns_of(pred))
-    return [i for i, part in enumerate(parts) if predicates.can_match(pred, part)]
+    return predicates.matching_positions(pred, parts)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -701,6 +701,35 @@ def can_match(pred: Predicate, partition: PartitionStatistics) -> bool:
     return partition.row_count > 0 and _estimate(push_not(pred), partition).upper > 0
 
 
+def matching_positions(pred: Predicate, partitions: Sequence[PartitionStatistics]) -> list[int]:
+    """Positions of the ``partitions`` that ``can_match`` keeps. When ``partitions`` hands
+    out its columns' scalars as vectors (``index_source.IndexPartitions``), every
+    single-column conjunct first prunes all partitions at once from the scalars
+    (``selectivity_vector``, as ``_estimate_batched`` does), and only the partitions left
+    are checked one by one with all their statistics (whose histograms and frequencies it
+    is told to expect: one read per column)."""
+    pred = push_not(pred)
+    if not callable(getattr(partitions, "vectors", None)):
+        return [i for i, part in enumerate(partitions) if can_match(pred, part)]
+    from lakestats.stats import selectivity_vector as sv
+
+    keep = partitions.row_counts() > 0
+    for term in terms(pred) if isinstance(pred, And) else [pred]:
+        cols = columns_of(term)
+        if len(cols) != 1 or not _is_set(term):
+            continue
+        vectors = partitions.vectors(cols[0])
+        if vectors is None:
+            continue
+        cs = column_set(term)
+        batch = sv.scalar_estimates(vectors, cs.true, cs.null == "T")
+        keep &= ~((batch.upper == 0) & ~batch.fallback)
+    survivors = np.flatnonzero(keep)
+    if callable(getattr(partitions, "expect", None)):
+        partitions.expect(columns_of(pred), survivors)
+    return [int(i) for i in survivors if can_match(pred, partitions[int(i)])]
+
+
 def estimate(
     pred: Predicate,
     partitions: Iterable[PartitionStatistics],
@@ -775,7 +804,9 @@ def _estimate_batched(
        equality / IN conjunct over complete partition frequencies takes its exact counts
        from the table level's per-partition counts (``point_counts``) when it records
        them, instead of opening each partition's frequencies; the survivors' other
-       frequencies and histograms are read ahead on threads.
+       frequencies and histograms come from ``partition_histograms.parquet`` (the provider
+       is told which partitions to read, ``expect``) or are read ahead on threads from
+       their files.
     4. Equality / IN conjuncts are scaled to the table level over all partitions (the
        same arithmetic on arrays)."""
     from lakestats.stats import selectivity_vector as sv
@@ -808,6 +839,8 @@ def _estimate_batched(
     survivors = np.flatnonzero(live & ~(upper == 0).any(axis=0))
 
     # 3. the survivors, with all their statistics
+    if callable(getattr(partitions, "expect", None)):
+        partitions.expect(columns_of(pred), survivors)
     counted: dict[int, np.ndarray] = {}
     for j, term in enumerate(top):
         point_keys = _point_keys(term)
@@ -1006,6 +1039,7 @@ __all__ = [
     "combine_and",
     "combine_or",
     "estimate",
+    "matching_positions",
     "normalize",
     "parse",
     "push_not",

@@ -58,6 +58,8 @@ def plan_expiry(
         refs |= set(version.extra.get("exact", {}).get("files", []))  # exact rank parts
         if version.partition_index:
             refs.add(version.partition_index)
+        if version.partition_histograms:
+            refs.add(version.partition_histograms)
         gone = (
             live_snapshots is not None
             and version.snapshot_id is not None

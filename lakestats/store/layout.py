@@ -13,6 +13,7 @@
         frequencies.parquet
         histograms.parquet
         partition_index.parquet           every partition's scalar statistics, by column
+        partition_histograms.parquet      every partition's histograms and numeric frequencies
       _staging/<run-id>/                  partial states of sliced partitions (deleted after)
 
 A partition directory is its hive-style path (``year=1992/month=3``) with each value
@@ -118,6 +119,14 @@ PARTITION_INDEX_FILE = "partition_index.parquet"
 def partition_index_file(run_id: str) -> str:
     """Relative path of the table-level partition index written by one run."""
     return f"table/{run_id}/{PARTITION_INDEX_FILE}"
+
+
+PARTITION_HISTOGRAMS_FILE = "partition_histograms.parquet"
+
+
+def partition_histograms_file(run_id: str) -> str:
+    """Relative path of the table-level partition histograms written by one run."""
+    return f"table/{run_id}/{PARTITION_HISTOGRAMS_FILE}"
 
 
 def version_path(version: int) -> str:

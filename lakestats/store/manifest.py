@@ -91,6 +91,9 @@ class Version:
     skipped_versions: list[int] = field(default_factory=list, repr=False)
     # table-level partition_index.parquet, relative to the root (absent in older versions)
     partition_index: str | None = None
+    # table-level partition_histograms.parquet, relative to the root (absent in versions
+    # written before it: estimates then read the partitions' own files)
+    partition_histograms: str | None = None
 
     @property
     def row_count(self) -> int:

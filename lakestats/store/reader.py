@@ -268,6 +268,17 @@ class StatisticsReader:
             self._partition_index = open_index(self.root, self.version, self.s3, self._open)
         return self._partition_index
 
+    def partition_histograms(self):  # noqa: ANN201 - PartitionHistograms | None
+        """The version's ``partition_histograms.parquet`` (footer read once), or None when
+        the version has none (``store/partition_histograms.py``)."""
+        if not hasattr(self, "_partition_histograms"):
+            from lakestats.store.partition_histograms import open_histograms
+
+            self._partition_histograms = open_histograms(
+                self.root, self.version, self.s3, self._open
+            )
+        return self._partition_histograms
+
     # -- files ----------------------------------------------------------------
     def parquet_file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:
         """A partition's ``kind`` file, opened once per reader (footer cached)."""

@@ -123,6 +123,37 @@ PARTITION_INDEX_GROUP_ROWS = 8192
 from 8,192 partitions up, fewer, larger groups for narrow tables."""
 
 
+PARTITION_HISTOGRAMS_SCHEMA = pa.schema(
+    [
+        pa.field("partition_id", pa.int32(), nullable=False),  # position in the version
+        pa.field("column_index", pa.int32(), nullable=False),
+        # the partition's statistics.parquet fields its frequencies are read with
+        pa.field("frequencies_count", pa.int64()),
+        pa.field("frequencies_truncated", pa.bool_()),
+        pa.field("frequencies_min", pa.int64()),
+        # the partition's frequency rows of the column, by increasing value (binary key)
+        pa.field("frequency_values", pa.list_(pa.binary())),
+        pa.field("frequency_counts", pa.list_(pa.int64())),
+        # its histogram: lower edge (key), width and the counts (null: no histogram)
+        pa.field("histogram_lower", pa.binary()),
+        pa.field("histogram_width", pa.float64()),
+        pa.field("histogram_counts", pa.list_(pa.int64())),
+    ]
+)
+"""Table-level ``partition_histograms.parquet``: one row per partition x ordered column
+(integer, floating, decimal, temporal), what an estimate reads of the partition's
+``frequencies.parquet`` and ``histograms.parquet`` for that column. Sorted by
+``column_index`` then ``partition_id``; a row group holds at most
+``PARTITION_HISTOGRAMS_GROUP_ROWS`` partitions of one column (or, for tables with fewer
+partitions, several whole columns), and only ``column_index`` and ``partition_id`` have
+row-group statistics, so "these columns for these partitions" reads only their row groups.
+Counts are written DELTA_BINARY_PACKED, frequency values (sorted keys) DELTA_BYTE_ARRAY,
+no dictionaries, zstd."""
+
+PARTITION_HISTOGRAMS_GROUP_ROWS = 1024
+"""Partitions per row group of one column (see ``PARTITION_HISTOGRAMS_SCHEMA``)."""
+
+
 # Exact ranks (``analyze --exact``, ``store/ranks.py``): range parts and their index.
 RANKS_SCHEMA = pa.schema(
     [

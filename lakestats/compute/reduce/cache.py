@@ -34,7 +34,7 @@ from lakestats.compute.reduce.prune import group_keep
 from lakestats.stats import holders
 from lakestats.stats.rebin import Grid
 from lakestats.stats.scalar_state import ScalarState
-from lakestats.store import layout
+from lakestats.store import layout, partition_histograms
 from lakestats.store.manifest import PartitionEntry
 from lakestats.store.partition_index import SOURCE_FIELDS, index_part
 from lakestats.threads import prefetch
@@ -57,6 +57,10 @@ merge."""
 
 INDEX_FORMAT = 1
 """Part of the index entries' keys: bump it when ``index_part``'s rows change."""
+
+PARTITION_HISTOGRAMS_FORMAT = 1
+"""Part of the partition histograms entries' keys: bump it when ``histograms_part``'s rows
+change."""
 
 
 def group_members(partitions: list[PartitionEntry]) -> list[list[int]]:
@@ -120,6 +124,9 @@ class GroupCache:
     def index_key(self, members: list[int]) -> str:
         return self._key("index", members, INDEX_FORMAT)
 
+    def partition_histograms_key(self, members: list[int]) -> str:
+        return self._key("phist", members, PARTITION_HISTOGRAMS_FORMAT)
+
     def expected(self, grids: dict[int, Grid], incomplete: np.ndarray) -> dict[str, str]:
         """On the driver: the cache entries a reduction with these inputs used or wrote
         (a reused entry keeps its old file; a new one is under this run's directory)."""
@@ -131,6 +138,7 @@ class GroupCache:
             if grids:
                 keys.append(self._histograms_key(members, grids))
         keys += [self.index_key(members) for members in self.members]
+        keys += [self.partition_histograms_key(members) for members in self.members]
         return {k: self.job.cache.get(k, f"{self.cache_dir}/{k}") for k in keys}
 
     def _load(self, key: str, this_run: bool = False) -> bytes | None:
@@ -251,6 +259,45 @@ class GroupCache:
         part = index_part(tables)
         self._save(key, lambda: _ipc_bytes(part))
         return part
+
+    def partition_histograms_part(self, members: list[int]) -> pa.Table:
+        """The group's rows of the partition histograms
+        (``store/partition_histograms.histograms_part``, positions inside the group),
+        cached like the index part: they depend on the group's partition files only."""
+        key = self.partition_histograms_key(members)
+        relative = self.job.cache.get(key) if self.enabled else None
+        decoded = self.ahead.tables.get(relative) if relative else None  # read ahead
+        if decoded is not None:
+            self.written[key] = relative
+            return decoded
+        data = self._load(key, this_run=True)
+        if data is not None:
+            return read_rows(data)
+        job, ahead = self.job, self.ahead
+        held = partition_histograms.held_columns(job.columns)
+
+        def files(p: int) -> tuple[pa.Table, pa.Table, pa.Table]:
+            entry = job.partitions[p]
+            if not held:
+                return pa.table({}), pa.table({}), pa.table({})
+            return (
+                ahead.read(entry, "statistics", partition_histograms.SOURCE_FIELDS),
+                ahead.read(entry, "histograms"),
+                ahead.read(entry, "frequencies"),
+            )
+
+        read = list(prefetch(files, members))
+        part = partition_histograms.histograms_part(
+            job.columns, *[[r[k] for r in read] for k in range(3)]
+        )
+        self._save(key, lambda: _ipc_bytes(part))
+        return part
+
+    def ensure_partition_histograms_part(self, members: list[int]) -> None:
+        """``ensure_index_part`` for the partition histograms."""
+        if self.enabled and self.partition_histograms_key(members) in self.job.cache:
+            return
+        self.partition_histograms_part(members)
 
     def ensure_index_part(self, members: list[int]) -> None:
         """Make sure the group's part is cached (a staged reduction's first pass): a part

@@ -5,7 +5,8 @@ Contract: ``column_frequencies`` finalizes one column's aggregated frequency row
 assembles the three table-level files (``store/writer.py``) from the merged states,
 re-binned histograms and finalized frequencies and returns the bytes written;
 ``write_partition_index`` assembles ``partition_index.parquet`` from every group's part
-(``cache.GroupCache.index_part``: cached parts are reused).
+(``cache.GroupCache.index_part``: cached parts are reused), ``write_partition_histograms``
+``partition_histograms.parquet`` likewise.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.rebin import Grid, table_histogram
 from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_frequencies import FrequencyResult, finalize_frequencies
-from lakestats.store import layout, schemas, writer
+from lakestats.store import layout, partition_histograms, schemas, writer
 from lakestats.store.partition_index import assemble, write_index
 
 if TYPE_CHECKING:
@@ -94,6 +95,15 @@ def write_partition_index(groups: GroupCache, relative: str) -> int:
     parts = [(members, groups.index_part(members)) for members in groups.members]
     table = assemble(parts, job.partitions, job.columns)
     return write_index(table, layout.absolute(job.root, relative), job.s3, len(job.partitions))
+
+
+def write_partition_histograms(groups: GroupCache, relative: str) -> int:
+    """The version's ``partition_histograms.parquet`` from every group's part (cached parts
+    reused, as the index's); returns the bytes written."""
+    job = groups.job
+    parts = [(m, groups.partition_histograms_part(m)) for m in groups.members]
+    uri = layout.absolute(job.root, relative)
+    return partition_histograms.write_histograms(parts, uri, job.s3, len(job.partitions))
 
 
 def _no_frequencies(row: dict[str, object], state: ScalarState) -> None:

@@ -125,7 +125,13 @@ def reduce_locally(
         job, f"table/{run_id}/groups", ahead or ReadAhead(job), background_writes=True
     )
     try:
-        reduction = Reduction(job, groups, files, layout.partition_index_file(run_id))
+        reduction = Reduction(
+            job,
+            groups,
+            files,
+            layout.partition_index_file(run_id),
+            layout.partition_histograms_file(run_id),
+        )
         written = run_stages(reduction)
         return written, groups.flush()
     finally:

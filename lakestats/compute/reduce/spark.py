@@ -51,7 +51,11 @@ def reduce_table(
     parallelism = max(2, default_parallelism(spark))
     groups = GroupCache(job, f"table/{run_id}/groups", ReadAhead(job))
     reduction = Reduction(
-        job, groups, layout.table_files(run_id), layout.partition_index_file(run_id)
+        job,
+        groups,
+        layout.table_files(run_id),
+        layout.partition_index_file(run_id),
+        layout.partition_histograms_file(run_id),
     )
     count = len(groups.members)
     frame = spark.range(0, count, 1, numPartitions=max(1, min(count, 2 * parallelism)))

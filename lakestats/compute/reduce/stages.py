@@ -34,6 +34,7 @@ import pyarrow as pa
 from lakestats.compute.reduce import wire
 from lakestats.compute.reduce.finalize import (
     column_frequencies,
+    write_partition_histograms,
     write_partition_index,
     write_tables,
 )
@@ -79,6 +80,7 @@ class Reduction:
     groups: GroupCache
     files: dict[str, str]  # the table files (kind -> path relative to the root)
     index_file: str  # the partition index (relative to the root)
+    histograms_file: str  # the partition histograms (relative to the root)
     states: dict[int, ScalarState] = field(default_factory=dict)
     plan: Plan | None = None
     rebinned: dict[int, np.ndarray] = field(default_factory=dict)
@@ -200,6 +202,14 @@ def _index_part(groups: GroupCache, members: list[int]) -> None:
     groups.ensure_index_part(members)
 
 
+def _partition_histograms(reduction: Reduction) -> int:
+    return write_partition_histograms(reduction.groups, reduction.histograms_file)
+
+
+def _histograms_part(groups: GroupCache, members: list[int]) -> None:
+    groups.ensure_partition_histograms_part(members)
+
+
 STAGES: tuple[Stage, ...] = (
     PerColumn("scalar states", _group_states, merge_state, wire.STATES, _planned),
     # only when a column is complete in some groups (sketches left out) and not in others
@@ -222,5 +232,6 @@ STAGES: tuple[Stage, ...] = (
     PerValue("frequencies", _group_frequency_rows, _finalize, _keep_frequencies),
     Write("table files", _table_files),
     Write("partition index", _partition_index, prepare=_index_part),
+    Write("partition histograms", _partition_histograms, prepare=_histograms_part),
 )
 """The reduction, in order (see the module docstring for how each shape runs)."""

@@ -1,0 +1,358 @@
+"""The table-level ``partition_histograms.parquet`` and the estimates that read it.
+
+The file's rows must equal what every partition's own ``histograms.parquet`` and
+``frequencies.parquet`` hold for its ordered columns (read here with pyarrow), its
+histogram counts sum to DuckDB's non-null, non-NaN count of the partition and, where the
+partition's frequencies are complete, its counts are DuckDB's value counts; after a full
+analyze and after incremental ones (cached parts reused). Estimates through the index and
+this file equal the per-partition-file path's, number for number, hold DuckDB's true
+counts in their bounds and open no partition histogram or frequencies file; a version
+without the file (written before it) answers the same through the partition files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+import shutil
+import unittest.mock
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+import lakestats.api as ls
+from lakestats.compute.reduce import local as reduce_local
+from lakestats.query import partition_filter
+from lakestats.stats.kinds import ORDERED_NUMERIC, kind_of
+from lakestats.stats.type_codec import parse_type
+from lakestats.store import manifest, partition_histograms, schemas
+from lakestats.store.reader import StatisticsReader
+
+GOLDEN = Path(__file__).parents[1] / "golden"
+PARTITIONS = 12
+
+
+def _part(p: int, rows: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    f = rng.normal(p / 4, 1, rows)
+    f[rng.random(rows) < 0.04] = np.nan
+    cents = rng.integers(0, 8 + 3 * p, rows) * 5
+    return pa.table(
+        {
+            "i": pa.array(rng.zipf(1.6, rows) % 9 + p % 3, mask=rng.random(rows) < 0.1),
+            "n": pa.array(rng.integers(-200, 200 + 40 * p, rows), mask=rng.random(rows) < 0.05),
+            "f": pa.array(f, mask=rng.random(rows) < 0.05),
+            "amount": pa.array(
+                [decimal.Decimal(int(v)).scaleb(-2) for v in cents], pa.decimal128(9, 2)
+            ),
+            "day": pa.array(
+                [dt.date(2020, 1, 1) + dt.timedelta(days=int(d + 20 * p))
+                 for d in rng.integers(0, 60, rows)],
+                pa.date32(),
+            ),
+            "s": pa.array(np.array(["ant", "bee", "cat", "dog"])[rng.integers(0, 4, rows)]),
+        }
+    )
+
+
+def _write(root: Path, p: int, seed: int, rows: int = 200, name: str = "part-0") -> None:
+    directory = root / f"p={p}"
+    directory.mkdir(parents=True, exist_ok=True)
+    pq.write_table(_part(p, rows, seed), directory / f"{name}.parquet")
+
+
+def _con(root: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.register("t", pads.dataset(root, format="parquet", partitioning="hive").to_table())
+    return con
+
+
+@pytest.fixture(params=["one_task", "spark_stages"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "spark_stages":
+        monkeypatch.setattr(reduce_local, "LOCAL_CELLS", 0)
+    return request.param
+
+
+def _check_file(root: Path) -> manifest.Version:
+    """File rows == partition files; histogram sums and complete frequencies == DuckDB."""
+    stats = root / "_lakestats"
+    version = manifest.load_version(str(stats))
+    assert version.partition_histograms, "the version lists no partition histograms"
+    table = pq.read_table(stats / version.partition_histograms)
+    assert table.schema.remove_metadata() == schemas.PARTITION_HISTOGRAMS_SCHEMA
+    held = [
+        i for i, c in enumerate(version.columns)
+        if kind_of(parse_type(c["type"])) in ORDERED_NUMERIC
+    ]
+    assert [version.columns[i]["name"] for i in held] == ["i", "n", "f", "amount", "day", "p"]
+    keys = list(zip(table["column_index"].to_pylist(), table["partition_id"].to_pylist(),
+                    strict=True))
+    assert keys == sorted(keys)
+    assert keys == [(c, p) for c in held for p in range(len(version.partitions))]
+    rows = {(r["partition_id"], r["column_index"]): r for r in table.to_pylist()}
+    con = _con(root)
+    for pid, entry in enumerate(version.partitions):
+        own = pq.ParquetFile(stats / entry.files["statistics"]).read().to_pylist()
+        histograms = pq.ParquetFile(stats / entry.files["histograms"]).read()
+        frequencies = pq.ParquetFile(stats / entry.files["frequencies"]).read().to_pylist()
+        p = entry.values["p"]
+        for ci in held:
+            got, row = rows[(pid, ci)], own[ci]
+            name = row["column"]
+            for field in ("frequencies_count", "frequencies_truncated", "frequencies_min",
+                          "histogram_lower", "histogram_width"):
+                assert got[field] == row[field], (entry.name, name, field)
+            listed = sorted((f["value"], f["frequency"]) for f in frequencies
+                            if f["column"] == name)
+            assert list(zip(got["frequency_values"], got["frequency_counts"], strict=True)) \
+                == listed
+            counts = histograms[name].to_pylist()[: row["histogram_bins"]]
+            assert got["histogram_counts"] == [c or 0 for c in counts]
+            valid = f"{name} IS NOT NULL" + (" AND NOT isnan(f)" if name == "f" else "")
+            (non_null,) = con.execute(
+                f"SELECT count(*) FROM t WHERE p = ? AND {valid}", [p]).fetchone()
+            assert sum(got["histogram_counts"]) == non_null, (entry.name, name)
+            if row["distinct_count"] is not None and not row["frequencies_truncated"] and (
+                not row["all_distinct"]
+            ):
+                truth = con.execute(
+                    f"SELECT count(*) FROM t WHERE p = ? AND {name} IS NOT NULL "
+                    f"GROUP BY {name}", [p]).fetchall()
+                assert sorted(got["frequency_counts"]) == sorted(c for (c,) in truth), name
+    return version
+
+
+def test_file_after_full_and_incremental_analyses(spark, tmp_path: Path, mode: str) -> None:
+    root = tmp_path / "t"
+    for p in range(PARTITIONS):
+        _write(root, p, seed=p)
+    handle = ls.open_table(str(root))
+    handle.analyze(spark=spark, bins=8, max_frequencies=24)
+    first = _check_file(root)
+
+    # one partition changed, one added, one removed
+    _write(root, 3, seed=99, rows=40, name="part-1")
+    _write(root, PARTITIONS, seed=PARTITIONS)
+    shutil.rmtree(root / "p=0")
+    handle.analyze(spark=spark, bins=8, max_frequencies=24)
+    second = _check_file(root)
+    assert second.partition_histograms != first.partition_histograms
+
+    # one partition changed alone: the other groups' cached parts are carried forward
+    _write(root, 5, seed=7, rows=25, name="part-1")
+    assert handle.analyze(spark=spark, bins=8, max_frequencies=24).partitions_computed == 1
+    third = _check_file(root)
+    old = {k: v for k, v in second.extra["reduce_cache"].items() if k.startswith("phist-")}
+    new = {k: v for k, v in third.extra["reduce_cache"].items() if k.startswith("phist-")}
+    assert len(new) > 1
+    reused = [k for k in new if new[k] == old.get(k)]
+    assert len(reused) == len(new) - 1, (old, new)
+
+
+@pytest.fixture(scope="module")
+def analyzed(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("phist") / "t"
+    for p in range(PARTITIONS):
+        _write(root, p, seed=100 + p, rows=30 + 25 * p)
+    ls.open_table(str(root)).analyze(spark=spark, bins=8, max_frequencies=24)
+    return root
+
+
+PREDICATES = [
+    "i = 3",
+    "f > 0.5",
+    "i = 3 AND f > 0.5",
+    "i IN (1, 2, 7) AND amount > 0.20",
+    "i IN (1, 2, 7, 99) AND n IS NOT NULL",
+    "n BETWEEN -10 AND 150 AND day >= DATE '2020-03-01'",
+    "i = 4 AND n IS NULL",
+    "f IS NULL AND i > 2",
+    "amount = 0.25 AND i < 5",
+    "amount IN (0.10, 0.20, 0.35) AND day < DATE '2020-05-01'",
+    "day = DATE '2020-02-03' AND i >= 1",
+    "n = 7 AND s = 'bee'",
+    "f > 1.5 AND f < 3 AND i <> 2",
+    "i NOT IN (2, 3) AND amount <= 0.40 AND day > DATE '2020-04-15'",
+    "f = 'NaN' AND i = 1",
+]
+
+
+def _close(a: object, b: object) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-12, abs=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def _spy(opened: list[str]):
+    original = StatisticsReader.parquet_file
+
+    def spy(self, entry, kind):
+        if entry.name:  # a partition's file, not the table level's
+            opened.append(kind)
+        return original(self, entry, kind)
+
+    return unittest.mock.patch.object(StatisticsReader, "parquet_file", spy)
+
+
+@pytest.mark.parametrize("where", PREDICATES)
+def test_estimates_equal_the_partition_files_and_hold_the_truth(analyzed: Path,
+                                                                where: str) -> None:
+    opened: list[str] = []
+    with _spy(opened):
+        via_file = ls.open_table(str(analyzed)).estimate(where)
+    assert not {"histograms", "frequencies"} & set(opened), (where, opened)
+    via_partitions = ls.open_table(str(analyzed)).estimate(where, source="files")
+    assert _close(via_file, via_partitions), (where, via_file, via_partitions)
+    con = _con(analyzed)
+    truth = dict(con.execute(f"SELECT p, count(*) FROM t WHERE {where} GROUP BY p").fetchall())
+    total = sum(truth.values())
+    assert via_file["lower"] <= total <= via_file["upper"], (where, total)
+    if via_file["exact"]:
+        assert via_file["row_count"] == total
+    by_partition = {p["partition"]["p"]: p for p in via_file["partitions"]}
+    for p, count in truth.items():
+        got = by_partition[p]
+        assert got["lower"] <= count <= got["upper"], (where, p, count, got)
+        if got["exact"]:
+            assert got["row_count"] == count
+
+
+def test_a_version_without_the_file_answers_through_the_partition_files(
+    analyzed: Path, tmp_path: Path
+) -> None:
+    """How versions written before the file degrade: same numbers, partition files read."""
+    copy = tmp_path / "t"
+    shutil.copytree(analyzed, copy)
+    stats = str(copy / "_lakestats")
+    where = "i = 3 AND f > 0.5"
+    new = ls.open_table(str(analyzed)).estimate(where)
+    # the file deleted (by hand, say): the partition files answer
+    version = manifest.load_version(stats)
+    os.remove(copy / "_lakestats" / version.partition_histograms)
+    opened: list[str] = []
+    with _spy(opened):
+        gone = ls.open_table(str(copy)).estimate(where)
+    assert {"histograms", "frequencies"} <= set(opened)
+    assert _close(gone, new)
+    # a version that never listed it (written before it existed)
+    version.partition_histograms = None
+    manifest.publish(stats, version)
+    opened.clear()
+    with _spy(opened):
+        old = ls.open_table(str(copy)).estimate(where)
+    assert {"histograms", "frequencies"} <= set(opened)
+    assert _close({**old, "version": 0}, {**new, "version": 0})
+
+
+@pytest.mark.parametrize("where", ["i = 3 AND f > 0.5", "amount = 0.25", "f > 2.5",
+                                   "day = DATE '2020-02-03' AND i >= 1"])
+def test_partition_filter_matches_duckdb(analyzed: Path, where: str) -> None:
+    """``stats --where``: every partition holding a matching row is kept; one read of the
+    index and of this file, no partition file."""
+    reader = StatisticsReader(str(analyzed / "_lakestats"))
+    opened: list[str] = []
+    with _spy(opened):
+        kept = partition_filter.partitions_that_can_match(where, reader)
+    assert opened == []
+    con = _con(analyzed)
+    holding = {p for (p,) in con.execute(f"SELECT DISTINCT p FROM t WHERE {where}").fetchall()}
+    names = {reader.version.partitions[i].values["p"] for i in kept}
+    assert holding <= names, (where, holding - names)
+    # the same partitions as the per-partition path: the version without the file
+    from lakestats.query import estimate_source, predicates
+
+    pred = predicates.parse(where, estimate_source.column_types(reader))
+    files = estimate_source.partitions_of(reader, predicates.columns_of(pred))
+    assert kept == [i for i, part in enumerate(files) if predicates.can_match(pred, part)]
+
+
+def _synthetic(path: Path, partitions: int, monkeypatch: pytest.MonkeyPatch) -> pa.Table:
+    columns = [{"name": "a", "type": "int64"}, {"name": "s", "type": "string"},
+               {"name": "b", "type": "double"}]
+    rng = np.random.default_rng(5)
+    stats, hists, freqs = [], [], []
+    for _ in range(partitions):
+        stats.append(pa.table({
+            "frequencies_count": pa.array([2, 1, 0], pa.int64()),
+            "frequencies_truncated": [False, False, False],
+            "frequencies_min": pa.array([None, None, None], pa.int64()),
+            "histogram_lower": [b"\x80" + bytes(7), None, b"\xc0" + bytes(7)],
+            "histogram_width": [1.0, None, 0.5],
+            "histogram_bins": pa.array([3, None, 2], pa.int32()),
+        }))
+        hists.append(pa.table({"a": pa.array(rng.integers(0, 9, 3)),
+                               "b": pa.array([4, 5, None], pa.int64())}))
+        freqs.append(pa.table({"column": ["a", "s", "a"], "value": [b"\x02", b"x", b"\x01"],
+                               "frequency": pa.array([3, 4, 5], pa.int64())}))
+    part = partition_histograms.histograms_part(columns, stats, hists, freqs)
+    # two groups, members interleaved: the file is by column, then partition id
+    halves = [list(range(0, partitions, 2)), list(range(1, partitions, 2))]
+    member = part.column("member").to_numpy()
+    parts = []
+    for k, members in enumerate(halves):
+        rows = part.filter(pa.array(member % 2 == k))
+        local = rows.column("member").to_numpy() // 2
+        parts.append((members, rows.set_column(0, "member", pa.array(local, pa.int32()))))
+    partition_histograms.write_histograms(parts, str(path), None, partitions)
+    return pq.read_table(path)
+
+
+def test_row_groups_hold_one_column_and_few_partitions(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 16)
+    path = tmp_path / "partition_histograms.parquet"
+    table = _synthetic(path, 40, monkeypatch)
+    assert table.num_rows == 80  # a and b, not the string column
+    first = table.to_pylist()[0]
+    assert first["frequency_values"] == [b"\x01", b"\x02"]  # by value
+    assert first["frequency_counts"] == [5, 3]
+    handle = pq.ParquetFile(path)
+    groups = [handle.read_row_group(g).to_pydict() for g in range(handle.num_row_groups)]
+    assert [len(g["partition_id"]) for g in groups] == [16, 16, 8, 16, 16, 8]
+    assert all(len(set(g["column_index"])) == 1 for g in groups)
+    opened = partition_histograms.PartitionHistograms(handle)
+    assert opened.row_groups(2, np.array([17, 20])) == [4]
+    got = opened.read(2, [39, 17, 20], ["histogram_counts"])
+    assert got["partition_id"].to_pylist() == [17, 20, 39]
+    assert got["histogram_counts"].to_pylist() == [[4, 5]] * 3
+    # a narrow table: whole columns share a row group
+    monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 8)
+    _synthetic(path, 3, monkeypatch)
+    assert pq.ParquetFile(path).num_row_groups == 1
+
+
+def test_partition_histograms_schema_matches_golden(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "partition_histograms.parquet"
+    _synthetic(path, 3, monkeypatch)
+    text = str(pq.ParquetFile(path).schema).strip().splitlines()
+    schema = "\n".join(line for line in text if not line.startswith("<pyarrow")) + "\n"
+    golden = GOLDEN / "partition_histograms.schema.txt"
+    if os.environ.get("LAKESTATS_REGEN_GOLDEN"):
+        golden.write_text(schema)
+    assert schema == golden.read_text()
+
+
+def test_expire_keeps_the_file_a_kept_version_lists(analyzed: Path, tmp_path: Path) -> None:
+    """``expire`` removes unreferenced files (age 0 here), never the listed file."""
+    copy = tmp_path / "t"
+    shutil.copytree(analyzed, copy)
+    stats = copy / "_lakestats"
+    version = manifest.load_version(str(stats))
+    stray = stats / "table" / "old-run" / "partition_histograms.parquet"
+    stray.parent.mkdir(parents=True)
+    stray.write_bytes((stats / version.partition_histograms).read_bytes())
+    result = ls.open_table(str(copy)).expire(retain_last=1, orphan_age_minutes=0)
+    assert (stats / version.partition_histograms).exists()
+    assert not stray.exists(), result
