@@ -184,6 +184,12 @@ class LakestatsTable:
         return SampleOperations(self)
 
     # -- looking up ---------------------------------------------------------
+    def forget_table_state(self) -> None:
+        """Re-read the table (snapshots, schema) on next use and keep the open statistics
+        files: a long-running service's refresh when no newer statistics version exists
+        but the table may have a new snapshot (``stale`` must see it)."""
+        self._format = None
+
     def reader(self) -> StatisticsReader:
         if self._reader is None:
             self._check_path()

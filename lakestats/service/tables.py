@@ -4,17 +4,18 @@ A handle caches the latest statistics version and its open files (Parquet footer
 repeated lookups read only the row groups they need. Handles are per thread: a reader's
 open files are not shared between the threads FastAPI runs requests on. ``TableSet.get``
 re-checks the latest version at most every ``refresh_seconds`` and re-opens the handle
-when a newer one was published, and every ``reopen_seconds`` anyway (the table may have a
-new snapshot: ``stale`` must see it), so a long-running service follows ``lakestats
-analyze`` without a restart. ``memo`` keeps answers per table and version, shared by all
-threads, for ``reopen_seconds``; ``cached`` keeps rendered API answers the same way
-(``cache.AnswerCache``). An unknown name is a ``TableNotFoundError`` (404); names
-are never paths.
+when a newer one was published, and re-reads the table every ``reopen_seconds`` anyway
+(it may have a new snapshot: ``stale`` must see it; the open statistics files are kept),
+so a long-running service follows ``lakestats analyze`` without a restart. ``memo`` keeps
+answers per table and version, shared by all threads, for ``reopen_seconds``; ``cached``
+keeps rendered API answers the same way (``cache.AnswerCache``). An unknown name is a
+``TableNotFoundError`` (404); names are never paths.
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -95,8 +96,15 @@ class TableSet:
         handle = handles.get(name)
         if handle is not None and now - handle.checked_at < self.refresh_seconds:
             return handle
-        if handle is None or now - handle.opened_at >= self.reopen_seconds:
-            handle = _Handle(_open(config), -1, now, now)  # the table may have moved on
+        if handle is None:
+            handle = _Handle(_open(config), -1, now, now)
+        elif now - handle.opened_at >= self.reopen_seconds:
+            # the table may have moved on: re-read it, keep the open statistics files (every
+            # thread re-opening them at once stalled the service for ~1 s); threads drift
+            # apart so that they do not all refresh in the same second
+            handle.table.forget_table_state()
+            opened = now - random.uniform(0, self.reopen_seconds / 4)
+            handle = _Handle(handle.table, handle.version, now, opened)
         latest = manifest.latest_version_number(handle.table.stats_root, config.s3)
         if handle.version not in (-1, latest):
             handle = _Handle(_open(config), latest, now, now)  # a newer version

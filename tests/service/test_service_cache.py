@@ -138,3 +138,29 @@ def test_answers_cached_per_version_and_new_version_served(
 
 def first_version(responses: dict) -> int:
     return responses[URLS[0]].json()["version"]
+
+
+@pytest.mark.spark
+def test_a_new_table_snapshot_is_seen_as_stale_with_the_statistics_files_kept(
+    tmp_path: Path, spark
+) -> None:
+    from deltalake import write_deltalake
+
+    from lakestats.service.config import TableConfig
+    from lakestats.service.tables import TableSet
+
+    path = str(tmp_path / "events")
+    write_deltalake(path, pa.table({"n": pa.array(range(100), pa.int64())}))
+    ls.open_table(path).analyze(spark=spark)
+    tables = TableSet([TableConfig(name="events", table=path)], refresh_seconds=0,
+                      reopen_seconds=0)
+    table = tables.get("events")
+    reader = table.reader()
+    before = table.table_statistics()
+    assert before["stale"] is False and before["row_count"] == 100
+    write_deltalake(path, pa.table({"n": pa.array(range(5), pa.int64())}), mode="append")
+    again = tables.get("events")  # past reopen_seconds: the table is re-read
+    after = again.table_statistics()
+    assert after["stale"] is True and after["snapshots_behind"] == 1
+    assert again.reader() is reader  # the open statistics files were kept
+    assert after["row_count"] == before["row_count"] == 100  # what the version describes
