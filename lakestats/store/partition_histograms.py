@@ -33,7 +33,8 @@ import pyarrow.parquet as pq
 from lakestats import fs
 from lakestats.stats.kinds import ORDERED_NUMERIC, kind_of
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import layout, manifest, schemas
+from lakestats.store import manifest, schemas
+from lakestats.store.partition_index import open_partition_file
 
 HELD_KINDS = ORDERED_NUMERIC
 """The kinds of column the file holds."""
@@ -287,14 +288,4 @@ def open_histograms(
 ) -> PartitionHistograms | None:
     """The version's file, or None when it has none or it does not describe the version."""
     relative = getattr(version, "partition_histograms", None)
-    if not relative:
-        return None
-    filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
-    try:
-        source = open_file(filesystem, path) if open_file else filesystem.open_input_file(path)
-        opened = PartitionHistograms(pq.ParquetFile(source, pre_buffer=True))
-    except FileNotFoundError:
-        return None  # expired or deleted: the partition files still answer
-    if opened.partitions is not None and opened.partitions != len(version.partitions):
-        return None
-    return opened
+    return open_partition_file(root, version, relative, PartitionHistograms, s3, open_file)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -217,18 +217,37 @@ def open_index(
     open_file: Callable[[pafs.FileSystem, str], object] | None = None,
 ) -> PartitionIndex | None:
     """The version's index, or None when it has none or it does not describe the version."""
-    relative = getattr(version, "partition_index", None)
+    return open_partition_file(
+        root, version, getattr(version, "partition_index", None), PartitionIndex, s3, open_file
+    )
+
+
+Opened = TypeVar("Opened")
+
+
+def open_partition_file(
+    root: str,
+    version: manifest.Version,
+    relative: str | None,
+    wrap: Callable[[pq.ParquetFile], Opened],
+    s3: fs.S3Options | None = None,
+    open_file: Callable[[pafs.FileSystem, str], object] | None = None,
+) -> Opened | None:
+    """A table-level file with a row per partition (``relative`` to ``root``) opened and
+    wrapped, or None when the version lists none, it is gone (expired or deleted: the
+    partition files still answer) or it was written for another number of partitions."""
     if not relative:
         return None
     filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
     try:
         source = open_file(filesystem, path) if open_file else filesystem.open_input_file(path)
-        index = PartitionIndex(pq.ParquetFile(source, pre_buffer=True))
+        opened = wrap(pq.ParquetFile(source, pre_buffer=True))
     except FileNotFoundError:
-        return None  # expired or deleted: the partition files still answer
-    if index.partitions is not None and index.partitions != len(version.partitions):
         return None
-    return index
+    partitions = getattr(opened, "partitions", None)
+    if partitions is not None and partitions != len(version.partitions):
+        return None
+    return opened
 
 
 def from_partition_files(

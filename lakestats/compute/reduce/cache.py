@@ -244,14 +244,9 @@ class GroupCache:
         positions inside the group): cached like the states, since both depend on the same
         statistics files only; an earlier stage of this reduction may have written it."""
         key = self.index_key(members)
-        relative = self.job.cache.get(key) if self.enabled else None
-        decoded = self.ahead.tables.get(relative) if relative else None  # read ahead
-        if decoded is not None:
-            self.written[key] = relative
-            return decoded
-        data = self._load(key, this_run=True)
-        if data is not None:
-            return read_rows(data)
+        cached = self._cached_part(key)
+        if cached is not None:
+            return cached
         job, ahead = self.job, self.ahead
         tables = list(
             prefetch(lambda p: ahead.read(job.partitions[p], "statistics", SOURCE_FIELDS), members)
@@ -260,19 +255,25 @@ class GroupCache:
         self._save(key, lambda: _ipc_bytes(part))
         return part
 
-    def partition_histograms_part(self, members: list[int]) -> pa.Table:
-        """The group's rows of the partition histograms
-        (``store/partition_histograms.histograms_part``, positions inside the group),
-        cached like the index part: they depend on the group's partition files only."""
-        key = self.partition_histograms_key(members)
+    def _cached_part(self, key: str) -> pa.Table | None:
+        """A part already computed: read ahead from the previous version's cache, or
+        written by an earlier stage of this reduction; None when it must be computed."""
         relative = self.job.cache.get(key) if self.enabled else None
         decoded = self.ahead.tables.get(relative) if relative else None  # read ahead
         if decoded is not None:
             self.written[key] = relative
             return decoded
         data = self._load(key, this_run=True)
-        if data is not None:
-            return read_rows(data)
+        return read_rows(data) if data is not None else None
+
+    def partition_histograms_part(self, members: list[int]) -> pa.Table:
+        """The group's rows of the partition histograms
+        (``store/partition_histograms.histograms_part``, positions inside the group),
+        cached like the index part: they depend on the group's partition files only."""
+        key = self.partition_histograms_key(members)
+        cached = self._cached_part(key)
+        if cached is not None:
+            return cached
         job, ahead = self.job, self.ahead
         held = partition_histograms.held_columns(job.columns)
 
