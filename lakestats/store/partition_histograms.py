@@ -35,6 +35,7 @@ from lakestats.stats.kinds import ORDERED_NUMERIC, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest, schemas
 from lakestats.store.partition_index import open_partition_file
+from lakestats.store.writer import parquet_output
 
 HELD_KINDS = ORDERED_NUMERIC
 """The kinds of column the file holds."""
@@ -149,8 +150,6 @@ def write_histograms(
     part's members), one column at a time: rows sorted by column, then partition id, with
     no copy of all the parts at once (a wide table's histograms can be gigabytes). Returns
     the bytes written."""
-    import contextlib
-
     prepared = []
     for members, table in parts:
         if table.num_rows:
@@ -159,58 +158,46 @@ def write_histograms(
             column = table.column("column_index").to_numpy(zero_copy_only=False)
             prepared.append((table.drop_columns(["member"]), ids, column))
     held = np.unique(np.concatenate([c for _, _, c in prepared])) if prepared else []
-    metadata = {
-        PARTITIONS_KEY: str(partitions).encode(),
-        schemas.FORMAT_VERSION_KEY.encode(): str(schemas.FORMAT_VERSION).encode(),
-    }
-    schema = schemas.PARTITION_HISTOGRAMS_SCHEMA.with_metadata(metadata)
+    schema = schemas.PARTITION_HISTOGRAMS_SCHEMA.with_metadata(
+        {PARTITIONS_KEY: str(partitions).encode()}
+    )
     limit = schemas.PARTITION_HISTOGRAMS_GROUP_ROWS
-    try:
-        with (
-            fs.open_output(uri, s3) as out,
-            pq.ParquetWriter(
-                out,
-                schema,
-                compression="zstd",
-                compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
-                store_schema=False,
-                write_statistics=["column_index", "partition_id"],
-                use_dictionary=False,
-                column_encoding={
-                    # sorted keys share prefixes: a third of plain + zstd (bench/size.py)
-                    "frequency_values.list.element": "DELTA_BYTE_ARRAY",
-                    "frequency_counts.list.element": "DELTA_BINARY_PACKED",
-                    "histogram_counts.list.element": "DELTA_BINARY_PACKED",
-                    "frequencies_count": "DELTA_BINARY_PACKED",
-                    "frequencies_min": "DELTA_BINARY_PACKED",
-                },
-            ) as parquet,
-        ):
-            pending: list[pa.Table] = []  # whole columns of a narrow table, not yet written
+    with parquet_output(
+        uri,
+        s3,
+        schema,
+        compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
+        write_statistics=["column_index", "partition_id"],
+        use_dictionary=False,
+        column_encoding={
+            # sorted keys share prefixes: a third of plain + zstd (bench/size.py)
+            "frequency_values.list.element": "DELTA_BYTE_ARRAY",
+            "frequency_counts.list.element": "DELTA_BINARY_PACKED",
+            "histogram_counts.list.element": "DELTA_BINARY_PACKED",
+            "frequencies_count": "DELTA_BINARY_PACKED",
+            "frequencies_min": "DELTA_BINARY_PACKED",
+        },
+    ) as parquet:
+        pending: list[pa.Table] = []  # whole columns of a narrow table, not yet written
 
-            def flush() -> None:
-                if pending:
-                    rows = pa.concat_tables(pending)
-                    parquet.write_table(rows, row_group_size=max(1, rows.num_rows))
-                    pending.clear()
+        def flush() -> None:
+            if pending:
+                rows = pa.concat_tables(pending)
+                parquet.write_table(rows, row_group_size=max(1, rows.num_rows))
+                pending.clear()
 
-            for index in held:
-                rows = _column_rows(prepared, int(index))
-                if partitions < limit:  # several whole columns per row group
-                    if pending and sum(t.num_rows for t in pending) + rows.num_rows > limit:
-                        flush()
-                    pending.append(rows)
-                    continue
-                for start in range(0, rows.num_rows, limit):
-                    piece = rows.slice(start, limit)
-                    parquet.write_table(piece, row_group_size=piece.num_rows)
-            flush()
-        return fs.file_info(uri, s3).size
-    except OSError as exc:
-        filesystem, path = fs.resolve(uri, s3)
-        with contextlib.suppress(OSError):
-            filesystem.delete_file(path)
-        raise fs.cannot_write(uri, exc) from exc
+        for index in held:
+            rows = _column_rows(prepared, int(index))
+            if partitions < limit:  # several whole columns per row group
+                if pending and sum(t.num_rows for t in pending) + rows.num_rows > limit:
+                    flush()
+                pending.append(rows)
+                continue
+            for start in range(0, rows.num_rows, limit):
+                piece = rows.slice(start, limit)
+                parquet.write_table(piece, row_group_size=piece.num_rows)
+        flush()
+    return fs.file_info(uri, s3).size
 
 
 def _column_rows(prepared: list[tuple[pa.Table, np.ndarray, np.ndarray]], index: int) -> pa.Table:

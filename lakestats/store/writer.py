@@ -7,6 +7,7 @@ root through the filesystem layer; nothing passes through the driver.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -69,29 +70,38 @@ def histograms_table(results: list[ColumnResult], bins: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schemas.histograms_schema(names))
 
 
-def write_parquet(table: pa.Table, uri: str, s3: fs.S3Options | None, **options: object) -> int:
-    """One file, zstd-compressed, with ``lakestats.format_version`` in its key-value
-    metadata (files of format version 1 have none and are read the same way); a failure
-    (full disk, no permission, no connection) is one ``StorageError`` line and leaves no
-    partial file where it can be helped."""
-    row_group_size = options.pop("row_group_size", None)
+@contextlib.contextmanager
+def parquet_output(
+    uri: str, s3: fs.S3Options | None, schema: pa.Schema, **options: object
+) -> Iterator[pq.ParquetWriter]:
+    """A zstd ``ParquetWriter`` on ``uri`` whose file gets ``lakestats.format_version`` in
+    its key-value metadata (files of format version 1 have none and are read the same way);
+    a failure (full disk, no permission, no connection) is one ``StorageError`` line and
+    leaves no partial file where it can be helped."""
     try:
         with (
             fs.open_output(uri, s3) as out,
             pq.ParquetWriter(
-                out, table.schema, compression="zstd", store_schema=False, **options
+                out, schema, compression="zstd", store_schema=False, **options
             ) as parquet,
         ):
-            parquet.write_table(table, row_group_size=row_group_size)
+            yield parquet
             parquet.add_key_value_metadata(
                 {schemas.FORMAT_VERSION_KEY: str(schemas.FORMAT_VERSION)}
             )
-        return fs.file_info(uri, s3).size
     except OSError as exc:
         filesystem, path = fs.resolve(uri, s3)
         with contextlib.suppress(OSError):
             filesystem.delete_file(path)  # unreferenced either way; expire would remove it
         raise fs.cannot_write(uri, exc) from exc
+
+
+def write_parquet(table: pa.Table, uri: str, s3: fs.S3Options | None, **options: object) -> int:
+    """``table`` as one file through ``parquet_output``; returns its size."""
+    row_group_size = options.pop("row_group_size", None)
+    with parquet_output(uri, s3, table.schema, **options) as parquet:
+        parquet.write_table(table, row_group_size=row_group_size)
+    return fs.file_info(uri, s3).size
 
 
 def write_partition(
