@@ -84,7 +84,8 @@ def rebuilt_sketches(
 
 def listed_all(statistics: pa.Table) -> np.ndarray:
     """Per row (column) of a partition's statistics: whether its frequency rows list every
-    value (or it has no counted non-null value), as ``stats/table_fold.py`` counts it."""
+    value (or it has no counted non-null value): the one rule, which ``stats/table_fold.py``
+    folds too."""
     distinct = statistics.column("distinct_count")
     counted = distinct.is_valid().to_numpy(zero_copy_only=False)
     distinct = distinct.fill_null(0).to_numpy(zero_copy_only=False)

@@ -13,6 +13,7 @@ import datasketches as ds
 import numpy as np
 import pyarrow as pa
 
+from lakestats.stats.derived_sketches import listed_all
 from lakestats.stats.kinds import MOMENT_KINDS, kind_of
 from lakestats.stats.rebin import histogram_range
 from lakestats.stats.scalar_state import ScalarState
@@ -66,10 +67,7 @@ def fold_statistics(
     trues_valid = data.column("true_count").is_valid().to_numpy(zero_copy_only=False)
     trues = per_column(col("true_count").astype(np.float64))
     has_true = per_column(trues_valid.astype(np.float64)) > 0
-    distinct_valid = data.column("distinct_count").is_valid().to_numpy(zero_copy_only=False)
-    stored = col("frequencies_count")
-    distinct = col("distinct_count")
-    incomplete = distinct_valid & (non_null > 0) & (stored < distinct)
+    incomplete = ~listed_all(data)
     all_distinct = data.column("all_distinct").fill_null(False).to_numpy(zero_copy_only=False)
     slack = np.where(
         all_distinct, 1, np.where(col("frequencies_min") > 0, col("frequencies_min"), non_null)
