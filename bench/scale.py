@@ -16,6 +16,9 @@ timed once (the data is large; run a step again to see warm numbers):
 * ``sequence``: scenario #0: a sequence id of a table partitioned by day; the table's data
   directory is renamed away while the exact step runs, so the step provably reads 0 data
   bytes (it would fail on any data read);
+* ``near-unique``: scenario #1 where it applies (l_comment repeats within a month, so it
+  takes #2): a permuted unique id by day with 12 values per day repeated in the next day;
+  ``near-unique-plain``: a plain ``groupBy(id).count()`` of it, for the shuffle bytes;
 * ``incremental``: one month appended to the ``lakestats`` step's table (a hard-linked copy
   under the work directory), ``analyze --exact`` again, against the full run.
 
@@ -75,6 +78,8 @@ STEPS = (
     "comment",
     "comment-plain",
     "sequence",
+    "near-unique",
+    "near-unique-plain",
     "incremental",
 )
 LABELS = {
@@ -85,20 +90,30 @@ LABELS = {
     "comment": "lakestats --exact l_comment only",
     "comment-plain": "spark groupBy(l_comment).count()",
     "sequence": "lakestats --exact sequence id by day",
+    "near-unique": "lakestats --exact near-unique id by day",
+    "near-unique-plain": "spark groupBy(near-unique id).count()",
     "incremental": "lakestats --exact, 1 month appended",
 }
 
 
-def session() -> SparkSession:
+def session(master: str = "local[2]") -> SparkSession:
+    """``local[2]``, or a standalone master URL: then the executors run in their own JVMs
+    and the driver JVM's peak memory is the driver's alone."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master)
+    if not master.startswith("local"):
+        builder = builder.config("spark.executor.memory", "4g").config("spark.cores.max", "2")
     spark = (
-        SparkSession.builder.master("local[2]")
+        builder
         .appName("lakestats-scale")
         .config("spark.ui.enabled", "true")
         .config("spark.ui.port", "4077")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.memory", os.environ.get("LAKESTATS_DRIVER_MEMORY", "4g"))
+        .config(
+            "spark.driver.memory",
+            os.environ.get("LAKESTATS_DRIVER_MEMORY", "4g" if master.startswith("local") else "2g"),
+        )
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.python.worker.reuse", "true")
         .config("spark.python.unix.domain.socket.enabled", "true")
@@ -221,7 +236,7 @@ def linked_copy(source: Path, target: Path) -> Path:
 class Bench:
     """One run: the data, the Spark session and the results file of the work directory."""
 
-    def __init__(self, scale: float, work: Path) -> None:
+    def __init__(self, scale: float, work: Path, master: str = "local[2]") -> None:
         self.scale = scale
         self.work = work
         work.mkdir(parents=True, exist_ok=True)
@@ -231,9 +246,13 @@ class Bench:
         )
         self.source = partitioned(tpch_lineitem(scale), "month")
         self.table = linked_copy(self.source, work / "table")
-        self.spark = session()
+        self.master = master
+        self.spark = session(master)
         self.status = Status(self.spark)
-        self.rows = pq.ParquetDataset(self.source).read(columns=["l_orderkey"]).num_rows
+        # from the footers: reading a column here would count in the driver's peak memory
+        self.rows = sum(
+            pq.ParquetFile(f).metadata.num_rows for f in self.source.rglob("*.parquet")
+        )
 
     def save(self, step: str, seconds: float, stages: list[dict], **extra: object) -> None:
         self.results[step] = {
@@ -248,6 +267,8 @@ class Bench:
             **self.status.memory(),
             "python_rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         }
+        # this process's peaks so far (a run of one step on a standalone master: that step's)
+        self.results[step].update(master=self.master, memory=peaks)
         before = self.results.get("_meta", {})
         self.results["_meta"] = {
             "scale": self.scale,
@@ -378,6 +399,69 @@ class Bench:
             true_distinct=days * per_day,
         )
 
+    def _near_unique_table(self) -> tuple[Path, int, int]:
+        """Scenario #1 where it applies (TPC-H's l_comment repeats within a month, so it is
+        #2): one id per row, unique but for ``REPEATS`` per day copied from the next day,
+        spread over the whole key space by a bijective multiplicative hash, so every
+        partition is all-distinct, their ranges overlap (#0 cannot prove it) and the
+        duplicates span two partitions."""
+        table = self.work / "near_unique"
+        days, repeats = 84, 12
+        per_day = max(repeats + 1, self.rows // days)
+        if not (table / "_SUCCESS").exists():
+            shutil.rmtree(table, ignore_errors=True)
+
+            def ids(day: int) -> np.ndarray:
+                raw = np.arange(day * per_day, (day + 1) * per_day, dtype=np.uint64)
+                return (raw * np.uint64(0x9E3779B97F4A7C15)).view(np.int64)
+
+            for d in range(days):
+                values = ids(d)
+                values[-repeats:] = ids((d + 1) % days)[:repeats]
+                out = table / f"day={d:03d}"
+                out.mkdir(parents=True)
+                pq.write_table(pa.table({"id": values}), out / "data.parquet")
+            (table / "_SUCCESS").touch()
+        return table, days * (per_day - repeats), days * repeats
+
+    def near_unique(self) -> None:
+        table, distinct, repeated = self._near_unique_table()
+        root = self.work / "near_unique_stats"
+        shutil.rmtree(root, ignore_errors=True)
+        handle = ls.open_table(str(table), stats_root=str(root))
+        probe: dict = {}
+        self.status.since_mark()
+        with exact_step_probe(self.status, None, probe):
+            seconds = timed(lambda: handle.analyze(spark=self.spark, exact=True))
+        extra = manifest.load_version(str(root)).extra.get("exact", {})
+        [row] = ls.open_table(str(table), stats_root=str(root)).reader().column_statistics(
+            None, ["id"]
+        )
+        exact_stages = probe.get("exact_step_stages", [])
+        self.save(
+            "near-unique",
+            seconds,
+            _probed_stages(probe, self.status),
+            exact=extra,
+            exact_step_seconds=probe.get("exact_step_seconds"),
+            exact_step_shuffle_bytes=sum(s["shuffle_write_bytes"] for s in exact_stages),
+            exact_step_stages=exact_stages,
+            distinct_count=row["distinct_count"],
+            distinct_count_exact=row["distinct_count_exact"],
+            frequencies_count=row["frequencies_count"],
+            true_distinct=distinct,
+            true_repeated=repeated,
+        )
+
+    def near_unique_plain(self) -> None:
+        table, _, _ = self._near_unique_table()
+        frame = self.spark.read.parquet(str(table))
+        self.status.since_mark()
+        seconds = timed(
+            lambda: frame.groupBy("id").count().write.format("noop").mode("overwrite").save()
+        )
+        self.save("near-unique-plain", seconds, self.status.since_mark())
+
     def incremental(self) -> None:
         full = self.work / "stats"
         if "lakestats" not in self.results or not full.exists():
@@ -425,6 +509,13 @@ def report(results: dict[str, dict]) -> None:
     _targets(results, ours)
     _comment(results, meta)
     _sequence(results)
+    _near_unique(results, meta)
+    for step, r in results.items():
+        if not step.startswith("_") and not r.get("master", "local").startswith("local"):
+            m = r["memory"]
+            print(f"{step} on {r['master']}: driver JVM RSS peak {_mb(m.get('jvm_rss_peak'))}, "
+                  f"driver heap peak {_mb(m.get('jvm_heap_peak'))}, Python driver RSS peak "
+                  f"{_mb(m.get('python_rss_peak'))} (executors in their own JVMs; target < 2 GB)")
     print(f"peak memory: driver JVM RSS {_mb(meta.get('jvm_rss_peak'))} (local[2]: executors "
           f"in it too), Spark driver JVM heap peak {_mb(meta.get('jvm_heap_peak'))}, "
           f"Python driver RSS {_mb(meta.get('python_rss_peak'))} (target: < 2 GB)")
@@ -475,6 +566,21 @@ def _comment(results: dict[str, dict], meta: dict) -> None:
                       f"{s['shuffle_write_records']:>12,} rec  {s['name']}")
 
 
+def _near_unique(results: dict[str, dict], meta: dict) -> None:
+    if "near-unique" not in results:
+        return
+    r = results["near-unique"]
+    print(f"near-unique id by day: {r['exact'].get('scenarios')}; distinct "
+          f"{r['distinct_count']:,} (exact {r['distinct_count_exact']}, true "
+          f"{r['true_distinct']:,}); duplicates stored {r['frequencies_count']:,} (true "
+          f"{r['true_repeated']:,}); candidates {r['exact'].get('near_unique_candidates')}")
+    if "near-unique-plain" in results:
+        shuffled = r["exact_step_shuffle_bytes"]
+        base = results["near-unique-plain"]["shuffle_write_bytes"]
+        print(f"  #1 exact step shuffle {shuffled / 1e6:.1f} MB, plain groupBy {base / 1e6:.1f} MB:"
+              f" ours/plain = {shuffled / max(1, base):.3f} (target <= 0.20)")
+
+
 def _sequence(results: dict[str, dict]) -> None:
     if "sequence" not in results:
         return
@@ -493,6 +599,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None,
                         help="work directory (results.json, statistics roots, table copy)")
     parser.add_argument("--report", action="store_true", help="print saved results only")
+    parser.add_argument("--master", default="local[2]",
+                        help="Spark master (a standalone spark://host:port measures the "
+                             "driver's memory apart from the executors')")
     args = parser.parse_args()
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
     unknown = [s for s in steps if s not in STEPS]
@@ -502,7 +611,7 @@ def main() -> None:
     if args.report:
         report(json.loads((work / "results.json").read_text()))
         return
-    bench = Bench(args.scale, work)
+    bench = Bench(args.scale, work, args.master)
     print(f"# scale  {dt.date.today()}  scale {args.scale:g}  {bench.rows:,} rows  "
           f"work {work}\n# {machine()}", flush=True)
     for step in STEPS:
