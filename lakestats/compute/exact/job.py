@@ -5,12 +5,13 @@ partition's full value counts (``stats/value_counts.py``). Stages, all DataFrame
 
 1. summaries: one row per (partition, column) from the partition statistics, collected;
    ``scenarios.choose`` picks each column's scenario on the driver;
-2. contributions: every partition's (column, value key, count) rows: its staged
-   ``values.parquet`` for columns it did not list fully, its ``frequencies.parquet`` rows
-   for the others (no data scan);
-3. #1 (near-unique): ``xxhash64`` fingerprints grouped per column; fingerprints seen more
-   than once (true duplicates plus 64-bit collisions) are joined back and recounted by
-   value, so only real duplicates are kept; #2: ``groupBy(column, value).sum(count)``;
+2. contributions: every source's (column, value key, count) rows (``sources_of``): a
+   partition's staged ``values.parquet`` for columns it did not list fully, its
+   ``frequencies.parquet`` rows for the others (no data scan); incremental: the previous
+   version's rank parts, plus added and minus removed partitions;
+3. #1 (near-unique): packed fingerprint blobs per source and hash bucket find the values
+   possibly repeated, which alone are recounted by value (``fingerprints.py``), so only
+   real duplicates are kept; #2: ``groupBy(column, value).sum(count)``;
    #3: the same after ``repartitionByRange(b)`` (each batch a value range);
 4. ranks: aggregated rows (#2/#3) and raw rows (#0/#1, whose repeats are adjacent once
    sorted) are range-partitioned by (column, key) and sorted within ranges; each range
@@ -40,6 +41,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakestats import fs
+from lakestats.compute.exact import fingerprints
 from lakestats.compute.exact.scenarios import (
     ExactSettings,
     PartitionSummary,
@@ -118,22 +120,58 @@ def _summaries(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa
             )
 
 
+Source = tuple[str, object, int]
+"""Where exact (column, key, count) rows come from: ``("partition", PartitionEntry, sign)``
+(its staged values and complete frequency rows; sign -1 subtracts a removed partition's
+old contribution) or ``("ranks", part path, 1)`` (a previous exact version's rank part)."""
+
+
+def sources_of(job: ReduceJob, previous: Version | None, report: dict[str, object]) -> list[Source]:
+    """Every partition; or, with an exact ``previous`` version of the same columns, its rank
+    parts plus the added partitions and minus the removed ones (incremental)."""
+    parts = (previous.extra.get("exact", {}).get("files") or []) if previous else []
+    if previous is None or not parts or previous.columns != job.columns:
+        report["incremental"] = False
+        return [("partition", e, 1) for e in job.partitions]
+    before = {e.files["statistics"]: e for e in previous.partitions}
+    now = {e.files["statistics"]: e for e in job.partitions}
+    added = [e for path, e in now.items() if path not in before]
+    removed = [e for path, e in before.items() if path not in now]
+    report.update(incremental=True, partitions_added=len(added), partitions_removed=len(removed))
+    return [
+        *(("ranks", p, 1) for p in parts),
+        *(("partition", e, 1) for e in added),
+        *(("partition", e, -1) for e in removed),
+    ]
+
+
+def source_rows(
+    job: ReduceJob, sources: list[Source], wanted: frozenset[int], i: int
+) -> Iterator[pa.Table]:
+    """Source ``i``'s (column_index, value, count) rows of the ``wanted`` columns."""
+    kind, ref, sign = sources[i]
+    if kind == "ranks":
+        table = _read(job, str(ref), ["column_index", "value", "count"])
+        mask = pc.is_in(table.column("column_index"), pa.array(sorted(wanted), pa.int32()))
+        yield table.filter(mask).cast(CONTRIBUTION_ARROW)
+        return
+    for table in _partition_rows(job, ref, wanted):  # type: ignore[arg-type]
+        if sign != 1:
+            table = table.set_column(
+                2, "count", pc.multiply(table.column("count"), pa.scalar(sign, pa.int64()))
+            )
+        yield table
+
+
 def _contributions(
     job: ReduceJob,
-    entries: list[PartitionEntry],
-    sign: int,
+    sources: list[Source],
     wanted: frozenset[int],
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
-    """Partitions' complete (column, key, count) rows for the ``wanted`` columns, counts
-    multiplied by ``sign`` (-1: an old contribution to subtract)."""
     for batch in batches:
-        for p in batch.column(0).to_pylist():
-            for table in _partition_rows(job, entries[p], wanted):
-                if sign != 1:
-                    table = table.set_column(
-                        2, "count", pc.multiply(table.column("count"), pa.scalar(sign, pa.int64()))
-                    )
+        for i in batch.column(0).to_pylist():
+            for table in source_rows(job, sources, wanted, i):
                 yield from table.to_batches()
 
 
@@ -165,58 +203,19 @@ def _partition_rows(
         yield values.filter(mask).cast(CONTRIBUTION_ARROW)
 
 
-def _previous_ranks(
-    job: ReduceJob, parts: list[str], wanted: frozenset[int], batches: Iterator[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """The previous version's exact (column, key, count) rows, read from its rank parts."""
-    for batch in batches:
-        for p in batch.column(0).to_pylist():
-            table = _read(job, parts[p], ["column_index", "value", "count"])
-            mask = pc.is_in(table.column("column_index"), pa.array(sorted(wanted), pa.int32()))
-            yield from table.filter(mask).cast(CONTRIBUTION_ARROW).to_batches()
-
-
 def _indexed(spark: SparkSession, count: int, parallelism: int) -> DataFrame:
     frame = spark.range(0, count, 1, numPartitions=max(1, min(count, 2 * parallelism)))
     return frame.select(F.col("id").cast("int").alias("id"))
 
 
 def contribution_rows(
-    spark: SparkSession,
-    job: ReduceJob,
-    wanted: frozenset[int],
-    previous: Version | None,
-    report: dict[str, object],
+    spark: SparkSession, job: ReduceJob, wanted: frozenset[int], sources: list[Source]
 ) -> DataFrame:
-    """Every value's (column, key, count) rows whose sums are the table's exact counts.
-
-    With an exact ``previous`` version of the same columns, the changed partitions' old
-    contributions are subtracted from its ranks and their new ones added (incremental);
-    otherwise every partition contributes."""
+    """Every value's (column, key, count) rows whose sums are the table's exact counts."""
     parallelism = max(2, default_parallelism(spark))
-    schema = result_schema(ROW_SCHEMA)
-    parts = (previous.extra.get("exact", {}).get("files") or []) if previous else []
-    if previous is None or not parts or previous.columns != job.columns:
-        report["incremental"] = False
-        return _indexed(spark, len(job.partitions), parallelism).mapInArrow(
-            functools.partial(_contributions, job, job.partitions, 1, wanted), schema
-        )
-    before = {e.files["statistics"]: e for e in previous.partitions}
-    now = {e.files["statistics"]: e for e in job.partitions}
-    added = [e for path, e in now.items() if path not in before]
-    removed = [e for path, e in before.items() if path not in now]
-    report.update(incremental=True, partitions_added=len(added), partitions_removed=len(removed))
-    rows = _indexed(spark, len(parts), parallelism).mapInArrow(
-        functools.partial(_previous_ranks, job, parts, wanted), schema
+    return _indexed(spark, len(sources), parallelism).mapInArrow(
+        functools.partial(_contributions, job, sources, wanted), result_schema(ROW_SCHEMA)
     )
-    for entries, sign in ((added, 1), (removed, -1)):
-        if entries:
-            rows = rows.unionByName(
-                _indexed(spark, len(entries), parallelism).mapInArrow(
-                    functools.partial(_contributions, job, entries, sign, wanted), schema
-                )
-            )
-    return rows
 
 
 def _write_ranges(
@@ -431,33 +430,24 @@ def exact_table(
         "scenarios": {job.columns[i]["name"]: s.value for i, s in scenario.items()}
     }
     wanted = frozenset(value_columns)
-    rows = contribution_rows(spark, job, wanted, previous, report)
+    sources = sources_of(job, previous, report)
+    rows = contribution_rows(spark, job, wanted, sources)
     of = {s: sorted(i for i in scenario if scenario[i] == s) for s in Scenario}
     near, disjoint = of[Scenario.NEAR_UNIQUE], of[Scenario.DISJOINT]
     aggregated_columns = of[Scenario.AGGREGATE] + of[Scenario.BATCHED] + of[Scenario.EXACT]
     duplicates: DataFrame | None = None
     if near:
-        near_rows = rows.where(F.col("column_index").isin(near))
-        prints = near_rows.select("column_index", F.xxhash64("value").alias("h"), "count")
-        candidates = (
-            prints.groupBy("column_index", "h").agg(F.sum("count").alias("n")).where("n > 1")
+        duplicates = fingerprints.duplicates(
+            _indexed(spark, len(sources), parallelism),
+            functools.partial(source_rows, job, sources, frozenset(near)),
+            {i: sum(p.non_null for p in by_column[i]) for i in near},
+            parallelism,
+            settings.max_candidates,
+            report,
         )
-        found = candidates.select("column_index", "h").collect()
-        report["near_unique_candidates"] = len(found)
-        if len(found) > settings.max_candidates:  # too many repeats: aggregate every value
+        if duplicates is None:  # too many repeats: aggregate every value
             aggregated_columns += near
             near = []
-        elif found:
-            chosen = spark.createDataFrame(
-                [(r["column_index"], r["h"]) for r in found], "column_index int, h long"
-            )
-            duplicates = (
-                near_rows.withColumn("h", F.xxhash64("value"))
-                .join(F.broadcast(chosen), ["column_index", "h"])
-                .groupBy("column_index", "value")
-                .agg(F.sum("count").alias("count"))
-                .where("count > 1")
-            )
     batched = of[Scenario.BATCHED]
     aggregate_rows = rows.where(F.col("column_index").isin(aggregated_columns))
     if batched:

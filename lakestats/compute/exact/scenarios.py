@@ -5,8 +5,8 @@
   overlap (a sort and sweep over the P intervals), so no value repeats: the table's
   distinct count is the sum of the partitions' non-null counts.
 * ``NEAR_UNIQUE`` (#1): at least ``near_unique`` of the non-null rows sit in all-distinct
-  partitions: only values whose 64-bit fingerprint repeats are counted exactly, and only
-  real duplicates are stored (``duplicates_only``).
+  partitions: only values whose fingerprint repeats are counted exactly
+  (``fingerprints.py``), and only real duplicates are stored (``duplicates_only``).
 * ``AGGREGATE`` (#2): the sum of partition distinct counts is at most ``threshold``: every
   (value, count) is aggregated exactly.
 * ``BATCHED`` (#3): beyond ``threshold``: the same aggregation in batches by value range.
