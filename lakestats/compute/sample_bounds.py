@@ -12,6 +12,8 @@ Iceberg manifests and Paimon file metas carry the same facts; they are not read 
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -67,8 +69,12 @@ def footer_bounds(
                     break
                 nulls[name] += stats.null_count
                 if stats.has_min_max:
-                    lows[name].append(stats.min)
-                    highs[name].append(stats.max)
+                    bounds = _physical_bounds(stats, columns[name])
+                    if bounds is None:
+                        missing.add(name)
+                        break
+                    lows[name].append(bounds[0])
+                    highs[name].append(bounds[1])
                 elif stats.null_count != metadata.row_group(g).num_rows:
                     missing.add(name)
                     break
@@ -86,6 +92,20 @@ def footer_bounds(
         out[name] = {"null_count": nulls[name], "min": low, "max": high,
                      "exact": not (text or binary)}
     return out
+
+
+def _physical_bounds(stats: pq.Statistics, dtype: pa.DataType) -> tuple[object, object] | None:
+    """A row group's min and max as Python values. Arrow cannot convert the statistics of
+    decimals stored as INT32/INT64 (what Spark, DuckDB and Trino write up to 18 digits):
+    those are the unscaled integers, scaled here; None for any other statistics Arrow
+    cannot read (the column then keeps the sample's bounds)."""
+    try:
+        return stats.min, stats.max
+    except pa.ArrowNotImplementedError:
+        low, high = stats.min_raw, stats.max_raw
+        if pa.types.is_decimal(dtype) and isinstance(low, int) and isinstance(high, int):
+            return Decimal(low).scaleb(-dtype.scale), Decimal(high).scaleb(-dtype.scale)
+        return None
 
 
 def _key(values: list, dtype: pa.DataType, pick) -> bytes | None:  # noqa: ANN001
