@@ -217,12 +217,40 @@ def population_size(
     i: np.ndarray, q: float | np.ndarray, N: int | np.ndarray
 ) -> np.ndarray:
     """Method of moments: the class size ``x`` with ``E[i | seen] = q x / (1 - (1-q)^x) = i``
-    (Haas & Stokes 1998, Duj2a), by vectorised bisection on ``[1, N]`` (``q`` and ``N`` per
-    element or shared: ``bootstrap.py`` solves every replicate's classes at once)."""
-    lo = np.ones_like(i, dtype=np.float64)
-    hi = np.broadcast_to(np.asarray(N, dtype=np.float64), lo.shape).copy()
-    log1q = np.log1p(-np.asarray(q, dtype=np.float64))
-    q = np.asarray(q, dtype=np.float64)
+    (Haas & Stokes 1998, Duj2a), vectorised (``q`` and ``N`` per element or shared:
+    ``bootstrap.py`` solves every replicate's classes at once). ``q x <= E <= 1 + q x``
+    brackets the root in ``[(i-1)/q, i/q]``, so a few safeguarded Newton steps from
+    ``i/q`` reach it (the classes set aside are seen > 50 times, where ``(1-q)^x`` is
+    ~e^-i and the first step already lands); elements still off after them are bisected."""
+    i = np.asarray(i, dtype=np.float64)
+    q = np.broadcast_to(np.asarray(q, dtype=np.float64), i.shape)
+    big_n = np.broadcast_to(np.asarray(N, dtype=np.float64), i.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log1q = np.log1p(-q)
+        lo = np.clip((i - 1) / q, 1.0, big_n)
+        hi = np.clip(i / q, 1.0, big_n)
+        x = hi.copy()
+        for _ in range(8):
+            unseen = -np.expm1(x * log1q)  # 1 - (1-q)^x
+            value = q * x / unseen - i
+            slope = q / unseen + q * x * np.exp(x * log1q) * log1q / unseen**2
+            step = np.where(slope != 0, value / slope, 0.0)
+            step = np.where(np.isfinite(step), step, 0.0)
+            x = np.clip(x - step, lo, hi)
+            if np.all(np.abs(step) <= 1e-12 * x):
+                break
+        off = ~(np.abs(q * x / -np.expm1(x * log1q) - i) <= 1e-9 * i)
+    if off.any():
+        x[off] = _bisected(i[off], q[off], big_n[off])
+    return x
+
+
+def _bisected(i: np.ndarray, q: np.ndarray, big_n: np.ndarray) -> np.ndarray:
+    """``population_size`` by bisection on ``[1, N]`` (where Newton did not settle)."""
+    lo = np.ones_like(i)
+    hi = big_n.copy()
+    with np.errstate(divide="ignore"):
+        log1q = np.log1p(-q)
     for _ in range(200):
         mid = (lo + hi) / 2
         val = q * mid / -np.expm1(mid * log1q) - i
