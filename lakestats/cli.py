@@ -340,14 +340,24 @@ def _histograms(
     }
 
 
+def _estimated(table: api.LakestatsTable, args: argparse.Namespace, field: str) -> str:
+    """``≈`` when the stored ``field`` (``frequencies_exact``, ``histogram_exact``) says the
+    counts are estimates (a table level merged from truncated lists, a re-binned histogram,
+    a sampled version), as ``show`` marks estimates; the JSON answers carry no mark."""
+    [row] = table.statistics(args.partition or None, [args.column])
+    return "≈" if row.get(field) is False else ""
+
+
 def cmd_frequencies(args: argparse.Namespace) -> int:
-    pairs = _table(args).frequencies(args.column, args.partition, args.top)
+    table = _table(args)
+    pairs = table.frequencies(args.column, args.partition, args.top)
     data = [{"value": to_json(v), "frequency": f} for v, f in pairs]
     if args.json:
         _print_json(data)
     else:
+        mark = _estimated(table, args, "frequencies_exact")
         for item in data:
-            print(f"{item['frequency']:>12}  {item['value']}")
+            print(f"{mark + str(item['frequency']):>12}  {item['value']}")
     return 0
 
 
@@ -373,7 +383,8 @@ def cmd_quantile(args: argparse.Namespace) -> int:
 
 
 def cmd_histogram(args: argparse.Namespace) -> int:
-    bins = _table(args).histogram(args.column, args.partition, args.start, args.stop)
+    table = _table(args)
+    bins = table.histogram(args.column, args.partition, args.start, args.stop)
     data = [
         {"lower": to_json(b["lower"]), "upper": to_json(b["upper"]), "count": b["count"]}
         for b in bins
@@ -381,8 +392,9 @@ def cmd_histogram(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(data)
     else:
+        mark = _estimated(table, args, "histogram_exact")
         for item in data:
-            print(f"[{item['lower']}, {item['upper']})  {item['count']}")
+            print(f"[{item['lower']}, {item['upper']})  {mark}{item['count']}")
     return 0
 
 

@@ -106,3 +106,33 @@ def test_demo_table_level_view_marks_estimates(analyzed) -> None:
     counts = dict(con.execute("SELECT flag, count(*) FROM t GROUP BY flag").fetchall())
     top = max(counts, key=counts.get)
     assert f"{top} ({counts[top]:,})" in flag and "≈" not in flag and "≥" not in flag
+
+
+def _rows(capsys, args: list[str]) -> list[str]:
+    assert cli.main(args) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_frequencies_and_histogram_text_mark_estimated_counts(analyzed, capsys) -> None:
+    """``lakestats frequencies``/``histogram`` print ``≈`` before counts the stored flags
+    call estimates (the table level of a truncated column), nothing before exact ones
+    (a partition's own counts, a column every partition listed whole), and the counts
+    themselves are the JSON answer's."""
+    root, con = analyzed
+    for column, exact in (("key", False), ("flag", True)):
+        args = ["frequencies", str(root), "--column", column, "--top", "5"]
+        lines = _rows(capsys, args)
+        counts = [r["frequency"] for r in json.loads("\n".join(_rows(capsys, [*args, "--json"])))]
+        marks = {line.split()[0].startswith("≈") for line in lines}
+        assert marks == {not exact}, (column, lines)
+        assert [int(line.split()[0].lstrip("≈")) for line in lines] == counts
+    truth = dict(con.execute("SELECT flag, count(*) FROM t WHERE p = 0 GROUP BY 1").fetchall())
+    lines = _rows(capsys, ["frequencies", str(root), "--column", "flag", "--partition", "p=0"])
+    assert {line.split()[1]: int(line.split()[0]) for line in lines} == truth  # no mark
+    table_bins = _rows(capsys, ["histogram", str(root), "--column", "price"])
+    assert table_bins and all(line.split(")  ")[1].startswith("≈") for line in table_bins)
+    partition_bins = _rows(capsys, ["histogram", str(root), "--column", "price", "--partition",
+                                    "p=1"])
+    counts = [int(line.split(")  ")[1]) for line in partition_bins]  # exact: no mark
+    (rows,) = con.execute("SELECT count(*) FROM t WHERE p = 1").fetchone()
+    assert sum(counts) == rows
