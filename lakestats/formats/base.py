@@ -201,6 +201,21 @@ class TableFormat(ABC):
         sample table then)."""
         return None
 
+    def update_sample_table(
+        self,
+        rows: pa.Table,
+        location: str,
+        previous: dict,
+        partitions: dict[str, dict[str, object]],
+    ) -> dict | None:
+        """Replace only ``partitions`` (partition directory -> its values, as a
+        ``PartitionPlan`` has them) of the sample table ``previous`` describes by ``rows``
+        (their new sample rows; a partition without rows is emptied), leaving the other
+        partitions' files as they are; what the manifest records about it. None when the
+        format cannot (no writer, no such sample table, a changed schema or partitioning):
+        the caller then writes the whole sample with ``write_sample_table``."""
+        return None
+
 
 class PathTable(TableFormat):
     """A table opened by its directory URI (Delta, Hudi, Paimon, Parquet directories):
