@@ -113,6 +113,8 @@ class TableFormat(ABC):
     """An opened table of one format."""
 
     format_name: str = ""
+    # whether write_sample_table writes a sibling table (a Python writer of the format exists)
+    writes_sample_table: bool = False
 
     @property
     @abstractmethod

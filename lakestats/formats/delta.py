@@ -199,6 +199,7 @@ def _padded(mask: pa.Array, rows: int) -> pa.Array:
 
 class DeltaTableFormat(PathTable):
     format_name = "delta"
+    writes_sample_table = True
 
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
         from deltalake import DeltaTable

@@ -209,6 +209,7 @@ def _partition_key(spec, schema, record) -> tuple[list[tuple[str, str]], dict[st
 
 class IcebergTableFormat(TableFormat):
     format_name = "iceberg"
+    writes_sample_table = True
 
     def __init__(self, table, identifier: str) -> None:  # noqa: ANN001
         self._table = table

@@ -265,6 +265,7 @@ class _Partition:
 
 class PaimonTableFormat(PathTable):
     format_name = "paimon"
+    writes_sample_table = True
 
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
         self._uri = fs.normalize(uri)

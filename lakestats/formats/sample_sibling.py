@@ -53,6 +53,8 @@ def write_sibling(
     it, or None for formats without a Python writer. With ``changed`` (partition directory
     -> values: the partitions a refresh updated, resampled or removed) and a previous
     sample table, only those partitions are rewritten where the format can."""
+    if not table.writes_sample_table:
+        return None  # the sample's Parquet directory is the sample table: nothing to read
     location = fs.join(store.sample_dir(stats_root), table.format_name)
     schema = table.schema(manifest.snapshot_id)
 
