@@ -247,12 +247,13 @@ def refresh(
     stats_root: str,
     spark: SparkSession,
     s3: fs.S3Options | None = None,
+    sample: store.SampleManifest | None = None,
 ) -> SampleResult:
-    """Bring the stored sample to the table's current snapshot, reading only the units
-    (data files, file groups) that changed since the sample's snapshot; a sample whose
-    snapshot was expired is redrawn."""
+    """Bring the stored sample (``sample``: its manifest, when the caller loaded it) to the
+    table's current snapshot, reading only the units (data files, file groups) that changed
+    since the sample's snapshot; a sample whose snapshot was expired is redrawn."""
     clock = Clock()
-    old = store.load(stats_root, table.identifier, s3)
+    old = sample or store.load(stats_root, table.identifier, s3)
     snapshots = {s.snapshot_id for s in table.snapshots()}
     if old.snapshot_id is not None and snapshots and old.snapshot_id not in snapshots:
         drawn = SampleOptions(rows=old.rows, fraction=old.fraction, seed=old.seed)
