@@ -467,6 +467,7 @@ class IcebergTableFormat(TableFormat):
                 if sibling.schema().as_arrow().names != rows.schema.names:
                     with sibling.update_schema() as update:
                         update.union_by_name(rows.schema)
+                sibling.overwrite(rows)
             else:
                 sibling = catalog.create_table(
                     _SAMPLE_NAME,
@@ -474,7 +475,7 @@ class IcebergTableFormat(TableFormat):
                     location=location,
                     partition_spec=self._table.spec(),
                 )
-            sibling.overwrite(rows)
+                sibling.append(rows)  # a new table: nothing to overwrite
             return self._sibling_record(catalog, location)
 
     def _one_spec(self) -> bool:
