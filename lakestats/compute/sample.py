@@ -288,7 +288,8 @@ def refresh(
     job = _job(table, snapshot, [plans[i] for i in work], SampleOptions(seed=old.seed), s3,
                output, tasks, old.rate)
     summaries = _run(spark, job) if tasks else []
-    clock.lap(f"refresh: Spark job ({len(tasks)} tasks)")
+    longest = max((s["seconds"] for s in summaries), default=0.0)
+    clock.lap(f"refresh: Spark job ({len(tasks)} tasks, the longest {longest:.3f} s)")
     fresh = {
         paths[i]: _entry(plans[i], summary, "read" if plans[i].row_count is None else "metadata",
                          known.get(paths[i]), task.gone)
