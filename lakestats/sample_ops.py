@@ -60,8 +60,9 @@ class SampleOperations:
 
         self._table._format = None
         table = self._table.format
-        store.load(self._table.stats_root, self._table.name, self._table.s3)  # fail before Spark
-        return refresh(table, self._table.stats_root, self._spark(spark), self._table.s3)
+        # loaded (and its files checked) before Spark starts: a missing sample fails fast
+        sample = store.load(self._table.stats_root, self._table.name, self._table.s3)
+        return refresh(table, self._table.stats_root, self._spark(spark), self._table.s3, sample)
 
     def manifest(self) -> store.SampleManifest:
         return store.load(self._table.stats_root, self._table.name, self._table.s3)

@@ -5,8 +5,8 @@ proportional allocation, ``sample_select.allocate``; a count job first when the 
 metadata does not know a partition's rows), and runs one ``mapInArrow`` task per partition
 (``sample_job.run_sample_task``), which writes its partition's sample and reserve files.
 Then the sample is written as a sibling table of the table's format
-(``formats/sample_sibling.py``) and only then is the manifest replaced, so a failed run leaves
-the previous sample as it was.
+(``formats/sample_sibling.py``; after a refresh only the partitions whose sample changed)
+and only then is the manifest replaced, so a failed run leaves the previous sample as it was.
 
 Refresh is file-granular: the snapshot's read units (``TableFormat.sample_units``: data
 files with the deletes that apply to them) are compared with the ones the manifest
@@ -32,6 +32,7 @@ from pyspark.sql import SparkSession
 
 from lakestats import fs
 from lakestats.compute.errors import translated
+from lakestats.compute.progress import Clock
 from lakestats.compute.sample_bounds import footer_rows, usable
 from lakestats.compute.sample_job import (
     SAMPLE_SUMMARY_SCHEMA,
@@ -215,21 +216,30 @@ def _publish(
     manifest: store.SampleManifest,
     previous: dict | None,
     s3: fs.S3Options | None,
+    before: store.SampleManifest | None = None,
+    clock: Clock | None = None,
 ) -> None:
     """Write the sibling table (the table's own format), then the manifest (the sample
-    changes in that step), then remove the files the manifest no longer names. A refresh
-    that changed no partition leaves the sibling as it is."""
-    unchanged = (
-        previous is not None
-        and manifest.changes is not None
-        and not manifest.changes["partitions_resampled"]
-        and not manifest.changes["partitions_updated"]
-        and not manifest.changes["partitions_removed"]
-    )
-    if not unchanged:
-        manifest.sibling = write_sibling(table, stats_root, manifest, previous, s3)
+    changes in that step), then remove the files the manifest no longer names. After a
+    refresh (``before``: the sample it started from) only the partitions it updated,
+    resampled or removed are rewritten in the sibling; one that changed none leaves the
+    sibling as it is."""
+    changed = None
+    if before is not None and manifest.changes is not None:
+        paths = {
+            *manifest.changes["partitions_resampled"],
+            *manifest.changes["partitions_updated"],
+            *manifest.changes["partitions_removed"],
+        }
+        values = {p.path: p.values for p in (*before.partitions, *manifest.partitions)}
+        changed = {path: values[path] for path in sorted(paths)}
+    if previous is None or changed is None or changed:
+        manifest.sibling = write_sibling(table, stats_root, manifest, previous, s3, changed)
+    clock = clock or Clock()
+    clock.lap("sample table written")
     store.save(stats_root, manifest, s3)
     store.delete_unreferenced(stats_root, manifest, s3)
+    clock.lap("manifest saved, unreferenced files removed")
 
 
 def refresh(
@@ -237,11 +247,13 @@ def refresh(
     stats_root: str,
     spark: SparkSession,
     s3: fs.S3Options | None = None,
+    sample: store.SampleManifest | None = None,
 ) -> SampleResult:
-    """Bring the stored sample to the table's current snapshot, reading only the units
-    (data files, file groups) that changed since the sample's snapshot; a sample whose
-    snapshot was expired is redrawn."""
-    old = store.load(stats_root, table.identifier, s3)
+    """Bring the stored sample (``sample``: its manifest, when the caller loaded it) to the
+    table's current snapshot, reading only the units (data files, file groups) that changed
+    since the sample's snapshot; a sample whose snapshot was expired is redrawn."""
+    clock = Clock()
+    old = sample or store.load(stats_root, table.identifier, s3)
     snapshots = {s.snapshot_id for s in table.snapshots()}
     if old.snapshot_id is not None and snapshots and old.snapshot_id not in snapshots:
         drawn = SampleOptions(rows=old.rows, fraction=old.fraction, seed=old.seed)
@@ -252,7 +264,9 @@ def refresh(
             "from the table; resampled the current snapshot",
         )
     snapshot = table.current_snapshot_id()
+    clock.lap("refresh: manifest and snapshots")
     plans = table.plan(snapshot)
+    clock.lap("refresh: plan")
     known = {p.path: p for p in old.partitions}
     paths = [layout.partition_dir_of(list(p.key), p.values) for p in plans]
     log = table.changed_files(old.snapshot_id, snapshot) if old.snapshot_id is not None else None
@@ -268,11 +282,14 @@ def refresh(
         if task is not None:
             tasks.append(task)
             work.append(i)
+    clock.lap("refresh: change log and read units")
     run_id = _run_id()
     output = (store.sample_dir(stats_root), run_id)
     job = _job(table, snapshot, [plans[i] for i in work], SampleOptions(seed=old.seed), s3,
                output, tasks, old.rate)
     summaries = _run(spark, job) if tasks else []
+    longest = max((s["seconds"] for s in summaries), default=0.0)
+    clock.lap(f"refresh: Spark job ({len(tasks)} tasks, the longest {longest:.3f} s)")
     fresh = {
         paths[i]: _entry(plans[i], summary, "read" if plans[i].row_count is None else "metadata",
                          known.get(paths[i]), task.gone)
@@ -305,7 +322,7 @@ def refresh(
             },
         }
     )
-    _publish(table, stats_root, manifest, old.sibling, s3)
+    _publish(table, stats_root, manifest, old.sibling, s3, old, clock)
     return SampleResult(
         snapshot,
         manifest.population,

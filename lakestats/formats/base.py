@@ -113,6 +113,8 @@ class TableFormat(ABC):
     """An opened table of one format."""
 
     format_name: str = ""
+    # whether write_sample_table writes a sibling table (a Python writer of the format exists)
+    writes_sample_table: bool = False
 
     @property
     @abstractmethod
@@ -199,6 +201,21 @@ class TableFormat(ABC):
         what ``previous`` describes) and return what the manifest records about it; None
         when the format has no Python writer (the sample's Parquet directory is the
         sample table then)."""
+        return None
+
+    def update_sample_table(
+        self,
+        rows: pa.Table,
+        location: str,
+        previous: dict,
+        partitions: dict[str, dict[str, object]],
+    ) -> dict | None:
+        """Replace only ``partitions`` (partition directory -> its values, as a
+        ``PartitionPlan`` has them) of the sample table ``previous`` describes by ``rows``
+        (their new sample rows; a partition without rows is emptied), leaving the other
+        partitions' files as they are; what the manifest records about it. None when the
+        format cannot (no writer, no such sample table, a changed schema or partitioning):
+        the caller then writes the whole sample with ``write_sample_table``."""
         return None
 
 

@@ -199,6 +199,7 @@ def _padded(mask: pa.Array, rows: int) -> pa.Array:
 
 class DeltaTableFormat(PathTable):
     format_name = "delta"
+    writes_sample_table = True
 
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
         from deltalake import DeltaTable
@@ -382,6 +383,43 @@ class DeltaTableFormat(PathTable):
         write_deltalake(
             location, rows, mode="overwrite", partition_by=partitions,
             schema_mode="overwrite", storage_options=self._storage,
+        )
+        version = DeltaTable(location, storage_options=self._storage).version()
+        return {"format": "delta", "location": location, "version": version,
+                "snapshot_id": version}
+
+    def update_sample_table(
+        self,
+        rows: pa.Table,
+        location: str,
+        previous: dict,
+        partitions: dict[str, dict[str, object]],
+    ) -> dict | None:
+        """Replace the sample table's ``partitions`` by ``rows`` in one overwrite commit
+        whose predicate selects those partitions (delta-rs removes their files only). None
+        when the sample table is gone, its schema or partitioning differs, or a partition
+        value has no exact SQL literal: the caller rewrites it."""
+        from deltalake import DeltaTable, write_deltalake
+
+        from lakestats.formats.delta_predicate import partition_predicate
+
+        names = list(self._table.metadata().partition_columns)
+        if not names:
+            return None
+        try:
+            sibling = DeltaTable(location, storage_options=self._storage)
+        except Exception:  # noqa: BLE001 - deltalake's TableNotFoundError: write it whole
+            return None
+        if list(sibling.metadata().partition_columns) != names or [
+            f.name for f in sibling.schema().fields
+        ] != rows.schema.names:
+            return None
+        predicate = partition_predicate(list(partitions.values()), rows.schema, names)
+        if predicate is None:
+            return None
+        write_deltalake(
+            location, rows, mode="overwrite", predicate=predicate, partition_by=names,
+            storage_options=self._storage,
         )
         version = DeltaTable(location, storage_options=self._storage).version()
         return {"format": "delta", "location": location, "version": version,

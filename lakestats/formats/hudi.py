@@ -8,7 +8,9 @@ are the base files of its latest file slices and its delete files are their log 
 A file slice with only a base file is read directly with pyarrow (the fast path: base files
 hold every column, meta columns included); a slice with log files goes through hudi-rs's
 file group reader, which merges updates and deletes. What hudi-rs cannot read (table
-versions before 6, ORC base files, bootstrap tables) is refused with one line.
+versions before 6, ORC base files, bootstrap tables) is refused with one line. The change
+log between two instants (``changed_files``, what ``sample refresh`` reads) comes from the
+commit metadata of the completed instants in between, through hudi-rs's timeline.
 
 Over 400 lines on purpose: one format's whole contract (timeline, planning, the two read
 paths, samples).
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -37,6 +40,7 @@ from lakestats.formats.base import (
     PartitionPlan,
     PartitionReader,
     PathTable,
+    SampleUnit,
     Slice,
     SnapshotInfo,
 )
@@ -74,6 +78,14 @@ def _groups(part: Slice) -> list[tuple[DataFile | None, tuple[DataFile, ...]]]:
         by_id.setdefault(_file_id(log.path), []).append(log)
     groups = [(base, tuple(by_id.pop(_file_id(base.path), ()))) for base in bases]
     return groups + [(None, tuple(files)) for files in by_id.values()]
+
+
+def _written(metadata: dict | None) -> Iterator[tuple[str, dict]]:
+    """(partition path, write stat) of every file an instant's commit metadata wrote."""
+    for partition, stats in ((metadata or {}).get("partitionToWriteStats") or {}).items():
+        for stat in stats or []:
+            if isinstance(stat, dict):
+                yield stat.get("partitionPath") or partition or "", stat
 
 
 def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
@@ -204,6 +216,7 @@ class HudiTableFormat(PathTable):
         self._options = self._table.hudi_options()
         self._check_supported()
         self._stats: tuple[dict[str, int], dict[str, int]] | None = None
+        self._log: list[tuple[int, dict | None]] | None = None
 
     def _check_supported(self) -> None:
         if self._options.get("hoodie.bootstrap.base.path"):
@@ -284,33 +297,103 @@ class HudiTableFormat(PathTable):
             )
         return str(snapshot_id)
 
+    def _commit_log(self) -> list[tuple[int, dict | None]]:
+        """The completed write instants of the active timeline, oldest first, each with its
+        commit metadata (hudi-rs decodes the JSON and, from table version 8, Avro files);
+        None where the metadata cannot be read. Read once per opened table."""
+        if self._log is None:
+            timeline = self._table.get_timeline()
+            instants = {
+                int(i.timestamp): i
+                for get in (
+                    timeline.get_completed_commits,
+                    timeline.get_completed_deltacommits,
+                    timeline.get_completed_replacecommits,
+                    timeline.get_completed_clustering_commits,
+                )
+                for i in get()
+            }
+            log: list[tuple[int, dict | None]] = []
+            for stamp in sorted(instants):
+                try:
+                    metadata = json.loads(timeline.get_instant_metadata_in_json(instants[stamp]))
+                except Exception:  # noqa: BLE001 - unreadable: the callers degrade
+                    metadata = None
+                log.append((stamp, metadata if isinstance(metadata, dict) else None))
+            self._log = log
+        return self._log
+
     def _write_stats(self) -> tuple[dict[str, int], dict[str, int]]:
         """From the commits' write statistics: rows of each base file, and the first
         instant that wrote each log file (both by relative path)."""
         if self._stats is None:
-            timeline = self._table.get_timeline()
             counts: dict[str, int] = {}
             written: dict[str, int] = {}
-            for get in (
-                timeline.get_completed_commits,
-                timeline.get_completed_deltacommits,
-                timeline.get_completed_replacecommits,
-            ):
-                for instant in get():
-                    try:
-                        metadata = json.loads(timeline.get_instant_metadata_in_json(instant))
-                    except Exception:  # noqa: BLE001 - the statistics are optional
-                        continue
-                    for stats in (metadata.get("partitionToWriteStats") or {}).values():
-                        for stat in stats or []:
-                            path, rows = stat.get("path"), stat.get("numWrites")
-                            if path and _is_log(path):
-                                stamp = int(instant.timestamp)
-                                written[path] = min(stamp, written.get(path, stamp))
-                            elif path and rows is not None:
-                                counts[path] = int(rows)
+            for stamp, metadata in self._commit_log():
+                for _, stat in _written(metadata):
+                    path, rows = stat.get("path"), stat.get("numWrites")
+                    if path and _is_log(path):
+                        written[path] = min(stamp, written.get(path, stamp))
+                    elif path and rows is not None:
+                        counts[path] = int(rows)
             self._stats = counts, written
         return self._stats
+
+    def changed_files(self, from_snapshot: int | None, to_snapshot: int | None) -> set[str] | None:
+        """Hudi's change log: the files that the completed instants after ``from_snapshot``
+        up to ``to_snapshot`` wrote (``partitionToWriteStats`` paths: base files, log
+        files) and every file the active timeline knows of each file group they wrote to or
+        replaced (``partitionToReplaceFileIds``: insert overwrite, clustering), so a file
+        slice's previous version is named too (a file group never leaves its partition).
+        None when either instant is not a completed instant of the active timeline
+        (archived), when an instant's metadata cannot be read, or when a replaced file
+        group's files are unknown (written by an archived instant): callers then compare
+        file lists."""
+        if from_snapshot is None or to_snapshot is None or from_snapshot > to_snapshot:
+            return None
+        log = [(stamp, metadata) for stamp, metadata in self._commit_log() if stamp <= to_snapshot]
+        stamps = {stamp for stamp, _ in log}
+        if from_snapshot not in stamps or to_snapshot not in stamps:
+            return None
+        history: dict[tuple[str, str], set[str]] = {}  # file group -> files written to it
+        changed: set[str] = set()
+        groups: set[tuple[str, str]] = set()
+        replaced: set[tuple[str, str]] = set()
+        for stamp, metadata in log:
+            if metadata is None:
+                if stamp > from_snapshot:
+                    return None
+                continue
+            for partition, stat in _written(metadata):
+                group = (partition, str(stat.get("fileId") or _file_id(stat.get("path") or "")))
+                if not stat.get("path"):
+                    if stamp > from_snapshot:
+                        return None
+                    continue
+                history.setdefault(group, set()).add(stat["path"])
+                if stamp > from_snapshot:
+                    changed.add(stat["path"])
+                    groups.add(group)
+            if stamp > from_snapshot:
+                for partition, ids in (metadata.get("partitionToReplaceFileIds") or {}).items():
+                    replaced.update((partition, str(file_id)) for file_id in ids or [])
+        if any(group not in history for group in replaced):
+            return None
+        for group in groups | replaced:
+            changed |= history[group]
+        return changed
+
+    def _uncommitted(self, relative: str, written: dict[str, int]) -> bool:
+        """Whether a log file was written by no completed instant although its instant is
+        on the active timeline (an inflight or rolled-back write); a log file from before
+        the active timeline (its writer archived) counts as committed."""
+        if relative in written:
+            return False
+        match = _LOG_NAME.match(posixpath.basename(relative))
+        log = self._commit_log()
+        if not match or not match.group("instant").isdigit() or not log:
+            return False
+        return int(match.group("instant")) >= log[0][0]
 
     def _key(self, path: str) -> tuple[tuple[str, str], ...]:
         """(field, value) pairs of a partition path: hive-style ``f=v`` segments, plain
@@ -363,10 +446,14 @@ class HudiTableFormat(PathTable):
                 uri = fs.join(self._uri, *relative.split("/"))
                 bases.append(DataFile(uri, s.base_file_size, counts.get(relative)))
             for relative, size in zip(s.log_files_relative_paths(), s.log_file_sizes, strict=True):
-                # hudi-rs lists log files written after the instant (and skips their blocks
-                # when reading): leave them out, so the fingerprint is that of the instant
-                if as_of is None or written.get(relative, 0) <= int(as_of):
-                    logs.append(DataFile(fs.join(self._uri, *relative.split("/")), size))
+                # hudi-rs lists log files written after the instant or by a write still in
+                # flight (and skips their blocks when reading): leave them out, so the
+                # fingerprint is that of the instant and changes when such a write commits
+                if self._uncommitted(relative, written) or (
+                    as_of is not None and written.get(relative, 0) > int(as_of)
+                ):
+                    continue
+                logs.append(DataFile(fs.join(self._uri, *relative.split("/")), size))
         plans = []
         for path, (bases, logs) in sorted(groups.items()):
             key = self._key(path)
@@ -404,6 +491,13 @@ class HudiTableFormat(PathTable):
             Slice(partition, tuple(batch), index, len(batches))
             for index, batch in enumerate(batches)
         ]
+
+    def sample_units(
+        self, partition: PartitionPlan, snapshot_id: int | None = None
+    ) -> list[SampleUnit]:
+        """One unit per file group (its base file and log files): a log file holds updates
+        and deletes of its own file group only, so an upsert re-reads the groups it wrote."""
+        return [SampleUnit.of(self.location, piece, ()) for piece in self.slices(partition, 1)]
 
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         schema = self.schema(snapshot_id)

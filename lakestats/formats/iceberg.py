@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -41,6 +43,7 @@ from lakestats.stats.keys import to_json
 
 DEFAULT_CATALOG = "lakestats"
 # FileIO properties a sample table's writer inherits from the table's (not catalog ones)
+_SAMPLE_NAME = ("lakestats", "sample")  # the sample table in its throwaway catalog
 _IO_KEYS = ("s3.", "gcs.", "adls.", "hdfs.", "py-io-impl", "client.", "oss.")
 
 
@@ -190,8 +193,23 @@ def _identity_values(metadata, data_file) -> dict[int, object]:  # noqa: ANN001
     return out
 
 
+def _partition_key(spec, schema, record) -> tuple[list[tuple[str, str]], dict[str, object]]:  # noqa: ANN001
+    """A partition tuple's (field, human-readable value) pairs and JSON-ready values
+    (identity fields keep the value, transforms their human string)."""
+    key, values = [], {}
+    partition_type = spec.partition_type(schema)
+    for pos, (pfield, nfield) in enumerate(zip(spec.fields, partition_type.fields, strict=True)):
+        raw = record[pos]
+        human = pfield.transform.to_human_string(nfield.field_type, raw)
+        key.append((pfield.name, human))
+        identity = pfield.transform.__class__.__name__ == "IdentityTransform"
+        values[pfield.name] = to_json(raw) if identity else human
+    return key, values
+
+
 class IcebergTableFormat(TableFormat):
     format_name = "iceberg"
+    writes_sample_table = True
 
     def __init__(self, table, identifier: str) -> None:  # noqa: ANN001
         self._table = table
@@ -328,20 +346,7 @@ class IcebergTableFormat(TableFormat):
             groups.setdefault((task.file.spec_id, task.file.partition), []).append(task)
         plans = []
         for (spec_id, record), group in groups.items():
-            spec = specs[spec_id]
-            key, values = [], {}
-            partition_type = spec.partition_type(schema)
-            for pos, (pfield, nfield) in enumerate(
-                zip(spec.fields, partition_type.fields, strict=True)
-            ):
-                raw = record[pos]
-                human = pfield.transform.to_human_string(nfield.field_type, raw)
-                key.append((pfield.name, human))
-                values[pfield.name] = (
-                    to_json(raw)
-                    if pfield.transform.__class__.__name__ == "IdentityTransform"
-                    else human
-                )
+            key, values = _partition_key(specs[spec_id], schema, record)
             data_files = tuple(
                 DataFile(t.file.file_path, t.file.file_size_in_bytes, t.file.record_count)
                 for t in group
@@ -416,12 +421,10 @@ class IcebergTableFormat(TableFormat):
                     changed.add(path[len(prefix) :] if path.startswith(prefix) else path)
         return changed
 
-    def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
-        """The sample as an Iceberg table at ``location`` (under the statistics root), with
-        the table's schema and partition spec. It is not registered in the table's
-        catalog: a throwaway SQL catalog creates it (or registers its last metadata file,
-        which the sample's manifest records) and commits an overwrite; engines read it by
-        its metadata file."""
+    @contextmanager
+    def _sample_catalog(self, location: str) -> Iterator[object]:
+        """A throwaway SQL catalog whose warehouse is the sample table's ``location`` (the
+        sample table is registered in no catalog of the user's)."""
         import tempfile
 
         from pyiceberg.catalog.sql import SqlCatalog
@@ -434,31 +437,109 @@ class IcebergTableFormat(TableFormat):
                 **{k: v for k, v in self._table.io.properties.items() if k.startswith(_IO_KEYS)},
             )
             catalog.create_namespace("lakestats")
-            name = ("lakestats", "sample")
+            try:
+                yield catalog
+            finally:
+                catalog.engine.dispose()  # release the scratch database before it is removed
+
+    @staticmethod
+    def _sibling_record(catalog, location: str) -> dict:  # noqa: ANN001
+        sibling = catalog.load_table(_SAMPLE_NAME)
+        snapshot = sibling.current_snapshot()
+        return {
+            "format": "iceberg",
+            "location": location,
+            "metadata_location": sibling.metadata_location,
+            "snapshot_id": snapshot.snapshot_id if snapshot else None,
+        }
+
+    def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
+        """The sample as an Iceberg table at ``location`` (under the statistics root), with
+        the table's schema and partition spec. It is not registered in the table's
+        catalog: a throwaway SQL catalog creates it (or registers its last metadata file,
+        which the sample's manifest records) and commits an overwrite; engines read it by
+        its metadata file."""
+        with self._sample_catalog(location) as catalog:
             last = (previous or {}).get("metadata_location")
             # a sample table deleted by hand is created again
             if last and self._table.io.new_input(str(last)).exists():
-                sibling = catalog.register_table(name, str(last))
+                sibling = catalog.register_table(_SAMPLE_NAME, str(last))
                 if sibling.schema().as_arrow().names != rows.schema.names:
                     with sibling.update_schema() as update:
                         update.union_by_name(rows.schema)
+                sibling.overwrite(rows)
             else:
                 sibling = catalog.create_table(
-                    name,
+                    _SAMPLE_NAME,
                     schema=self._iceberg_schema(self.current_snapshot_id()),
                     location=location,
                     partition_spec=self._table.spec(),
                 )
-            sibling.overwrite(rows)
-            sibling = catalog.load_table(name)
-            snapshot = sibling.current_snapshot()
-            catalog.engine.dispose()  # release the scratch database before it is removed
-            return {
-                "format": "iceberg",
-                "location": location,
-                "metadata_location": sibling.metadata_location,
-                "snapshot_id": snapshot.snapshot_id if snapshot else None,
-            }
+                sibling.append(rows)  # a new table: nothing to overwrite
+            return self._sibling_record(catalog, location)
+
+    def _one_spec(self) -> bool:
+        """Whether every live data file of the current snapshot has the current partition
+        spec (the sample table's): then its partitions are the table's, one for one. Reads
+        the manifest list only."""
+        snapshot = self._table.current_snapshot()
+        spec_id = self._table.metadata.default_spec_id
+        return snapshot is None or all(
+            m.partition_spec_id == spec_id
+            for m in snapshot.manifests(self._table.io)
+            if (m.added_files_count or 0) + (m.existing_files_count or 0) > 0
+        )
+
+    def update_sample_table(
+        self,
+        rows: pa.Table,
+        location: str,
+        previous: dict,
+        partitions: dict[str, dict[str, object]],
+    ) -> dict | None:
+        """Replace the sample table's data files of ``partitions`` by ``rows`` in one
+        overwrite snapshot (the other partitions' files stay as they are). None when the
+        sample table is gone, its schema differs or the table still has data files of an
+        earlier partition spec (a sibling partition may then not map to one of the
+        table's): the caller rewrites it."""
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+        from lakestats.store.layout import partition_dir_of
+
+        last = previous.get("metadata_location")
+        if not last or not self._table.io.new_input(str(last)).exists():
+            return None
+        if not self._one_spec():
+            return None
+        with self._sample_catalog(location) as catalog:
+            sibling = catalog.register_table(_SAMPLE_NAME, str(last))
+            if sibling.schema().as_arrow().names != rows.schema.names or [
+                f.name for f in sibling.spec().fields
+            ] != [f.name for f in self._table.spec().fields]:
+                return None
+            specs, schema = sibling.metadata.specs(), sibling.schema()
+            gone = [
+                task.file
+                for task in sibling.scan().plan_files()
+                if partition_dir_of(*_partition_key(specs[task.file.spec_id], schema,
+                                                    task.file.partition)) in partitions
+            ]
+            if gone or rows.num_rows:
+                with (
+                    sibling.transaction() as transaction,
+                    transaction.update_snapshot().overwrite() as overwrite,
+                ):
+                    for data_file in gone:
+                        overwrite.delete_data_file(data_file)
+                    if rows.num_rows:
+                        for data_file in _dataframe_to_data_files(
+                            table_metadata=transaction.table_metadata,
+                            write_uuid=overwrite.commit_uuid,
+                            df=rows,
+                            io=sibling.io,
+                        ):
+                            overwrite.append_data_file(data_file)
+            return self._sibling_record(catalog, location)
 
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         tasks, equality = self._tasks(snapshot_id)

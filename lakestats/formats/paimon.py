@@ -43,6 +43,28 @@ from lakestats.stats.keys import to_json
 _RAW_FORMATS = (".parquet", ".orc")  # data files pyarrow reads directly
 _VALUE_KIND = "_VALUE_KIND"
 _RETRACTIONS = (1, 3)  # -U and -D: never rows of the merged view
+_SAMPLE_NAME = "lakestats.sample"  # the sample table in its own filesystem catalog
+_DYNAMIC_OVERWRITE = "dynamic-partition-overwrite"
+
+
+def _commit(table, rows: pa.Table) -> None:  # noqa: ANN001 - pypaimon's FileStoreTable
+    """One overwrite commit of ``rows`` (an empty one when there are none)."""
+    builder = table.new_batch_write_builder().overwrite()
+    write = builder.new_write()
+    try:
+        if rows.num_rows:
+            write.write_arrow(rows)
+        builder.new_commit().commit(write.prepare_commit())
+    finally:
+        write.close()
+
+
+def _typed(value: object, dtype: pa.DataType) -> object:
+    """A JSON-ready partition value as the Python value of ``dtype`` (what pypaimon's
+    partition predicates compare with)."""
+    if value is None:
+        return None
+    return pa.array([value]).cast(dtype)[0].as_py()
 
 
 def _int96_unit(schema: pa.Schema, wanted: list[str]) -> str:
@@ -243,6 +265,7 @@ class _Partition:
 
 class PaimonTableFormat(PathTable):
     format_name = "paimon"
+    writes_sample_table = True
 
     def __init__(self, uri: str, s3: fs.S3Options | None = None) -> None:
         self._uri = fs.normalize(uri)
@@ -390,34 +413,80 @@ class PaimonTableFormat(PathTable):
                     changed.add(entry.file.file_name)
         return changed
 
-    def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
-        """The sample as a Paimon append table ``lakestats.sample`` of a filesystem catalog
-        whose warehouse is ``location``, partitioned as the table is; each create or refresh
-        is one overwrite commit (its snapshot is the sample's)."""
-        from pypaimon import CatalogFactory, Schema
+    def _sample_catalog(self, location: str):  # noqa: ANN202 - pypaimon's Catalog
+        from pypaimon import CatalogFactory
 
         catalog = CatalogFactory.create({"warehouse": location, **_file_io_options(self._s3)})
         catalog.create_database("lakestats", True)
-        name = "lakestats.sample"
-        keys = list(self._table.partition_keys)
-        try:
-            sibling = catalog.get_table(name)
-        except Exception:  # noqa: BLE001 - pypaimon's TableNotExistException: create it
-            catalog.create_table(name, Schema.from_pyarrow_schema(rows.schema, keys), False)
-            sibling = catalog.get_table(name)
-        builder = sibling.new_batch_write_builder().overwrite()
-        write = builder.new_write()
-        if rows.num_rows:
-            write.write_arrow(rows)
-        builder.new_commit().commit(write.prepare_commit())
-        write.close()
-        sibling = catalog.get_table(name)
-        snapshot = sibling.snapshot_manager().get_latest_snapshot()
+        return catalog
+
+    @staticmethod
+    def _sibling_record(catalog, location: str) -> dict:  # noqa: ANN001
+        snapshot = catalog.get_table(_SAMPLE_NAME).snapshot_manager().get_latest_snapshot()
         return {
             "format": "paimon",
             "location": fs.join(location, "lakestats.db", "sample"),
             "snapshot_id": snapshot.id if snapshot else None,
         }
+
+    def write_sample_table(self, rows: pa.Table, location: str, previous: dict | None) -> dict:
+        """The sample as a Paimon append table ``lakestats.sample`` of a filesystem catalog
+        whose warehouse is ``location``, partitioned as the table is; each create is one
+        overwrite commit of the whole table (its snapshot is the sample's)."""
+        from pypaimon import Schema
+
+        catalog = self._sample_catalog(location)
+        keys = list(self._table.partition_keys)
+        try:
+            sibling = catalog.get_table(_SAMPLE_NAME)
+        except Exception:  # noqa: BLE001 - pypaimon's TableNotExistException: create it
+            catalog.create_table(_SAMPLE_NAME, Schema.from_pyarrow_schema(rows.schema, keys), False)
+            sibling = catalog.get_table(_SAMPLE_NAME)
+        # the whole table, also the partitions the rows no longer have (Paimon's default
+        # overwrite replaces only the partitions written)
+        _commit(sibling.copy({_DYNAMIC_OVERWRITE: "false"}), rows)
+        return self._sibling_record(catalog, location)
+
+    def update_sample_table(
+        self,
+        rows: pa.Table,
+        location: str,
+        previous: dict,
+        partitions: dict[str, dict[str, object]],
+    ) -> dict | None:
+        """Replace the sample table's ``partitions``: one dynamic-partition overwrite
+        commit of ``rows`` (Paimon replaces exactly the partitions written) and, for
+        partitions left without rows, one commit truncating them. None when the table is
+        unpartitioned, or the sample table is gone or differs: the caller rewrites it."""
+        keys = list(self._table.partition_keys)
+        if not keys:
+            return None
+        catalog = self._sample_catalog(location)
+        try:
+            sibling = catalog.get_table(_SAMPLE_NAME)
+        except Exception:  # noqa: BLE001 - pypaimon's TableNotExistException
+            return None
+        fields = sibling.table_schema.fields
+        if list(sibling.partition_keys) != keys or [f.name for f in fields] != rows.schema.names:
+            return None
+        written = {
+            tuple(to_json(row[k]) for k in keys)
+            for row in rows.select(keys).group_by(keys).aggregate([]).to_pylist()
+        }
+        emptied = [
+            {k: _typed(values.get(k), rows.schema.field(k).type) for k in keys}
+            for values in partitions.values()
+            if tuple(values.get(k) for k in keys) not in written
+        ]
+        if rows.num_rows:
+            _commit(sibling.copy({_DYNAMIC_OVERWRITE: "true"}), rows)
+        if emptied:
+            commit = sibling.new_batch_write_builder().new_commit()
+            try:
+                commit.truncate_partitions(emptied)
+            finally:
+                commit.close()
+        return self._sibling_record(catalog, location)
 
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         partitions = self._partitions(snapshot_id)

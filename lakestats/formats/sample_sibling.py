@@ -6,9 +6,11 @@ written as a table of the same format where a Python writer exists, through the 
 (deltalake) at ``<stats root>/sample/delta``, Paimon (pypaimon) under
 ``<stats root>/sample/paimon``, each partitioned as the table is. Parquet directories and
 Hudi (hudi-rs cannot write) have none: the sample's hive-partitioned Parquet directory
-``<stats root>/sample/data`` is their sample table. Any engine reads the sibling with the
-format's own reader; the manifest records where it is and which of its snapshots holds
-the sample (``sibling``).
+``<stats root>/sample/data`` is their sample table. A refresh rewrites only the partitions
+whose sample changed (``update_sample_table``: one commit replacing those partitions' files)
+and falls back to a whole rewrite where the format cannot. Any engine reads the sibling
+with the format's own reader; the manifest records where it is and which of its snapshots
+holds the sample (``sibling``).
 """
 
 from __future__ import annotations
@@ -24,13 +26,17 @@ from lakestats.store import sample as store
 
 
 def sample_rows(
-    stats_root: str, manifest: store.SampleManifest, s3: fs.S3Options | None = None
+    stats_root: str,
+    manifest: store.SampleManifest,
+    s3: fs.S3Options | None = None,
+    only: set[str] | None = None,
 ) -> pa.Table | None:
-    """Every sampled row, the table's columns only, partition by partition."""
+    """Every sampled row (of the partitions ``only`` names, when given), the table's
+    columns only, partition by partition."""
     parts = [
         store.visible(store.read_file(stats_root, p.file, s3))
         for p in manifest.partitions
-        if p.file
+        if p.file and (only is None or p.path in only)
     ]
     return pa.concat_tables(parts, promote_options="permissive") if parts else None
 
@@ -41,18 +47,33 @@ def write_sibling(
     manifest: store.SampleManifest,
     previous: dict | None,
     s3: fs.S3Options | None = None,
+    changed: dict[str, dict[str, object]] | None = None,
 ) -> dict | None:
     """Write the sample as a table of ``table``'s format; what the manifest records about
-    it, or None for formats without a Python writer."""
+    it, or None for formats without a Python writer. With ``changed`` (partition directory
+    -> values: the partitions a refresh updated, resampled or removed) and a previous
+    sample table, only those partitions are rewritten where the format can."""
+    if not table.writes_sample_table:
+        return None  # the sample's Parquet directory is the sample table: nothing to read
     location = fs.join(store.sample_dir(stats_root), table.format_name)
-    rows = sample_rows(stats_root, manifest, s3)
     schema = table.schema(manifest.snapshot_id)
-    if rows is None:
-        rows = schema.empty_table()
-    with contextlib.suppress(KeyError, pa.ArrowInvalid, ValueError):
-        rows = rows.select(schema.names).cast(schema)  # else the writer says what misfits
+
+    def conformed(rows: pa.Table | None) -> pa.Table:
+        if rows is None:
+            return schema.empty_table()
+        with contextlib.suppress(KeyError, pa.ArrowInvalid, ValueError):
+            return rows.select(schema.names).cast(schema)  # else the writer says what misfits
+        return rows
+
     try:
-        return table.write_sample_table(rows, location, previous)
+        if changed is not None and previous is not None:
+            rows = conformed(sample_rows(stats_root, manifest, s3, set(changed)))
+            updated = table.update_sample_table(rows, location, previous, changed)
+            if updated is not None:
+                return updated
+        return table.write_sample_table(
+            conformed(sample_rows(stats_root, manifest, s3)), location, previous
+        )
     except LakestatsError:
         raise
     except Exception as exc:
