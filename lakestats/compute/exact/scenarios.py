@@ -35,7 +35,8 @@ class ExactSettings:
     threshold: int = 2**32 - 1  # sum of partition distinct counts for #2
     batch_values: int = 2**32 - 1  # distinct values per batch in #3
     near_unique: float = 0.9  # share of non-null rows in all-distinct partitions for #1
-    max_candidates: int = 1_000_000  # #1 falls back to #2 beyond this many candidates
+    max_candidates: int = 1_000_000  # unused since the range merge (kept: settings stay valid)
+    range_rows: int = 2_000_000  # staged value rows merged by one range task (memory bound)
 
     @classmethod
     def from_environment(cls) -> ExactSettings:
@@ -46,6 +47,7 @@ class ExactSettings:
             "batch_values": chosen.exact_batch_values,
             "near_unique": chosen.exact_near_unique,
             "max_candidates": chosen.exact_max_candidates,
+            "range_rows": chosen.exact_range_rows,
         }
         return cls(**{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
 
