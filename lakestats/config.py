@@ -135,7 +135,13 @@ class Settings:
         None,
         env=("LAKESTATS_EXACT_MAX_CANDIDATES",),
         file="exact.max_candidates",
-        help="`--exact`: scenario #1 switches to #2 beyond this many candidates (1,000,000)",
+        help="`--exact`: unused since the range merge counts every value (kept: files stay valid)",
+    )
+    exact_range_rows: int | None = setting(
+        None,
+        env=("LAKESTATS_EXACT_RANGE_ROWS",),
+        file="exact.range_rows",
+        help="`--exact`: staged value rows merged by one range task (2,000,000)",
     )
     serve_tables: str | None = setting(
         None,

@@ -4,12 +4,16 @@ A partition task already holds the exact value counts of every column. Where its
 ``frequencies.parquet`` does not list every value (truncated, or all-distinct and so
 listing nothing), the task also writes ``values.parquet`` next to its three files: one
 row per (column, distinct value) with the value's order-preserving key and its count,
-sorted by column then key. The table-level exact step (``compute/exact``) reads these
-instead of re-scanning the data, and an incremental analyze reuses them with the
+sorted by column then key. Each row group holds one column (at most ``VALUES_ROW_GROUP``
+rows) and has statistics on ``column_index`` and ``value``, so a reader slices a column's key
+range by the footer alone. The table-level exact step (``compute/exact``) merges these by
+key range instead of re-scanning the data, and an incremental analyze reuses them with the
 partition: the changed partitions contribute new files, the others their old ones.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +33,9 @@ VALUES_SCHEMA = pa.schema(
         pa.field("count", pa.int64(), nullable=False),
     ]
 )
-VALUES_ROW_GROUP = 65_536
+VALUES_ROW_GROUP = 8192
+"""Rows per row group: a range task reads whole groups, so at most one group per file and
+range end is read beyond the range (small groups keep that overhead low)."""
 
 
 def needs_staging(row: dict[str, object]) -> bool:
@@ -67,16 +73,24 @@ def write_values(table: pa.Table, uri: str, s3: fs.S3Options | None) -> int:
     filesystem, path = fs.resolve(uri, s3)
     try:
         filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        with filesystem.open_output_stream(path) as out:
-            pq.write_table(
-                table,
+        index = table.column("column_index").to_numpy()
+        cuts = [0, *(np.flatnonzero(np.diff(index)) + 1).tolist(), len(index)]
+        with (
+            filesystem.open_output_stream(path) as out,
+            pq.ParquetWriter(
                 out,
+                VALUES_SCHEMA,
                 compression="zstd",
-                row_group_size=VALUES_ROW_GROUP,
-                write_statistics=["column_index"],
+                write_statistics=["column_index", "value"],
                 use_dictionary=False,
                 store_schema=False,
-            )
+            ) as writer,
+        ):
+            for start, stop in itertools.pairwise(cuts):  # one column per row group
+                if stop > start:
+                    writer.write_table(
+                        table.slice(start, stop - start), row_group_size=VALUES_ROW_GROUP
+                    )
         return filesystem.get_file_info(path).size
     except OSError as exc:
         raise StorageError(

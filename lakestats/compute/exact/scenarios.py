@@ -5,8 +5,8 @@
   overlap (a sort and sweep over the P intervals), so no value repeats: the table's
   distinct count is the sum of the partitions' non-null counts.
 * ``NEAR_UNIQUE`` (#1): at least ``near_unique`` of the non-null rows sit in all-distinct
-  partitions: only values whose fingerprint repeats are counted exactly
-  (``fingerprints.py``), and only real duplicates are stored (``duplicates_only``).
+  partitions: the range merge counts every value (the ranks need them all), and only the
+  values counted more than once are stored (``duplicates_only``).
 * ``AGGREGATE`` (#2): the sum of partition distinct counts is at most ``threshold``: every
   (value, count) is aggregated exactly.
 * ``BATCHED`` (#3): beyond ``threshold``: the same aggregation in batches by value range.
@@ -35,7 +35,8 @@ class ExactSettings:
     threshold: int = 2**32 - 1  # sum of partition distinct counts for #2
     batch_values: int = 2**32 - 1  # distinct values per batch in #3
     near_unique: float = 0.9  # share of non-null rows in all-distinct partitions for #1
-    max_candidates: int = 1_000_000  # #1 falls back to #2 beyond this many candidates
+    max_candidates: int = 1_000_000  # unused since the range merge (kept: settings stay valid)
+    range_rows: int = 2_000_000  # staged value rows merged by one range task (memory bound)
 
     @classmethod
     def from_environment(cls) -> ExactSettings:
@@ -46,6 +47,7 @@ class ExactSettings:
             "batch_values": chosen.exact_batch_values,
             "near_unique": chosen.exact_near_unique,
             "max_candidates": chosen.exact_max_candidates,
+            "range_rows": chosen.exact_range_rows,
         }
         return cls(**{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
 

@@ -1,0 +1,184 @@
+"""The table ``frequencies.parquet`` rewritten from the range tasks' runs, by one task.
+
+The file stays one file, by column in table order, then decreasing count, ties by key, so
+top-k is a prefix read. Columns the exact step did not replace keep their old rows. A
+replaced column's rows come from its runs (``merge.py``), one per key range, each sorted
+by (decreasing count, key). The ranges are disjoint and in key order, so the merge needs
+no key comparison: for each count ``k`` from the largest down, each run's rows of count
+``k`` (a prefix of what is left of it) are appended in range order. Every run is read
+once, front to back, one batch at a time; rows are written in row groups of
+``FREQUENCIES_ROW_GROUP``, one column's rows never sharing a group with another's. The
+runs are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakestats import fs
+from lakestats.store import layout, schemas, writer
+
+RESULT_SCHEMA = "column_index int, rows long, smallest long, bytes_written long"
+
+
+@dataclass(frozen=True)
+class FrequencyJob:
+    root: str
+    s3: fs.S3Options | None
+    table_file: str  # the table frequencies.parquet, rewritten in place
+    names: list[str]
+    runs: dict[int, list[str]]  # replaced column -> its run files in key order
+    runs_dir: str
+
+
+class _Cursor:
+    """One run read front to back; its counts never increase."""
+
+    def __init__(self, root: str, s3: fs.S3Options | None, relative: str) -> None:
+        filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
+        self._handle = filesystem.open_input_file(path)
+        self._batches = pq.ParquetFile(self._handle).iter_batches(
+            batch_size=65_536, use_threads=False
+        )
+        self.done = False
+        self._load()
+
+    def _load(self) -> None:
+        for batch in self._batches:
+            if batch.num_rows:
+                self.values = batch.column(0)
+                self.counts = batch.column(1).to_numpy()
+                self.negated = -self.counts  # increasing: searchable
+                self.at = 0
+                return
+        self.done = True
+        self._handle.close()
+
+    def head(self) -> int:
+        return int(self.counts[self.at])
+
+    def take(self, k: int) -> Iterator[tuple[pa.Array, np.ndarray]]:
+        """The run's next rows of count ``k`` (slices, possibly over several batches)."""
+        while not self.done and self.counts[self.at] == k:
+            stop = int(np.searchsorted(self.negated, -k, side="right"))
+            yield self.values.slice(self.at, stop - self.at), self.counts[self.at : stop]
+            self.at = stop
+            if self.at == len(self.counts):
+                self._load()
+
+
+class _Rows:
+    """Buffered rows of one column, written in whole row groups."""
+
+    def __init__(self, parquet: pq.ParquetWriter, column: int, name: str) -> None:
+        self.parquet, self.column, self.name = parquet, column, name
+        self.values: list[pa.Array] = []
+        self.counts: list[np.ndarray] = []
+        self.buffered = 0
+        self.written = 0
+
+    def add(self, values: pa.Array, counts: np.ndarray) -> None:
+        self.values.append(values)
+        self.counts.append(counts)
+        self.buffered += len(counts)
+        if self.buffered >= 8 * schemas.FREQUENCIES_ROW_GROUP:
+            self.flush(whole_groups=True)
+
+    def flush(self, whole_groups: bool = False) -> None:
+        if not self.buffered:
+            return
+        values = pa.concat_arrays(self.values)
+        counts = np.concatenate(self.counts)
+        n = len(counts)
+        if whole_groups:
+            n -= n % schemas.FREQUENCIES_ROW_GROUP
+        self._write(values.slice(0, n), counts[:n])
+        self.values, self.counts = [values.slice(n)], [counts[n:]]
+        self.buffered = len(counts) - n
+
+    def _write(self, values: pa.Array, counts: np.ndarray) -> None:
+        n = len(counts)
+        table = pa.table(
+            {
+                "column": pa.repeat(pa.scalar(self.name, pa.string()), n),
+                "value": values,
+                "frequency": pa.array(counts, pa.int64()),
+                "column_index": pa.array(np.full(n, self.column, dtype=np.int32)),
+                "frequency_upper": pa.nulls(n, pa.int64()),
+                "partition_counts": pa.nulls(n, pa.list_(pa.int64())),
+                "partition_ids": pa.nulls(n, pa.list_(pa.int32())),
+                "partition_id_counts": pa.nulls(n, pa.list_(pa.int64())),
+            },
+            schema=schemas.TABLE_FREQUENCIES_SCHEMA,
+        )
+        self.parquet.write_table(table, row_group_size=schemas.FREQUENCIES_ROW_GROUP)
+        self.written += n
+
+
+def _merge_runs(job: FrequencyJob, rows: _Rows, runs: list[str]) -> int:
+    """The column's runs merged into ``rows``; returns the smallest count written."""
+    cursors = [_Cursor(job.root, job.s3, run) for run in runs]
+    smallest = 0
+    while True:
+        live = [c for c in cursors if not c.done]
+        if not live:
+            break
+        k = max(c.head() for c in live)
+        for cursor in live:  # key order: the ranges are disjoint and in order
+            for values, counts in cursor.take(k):
+                rows.add(values, counts)
+        smallest = k
+    rows.flush()
+    return smallest
+
+
+def write_frequencies(
+    job: FrequencyJob, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """One task: the file rewritten; one row per replaced column (rows, smallest count)."""
+    for _ in batches:
+        pass
+    uri = layout.absolute(job.root, job.table_file)
+    filesystem, path = fs.resolve(uri, job.s3)
+    with filesystem.open_input_file(path) as handle:
+        old = pq.ParquetFile(handle).read(use_threads=False)
+    old = old.cast(schemas.TABLE_FREQUENCIES_SCHEMA)
+    old_index = old.column("column_index").to_numpy()
+    result: dict[int, tuple[int, int]] = {}
+    with writer.parquet_output(
+        uri,
+        job.s3,
+        schemas.TABLE_FREQUENCIES_SCHEMA,
+        write_statistics=["column_index"],
+        use_dictionary=["column"],
+    ) as parquet:
+        for column, name in enumerate(job.names):
+            if column in job.runs:
+                rows = _Rows(parquet, column, name)
+                smallest = _merge_runs(job, rows, job.runs[column])
+                result[column] = (rows.written, smallest)
+                continue
+            kept = np.flatnonzero(old_index == column)
+            if len(kept):
+                parquet.write_table(
+                    old.take(pa.array(kept)), row_group_size=schemas.FREQUENCIES_ROW_GROUP
+                )
+    size = filesystem.get_file_info(path).size
+    _, runs_path = fs.resolve(layout.absolute(job.root, job.runs_dir), job.s3)
+    with contextlib.suppress(OSError):
+        filesystem.delete_dir(runs_path)
+    columns = sorted(result)
+    yield pa.RecordBatch.from_pydict(
+        {
+            "column_index": pa.array([-1, *columns], pa.int32()),
+            "rows": pa.array([0, *(result[c][0] for c in columns)], pa.int64()),
+            "smallest": pa.array([0, *(result[c][1] for c in columns)], pa.int64()),
+            "bytes_written": pa.array([size, *([0] * len(columns))], pa.int64()),
+        }
+    )

@@ -1,0 +1,245 @@
+"""The range task: merge one task's key ranges from every source, write its rank part and runs.
+
+For each piece (one column's key range) of the task: the sources' rows inside the range
+(``sources.read_piece``) are sorted by key and equal keys summed (vectorised: fixed-width
+keys as big-endian words with NumPy's stable sort, which exploits the sources' sorted runs,
+other keys with one Arrow sort, no sort when the rows are in order already; then NumPy
+``add.reduceat`` over the runs of equal keys); values whose sum is not positive
+are dropped (an incremental subtraction that removed them). The pieces go to
+``table/<run>/ranks/part-<k>.parquet`` in the layout of ``store/ranks.py`` (one row group per
+column, local cumulative counts). For the columns whose table frequencies are rewritten the
+task also writes a **run**, ``runs/part-<k>-<column>.parquet``: the frequency rows of its
+range (every value, or only those counted more than once for ``duplicates_only`` columns)
+sorted by decreasing count, then key; ``frequencies.py`` merges the runs. It returns one
+summary row per (part, column): distinct values, total, first and last key, the exact
+counts on the table histogram grid, and the run's rows. No Spark shuffle carries a value.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakestats import fs
+from lakestats.compute.exact.ranges import Piece
+from lakestats.compute.exact.sources import Files, Source, read_piece
+from lakestats.stats.exact_histogram import ExactGrid, bin_counts
+from lakestats.store import layout, ranks
+
+RANGE_FIELDS = [
+    ("part", pa.int32()),
+    ("column_index", pa.int32()),
+    ("distinct_count", pa.int64()),
+    ("total", pa.int64()),
+    ("min", pa.binary()),
+    ("max", pa.binary()),
+    ("bytes", pa.int64()),
+    ("histogram", pa.binary()),
+    ("run_rows", pa.int64()),
+]
+RANGE_ARROW = pa.schema(RANGE_FIELDS)
+RANGE_SCHEMA = (
+    "part int, column_index int, distinct_count long, total long, "
+    "min binary, max binary, bytes long, histogram binary, run_rows long"
+)
+RUN_SCHEMA = pa.schema(
+    [pa.field("value", pa.binary(), nullable=False), pa.field("frequency", pa.int64())]
+)
+RUN_ROW_GROUP = 65_536
+
+
+def runs_dir(run_id: str) -> str:
+    """Relative directory of the range tasks' frequency runs (removed once merged)."""
+    return f"table/{run_id}/runs"
+
+
+def run_file(run_id: str, part: int, column: int) -> str:
+    return f"{runs_dir(run_id)}/part-{part:05d}-{column:05d}.parquet"
+
+
+@dataclass(frozen=True)
+class MergeJob:
+    """What every range task needs (travels to the executors)."""
+
+    root: str
+    s3: fs.S3Options | None
+    run_id: str
+    sources: list[Source]
+    tasks: list[list[Piece]]
+    dtypes: dict[int, pa.DataType]  # the grid columns' types
+    grids: dict[int, ExactGrid]  # columns whose table histogram is recounted exactly
+    frequencies: dict[int, int]  # column -> smallest count kept in its run (1 or 2)
+
+
+def _fixed_width_words(keys: pa.Array) -> np.ndarray | None:
+    """Keys of one width (a multiple of 8 bytes) as rows of native ``uint64`` words whose
+    order is the keys' byte order; None for keys of varying width (strings)."""
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=len(keys) + 1,
+                            offset=keys.offset * 4)
+    width = int(offsets[1] - offsets[0])
+    if width == 0 or width % 8 or not np.all(np.diff(offsets) == width):
+        return None
+    data = np.frombuffer(
+        keys.buffers()[2], dtype=">u8", count=len(keys) * width // 8, offset=int(offsets[0])
+    )
+    return data.reshape(len(keys), width // 8).astype(np.uint64)
+
+
+def merged(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Distinct keys in increasing order with their summed counts (sums <= 0 dropped).
+    Rows already strictly increasing (one sorted source, or sources in key order, as the
+    partitions of a time-ordered key) skip the sort (one comparison pass finds it)."""
+    if len(keys) == 0:
+        return keys, counts
+    n = len(keys)
+    if n == 1 or pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py():
+        at = np.arange(n)
+    elif (words := _fixed_width_words(keys)) is not None:
+        # numbers, dates, decimals: big-endian words; NumPy's stable sort (timsort) uses
+        # the sources' sorted runs
+        order = (
+            np.argsort(words[:, 0], kind="stable")
+            if words.shape[1] == 1
+            else np.lexsort(words.T[::-1])
+        )
+        words = words[order]
+        keys = keys.take(pa.array(order))
+        counts = counts[order]
+        starts = np.ones(n, dtype=bool)
+        starts[1:] = np.any(words[1:] != words[:-1], axis=1)
+        at = np.flatnonzero(starts)
+    else:
+        order = pc.sort_indices(keys)
+        keys = keys.take(order)
+        counts = counts[order.to_numpy()]
+        starts = np.zeros(n, dtype=bool)
+        starts[0] = True
+        if n > 1:
+            differs = pc.not_equal(keys.slice(1), keys.slice(0, n - 1))
+            starts[1:] = differs.to_numpy(zero_copy_only=False)
+        at = np.flatnonzero(starts)
+    sums = np.add.reduceat(counts, at) if len(at) < len(keys) else counts
+    kept = sums > 0
+    if not kept.all():
+        at, sums = at[kept], sums[kept]
+    if len(at) == len(keys):
+        return keys, sums
+    return keys.take(pa.array(at)), sums
+
+
+def _write_run(job: MergeJob, part: int, column: int, keys: pa.Array, counts: np.ndarray) -> int:
+    smallest = job.frequencies[column]
+    if smallest > 1:
+        kept = np.flatnonzero(counts >= smallest)
+        keys, counts = keys.take(pa.array(kept)), counts[kept]
+    if len(counts) == 0:
+        return 0
+    order = np.argsort(-counts, kind="stable")  # decreasing count, ties by key (already sorted)
+    table = pa.table(
+        {"value": keys.take(pa.array(order)), "frequency": pa.array(counts[order])},
+        schema=RUN_SCHEMA,
+    )
+    uri = layout.absolute(job.root, run_file(job.run_id, part, column))
+    filesystem, path = fs.resolve(uri, job.s3)
+    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with filesystem.open_output_stream(path) as out:
+        pq.write_table(
+            table,
+            out,
+            compression="zstd",
+            compression_level=1,
+            row_group_size=RUN_ROW_GROUP,
+            write_statistics=False,
+            use_dictionary=False,
+            store_schema=False,
+        )
+    return len(counts)
+
+
+def _range_task(job: MergeJob, part: int) -> list[dict]:
+    directory = layout.ranks_dir(job.run_id)
+    uri = layout.absolute(job.root, f"{directory}/part-{part:05d}.parquet")
+    filesystem, path = fs.resolve(uri, job.s3)
+    summaries: list[dict] = []
+    writer = None
+    out = None
+    files = Files(job.root, job.s3)
+    try:
+        for piece in job.tasks[part]:
+            keys, counts = merged(
+                *read_piece(
+                    job.sources, piece.column, piece.low, piece.high, piece.reads, files
+                )
+            )
+            if len(keys) == 0:
+                continue
+            if writer is None:
+                filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+                out = filesystem.open_output_stream(path)
+                writer = pq.ParquetWriter(
+                    out, ranks.RANKS_SCHEMA, compression="zstd", store_schema=False
+                )
+            local = np.cumsum(counts)
+            n = len(keys)
+            table = pa.table(
+                {
+                    "column_index": pa.array(np.full(n, piece.column, dtype=np.int32)),
+                    "value": keys,
+                    "count": pa.array(counts),
+                    "cumulative": pa.array(local),
+                },
+                schema=ranks.RANKS_SCHEMA,
+            )
+            # one column per row group, so row-group statistics bound key and cumulative
+            writer.write_table(table, row_group_size=ranks.RANKS_ROW_GROUP)
+            grid = job.grids.get(piece.column)
+            binned = (
+                bin_counts(keys, counts, job.dtypes[piece.column], grid).tobytes()
+                if grid is not None
+                else None
+            )
+            run_rows = (
+                _write_run(job, part, piece.column, keys, counts)
+                if piece.column in job.frequencies
+                else 0
+            )
+            summaries.append(
+                {
+                    "part": part,
+                    "column_index": piece.column,
+                    "distinct_count": n,
+                    "total": int(local[-1]),
+                    "min": keys[0].as_py(),
+                    "max": keys[n - 1].as_py(),
+                    "bytes": 0,
+                    "histogram": binned,
+                    "run_rows": run_rows,
+                }
+            )
+    finally:
+        files.__exit__()
+        if writer is not None:
+            writer.close()
+        if out is not None:
+            out.close()
+    if summaries:
+        summaries[0]["bytes"] = filesystem.get_file_info(path).size
+    return summaries
+
+
+def merge_ranges(job: MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The range tasks numbered in ``batches``: their summary rows."""
+    for batch in batches:
+        rows = list(
+            itertools.chain.from_iterable(
+                _range_task(job, part) for part in batch.column(0).to_pylist()
+            )
+        )
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=RANGE_ARROW)

@@ -1,0 +1,236 @@
+"""What the exact step merges: key-sorted sources, their row-group outlines, and key-range reads.
+
+A ``Source`` is one partition's contribution (its staged ``values.parquet`` for the columns
+its frequencies do not list fully, its ``frequencies.parquet`` rows for the others) or one
+rank part of the previous exact version (incremental), with a sign (-1: a removed
+partition's counts to subtract). ``outline`` runs on the executors and describes each
+source from its footers alone: one row per (source, column, row group) with the group's
+first and last key and its rows, so the driver can cut every column's key space into
+ranges (``ranges.py``) without reading a value. ``read_piece`` reads, for one column and
+one key range ``[low, high)``, only the row groups of each source that overlap it and keeps
+the rows inside exactly (``merge.py`` merges them).
+
+Complete-listed partition columns are read from ``frequencies.parquet`` (ordered by
+decreasing count, not by key): their outline row covers the column's keys in that file
+(computed from its few rows) with ``group`` -1, and a range task filters them by key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakestats import fs
+from lakestats.errors import LakestatsError
+from lakestats.stats.value_counts import needs_staging
+from lakestats.store import layout
+
+OUTLINE_FIELDS = [
+    ("source", pa.int32()),
+    ("column_index", pa.int32()),
+    ("listed", pa.bool_()),  # read from the partition's frequencies file
+    ("row_group", pa.int32()),  # row group of the key-sorted file; -1 for listed rows
+    ("min", pa.binary()),  # first key (null: unknown, the group may hold any key)
+    ("max", pa.binary()),  # last key (null: unknown)
+    ("num_rows", pa.int64()),
+]
+OUTLINE_ARROW = pa.schema(OUTLINE_FIELDS)
+OUTLINE_SCHEMA = (
+    "source int, column_index int, listed boolean, row_group int, min binary, max binary, "
+    "num_rows long"
+)
+ROWS_ARROW = pa.schema([("value", pa.binary()), ("count", pa.int64())])
+
+
+@dataclass(frozen=True)
+class Source:
+    """One key-sorted file and how its counts enter the sums."""
+
+    path: str  # a partition's staged values.parquet, or a previous version's rank part
+    sign: int = 1
+    statistics: str | None = None  # the partition's statistics.parquet (None: a rank part)
+    frequencies: str | None = None  # the partition's frequencies.parquet
+    name: str = ""  # the partition, for messages
+
+
+@dataclass(frozen=True)
+class Read:
+    """One source's row groups (or listed rows) of one column."""
+
+    source: int
+    listed: bool
+    groups: tuple[int, ...]
+
+
+class Files:
+    """Parquet files opened once (their footers parsed once) and closed together."""
+
+    def __init__(self, root: str, s3: fs.S3Options | None) -> None:
+        self.root, self.s3 = root, s3
+        self._open: dict[str, tuple[pa.NativeFile, pq.ParquetFile]] = {}
+
+    def __call__(self, relative: str) -> pq.ParquetFile:
+        if relative not in self._open:
+            filesystem, path = fs.resolve(layout.absolute(self.root, relative), self.s3)
+            handle = filesystem.open_input_file(path)
+            self._open[relative] = (handle, pq.ParquetFile(handle))
+        return self._open[relative][1]
+
+    def __enter__(self) -> Files:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for handle, _parquet in self._open.values():
+            handle.close()
+        self._open.clear()
+
+
+def _group_bounds(meta: pq.FileMetaData, g: int) -> tuple[int | None, int | None, object, object]:
+    """``(first column, last column, min key, max key)`` of row group ``g`` (None: unknown)."""
+    group = meta.row_group(g)
+    names = [group.column(c).path_in_schema for c in range(group.num_columns)]
+    index = group.column(names.index("column_index")).statistics
+    value = group.column(names.index("value")).statistics
+    first = last = None
+    if index is not None and index.has_min_max:
+        first, last = index.min, index.max
+    low = high = None
+    if value is not None and value.has_min_max and first is not None and first == last:
+        low, high = value.min, value.max  # key bounds mean something for one column only
+    return first, last, low, high
+
+
+def _sorted_rows(files: Files, number: int, source: Source, wanted: frozenset[int]) -> list[dict]:
+    handle = files(source.path)
+    meta = handle.metadata
+    rows = []
+    for g in range(meta.num_row_groups):
+        first, last, low, high = _group_bounds(meta, g)
+        columns = sorted(wanted) if first is None else [c for c in wanted if first <= c <= last]
+        for c in columns:
+            rows.append(
+                {
+                    "source": number,
+                    "column_index": c,
+                    "listed": False,
+                    "row_group": g,
+                    "min": low,
+                    "max": high,
+                    "num_rows": meta.row_group(g).num_rows,
+                }
+            )
+    return rows
+
+
+def _listed_rows(files: Files, number: int, source: Source, listed: set[int]) -> list[dict]:
+    table = files(source.frequencies).read(columns=["column_index", "value"], use_threads=False)
+    index = table.column("column_index").to_numpy()
+    rows = []
+    for c in sorted(listed):
+        keys = table.column("value").filter(pa.array(index == c))
+        if len(keys):
+            bounds = pc.min_max(keys)
+            rows.append(
+                {
+                    "source": number,
+                    "column_index": c,
+                    "listed": True,
+                    "row_group": -1,
+                    "min": bounds["min"].as_py(),
+                    "max": bounds["max"].as_py(),
+                    "num_rows": len(keys),
+                }
+            )
+    return rows
+
+
+STATISTICS_FIELDS = ["row_count", "null_count", "distinct_count", "frequencies_count"]
+
+
+def _outline_rows(files: Files, number: int, source: Source, wanted: frozenset[int]) -> list[dict]:
+    if source.statistics is None:  # a previous rank part: key-sorted, every column
+        return _sorted_rows(files, number, source, wanted)
+    stats = files(source.statistics).read(columns=STATISTICS_FIELDS, use_threads=False)
+    staged, listed = set(), set()
+    for c, row in enumerate(stats.to_pylist()):
+        if c in wanted and row["distinct_count"]:
+            (staged if needs_staging(row) else listed).add(c)
+    rows: list[dict] = []
+    if staged:
+        if not source.path:
+            raise LakestatsError(
+                f"partition {source.name!r} has no staged value counts; "
+                "run analyze --exact on the whole table once"
+            )
+        rows = _sorted_rows(files, number, source, frozenset(staged))
+    if listed:
+        rows += _listed_rows(files, number, source, listed)
+    return rows
+
+
+def outline(
+    root: str,
+    s3: fs.S3Options | None,
+    sources: list[Source],
+    wanted: frozenset[int],
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """The outline rows of the sources numbered in ``batches`` (footers, plus the listed
+    columns' keys of a partition's frequencies file)."""
+    for batch in batches:
+        for number in batch.column(0).to_pylist():
+            with Files(root, s3) as files:
+                rows = _outline_rows(files, number, sources[number], wanted)
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=OUTLINE_ARROW)
+
+
+def read_piece(
+    sources: list[Source],
+    column: int,
+    low: bytes | None,
+    high: bytes | None,
+    reads: tuple[Read, ...],
+    files: Files,
+) -> tuple[pa.Array, np.ndarray]:
+    """Every source's ``(key, signed count)`` rows of ``column`` with ``low <= key < high``
+    (unbounded where None), concatenated in source order (not merged). ``files`` keeps the
+    files (and their parsed footers) open across the pieces of one task."""
+    keys, counts = [], []
+    for read in reads:
+        source = sources[read.source]
+        if read.listed:
+            handle = files(source.frequencies)
+            meta = handle.metadata
+            groups = [
+                g
+                for g in range(meta.num_row_groups)
+                if (bounds := _group_bounds(meta, g))[0] is None
+                or bounds[0] <= column <= bounds[1]
+            ]
+            table = handle.read_row_groups(
+                groups, columns=["column_index", "value", "frequency"], use_threads=False
+            ).rename_columns(["column_index", "value", "count"])
+        else:
+            table = files(source.path).read_row_groups(
+                list(read.groups), columns=["column_index", "value", "count"], use_threads=False
+            )
+        mask = pc.equal(table.column("column_index"), pa.scalar(column, pa.int32()))
+        if low is not None:
+            mask = pc.and_(mask, pc.greater_equal(table.column("value"), pa.scalar(low)))
+        if high is not None:
+            mask = pc.and_(mask, pc.less(table.column("value"), pa.scalar(high)))
+        table = table.filter(mask)
+        if table.num_rows == 0:
+            continue
+        keys.append(table.column("value").combine_chunks().cast(pa.binary()))
+        count = table.column("count").to_numpy().astype(np.int64, copy=False)
+        counts.append(count * source.sign if source.sign != 1 else count)
+    if not keys:
+        return pa.array([], pa.binary()), np.zeros(0, dtype=np.int64)
+    return pa.concat_arrays(keys), np.concatenate(counts)

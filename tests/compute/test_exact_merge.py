@@ -1,0 +1,322 @@
+"""The exact step's range merge without Spark: sources, cut ranges, range tasks, frequency runs.
+
+Several partitions' staged ``values.parquet`` (written by ``value_counts.write_values``,
+several row groups per column) plus one partition whose columns are listed in its
+``frequencies.parquet`` are cut into small ranges and merged by the range tasks called
+directly; the result is compared with pyarrow's ``group_by`` over every source's rows:
+the rank parts (keys in order, counts, local cumulative counts), the ranges' disjointness
+and bounded size, and the rewritten table frequencies (every value, or only the repeated
+ones, by decreasing count then key; the untouched column's rows kept as they were).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from lakestats.compute.exact import frequencies, merge, ranges, sources
+from lakestats.stats import keys
+from lakestats.stats.value_counts import VALUES_ROW_GROUP, VALUES_SCHEMA, write_values
+from lakestats.store import layout, ranks, schemas
+
+COLUMNS = ["a", "s", "kept"]  # "kept": a column whose table frequencies stay as they were
+
+
+def _staged(rng: np.random.Generator, n: int) -> tuple[pa.Table, pa.Table]:
+    """A partition's staged value counts of columns 0 (integers) and 1 (strings)."""
+    ints = pc.value_counts(pa.array(rng.integers(0, 40_000, n)))
+    words = pc.value_counts(pa.array([f"w{x}" for x in rng.zipf(1.2, n // 4) % 30_000]))
+    parts = []
+    for column, counted in ((0, ints), (1, words)):
+        encoded = keys.encode(counted.field("values")).cast(pa.binary())
+        order = pc.sort_indices(encoded)
+        parts.append(
+            pa.table(
+                {
+                    "column_index": pa.array(np.full(len(encoded), column, dtype=np.int32)),
+                    "value": encoded.take(order),
+                    "count": counted.field("counts").cast(pa.int64()).take(order),
+                },
+                schema=VALUES_SCHEMA,
+            )
+        )
+    table = pa.concat_tables(parts)
+    return table, table
+
+
+def _listed(root, name: str, rng: np.random.Generator) -> tuple[sources.Source, pa.Table]:
+    """A partition whose three columns are all listed in its frequencies file."""
+    counted = pc.value_counts(pa.array(rng.integers(0, 40_000, 300)))
+    ints = keys.encode(counted.field("values")).cast(pa.binary())
+    words = pa.array([f"w{i}".encode() for i in range(0, 60, 3)], pa.binary())
+    kept = pa.array([b"x", b"y"], pa.binary())
+    rows = pa.table(
+        {
+            "column_index": pa.array(
+                [0] * len(ints) + [1] * len(words) + [2] * len(kept), pa.int32()
+            ),
+            "value": pa.concat_arrays([ints, words, kept]),
+            "frequency": pa.concat_arrays(
+                [
+                    counted.field("counts").cast(pa.int64()),
+                    pa.array(np.arange(len(words)) % 3 + 1, pa.int64()),
+                    pa.array([5, 1], pa.int64()),
+                ]
+            ),
+        }
+    )
+    directory = root / "partitions" / name
+    directory.mkdir(parents=True)
+    pq.write_table(rows, directory / "frequencies.parquet", write_statistics=["column_index"])
+    distinct = [len(ints), len(words), len(kept)]
+    pq.write_table(
+        pa.table(
+            {
+                "row_count": pa.array(distinct, pa.int64()),
+                "null_count": pa.array([0, 0, 0], pa.int64()),
+                "distinct_count": pa.array(distinct, pa.int64()),
+                "frequencies_count": pa.array(distinct, pa.int64()),
+            }
+        ),
+        directory / "statistics.parquet",
+    )
+    source = sources.Source(
+        "", 1, f"partitions/{name}/statistics.parquet", f"partitions/{name}/frequencies.parquet"
+    )
+    contribution = (
+        rows.rename_columns(["column_index", "value", "count"])
+        .filter(pc.less(rows.column("column_index"), 2))
+        .cast(VALUES_SCHEMA)
+    )
+    return source, contribution
+
+
+def _staged_source(root, name: str, table: pa.Table) -> sources.Source:
+    directory = root / "partitions" / name
+    directory.mkdir(parents=True)
+    write_values(table, str(directory / "values.parquet"), None)
+    counts = [int(pc.sum(pc.equal(table.column("column_index"), c)).as_py() or 0) for c in (0, 1)]
+    pq.write_table(
+        pa.table(
+            {
+                "row_count": pa.array([*counts, 0], pa.int64()),
+                "null_count": pa.array([0, 0, 0], pa.int64()),
+                "distinct_count": pa.array([*counts, 0], pa.int64()),
+                "frequencies_count": pa.array([0, 0, 0], pa.int64()),
+            }
+        ),
+        directory / "statistics.parquet",
+    )
+    return sources.Source(
+        f"partitions/{name}/values.parquet",
+        1,
+        f"partitions/{name}/statistics.parquet",
+        f"partitions/{name}/frequencies.parquet",
+    )
+
+
+@pytest.mark.parametrize("duplicates_only", [False, True])
+def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
+    rng = np.random.default_rng(5)
+    chosen, contributions = [], []
+    for p in range(4):
+        table, contribution = _staged(rng, 30_000)
+        chosen.append(_staged_source(tmp_path, f"p={p}", table))
+        contributions.append(contribution)
+    listed, contribution = _listed(tmp_path, "p=9", rng)
+    chosen.append(listed)
+    contributions.append(contribution)
+    wanted = frozenset({0, 1})
+    outline = pa.Table.from_batches(
+        list(
+            sources.outline(
+                str(tmp_path), None, chosen, wanted, iter([pa.record_batch({"id": list(range(5))})])
+            )
+        )
+    )
+    # several row groups per staged column: ranges slice by row-group statistics
+    assert max(outline.column("num_rows").to_pylist()) <= VALUES_ROW_GROUP
+    assert pc.count_distinct(outline.column("row_group")).as_py() > 2
+    groups: dict[int, list[ranges.Group]] = {}
+    for r in outline.to_pylist():
+        groups.setdefault(r["column_index"], []).append(
+            ranges.Group(
+                r["source"], r["listed"], r["row_group"], r["min"], r["max"], r["num_rows"]
+            )
+        )
+    target = 20_000
+    pieces = [p for c in sorted(groups) for p in ranges.pieces(c, groups[c], target)]
+    assert sum(p.column == 0 for p in pieces) >= 4  # column 0 really is cut
+    tasks = ranges.pack(pieces, target)
+    smallest = 2 if duplicates_only else 1
+    job = merge.MergeJob(
+        str(tmp_path), None, "run", chosen, tasks, {}, {}, {0: smallest, 1: smallest}
+    )
+    summaries = []
+    for part in range(len(tasks)):
+        summaries += [
+            r
+            for b in merge.merge_ranges(job, iter([pa.record_batch({"id": [part]})]))
+            for r in b.to_pylist()
+        ]
+
+    truth = (
+        pa.concat_tables(contributions)
+        .group_by(["column_index", "value"])
+        .aggregate([("count", "sum")])
+        .sort_by([("column_index", "ascending"), ("value", "ascending")])
+    )
+    for column in (0, 1):
+        want = truth.filter(pc.equal(truth.column("column_index"), column))
+        mine = [r for r in summaries if r["column_index"] == column]
+        # ranges are disjoint and in key order as the parts go up
+        for before, after in itertools.pairwise(mine):
+            assert before["part"] < after["part"] and before["max"] < after["min"]
+        rows = pa.concat_tables(
+            pq.read_table(
+                tmp_path / layout.ranks_dir("run") / f"part-{r['part']:05d}.parquet",
+                filters=[("column_index", "=", column)],
+            )
+            for r in mine
+        )
+        assert rows.column("value").to_pylist() == want.column("value").to_pylist()
+        assert rows.column("count").to_pylist() == want.column("count_sum").to_pylist()
+        for r in mine:  # local cumulative counts restart in every part
+            part = rows.filter(
+                pc.and_(
+                    pc.greater_equal(rows.column("value"), pa.scalar(r["min"])),
+                    pc.less_equal(rows.column("value"), pa.scalar(r["max"])),
+                )
+            )
+            assert part.column("cumulative").to_pylist() == np.cumsum(
+                part.column("count").to_numpy()
+            ).tolist()
+            assert r["total"] == int(pc.sum(part.column("count")).as_py())
+        index = ranks.RankIndex(summaries, str(tmp_path), layout.ranks_dir("run"), None)
+        assert index.distinct_count(column) == want.num_rows
+    # every piece read at most its target plus one partly-used row group per source and end
+    assert max(p.rows for p in pieces) <= target + 2 * len(chosen) * VALUES_ROW_GROUP
+
+    table_file = "table/run/frequencies.parquet"
+    (tmp_path / "table" / "run").mkdir(parents=True, exist_ok=True)
+    old = pa.table(
+        {
+            "column": ["a", "kept", "kept"],
+            "value": [b"old", b"x", b"y"],
+            "frequency": [9, 5, 1],
+            "column_index": pa.array([0, 2, 2], pa.int32()),
+            "frequency_upper": pa.nulls(3, pa.int64()),
+            "partition_counts": pa.nulls(3, pa.list_(pa.int64())),
+            "partition_ids": pa.nulls(3, pa.list_(pa.int32())),
+            "partition_id_counts": pa.nulls(3, pa.list_(pa.int64())),
+        },
+        schema=schemas.TABLE_FREQUENCIES_SCHEMA,
+    )
+    pq.write_table(old, tmp_path / table_file)
+    runs = {c: [] for c in (0, 1)}
+    for r in sorted(summaries, key=lambda r: r["part"]):
+        if r["run_rows"]:
+            runs[r["column_index"]].append(merge.run_file("run", r["part"], r["column_index"]))
+    frequency_job = frequencies.FrequencyJob(
+        str(tmp_path), None, table_file, COLUMNS, runs, merge.runs_dir("run")
+    )
+    [result] = list(frequencies.write_frequencies(frequency_job, iter([])))
+    written = pq.read_table(tmp_path / table_file)
+    assert not (tmp_path / merge.runs_dir("run")).exists()  # runs removed once merged
+    assert written.column("column_index").to_pylist() == sorted(
+        written.column("column_index").to_pylist()
+    )
+    stored = dict(
+        zip(
+            result.column("column_index").to_pylist()[1:],
+            result.column("rows").to_pylist()[1:],
+            strict=True,
+        )
+    )
+    for column in (0, 1):
+        want = truth.filter(
+            pc.and_(
+                pc.equal(truth.column("column_index"), column),
+                pc.greater_equal(truth.column("count_sum"), smallest),
+            )
+        ).sort_by([("count_sum", "descending"), ("value", "ascending")])
+        got = written.filter(pc.equal(written.column("column_index"), column))
+        assert got.column("value").to_pylist() == want.column("value").to_pylist()
+        assert got.column("frequency").to_pylist() == want.column("count_sum").to_pylist()
+        assert set(got.column("column").to_pylist()) <= {COLUMNS[column]}
+        assert stored[column] == want.num_rows
+    kept = written.filter(pc.equal(written.column("column_index"), 2))
+    assert kept.to_pylist() == old.slice(1).to_pylist()
+    meta = pq.ParquetFile(tmp_path / table_file).metadata
+    for g in range(meta.num_row_groups):  # one column per row group
+        stats = meta.row_group(g).column(3).statistics
+        assert stats.min == stats.max
+        assert meta.row_group(g).num_rows <= schemas.FREQUENCIES_ROW_GROUP
+
+
+@pytest.mark.parametrize("width", [2, 8, 16, None])
+def test_merged_sums_equal_keys_and_drops_non_positive(width: int | None) -> None:
+    """Against pyarrow's ``group_by``: variable-width keys (Arrow sort) and fixed widths
+    of 8 and 16 bytes (NumPy words), including keys differing only in a later word."""
+    rng = np.random.default_rng(3)
+    raw = rng.integers(0, 1000, 5000)
+    if width is None:
+        values = pa.array([b"k" * int(x % 5) + bytes([x % 7]) for x in raw], pa.binary())
+    else:
+        values = pa.array(
+            [bytes([x % 7]) * (width - 1) + bytes([x % 5]) for x in raw], pa.binary()
+        )
+    counts = rng.integers(-2, 4, 5000).astype(np.int64)
+    got_keys, got_counts = merge.merged(values, counts)
+    again = merge.merged(got_keys, np.concatenate([got_counts[:-1], [-1]]))  # in order
+    assert again[0].to_pylist() == got_keys.to_pylist()[:-1]
+    assert again[1].tolist() == got_counts.tolist()[:-1]
+    truth = (
+        pa.table({"v": values, "c": counts})
+        .group_by("v")
+        .aggregate([("c", "sum")])
+        .sort_by("v")
+    )
+    truth = truth.filter(pc.greater(truth.column("c_sum"), 0))
+    assert got_keys.to_pylist() == truth.column("v").to_pylist()
+    assert got_counts.tolist() == truth.column("c_sum").to_pylist()
+
+
+def test_cut_points_split_interleaved_sources_evenly() -> None:
+    """Four sources each spread over the whole key space in groups of 100 rows: cutting
+    at 1,000 rows gives ranges within a group per source of the target."""
+    groups = []
+    for source in range(4):
+        starts = np.sort(np.random.default_rng(source).choice(10_000, 40, replace=False))
+        for g, (low, high) in enumerate(zip(starts, [*starts[1:], 10_000], strict=True)):
+            groups.append(
+                ranges.Group(
+                    source,
+                    False,
+                    g,
+                    int(low).to_bytes(4, "big"),
+                    int(high - 1).to_bytes(4, "big"),
+                    100,
+                )
+            )
+    cuts = ranges.cut_points(groups, 1_000)
+    assert cuts == sorted(set(cuts)) and 12 <= len(cuts) <= 16
+    pieces = ranges.pieces(0, groups, 1_000)
+    assert len(pieces) == len(cuts) + 1
+    assert all(p.rows <= 1_000 + 2 * 4 * 100 + 400 for p in pieces)
+    # every group is read by exactly the pieces its keys overlap
+    for g in groups:
+        readers = [
+            p
+            for p in pieces
+            if any(r.source == g.source and g.group in r.groups for r in p.reads)
+        ]
+        assert readers and all(
+            (p.low is None or g.high >= p.low) and (p.high is None or g.low < p.high)
+            for p in readers
+        )
