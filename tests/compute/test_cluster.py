@@ -28,6 +28,7 @@ import lakestats.api as ls
 from lakestats.compute.reduce import local as reduce_local
 from lakestats.stats.keys import to_json
 from lakestats.stats.percentiles import PERCENTILES
+from lakestats.store import manifest
 from tests.conftest import mixed_table
 from tests.spark_servers import (
     BUCKET,
@@ -138,6 +139,27 @@ def assert_same_statistics(
     assert sketched < len(expected)  # some table-level percentiles are exact
 
 
+EXACT = ["--exact", "--max-frequencies", "20"]
+"""Exact table level; partitions list at most 20 values, so most columns are staged and
+merged by key range."""
+
+
+def assert_same_ranks(mine: ls.LakestatsTable, reference: ls.LakestatsTable) -> None:
+    """Every exact column's quantiles, and the rank of each, equal the reference's (both
+    read from the rank files each run wrote)."""
+    checked = 0
+    for row in reference.statistics(None):
+        if not row.get("percentiles_exact") or "." in row["column"]:
+            continue
+        column = row["column"]
+        for p in (0.0, 0.01, 0.25, 0.5, 0.9, 1.0):
+            value = reference.quantile(column, p)
+            assert to_json(mine.quantile(column, p)) == to_json(value), (column, p)
+            assert mine.rank(column, value) == reference.rank(column, value), (column, p)
+        checked += 1
+    assert checked >= 3
+
+
 def _decoded_pairs(pairs: list) -> list:
     return [tuple(to_json(v) for v in pair) for pair in pairs]
 
@@ -145,8 +167,9 @@ def _decoded_pairs(pairs: list) -> list:
 @pytest.mark.slow
 @pytest.mark.s3
 def test_standalone_cluster_with_s3_equals_local(spark, tmp_path: Path, monkeypatch) -> None:
-    """``analyze --master spark://...`` on two workers, table and statistics on S3, through
-    sliced partitions and the staged (multi-stage, shuffling) table-level reduction."""
+    """``analyze --exact --master spark://...`` on two workers, table and statistics on S3,
+    through sliced partitions, the staged (multi-stage, shuffling) table-level reduction and
+    the exact step (executors write the rank parts and frequency runs to S3)."""
     table = _write_table(tmp_path / "t", sliced=True)
     with moto_server(tmp_path / "moto") as s3:
         remote = upload(s3, table, "tables/t")
@@ -161,7 +184,7 @@ def test_standalone_cluster_with_s3_equals_local(spark, tmp_path: Path, monkeypa
             )
             run = run_cli(
                 ["analyze", remote, "--stats-root", root, "--master", master,
-                 "--max-slice-mb", "1", "--json"],
+                 "--max-slice-mb", "1", *EXACT, "--json"],
                 env,
                 local_cells=0,
             )
@@ -175,9 +198,10 @@ def test_standalone_cluster_with_s3_equals_local(spark, tmp_path: Path, monkeypa
 
         monkeypatch.setattr(reduce_local, "LOCAL_CELLS", 0)
         reference = ls.open_table(str(table), stats_root=str(tmp_path / "local"))
-        reference.analyze(spark=spark, max_slice_bytes=1 << 20)
+        reference.analyze(spark=spark, max_slice_bytes=1 << 20, exact=True, max_frequencies=20)
         clustered = ls.open_table(remote, stats_root=root, s3=s3)
         assert_same_statistics(clustered, reference, _whole(table))
+        assert_same_ranks(clustered, reference)
         (tmp_path / "seconds").write_text(f"cluster analyze {run.seconds:.1f} s\n")
 
 
@@ -218,6 +242,35 @@ def test_analyze_through_spark_connect_equals_local(spark, tmp_path: Path, monke
     reference.analyze(spark=spark)
     assert_same_statistics(ls.open_table(str(table), stats_root=root), reference, _whole(table))
     (tmp_path / "seconds").write_text(f"connect analyze {first.seconds:.1f} s\n")
+
+
+def test_exact_through_spark_connect_equals_local(spark, tmp_path: Path, monkeypatch) -> None:
+    """``analyze --exact --remote sc://...``, then a partition added and ``--exact`` again
+    through the same server (incremental: the previous ranks plus the new partition): the
+    exact table level (distinct counts, every frequency, histograms, ranks and quantiles)
+    equals the table analyzed ``--exact`` on local[2]; the client has no Java."""
+    table = _write_table(tmp_path / "t")
+    root, here = str(tmp_path / "connect-stats"), str(tmp_path / "local-stats")
+    no_jvm = {"JAVA_HOME": str(tmp_path / "no-java"), "LAKESTATS_DRIVER_MEMORY": "1g"}
+    argv = ["analyze", str(table), "--stats-root", root, *EXACT, "--json"]
+    with connect_server(tmp_path / "server") as url:
+        first = run_cli([*argv, "--remote", url], spark_env(**no_jvm), local_cells=0)
+        assert first.returncode == 0, first.stderr[-3000:]
+        _add_partition(table, "d")
+        second = run_cli([*argv, "--remote", url], spark_env(**no_jvm), local_cells=0)
+        assert second.returncode == 0, second.stderr[-3000:]
+    assert json.loads(second.stdout)["partitions_computed"] == 1
+    report = manifest.load_version(root).extra["exact"]
+    assert (report["incremental"], report["partitions_added"]) == (True, 1)
+    assert report["ranges"] >= 1 and report["rows_read"] > 0
+    monkeypatch.setattr(reduce_local, "LOCAL_CELLS", 0)
+    reference = ls.open_table(str(table), stats_root=here)
+    reference.analyze(spark=spark, exact=True, max_frequencies=20)
+    mine = ls.open_table(str(table), stats_root=root)
+    assert_same_statistics(mine, reference, _whole(table))
+    assert_same_ranks(mine, reference)
+    flags = [r["distinct_count_exact"] for r in mine.statistics(None)]
+    assert False not in flags and flags.count(True) >= 15  # None: lists, maps, a null type
 
 
 def test_a_client_without_java_cannot_start_local_spark(tmp_path: Path) -> None:
