@@ -7,8 +7,9 @@ complete / all-distinct flags) taken from ONE read of ``partition_index.parquet`
 row groups of ``columns`` only. Frequencies and histograms are not in the index: they are
 loaded lazily, only when an estimate asks for them (a range inside [min, max] without
 complete frequencies, an equality on a value the scalars cannot decide): for ordered
-columns from the version's ``partition_histograms.parquet`` (``store/partition_histograms``:
-one read per column, of the partitions the estimator said it will look at, ``expect``),
+columns from the version's partition histograms (``store/partition_histograms``: per part
+holding any of them, one read per column of the partitions the estimator said it will look
+at, ``expect``),
 else per partition and column through the file provider (``estimate_source.ReaderPartition``).
 Both build them with the same functions (``estimate_source.frequencies_of`` /
 ``histogram_of``), so the numbers are the file provider's. Partitions min/max, null counts
@@ -109,12 +110,12 @@ FREQUENCY_FIELDS = [
     "frequency_counts",
 ]
 HISTOGRAM_FIELDS = ["histogram_lower", "histogram_width", "histogram_counts"]
-"""What the estimator reads from ``partition_histograms.parquet``: the frequency fields
+"""What the estimator reads from the partition histograms: the frequency fields
 and the histogram fields of a column are read separately, each only when needed."""
 
 
 class _HeldPart:
-    """Some fields of one column's rows of ``partition_histograms.parquet``, by partition
+    """Some fields of one column's rows of the partition histograms, by partition
     position, read on first need: for the partitions the estimator said it will look at
     (``expected``), or for all of them."""
 
@@ -170,7 +171,7 @@ class _HeldPart:
 
 
 class _Held:
-    """One column of ``partition_histograms.parquet``: its frequency and histogram fields."""
+    """One column of the partition histograms: its frequency and histogram fields."""
 
     def __init__(self, source: PartitionHistograms, column_index: int, partitions: int) -> None:
         self.expected = np.zeros(partitions, dtype=bool)
@@ -202,7 +203,7 @@ class _Held:
 
 
 class HeldRow:
-    """Some fields of one partition x column row of ``partition_histograms.parquet``."""
+    """Some fields of one partition x column row of the partition histograms."""
 
     def __init__(self, table: pa.Table, offsets: dict[str, np.ndarray], j: int) -> None:
         self.table, self.offsets, self.j = table, offsets, j
@@ -228,7 +229,7 @@ class HeldRow:
 
 class IndexPartition:
     """One partition of a version, answered from the partition index (and, for
-    histograms and frequencies, from ``partition_histograms.parquet`` when the version has
+    histograms and frequencies, from the partition histograms when the version has
     it)."""
 
     def __init__(
@@ -320,7 +321,7 @@ class IndexPartitions(Sequence):
         self._held_lock = threading.Lock()
 
     def held(self, column: str) -> _Held | None:
-        """The column's rows of ``partition_histograms.parquet`` (None when the version
+        """The column's rows of the partition histograms (None when the version
         has no such file or it does not hold the column's kind)."""
         with self._held_lock:
             if column not in self._held:
@@ -370,7 +371,7 @@ class IndexPartitions(Sequence):
     def point_counts(self, column: str, point_keys: Sequence[bytes]) -> np.ndarray | None:
         """Per partition, how many rows hold one of ``point_keys``, where that count is
         what the partition's complete frequencies say (-1 elsewhere): for ordered columns
-        from ``partition_histograms.parquet`` (the expected partitions' frequency rows, one
+        from the partition histograms (the expected partitions' frequency rows, one
         read, counted with Arrow), else from the table-level frequencies' per-partition
         counts (categorical columns), read once; None when neither records them."""
         key = (column, tuple(point_keys))
