@@ -27,7 +27,7 @@ group's partition files into a part's rows, ``write_part`` encodes a part,
 ``write_directory`` lists the parts. Read side: ``open_histograms`` (None when the version
 has no directory: versions written before it, which estimate from the partition files) and
 ``PartitionHistograms.read`` (a column's rows for some partitions: per part holding any of
-them, one read of that column's row groups).
+them, one read of that column's row groups, parts on two threads).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from lakestats.stats.kinds import ORDERED_NUMERIC, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import layout, manifest, schemas
 from lakestats.store.writer import parquet_buffer, parquet_output
+from lakestats.threads import parallel, thread_map
 
 HELD_KINDS = ORDERED_NUMERIC
 """The kinds of column the parts hold."""
@@ -280,9 +281,11 @@ class PartitionHistograms:
     ) -> None:
         self.root, self.s3, self._open_file = root, s3, open_file
         self.paths = directory.column("part").to_pylist()
-        ids = directory.column("partition_ids").combine_chunks()
-        flat = ids.values.to_numpy(zero_copy_only=False).astype(np.int64)
-        offsets = ids.offsets.to_numpy()
+        ids = directory.column("partition_ids")
+        flat = pc.list_flatten(ids).to_numpy(zero_copy_only=False).astype(np.int64)
+        offsets = np.concatenate(
+            [[0], np.cumsum(pc.list_value_length(ids).to_numpy(zero_copy_only=False))]
+        ).astype(np.int64)
         self.members = [flat[offsets[k] : offsets[k + 1]] for k in range(len(self.paths))]
         # per version partition id: its part and its position there (-1: in no part)
         self.part_of = np.full(partitions, -1, np.int64)
@@ -313,17 +316,16 @@ class PartitionHistograms:
         ids = np.unique(np.asarray(partition_ids, dtype=np.int64))
         ids = ids[(ids >= 0) & (ids < len(self.part_of))]
         names = ["member", "column_index", *[f for f in fields if f not in _IDS]]
-        tables = []
-        for k in np.unique(self.part_of[ids]):
-            if k < 0:
-                continue
-            part = self._part(int(k))
+        wanted = [int(k) for k in np.unique(self.part_of[ids]) if k >= 0]
+
+        def one(k: int) -> pa.Table | None:
+            part = self._part(k)
             if part is None:
-                continue
+                return None
             members = np.sort(self.member_of[ids[self.part_of[ids] == k]])
             groups = part.row_groups(column_index, members)
             if not groups:
-                continue
+                return None
             table = part.handle.read_row_groups(groups, columns=names, use_threads=False)
             keep = pc.and_(
                 pc.equal(table.column("column_index"), column_index),
@@ -331,9 +333,12 @@ class PartitionHistograms:
             )
             table = table.filter(keep)
             local = table.column("member").to_numpy(zero_copy_only=False).astype(np.int64)
-            partition_id = pa.array(self.members[int(k)][local].astype(np.int32))
+            partition_id = pa.array(self.members[k][local].astype(np.int32))
             table = table.drop_columns(["member"]).add_column(0, "partition_id", partition_id)
-            tables.append(_wide(table))
+            return _wide(table)
+
+        with parallel():  # parts decode on two threads (Parquet releases the GIL)
+            tables = [t for t in thread_map(one, wanted) if t is not None]
         if not tables:
             empty = _wide(part_schema().empty_table()).drop_columns(["member"])
             empty = empty.add_column(0, "partition_id", pa.array([], pa.int32()))

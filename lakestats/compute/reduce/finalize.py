@@ -25,6 +25,7 @@ from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_frequencies import FrequencyResult, finalize_frequencies
 from lakestats.store import layout, partition_histograms, schemas, writer
 from lakestats.store.partition_index import assemble, write_index
+from lakestats.threads import thread_map
 
 if TYPE_CHECKING:
     from lakestats.compute.reduce.cache import GroupCache
@@ -103,9 +104,11 @@ def write_partition_histograms(groups: GroupCache, relative: str) -> int:
     previous version's where the group is unchanged, else computed now) and its members'
     partition ids; returns the bytes of the directory (parts are group cache entries)."""
     job = groups.job
-    parts = [(m, groups.partition_histograms_part(m)) for m in groups.members]
+    paths = thread_map(groups.partition_histograms_part, groups.members)
     uri = layout.absolute(job.root, relative)
-    return partition_histograms.write_directory(parts, uri, job.s3)
+    return partition_histograms.write_directory(
+        list(zip(groups.members, paths, strict=True)), uri, job.s3
+    )
 
 
 def _no_frequencies(row: dict[str, object], state: ScalarState) -> None:
