@@ -152,7 +152,7 @@ def _member_rows(
     for j, name in enumerate(names):
         if bins[j] is None or not lowers[j] or name not in present:
             continue
-        pieces.append(histograms.column(name).slice(0, bins[j]))
+        pieces.append(histograms.column(name).slice(0, bins[j]).cast(pa.int64()))
         lengths[j], valid[j] = bins[j], True
     flat = (
         pa.chunked_array([c for p in pieces for c in p.chunks], pa.int64())
@@ -312,7 +312,8 @@ class PartitionHistograms:
     def read(self, column_index: int, partition_ids: Sequence[int], fields: Sequence[str]
              ) -> pa.Table:
         """``partition_id`` and ``fields`` of the rows of one column for those partitions
-        (partitions without a row are absent; counts as int64)."""
+        (partitions without a row are absent; counts int32, or int64 when some part
+        holds int64 counts)."""
         ids = np.unique(np.asarray(partition_ids, dtype=np.int64))
         ids = ids[(ids >= 0) & (ids < len(self.part_of))]
         names = ["member", "column_index", *[f for f in fields if f not in _IDS]]
@@ -334,15 +335,16 @@ class PartitionHistograms:
             table = table.filter(keep)
             local = table.column("member").to_numpy(zero_copy_only=False).astype(np.int64)
             partition_id = pa.array(self.members[k][local].astype(np.int32))
-            table = table.drop_columns(["member"]).add_column(0, "partition_id", partition_id)
-            return _wide(table)
+            return table.drop_columns(["member"]).add_column(0, "partition_id", partition_id)
 
         with parallel():  # parts decode on two threads (Parquet releases the GIL)
             tables = [t for t in thread_map(one, wanted) if t is not None]
         if not tables:
-            empty = _wide(part_schema().empty_table()).drop_columns(["member"])
+            empty = part_schema().empty_table().drop_columns(["member"])
             empty = empty.add_column(0, "partition_id", pa.array([], pa.int32()))
             return empty.select(["partition_id", *names[1:]])
+        if any(t.schema != tables[0].schema for t in tables):
+            tables = [_wide(t) for t in tables]  # some part has int64 counts
         return pa.concat_tables(tables)
 
 

@@ -320,7 +320,7 @@ COLUMNS = [{"name": "a", "type": "int64"}, {"name": "s", "type": "string"},
 
 def _inputs(partitions: int, big: bool = False) -> tuple[list, list, list]:
     """Synthetic partition files (statistics fields, histograms, frequencies) of
-    ``COLUMNS``; ``big``: a count that does not fit in int32."""
+    ``COLUMNS``; ``big``: the first partition has a count that does not fit in int32."""
     rng = np.random.default_rng(5)
     stats, hists, freqs = [], [], []
     for _ in range(partitions):
@@ -334,9 +334,9 @@ def _inputs(partitions: int, big: bool = False) -> tuple[list, list, list]:
         }))
         hists.append(pa.table({"a": pa.array(rng.integers(0, 9, 3)),
                                "b": pa.array([4, 5, None], pa.int64())}))
+        big_count = 2**33 if big and not stats[1:] else 0  # the first partition's only
         freqs.append(pa.table({"column": ["a", "s", "a"], "value": [b"\x02", b"x", b"\x01"],
-                               "frequency": pa.array([3, 4, 5 + (2**33 if big else 0)],
-                                                     pa.int64())}))
+                               "frequency": pa.array([3, 4, 5 + big_count], pa.int64())}))
     return stats, hists, freqs
 
 
@@ -378,7 +378,6 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
     assert sorted(got["partition_id"].to_pylist()) == [17, 20, 39]
     assert got["histogram_counts"].to_pylist() == [[4, 5]] * 3
     assert got["frequency_counts"].to_pylist() == [[]] * 3
-    assert got.schema.field("histogram_counts").type == pa.list_(pa.int64())
     got = opened.read(0, [17], ["frequency_values", "frequency_counts", "histogram_counts"])
     direct = pq.read_table(tmp_path / "part-1").to_pylist()[8]
     assert (direct["member"], direct["column_index"]) == (8, 0)
@@ -395,10 +394,16 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
 
 def test_a_count_beyond_int32_makes_that_part_int64(tmp_path: Path) -> None:
     opened = _synthetic(tmp_path, 4, big=True)
-    part = pq.read_table(tmp_path / "part-0")
-    assert part.schema.field("frequency_counts").type == pa.list_(pa.int64())
-    got = opened.read(0, [0, 1, 2, 3], ["frequency_counts"])
-    assert got["frequency_counts"].to_pylist() == [[5 + 2**33, 3]] * 4
+    wide, narrow = pq.read_table(tmp_path / "part-0"), pq.read_table(tmp_path / "part-1")
+    assert wide.schema.field("frequency_counts").type == pa.list_(pa.int64())
+    assert narrow.schema.field("frequency_counts").type == pa.list_(pa.int32())
+    got = opened.read(0, [0, 1, 2, 3], ["frequency_counts", "histogram_counts"])
+    counts = dict(zip(got["partition_id"].to_pylist(), got["frequency_counts"].to_pylist(),
+                      strict=True))
+    assert counts == {0: [5 + 2**33, 3], 1: [5, 3], 2: [5, 3], 3: [5, 3]}
+    # read alone, a part keeps its own type
+    assert opened.read(0, [1], ["frequency_counts"]).schema.field(
+        "frequency_counts").type == pa.list_(pa.int32())
 
 
 def test_partition_histograms_schemas_match_golden(tmp_path: Path) -> None:
