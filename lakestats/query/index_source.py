@@ -42,7 +42,12 @@ from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies, His
 from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
-from lakestats.store.partition_histograms import HELD_KINDS, PartitionHistograms
+from lakestats.store.partition_histograms import (
+    HELD_KINDS,
+    PartitionHistograms,
+    ints_as_keys,
+    keys_as_ints,
+)
 from lakestats.store.partition_index import SCALAR_FIELDS, partition_summaries
 from lakestats.store.reader import StatisticsReader
 
@@ -107,6 +112,7 @@ FREQUENCY_FIELDS = [
     "frequencies_truncated",
     "frequencies_min",
     "frequency_values",
+    "frequency_ints",
     "frequency_counts",
 ]
 HISTOGRAM_FIELDS = ["histogram_lower", "histogram_width", "histogram_counts"]
@@ -127,7 +133,7 @@ class _HeldPart:
         self.column_index = column_index
         self.expected = expected
         self.fields = fields
-        self.lists = [f for f in fields if f.endswith(("_values", "_counts"))]
+        self.lists = [f for f in fields if f.endswith(("_values", "_ints", "_counts"))]
         self.slot = np.full(len(expected), -1, dtype=np.int64)
         self.loaded = np.zeros(len(expected), dtype=bool)
         self.tables: list[tuple[pa.Table, dict[str, np.ndarray]]] = []
@@ -187,18 +193,27 @@ class _Held:
         part = self.frequencies
         part.load(positions)
         out = np.full(len(self.expected), -1, dtype=np.int64)
-        wanted = pa.array(list(keys), pa.binary())
-        base = 0
+        binary = pa.array(list(keys), pa.binary())
+        eight = pa.array(keys_as_ints(binary.filter(pc.equal(pc.binary_length(binary), 8))))
         for table, _ in part.tables:
+            if not table.num_rows:
+                continue
             ids = table.column("partition_id").to_numpy(zero_copy_only=False)
-            values = table.column("frequency_values").chunk(0)
-            counts = table.column("frequency_counts").chunk(0).flatten()
-            hit = pc.is_in(values.flatten(), wanted).to_numpy(zero_copy_only=False)
-            rows = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
-            listed = np.asarray(counts.to_numpy(zero_copy_only=False), dtype=np.int64)
-            sums = np.bincount(rows[hit], weights=listed[hit], minlength=table.num_rows)
-            out[ids] = sums.astype(np.int64)
-            base += table.num_rows
+            counts = table.column("frequency_counts").chunk(0)
+            listed = np.asarray(pc.list_flatten(counts).to_numpy(zero_copy_only=False),
+                                dtype=np.int64)
+            lengths = pc.list_value_length(counts).fill_null(0).to_numpy(zero_copy_only=False)
+            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+            sums = np.zeros(table.num_rows, dtype=np.int64)
+            for name, wanted in (("frequency_values", binary), ("frequency_ints", eight)):
+                lists = table.column(name).chunk(0)
+                hit = pc.is_in(pc.list_flatten(lists), wanted).to_numpy(zero_copy_only=False)
+                rows = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+                # each key's count: its row's first count + its place in the row
+                within = np.arange(len(rows)) - np.searchsorted(rows, rows)
+                at = starts[rows] + within
+                np.add.at(sums, rows[hit], listed[at[hit]])
+            out[ids] = sums
         return out
 
 
@@ -219,7 +234,11 @@ class HeldRow:
         return self.table.column(name).chunk(0).values.slice(int(start), int(stop - start))
 
     def frequency_rows(self) -> tuple[list[bytes], list[int]]:
-        values = self._list("frequency_values").to_pylist()
+        if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
+            ints = self._list("frequency_ints").to_numpy(zero_copy_only=False)
+            values = ints_as_keys(ints)
+        else:
+            values = self._list("frequency_values").to_pylist()
         return values, self._list("frequency_counts").to_pylist()
 
     def histogram_counts(self) -> np.ndarray:

@@ -131,8 +131,12 @@ PARTITION_HISTOGRAMS_SCHEMA = pa.schema(
         pa.field("frequencies_count", pa.int64()),
         pa.field("frequencies_truncated", pa.bool_()),
         pa.field("frequencies_min", pa.int64()),
-        # the partition's frequency rows of the column, by increasing value (binary key)
+        # the partition's frequency rows of the column, by increasing value: the binary
+        # keys of a decimal column, or (null values) the 8-byte keys of an integer,
+        # floating or temporal column as int64 (big-endian word, top bit flipped: the
+        # same order), then the counts
         pa.field("frequency_values", pa.list_(pa.binary())),
+        pa.field("frequency_ints", pa.list_(pa.int64())),
         pa.field("frequency_counts", pa.list_(pa.int32())),
         # its histogram: lower edge (key), width and the counts (null: no histogram)
         pa.field("histogram_lower", pa.binary()),
@@ -146,8 +150,9 @@ decimal, temporal), what an estimate reads of the partition's ``frequencies.parq
 ``histograms.parquet`` for that column. Sorted by ``column_index`` then ``member``; a row
 group holds at most ``PARTITION_HISTOGRAMS_GROUP_ROWS`` rows of whole columns (a longer
 column is split), and only ``column_index`` and ``member`` have row-group statistics.
-Counts are int32, or int64 in a part where some count does not fit; written
-DELTA_BINARY_PACKED, frequency values (sorted keys) DELTA_BYTE_ARRAY, no dictionaries, zstd."""
+Counts are int32, or int64 in a part where some count does not fit; counts and
+``frequency_ints`` are written DELTA_BINARY_PACKED, frequency values (sorted keys)
+DELTA_BYTE_ARRAY, no dictionaries, zstd."""
 
 PARTITION_HISTOGRAMS_GROUP_ROWS = 1024
 """Rows per row group of a part (see ``PARTITION_HISTOGRAMS_SCHEMA``)."""

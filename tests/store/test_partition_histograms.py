@@ -132,8 +132,15 @@ def _check_file(root: Path) -> manifest.Version:
                 assert got[field] == row[field], (entry.name, name, field)
             listed = sorted((f["value"], f["frequency"]) for f in frequencies
                             if f["column"] == name)
-            assert list(zip(got["frequency_values"], got["frequency_counts"], strict=True)) \
-                == listed
+            # decimals keep binary keys; 8-byte keys are stored as order-preserving ints
+            if name == "amount":
+                assert got["frequency_ints"] is None
+                keys = got["frequency_values"]
+            else:
+                assert got["frequency_values"] is None
+                keys = partition_histograms.ints_as_keys(np.array(got["frequency_ints"]))
+                assert got["frequency_ints"] == sorted(got["frequency_ints"])
+            assert list(zip(keys, got["frequency_counts"], strict=True)) == listed
             counts = histograms[name].to_pylist()[: row["histogram_bins"]]
             assert got["histogram_counts"] == [c or 0 for c in counts]
             valid = f"{name} IS NOT NULL" + (" AND NOT isnan(f)" if name == "f" else "")
@@ -316,6 +323,7 @@ def test_partition_filter_matches_duckdb(analyzed: Path, where: str) -> None:
 
 COLUMNS = [{"name": "a", "type": "int64"}, {"name": "s", "type": "string"},
            {"name": "b", "type": "double"}]
+K1, K2 = b"\x80" + bytes(6) + b"\x01", b"\x80" + bytes(6) + b"\x02"  # 1 and 2 as keys
 
 
 def _inputs(partitions: int, big: bool = False) -> tuple[list, list, list]:
@@ -335,7 +343,7 @@ def _inputs(partitions: int, big: bool = False) -> tuple[list, list, list]:
         hists.append(pa.table({"a": pa.array(rng.integers(0, 9, 3)),
                                "b": pa.array([4, 5, None], pa.int64())}))
         big_count = 2**33 if big and not stats[1:] else 0  # the first partition's only
-        freqs.append(pa.table({"column": ["a", "s", "a"], "value": [b"\x02", b"x", b"\x01"],
+        freqs.append(pa.table({"column": ["a", "s", "a"], "value": [K2, b"x", K1],
                                "frequency": pa.array([3, 4, 5 + big_count], pa.int64())}))
     return stats, hists, freqs
 
@@ -367,7 +375,9 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
     assert part.num_rows == 40  # a and b of 20 members, not the string column
     first = part.to_pylist()[0]
     assert (first["member"], first["column_index"]) == (0, 0)
-    assert first["frequency_values"] == [b"\x01", b"\x02"]  # by value
+    assert first["frequency_values"] is None  # an int64 column: its keys as ints
+    assert first["frequency_ints"] == [1, 2]  # the key's word with its top bit flipped
+    assert partition_histograms.ints_as_keys(first["frequency_ints"]) == [K1, K2]
     assert first["frequency_counts"] == [5, 3]
     handle = pq.ParquetFile(tmp_path / "part-1")
     groups = [handle.read_row_group(g).to_pydict() for g in range(handle.num_row_groups)]
@@ -378,11 +388,11 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
     assert sorted(got["partition_id"].to_pylist()) == [17, 20, 39]
     assert got["histogram_counts"].to_pylist() == [[4, 5]] * 3
     assert got["frequency_counts"].to_pylist() == [[]] * 3
-    got = opened.read(0, [17], ["frequency_values", "frequency_counts", "histogram_counts"])
+    got = opened.read(0, [17], ["frequency_ints", "frequency_counts", "histogram_counts"])
     direct = pq.read_table(tmp_path / "part-1").to_pylist()[8]
     assert (direct["member"], direct["column_index"]) == (8, 0)
     assert got.to_pylist() == [{"partition_id": 17, "column_index": 0,
-                                "frequency_values": [b"\x01", b"\x02"],
+                                "frequency_ints": direct["frequency_ints"],
                                 "frequency_counts": [5, 3],
                                 "histogram_counts": direct["histogram_counts"]}]
     assert opened.read(1, [17], ["histogram_counts"]).num_rows == 0  # the string column
@@ -390,6 +400,34 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
     monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 8)
     _synthetic(tmp_path, 6)
     assert pq.ParquetFile(tmp_path / "part-0").num_row_groups == 1
+
+
+def test_keys_as_ints_keep_the_key_order() -> None:
+    """8-byte keys of every kind stored as ints: same order, and back to the same bytes."""
+    from lakestats.stats import keys
+
+    rng = np.random.default_rng(3)
+    arrays = [
+        pa.array(rng.integers(-2**62, 2**62, 300)),
+        pa.array(np.concatenate([rng.normal(0, 1e6, 300), [np.inf, -np.inf, np.nan, 0.0]])),
+        pa.array(rng.integers(0, 2**63, 300, dtype=np.uint64) * 2, pa.uint64()),
+        pa.array(rng.integers(-10**6, 10**6, 300).astype("datetime64[us]")),
+    ]
+    for array in arrays:
+        encoded = keys.encode(array)
+        as_ints = partition_histograms.keys_as_ints(encoded)
+        stored = encoded.to_pylist()
+        assert partition_histograms.ints_as_keys(as_ints) == stored
+        assert np.argsort(as_ints, kind="stable").tolist() == sorted(
+            range(len(stored)), key=lambda i: (stored[i], i))
+
+
+def test_keys_of_another_width_stay_binary() -> None:
+    stats, hists, freqs = _inputs(1)
+    freqs = [f.set_column(1, "value", pa.array([b"\x02", b"x", b"\x01"])) for f in freqs]
+    row = partition_histograms.histograms_part(COLUMNS, stats, hists, freqs).to_pylist()[0]
+    assert (row["frequency_values"], row["frequency_ints"]) == ([b"\x01", b"\x02"], None)
+    assert row["frequency_counts"] == [5, 3]
 
 
 def test_a_count_beyond_int32_makes_that_part_int64(tmp_path: Path) -> None:
