@@ -248,6 +248,7 @@ def add_partition_histograms(root: str) -> None:
     from lakestats.compute.reduce.finalize import write_partition_histograms
     from lakestats.compute.reduce.readahead import ReadAhead
     from lakestats.store.manifest import load_version, publish
+    from lakestats.threads import parallel
 
     version = load_version(root, _estimate_version(root))
     if version.partition_histogram_parts:
@@ -257,7 +258,8 @@ def add_partition_histograms(root: str) -> None:
     run = f"{version.run_id}-phist"
     groups = GroupCache(job, f"table/{run}/groups", ReadAhead(job))
     relative = layout.partition_histogram_parts_file(run)
-    write_partition_histograms(groups, relative)
+    with parallel():  # two groups at a time, as the one-task reduction builds them
+        write_partition_histograms(groups, relative)
     parts = groups.flush()
     version.partition_histograms = None  # the single file of est14v, if it had one
     version.partition_histogram_parts = relative
