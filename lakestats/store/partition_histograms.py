@@ -223,11 +223,14 @@ def _lists(sizes: np.ndarray, values: pa.Array, valid: np.ndarray | None = None)
     return pa.ListArray.from_arrays(offsets, values, mask=mask)
 
 
-def write_part(rows: pa.Table) -> bytes:
+def write_part(rows: pa.Table, partitions: int) -> bytes:
     """A part's rows (``histograms_part``) as Parquet bytes (written whole by the caller,
-    atomically: a cached part is reused by later versions). Row groups hold whole columns
-    up to ``PARTITION_HISTOGRAMS_GROUP_ROWS`` rows, a longer column split."""
+    atomically: a cached part is reused by later versions). A row group holds whole
+    columns, as many as ``GROUP_ROWS // partitions`` (the table's partitions: reading one
+    column of every part then decodes about ``GROUP_ROWS`` rows, however the table is
+    grouped), at most ``GROUP_ROWS`` rows; a longer column is split."""
     limit = schemas.PARTITION_HISTOGRAMS_GROUP_ROWS
+    per_group = max(1, limit // max(1, partitions))
     with parquet_buffer(
         rows.schema,
         compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
@@ -246,18 +249,19 @@ def write_part(rows: pa.Table) -> bytes:
         column = rows.column("column_index").to_numpy()
         starts = [*map(int, np.flatnonzero(np.diff(column, prepend=-1))), len(column)]
         pending = 0  # rows.slice(begin, pending): whole columns not yet written
+        packed = 0  # how many
         begin = 0
         for start, stop in itertools.pairwise(starts):
-            if pending and pending + stop - start > limit:
+            if pending and (pending + stop - start > limit or packed == per_group):
                 parquet.write_table(rows.slice(begin, pending), row_group_size=pending)
-                begin, pending = start, 0
+                begin, pending, packed = start, 0, 0
             if stop - start > limit:  # a long column: its own row groups
                 for s in range(start, stop, limit):
                     piece = rows.slice(s, min(limit, stop - s))
                     parquet.write_table(piece, row_group_size=piece.num_rows)
                 begin = stop
                 continue
-            pending += stop - start
+            pending, packed = pending + stop - start, packed + 1
         if pending or not len(column):
             parquet.write_table(rows.slice(begin, pending), row_group_size=max(1, pending))
     return out.getvalue().to_pybytes()

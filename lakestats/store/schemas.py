@@ -148,14 +148,16 @@ PARTITION_HISTOGRAMS_SCHEMA = pa.schema(
 one row per member partition of a reduction group x ordered column (integer, floating,
 decimal, temporal), what an estimate reads of the partition's ``frequencies.parquet`` and
 ``histograms.parquet`` for that column. Sorted by ``column_index`` then ``member``; a row
-group holds at most ``PARTITION_HISTOGRAMS_GROUP_ROWS`` rows of whole columns (a longer
-column is split), and only ``column_index`` and ``member`` have row-group statistics.
+group holds ``PARTITION_HISTOGRAMS_GROUP_ROWS // partitions`` whole columns of the table's
+partitions (at least one; at most that many rows, a longer column is split), and only
+``column_index`` and ``member`` have row-group statistics.
 Counts are int32, or int64 in a part where some count does not fit; counts and
 ``frequency_ints`` are written DELTA_BINARY_PACKED, frequency values (sorted keys)
 DELTA_BYTE_ARRAY, no dictionaries, zstd."""
 
 PARTITION_HISTOGRAMS_GROUP_ROWS = 1024
-"""Rows per row group of a part (see ``PARTITION_HISTOGRAMS_SCHEMA``)."""
+"""Rows per row group of a part, and over the table's partitions, of one column's row
+groups in all parts (see ``PARTITION_HISTOGRAMS_SCHEMA``)."""
 
 PARTITION_HISTOGRAM_PARTS_SCHEMA = pa.schema(
     [

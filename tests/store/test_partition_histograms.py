@@ -358,7 +358,7 @@ def _synthetic(root: Path, partitions: int, big: bool = False,
     for k, members in enumerate(halves):
         rows = partition_histograms.histograms_part(
             COLUMNS, *[[x[i] for i in members] for x in (stats, hists, freqs)])
-        (root / f"part-{k}").write_bytes(partition_histograms.write_part(rows))
+        (root / f"part-{k}").write_bytes(partition_histograms.write_part(rows, partitions))
         listed.append((members, f"part-{k}"))
     partition_histograms.write_directory(listed, str(root / "directory.parquet"), None)
     directory = pq.read_table(root / "directory.parquet")
@@ -397,10 +397,13 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
                                 "frequency_counts": [5, 3],
                                 "histogram_counts": direct["histogram_counts"]}]
     assert opened.read(1, [17], ["histogram_counts"]).num_rows == 0  # the string column
-    # a narrow group: whole columns share a row group
+    # a table of few partitions: whole columns share a row group (8 // 4 = 2 of them)
     monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 8)
-    _synthetic(tmp_path, 6)
+    _synthetic(tmp_path, 4)
     assert pq.ParquetFile(tmp_path / "part-0").num_row_groups == 1
+    # more partitions: one column per row group, however small the part
+    _synthetic(tmp_path, 6)
+    assert pq.ParquetFile(tmp_path / "part-0").num_row_groups == 2
 
 
 def test_keys_as_ints_keep_the_key_order() -> None:

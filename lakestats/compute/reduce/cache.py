@@ -305,7 +305,8 @@ class GroupCache:
             job.columns, *[[r[k] for r in read] for k in range(3)]
         )
         del read
-        self._save(key, lambda: partition_histograms.write_part(rows), always=True)
+        count = len(job.partitions)
+        self._save(key, lambda: partition_histograms.write_part(rows, count), always=True)
         return self.written[key]
 
     def ensure_partition_histograms_part(self, members: list[int]) -> None:
