@@ -231,38 +231,45 @@ def build_fanout(spark, root: Path, partitions: int = FANOUT_PARTITIONS) -> str:
         0, dt.datetime.now(dt.UTC).isoformat(), {}, None, None, {}, columns, entries,
         run_id="fanout", table_files=files, merged_record_count=2000 * partitions,
         extra={"reduce_cache": cache}, partition_index=layout.partition_index_file("fanout"),
-        partition_histograms=layout.partition_histograms_file("fanout"),
+        partition_histogram_parts=layout.partition_histogram_parts_file("fanout"),
     )
     publish(str(root), version)
     return str(root)
 
 
 def add_partition_histograms(root: str) -> None:
-    """When the fan-out version (the newest with a partition index) has no
-    ``partition_histograms.parquet``, write it with the reduction's own stage function
+    """When the fan-out version (the newest with a partition index) has no partition
+    histogram parts, write them with the reduction's own stage function
     (``finalize.write_partition_histograms``, every group's part computed from the partition
-    files) and publish the version again with it: what re-running the reduction would add,
+    files) and publish the version again with them: what re-running the reduction would add,
     without re-running the 30-minute rest of it."""
     from lakestats.compute.reduce import ReduceJob
     from lakestats.compute.reduce.cache import GroupCache
     from lakestats.compute.reduce.finalize import write_partition_histograms
     from lakestats.compute.reduce.readahead import ReadAhead
     from lakestats.store.manifest import load_version, publish
+    from lakestats.threads import parallel
 
     version = load_version(root, _estimate_version(root))
-    if version.partition_histograms:
+    if version.partition_histogram_parts:
         return
     start = time.perf_counter()
     job = ReduceJob(root, None, version.partitions, version.columns, 1000, 10_000)
     run = f"{version.run_id}-phist"
     groups = GroupCache(job, f"table/{run}/groups", ReadAhead(job))
-    relative = layout.partition_histograms_file(run)
-    written = write_partition_histograms(groups, relative)
-    groups.flush()
-    version.partition_histograms = relative
+    relative = layout.partition_histogram_parts_file(run)
+    with parallel():  # two groups at a time, as the one-task reduction builds them
+        write_partition_histograms(groups, relative)
+    parts = groups.flush()
+    version.partition_histograms = None  # the single file of est14v, if it had one
+    version.partition_histogram_parts = relative
+    version.extra = {**version.extra,
+                     "reduce_cache": {**version.extra.get("reduce_cache", {}), **parts}}
     number = publish(root, version)
+    written = sum((Path(root) / p).stat().st_size for p in parts.values())
     print(f"partition histograms added to version {number} ({len(version.partitions)} "
-          f"partitions): {written / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s")
+          f"partitions, {len(parts)} parts): {written / 1e6:.1f} MB in "
+          f"{time.perf_counter() - start:.1f} s")
 
 
 def _estimate_version(root: str) -> int:
@@ -286,7 +293,9 @@ def _version_without_histograms(root: str, partitions: int) -> int | None:
 
     for number in reversed(version_numbers(root)):
         v = load_version(root, number)
-        if v.partition_index and len(v.partitions) == partitions and not v.partition_histograms:
+        if v.partition_index and len(v.partitions) == partitions and not (
+            v.partition_histogram_parts
+        ):
             return number
     return None
 

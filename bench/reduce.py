@@ -13,7 +13,7 @@ a file to one partition and analyze again; prints the medians of ``--runs`` roun
 one untimed round), their ratio and every round's times.
 
     python -m bench.reduce [--sizes 100,1000,10000] [--runs 3] [--incremental]
-        [--scales 1,10] [--no-scaling]
+        [--scales 1,10] [--no-scaling] [--work DIR]
 """
 
 from __future__ import annotations
@@ -123,10 +123,10 @@ def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
         print(f"{size:>10d} {median:9.2f} {median / size * 1000:15.2f} {changed:12.2f}")
 
 
-def incremental(spark, runs: int, scale: float = 1.0) -> None:  # noqa: ANN001
+def incremental(spark, runs: int, scale: float = 1.0, work_dir: Path = DATA) -> None:  # noqa: ANN001
     source = tpch_lineitem(scale)
     base = partitioned(source, "month")
-    work = DATA / "lineitem_by_month_incremental"
+    work = work_dir / "lineitem_by_month_incremental"
     print(f"\n## incremental analyze, lineitem scale {scale:g} by month (84 partitions)")
     fulls, increments = [], []
     for round_ in range(runs + 1):  # round 0 untimed: JVM and Python workers warm (as in
@@ -195,6 +195,8 @@ def main() -> None:
     parser.add_argument("--incremental", action="store_true")
     parser.add_argument("--scales", default="1", help="lineitem scales for --incremental")
     parser.add_argument("--no-scaling", action="store_true")
+    parser.add_argument("--work", type=Path, default=DATA,
+                        help="where --incremental copies the table (a directory of your own)")
     args = parser.parse_args()
     print(f"# reduce  {dt.date.today()}  {machine()}")
     spark = get_spark("local[2]")
@@ -202,7 +204,7 @@ def main() -> None:
         reduce_scaling(spark, [int(s) for s in args.sizes.split(",")], args.runs)
     if args.incremental:
         for scale in args.scales.split(","):
-            incremental(spark, args.runs, float(scale))
+            incremental(spark, args.runs, float(scale), args.work)
 
 
 if __name__ == "__main__":

@@ -167,16 +167,25 @@ def report(name: str, table_dir: Path, root: Path) -> None:
     data = data_bytes(table_dir)
     per_file: dict[str, dict[str, int]] = {}
     columns: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    # the table level's files, then its partition index and partition histograms
-    extra = {
-        kind: getattr(version, kind)
-        for kind in ("partition_index", "partition_histograms")
+    # the table level's files, then its partition index and partition histograms (the
+    # directory and its parts; a version of est14v's single file counted as it was)
+    extra = [
+        (kind, getattr(version, kind))
+        for kind in ("partition_index", "partition_histograms", "partition_histogram_parts")
         if getattr(version, kind, None)
-    }
+    ]
+    if version.partition_histogram_parts:
+        from lakestats.store.partition_histograms import part_paths
+
+        parts = part_paths(str(root), version.partition_histogram_parts)
+        extra += [("partition_histograms parts", rel) for rel in parts]
     for scope, entries in (("partition", version.partitions), ("table", [None])):
         for entry in entries:
-            files = {**version.table_files, **extra} if entry is None else entry.files
-            for kind, rel in files.items():
+            files = (
+                [*version.table_files.items(), *extra] if entry is None
+                else list(entry.files.items())
+            )
+            for kind, rel in files:
                 path = Path(root) / rel
                 key = f"{scope} {kind}"
                 per_file.setdefault(key, {"bytes": 0, "files": 0})
@@ -194,10 +203,10 @@ def report(name: str, table_dir: Path, root: Path) -> None:
         f"of the data (partition files {100 * partition_total / data:.1f} %, table files "
         f"{100 * (total - partition_total) / data:.1f} %)"
     )
-    print(f"{'file':26s} {'files':>6s} {'MB':>9s} {'% data':>7s}")
+    print(f"{'file':32s} {'files':>6s} {'MB':>9s} {'% data':>7s}")
     for key, value in per_file.items():
         print(
-            f"{key:26s} {value['files']:6d} {value['bytes'] / 1e6:9.3f} "
+            f"{key:32s} {value['files']:6d} {value['bytes'] / 1e6:9.3f} "
             f"{100 * value['bytes'] / data:7.2f}"
         )
     for key in ("partition statistics", "partition frequencies", "partition histograms"):

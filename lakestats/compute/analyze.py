@@ -226,7 +226,7 @@ def analyze(
     final = [e for e in entries if e is not None]
     table_files = None
     partition_index = None  # written by the table-level reduction, next to its files
-    partition_histograms = None  # so is this
+    partition_histogram_parts = None  # so is this
     previous_cache, reduce_cache = reduce_cache, {}
     unpartitioned = len(final) == 1 and not plans[0].key  # the table is its one partition
     reduce_job = ReduceJob(
@@ -259,7 +259,7 @@ def analyze(
         _raise_errors([summary])
         rows = {summary["partition"]: summary["row_count"]}
         partition_index = layout.partition_index_file(run_id)
-        partition_histograms = layout.partition_histograms_file(run_id)
+        partition_histogram_parts = layout.partition_histogram_parts_file(run_id)
         written += summary["bytes_written"] or 0
         clock.lap("partition computed and table level reduced")
     else:
@@ -279,7 +279,7 @@ def analyze(
                 ),
             )
             partition_index = layout.partition_index_file(run_id)
-            partition_histograms = layout.partition_histograms_file(run_id)
+            partition_histogram_parts = layout.partition_histogram_parts_file(run_id)
             written += table_bytes
         elif table_level:
             table_files, table_bytes = _write_empty_table(
@@ -324,7 +324,7 @@ def analyze(
         partitions_reused=len(plans) - len(todo),
         table_files=table_files,
         partition_index=partition_index,
-        partition_histograms=partition_histograms,
+        partition_histogram_parts=partition_histogram_parts,
         merged_record_count=sum(e.row_count for e in final),
         merged_record_size=sum(e.size_bytes for e in final),
         snapshot_timestamp_ms=timestamps.get(snapshot) if snapshot is not None else None,

@@ -103,6 +103,7 @@ def count_only(
         table_files=previous.table_files if previous else None,
         partition_index=previous.partition_index if previous else None,  # same partitions
         partition_histograms=previous.partition_histograms if previous else None,
+        partition_histogram_parts=previous.partition_histogram_parts if previous else None,
         merged_record_count=rows,
         merged_record_size=sum(p.size_bytes for p in plans),
         snapshot_timestamp_ms=timestamps.get(snapshot) if snapshot is not None else None,

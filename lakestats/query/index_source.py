@@ -7,8 +7,9 @@ complete / all-distinct flags) taken from ONE read of ``partition_index.parquet`
 row groups of ``columns`` only. Frequencies and histograms are not in the index: they are
 loaded lazily, only when an estimate asks for them (a range inside [min, max] without
 complete frequencies, an equality on a value the scalars cannot decide): for ordered
-columns from the version's ``partition_histograms.parquet`` (``store/partition_histograms``:
-one read per column, of the partitions the estimator said it will look at, ``expect``),
+columns from the version's partition histograms (``store/partition_histograms``: per part
+holding any of them, one read per column of the partitions the estimator said it will look
+at, ``expect``),
 else per partition and column through the file provider (``estimate_source.ReaderPartition``).
 Both build them with the same functions (``estimate_source.frequencies_of`` /
 ``histogram_of``), so the numbers are the file provider's. Partitions min/max, null counts
@@ -41,7 +42,12 @@ from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies, His
 from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
-from lakestats.store.partition_histograms import HELD_KINDS, PartitionHistograms
+from lakestats.store.partition_histograms import (
+    HELD_KINDS,
+    PartitionHistograms,
+    ints_as_keys,
+    keys_as_ints,
+)
 from lakestats.store.partition_index import SCALAR_FIELDS, partition_summaries
 from lakestats.store.reader import StatisticsReader
 
@@ -106,15 +112,16 @@ FREQUENCY_FIELDS = [
     "frequencies_truncated",
     "frequencies_min",
     "frequency_values",
+    "frequency_ints",
     "frequency_counts",
 ]
 HISTOGRAM_FIELDS = ["histogram_lower", "histogram_width", "histogram_counts"]
-"""What the estimator reads from ``partition_histograms.parquet``: the frequency fields
+"""What the estimator reads from the partition histograms: the frequency fields
 and the histogram fields of a column are read separately, each only when needed."""
 
 
 class _HeldPart:
-    """Some fields of one column's rows of ``partition_histograms.parquet``, by partition
+    """Some fields of one column's rows of the partition histograms, by partition
     position, read on first need: for the partitions the estimator said it will look at
     (``expected``), or for all of them."""
 
@@ -126,7 +133,7 @@ class _HeldPart:
         self.column_index = column_index
         self.expected = expected
         self.fields = fields
-        self.lists = [f for f in fields if f.endswith(("_values", "_counts"))]
+        self.lists = [f for f in fields if f.endswith(("_values", "_ints", "_counts"))]
         self.slot = np.full(len(expected), -1, dtype=np.int64)
         self.loaded = np.zeros(len(expected), dtype=bool)
         self.tables: list[tuple[pa.Table, dict[str, np.ndarray]]] = []
@@ -170,7 +177,7 @@ class _HeldPart:
 
 
 class _Held:
-    """One column of ``partition_histograms.parquet``: its frequency and histogram fields."""
+    """One column of the partition histograms: its frequency and histogram fields."""
 
     def __init__(self, source: PartitionHistograms, column_index: int, partitions: int) -> None:
         self.expected = np.zeros(partitions, dtype=bool)
@@ -186,23 +193,32 @@ class _Held:
         part = self.frequencies
         part.load(positions)
         out = np.full(len(self.expected), -1, dtype=np.int64)
-        wanted = pa.array(list(keys), pa.binary())
-        base = 0
+        binary = pa.array(list(keys), pa.binary())
+        eight = pa.array(keys_as_ints(binary.filter(pc.equal(pc.binary_length(binary), 8))))
         for table, _ in part.tables:
+            if not table.num_rows:
+                continue
             ids = table.column("partition_id").to_numpy(zero_copy_only=False)
-            values = table.column("frequency_values").chunk(0)
-            counts = table.column("frequency_counts").chunk(0).flatten()
-            hit = pc.is_in(values.flatten(), wanted).to_numpy(zero_copy_only=False)
-            rows = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
-            listed = np.asarray(counts.to_numpy(zero_copy_only=False), dtype=np.int64)
-            sums = np.bincount(rows[hit], weights=listed[hit], minlength=table.num_rows)
-            out[ids] = sums.astype(np.int64)
-            base += table.num_rows
+            counts = table.column("frequency_counts").chunk(0)
+            listed = np.asarray(pc.list_flatten(counts).to_numpy(zero_copy_only=False),
+                                dtype=np.int64)
+            lengths = pc.list_value_length(counts).fill_null(0).to_numpy(zero_copy_only=False)
+            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+            sums = np.zeros(table.num_rows, dtype=np.int64)
+            for name, wanted in (("frequency_values", binary), ("frequency_ints", eight)):
+                lists = table.column(name).chunk(0)
+                hit = pc.is_in(pc.list_flatten(lists), wanted).to_numpy(zero_copy_only=False)
+                rows = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+                # each key's count: its row's first count + its place in the row
+                within = np.arange(len(rows)) - np.searchsorted(rows, rows)
+                at = starts[rows] + within
+                np.add.at(sums, rows[hit], listed[at[hit]])
+            out[ids] = sums
         return out
 
 
 class HeldRow:
-    """Some fields of one partition x column row of ``partition_histograms.parquet``."""
+    """Some fields of one partition x column row of the partition histograms."""
 
     def __init__(self, table: pa.Table, offsets: dict[str, np.ndarray], j: int) -> None:
         self.table, self.offsets, self.j = table, offsets, j
@@ -218,7 +234,11 @@ class HeldRow:
         return self.table.column(name).chunk(0).values.slice(int(start), int(stop - start))
 
     def frequency_rows(self) -> tuple[list[bytes], list[int]]:
-        values = self._list("frequency_values").to_pylist()
+        if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
+            ints = self._list("frequency_ints").to_numpy(zero_copy_only=False)
+            values = ints_as_keys(ints)
+        else:
+            values = self._list("frequency_values").to_pylist()
         return values, self._list("frequency_counts").to_pylist()
 
     def histogram_counts(self) -> np.ndarray:
@@ -228,7 +248,7 @@ class HeldRow:
 
 class IndexPartition:
     """One partition of a version, answered from the partition index (and, for
-    histograms and frequencies, from ``partition_histograms.parquet`` when the version has
+    histograms and frequencies, from the partition histograms when the version has
     it)."""
 
     def __init__(
@@ -320,7 +340,7 @@ class IndexPartitions(Sequence):
         self._held_lock = threading.Lock()
 
     def held(self, column: str) -> _Held | None:
-        """The column's rows of ``partition_histograms.parquet`` (None when the version
+        """The column's rows of the partition histograms (None when the version
         has no such file or it does not hold the column's kind)."""
         with self._held_lock:
             if column not in self._held:
@@ -370,7 +390,7 @@ class IndexPartitions(Sequence):
     def point_counts(self, column: str, point_keys: Sequence[bytes]) -> np.ndarray | None:
         """Per partition, how many rows hold one of ``point_keys``, where that count is
         what the partition's complete frequencies say (-1 elsewhere): for ordered columns
-        from ``partition_histograms.parquet`` (the expected partitions' frequency rows, one
+        from the partition histograms (the expected partitions' frequency rows, one
         read, counted with Arrow), else from the table-level frequencies' per-partition
         counts (categorical columns), read once; None when neither records them."""
         key = (column, tuple(point_keys))

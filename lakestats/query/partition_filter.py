@@ -8,7 +8,7 @@ counts, complete frequencies and exact histogram bins. The scalars come from ONE
 the partition index (the predicate's columns' row groups; ``index_source``) and prune every
 partition at once (``predicates.matching_positions``); frequencies and histograms are read
 only for the partitions the scalars do not settle, in one read per column of
-``partition_histograms.parquet`` when the version has it (else from their files).
+the partition histograms when the version has them (else from their files).
 """
 
 from __future__ import annotations

@@ -804,7 +804,7 @@ def _estimate_batched(
        equality / IN conjunct over complete partition frequencies takes its exact counts
        from the table level's per-partition counts (``point_counts``) when it records
        them, instead of opening each partition's frequencies; the survivors' other
-       frequencies and histograms come from ``partition_histograms.parquet`` (the provider
+       frequencies and histograms come from the partition histograms (the provider
        is told which partitions to read, ``expect``) or are read ahead on threads from
        their files.
     4. Equality / IN conjuncts are scaled to the table level over all partitions (the

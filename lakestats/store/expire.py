@@ -17,6 +17,7 @@ import pyarrow.fs as pafs
 from lakestats import fs
 from lakestats.errors import CorruptStatisticsError, StatisticsNotFoundError
 from lakestats.store import layout, manifest
+from lakestats.store.partition_histograms import part_paths
 
 
 @dataclass
@@ -60,6 +61,9 @@ def plan_expiry(
             refs.add(version.partition_index)
         if version.partition_histograms:
             refs.add(version.partition_histograms)
+        if version.partition_histogram_parts:  # the directory and the parts it lists
+            refs.add(version.partition_histogram_parts)
+            refs |= set(part_paths(root, version.partition_histogram_parts, s3))
         gone = (
             live_snapshots is not None
             and version.snapshot_id is not None

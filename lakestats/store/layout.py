@@ -13,7 +13,10 @@
         frequencies.parquet
         histograms.parquet
         partition_index.parquet           every partition's scalar statistics, by column
-        partition_histograms.parquet      every partition's histograms and numeric frequencies
+        partition_histogram_parts.parquet the parts (below) of every partition's histograms
+                                          and numeric frequencies, and their partitions
+        groups/<key>                      cached results of a group of partitions; ``phist-``
+                                          entries are those parts, shared by later versions
       _staging/<run-id>/                  partial states of sliced partitions (deleted after)
 
 A partition directory is its hive-style path (``year=1992/month=3``) with each value
@@ -121,12 +124,13 @@ def partition_index_file(run_id: str) -> str:
     return f"table/{run_id}/{PARTITION_INDEX_FILE}"
 
 
-PARTITION_HISTOGRAMS_FILE = "partition_histograms.parquet"
+PARTITION_HISTOGRAM_PARTS_FILE = "partition_histogram_parts.parquet"
 
 
-def partition_histograms_file(run_id: str) -> str:
-    """Relative path of the table-level partition histograms written by one run."""
-    return f"table/{run_id}/{PARTITION_HISTOGRAMS_FILE}"
+def partition_histogram_parts_file(run_id: str) -> str:
+    """Relative path of the directory of partition histogram parts written by one run
+    (the parts themselves are group cache entries, ``compute/reduce/cache.py``)."""
+    return f"table/{run_id}/{PARTITION_HISTOGRAM_PARTS_FILE}"
 
 
 def version_path(version: int) -> str:

@@ -91,9 +91,13 @@ class Version:
     skipped_versions: list[int] = field(default_factory=list, repr=False)
     # table-level partition_index.parquet, relative to the root (absent in older versions)
     partition_index: str | None = None
-    # table-level partition_histograms.parquet, relative to the root (absent in versions
-    # written before it: estimates then read the partitions' own files)
+    # the single-file partition histograms of versions written between est14v and
+    # phist14r: no longer read (their estimates read the partitions' own files)
     partition_histograms: str | None = None
+    # table-level partition_histogram_parts.parquet, relative to the root: the parts of
+    # every partition's histograms and numeric frequencies (absent in versions written
+    # before it: estimates then read the partitions' own files)
+    partition_histogram_parts: str | None = None
 
     @property
     def row_count(self) -> int:

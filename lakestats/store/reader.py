@@ -269,8 +269,8 @@ class StatisticsReader:
         return self._partition_index
 
     def partition_histograms(self):  # noqa: ANN201 - PartitionHistograms | None
-        """The version's ``partition_histograms.parquet`` (footer read once), or None when
-        the version has none (``store/partition_histograms.py``)."""
+        """The version's partition histograms (directory read once, parts opened when
+        needed), or None when the version has none (``store/partition_histograms.py``)."""
         if not hasattr(self, "_partition_histograms"):
             from lakestats.store.partition_histograms import open_histograms
 

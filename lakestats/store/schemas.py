@@ -125,33 +125,49 @@ from 8,192 partitions up, fewer, larger groups for narrow tables."""
 
 PARTITION_HISTOGRAMS_SCHEMA = pa.schema(
     [
-        pa.field("partition_id", pa.int32(), nullable=False),  # position in the version
+        pa.field("member", pa.int32(), nullable=False),  # position in the part's group
         pa.field("column_index", pa.int32(), nullable=False),
         # the partition's statistics.parquet fields its frequencies are read with
         pa.field("frequencies_count", pa.int64()),
         pa.field("frequencies_truncated", pa.bool_()),
         pa.field("frequencies_min", pa.int64()),
-        # the partition's frequency rows of the column, by increasing value (binary key)
+        # the partition's frequency rows of the column, by increasing value: the binary
+        # keys of a decimal column, or (null values) the 8-byte keys of an integer,
+        # floating or temporal column as int64 (big-endian word, top bit flipped: the
+        # same order), then the counts
         pa.field("frequency_values", pa.list_(pa.binary())),
-        pa.field("frequency_counts", pa.list_(pa.int64())),
+        pa.field("frequency_ints", pa.list_(pa.int64())),
+        pa.field("frequency_counts", pa.list_(pa.int32())),
         # its histogram: lower edge (key), width and the counts (null: no histogram)
         pa.field("histogram_lower", pa.binary()),
         pa.field("histogram_width", pa.float64()),
-        pa.field("histogram_counts", pa.list_(pa.int64())),
+        pa.field("histogram_counts", pa.list_(pa.int32())),
     ]
 )
-"""Table-level ``partition_histograms.parquet``: one row per partition x ordered column
-(integer, floating, decimal, temporal), what an estimate reads of the partition's
-``frequencies.parquet`` and ``histograms.parquet`` for that column. Sorted by
-``column_index`` then ``partition_id``; a row group holds at most
-``PARTITION_HISTOGRAMS_GROUP_ROWS`` partitions of one column (or, for tables with fewer
-partitions, several whole columns), and only ``column_index`` and ``partition_id`` have
-row-group statistics, so "these columns for these partitions" reads only their row groups.
-Counts are written DELTA_BINARY_PACKED, frequency values (sorted keys) DELTA_BYTE_ARRAY,
-no dictionaries, zstd."""
+"""One part of the table-level partition histograms (``store/partition_histograms.py``):
+one row per member partition of a reduction group x ordered column (integer, floating,
+decimal, temporal), what an estimate reads of the partition's ``frequencies.parquet`` and
+``histograms.parquet`` for that column. Sorted by ``column_index`` then ``member``; a row
+group holds ``PARTITION_HISTOGRAMS_GROUP_ROWS // partitions`` whole columns of the table's
+partitions (at least one; at most that many rows, a longer column is split), and only
+``column_index`` and ``member`` have row-group statistics.
+Counts are int32, or int64 in a part where some count does not fit; counts and
+``frequency_ints`` are written DELTA_BINARY_PACKED, frequency values (sorted keys)
+DELTA_BYTE_ARRAY, no dictionaries, zstd."""
 
 PARTITION_HISTOGRAMS_GROUP_ROWS = 1024
-"""Partitions per row group of one column (see ``PARTITION_HISTOGRAMS_SCHEMA``)."""
+"""Rows per row group of a part, and over the table's partitions, of one column's row
+groups in all parts (see ``PARTITION_HISTOGRAMS_SCHEMA``)."""
+
+PARTITION_HISTOGRAM_PARTS_SCHEMA = pa.schema(
+    [
+        pa.field("part", pa.string(), nullable=False),  # relative to the statistics root
+        # the version's partition ids of the part's members, in member order
+        pa.field("partition_ids", pa.list_(pa.int32()), nullable=False),
+    ]
+)
+"""Table-level ``partition_histogram_parts.parquet``: a version's parts of partition
+histograms, one row per part."""
 
 
 # Exact ranks (``analyze --exact``, ``store/ranks.py``): range parts and their index.

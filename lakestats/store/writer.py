@@ -79,21 +79,31 @@ def parquet_output(
     a failure (full disk, no permission, no connection) is one ``StorageError`` line and
     leaves no partial file where it can be helped."""
     try:
-        with (
-            fs.open_output(uri, s3) as out,
-            pq.ParquetWriter(
-                out, schema, compression="zstd", store_schema=False, **options
-            ) as parquet,
-        ):
+        with fs.open_output(uri, s3) as out, _writer(out, schema, options) as parquet:
             yield parquet
-            parquet.add_key_value_metadata(
-                {schemas.FORMAT_VERSION_KEY: str(schemas.FORMAT_VERSION)}
-            )
     except OSError as exc:
         filesystem, path = fs.resolve(uri, s3)
         with contextlib.suppress(OSError):
             filesystem.delete_file(path)  # unreferenced either way; expire would remove it
         raise fs.cannot_write(uri, exc) from exc
+
+
+@contextlib.contextmanager
+def parquet_buffer(
+    schema: pa.Schema, **options: object
+) -> Iterator[tuple[pq.ParquetWriter, pa.BufferOutputStream]]:
+    """``parquet_output`` into memory: the writer and its buffer (complete once the block
+    ends), for files written whole with ``fs.write_bytes_atomic``."""
+    out = pa.BufferOutputStream()
+    with _writer(out, schema, options) as parquet:
+        yield parquet, out
+
+
+@contextlib.contextmanager
+def _writer(out: object, schema: pa.Schema, options: dict) -> Iterator[pq.ParquetWriter]:
+    with pq.ParquetWriter(out, schema, compression="zstd", store_schema=False, **options) as w:
+        yield w
+        w.add_key_value_metadata({schemas.FORMAT_VERSION_KEY: str(schemas.FORMAT_VERSION)})
 
 
 def write_parquet(table: pa.Table, uri: str, s3: fs.S3Options | None, **options: object) -> int:

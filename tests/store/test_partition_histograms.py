@@ -1,19 +1,23 @@
-"""The table-level ``partition_histograms.parquet`` and the estimates that read it.
+"""The table-level partition histograms (a directory and one part per group) and the
+estimates that read them.
 
-The file's rows must equal what every partition's own ``histograms.parquet`` and
+The parts' rows must equal what every partition's own ``histograms.parquet`` and
 ``frequencies.parquet`` hold for its ordered columns (read here with pyarrow), its
 histogram counts sum to DuckDB's non-null, non-NaN count of the partition and, where the
 partition's frequencies are complete, its counts are DuckDB's value counts; after a full
-analyze and after incremental ones (cached parts reused). Estimates through the index and
-this file equal the per-partition-file path's, number for number, hold DuckDB's true
+analyze and after incremental ones, where the unchanged groups' part files are listed as
+they are and only the changed group's part is written. Estimates through the index and
+the parts equal the per-partition-file path's, number for number, hold DuckDB's true
 counts in their bounds and open no partition histogram or frequencies file; a version
-without the file (written before it) answers the same through the partition files.
+without them (written before them, or a part gone) answers the same through the
+partition files.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import os
 import shutil
 import unittest.mock
@@ -31,7 +35,7 @@ from lakestats.compute.reduce import local as reduce_local
 from lakestats.query import partition_filter
 from lakestats.stats.kinds import ORDERED_NUMERIC, kind_of
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import manifest, partition_histograms, schemas
+from lakestats.store import layout, manifest, partition_histograms, schemas
 from lakestats.store.reader import StatisticsReader
 
 GOLDEN = Path(__file__).parents[1] / "golden"
@@ -80,22 +84,40 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     return request.param
 
 
+def _rows_of(stats: Path, version: manifest.Version) -> tuple[pa.Table, list[str]]:
+    """Every part's rows with the version's ``partition_id`` (from the directory), and the
+    parts' paths; each part is sorted by column then member and has the golden schema."""
+    directory = pq.read_table(stats / version.partition_histogram_parts)
+    assert directory.schema.remove_metadata() == schemas.PARTITION_HISTOGRAM_PARTS_SCHEMA
+    tables, paths = [], directory["part"].to_pylist()
+    for path, ids in zip(paths, directory["partition_ids"].to_pylist(), strict=True):
+        part = pq.read_table(stats / path)
+        assert part.schema.remove_metadata() == schemas.PARTITION_HISTOGRAMS_SCHEMA
+        keys = list(zip(part["column_index"].to_pylist(), part["member"].to_pylist(),
+                        strict=True))
+        assert keys == sorted(keys)
+        ids_of = np.asarray(ids, np.int32)[part["member"].to_numpy()]
+        tables.append(part.add_column(0, "partition_id", pa.array(ids_of)))
+    return pa.concat_tables(tables), paths
+
+
 def _check_file(root: Path) -> manifest.Version:
-    """File rows == partition files; histogram sums and complete frequencies == DuckDB."""
+    """Part rows == partition files; histogram sums and complete frequencies == DuckDB."""
     stats = root / "_lakestats"
     version = manifest.load_version(str(stats))
-    assert version.partition_histograms, "the version lists no partition histograms"
-    table = pq.read_table(stats / version.partition_histograms)
-    assert table.schema.remove_metadata() == schemas.PARTITION_HISTOGRAMS_SCHEMA
+    assert version.partition_histogram_parts, "the version lists no partition histograms"
+    table, paths = _rows_of(stats, version)
     held = [
         i for i, c in enumerate(version.columns)
         if kind_of(parse_type(c["type"])) in ORDERED_NUMERIC
     ]
     assert [version.columns[i]["name"] for i in held] == ["i", "n", "f", "amount", "day", "p"]
-    keys = list(zip(table["column_index"].to_pylist(), table["partition_id"].to_pylist(),
-                    strict=True))
-    assert keys == sorted(keys)
+    keys = sorted(zip(table["column_index"].to_pylist(), table["partition_id"].to_pylist(),
+                      strict=True))
     assert keys == [(c, p) for c in held for p in range(len(version.partitions))]
+    # every part is a group cache entry of the version (so later versions can list it)
+    cache = version.extra["reduce_cache"]
+    assert sorted(paths) == sorted(v for k, v in cache.items() if k.startswith("phist-"))
     rows = {(r["partition_id"], r["column_index"]): r for r in table.to_pylist()}
     con = _con(root)
     for pid, entry in enumerate(version.partitions):
@@ -111,8 +133,15 @@ def _check_file(root: Path) -> manifest.Version:
                 assert got[field] == row[field], (entry.name, name, field)
             listed = sorted((f["value"], f["frequency"]) for f in frequencies
                             if f["column"] == name)
-            assert list(zip(got["frequency_values"], got["frequency_counts"], strict=True)) \
-                == listed
+            # decimals keep binary keys; 8-byte keys are stored as order-preserving ints
+            if name == "amount":
+                assert got["frequency_ints"] is None
+                keys = got["frequency_values"]
+            else:
+                assert got["frequency_values"] is None
+                keys = partition_histograms.ints_as_keys(np.array(got["frequency_ints"]))
+                assert got["frequency_ints"] == sorted(got["frequency_ints"])
+            assert list(zip(keys, got["frequency_counts"], strict=True)) == listed
             counts = histograms[name].to_pylist()[: row["histogram_bins"]]
             assert got["histogram_counts"] == [c or 0 for c in counts]
             valid = f"{name} IS NOT NULL" + (" AND NOT isnan(f)" if name == "f" else "")
@@ -143,17 +172,25 @@ def test_file_after_full_and_incremental_analyses(spark, tmp_path: Path, mode: s
     shutil.rmtree(root / "p=0")
     handle.analyze(spark=spark, bins=8, max_frequencies=24)
     second = _check_file(root)
-    assert second.partition_histograms != first.partition_histograms
+    assert second.partition_histogram_parts != first.partition_histogram_parts
 
-    # one partition changed alone: the other groups' cached parts are carried forward
+    # one partition changed alone: the other groups' part files are listed as they are,
+    # untouched, and only the changed group's part is written
+    stats = root / "_lakestats"
+    old = {k: v for k, v in second.extra["reduce_cache"].items() if k.startswith("phist-")}
+    stamps = {v: (stats / v).stat().st_mtime_ns for v in old.values()}
     _write(root, 5, seed=7, rows=25, name="part-1")
     assert handle.analyze(spark=spark, bins=8, max_frequencies=24).partitions_computed == 1
     third = _check_file(root)
-    old = {k: v for k, v in second.extra["reduce_cache"].items() if k.startswith("phist-")}
     new = {k: v for k, v in third.extra["reduce_cache"].items() if k.startswith("phist-")}
     assert len(new) > 1
     reused = [k for k in new if new[k] == old.get(k)]
     assert len(reused) == len(new) - 1, (old, new)
+    assert all((stats / new[k]).stat().st_mtime_ns == stamps[new[k]] for k in reused)
+    written = sorted((stats / "table" / third.run_id).rglob("phist-*"))
+    assert [p.relative_to(stats).as_posix() for p in written] == [
+        v for k, v in new.items() if k not in reused
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -237,16 +274,24 @@ def test_a_version_without_the_file_answers_through_the_partition_files(
     stats = str(copy / "_lakestats")
     where = "i = 3 AND f > 0.5"
     new = ls.open_table(str(analyzed)).estimate(where)
-    # the file deleted (by hand, say): the partition files answer
     version = manifest.load_version(stats)
-    os.remove(copy / "_lakestats" / version.partition_histograms)
+    _, paths = _rows_of(copy / "_lakestats", version)
+    # one part deleted (by hand, say): its partitions' files answer, the others' not
+    os.remove(copy / "_lakestats" / paths[0])
     opened: list[str] = []
     with _spy(opened):
         gone = ls.open_table(str(copy)).estimate(where)
     assert {"histograms", "frequencies"} <= set(opened)
     assert _close(gone, new)
-    # a version that never listed it (written before it existed)
-    version.partition_histograms = None
+    # the directory deleted: the partition files answer
+    os.remove(copy / "_lakestats" / version.partition_histogram_parts)
+    opened.clear()
+    with _spy(opened):
+        gone = ls.open_table(str(copy)).estimate(where)
+    assert {"histograms", "frequencies"} <= set(opened)
+    assert _close(gone, new)
+    # a version that never listed them (written before them)
+    version.partition_histogram_parts = None
     manifest.publish(stats, version)
     opened.clear()
     with _spy(opened):
@@ -277,9 +322,14 @@ def test_partition_filter_matches_duckdb(analyzed: Path, where: str) -> None:
     assert kept == [i for i, part in enumerate(files) if predicates.can_match(pred, part)]
 
 
-def _synthetic(path: Path, partitions: int, monkeypatch: pytest.MonkeyPatch) -> pa.Table:
-    columns = [{"name": "a", "type": "int64"}, {"name": "s", "type": "string"},
-               {"name": "b", "type": "double"}]
+COLUMNS = [{"name": "a", "type": "int64"}, {"name": "s", "type": "string"},
+           {"name": "b", "type": "double"}]
+K1, K2 = b"\x80" + bytes(6) + b"\x01", b"\x80" + bytes(6) + b"\x02"  # 1 and 2 as keys
+
+
+def _inputs(partitions: int, big: bool = False) -> tuple[list, list, list]:
+    """Synthetic partition files (statistics fields, histograms, frequencies) of
+    ``COLUMNS``; ``big``: the first partition has a count that does not fit in int32."""
     rng = np.random.default_rng(5)
     stats, hists, freqs = [], [], []
     for _ in range(partitions):
@@ -293,66 +343,142 @@ def _synthetic(path: Path, partitions: int, monkeypatch: pytest.MonkeyPatch) -> 
         }))
         hists.append(pa.table({"a": pa.array(rng.integers(0, 9, 3)),
                                "b": pa.array([4, 5, None], pa.int64())}))
-        freqs.append(pa.table({"column": ["a", "s", "a"], "value": [b"\x02", b"x", b"\x01"],
-                               "frequency": pa.array([3, 4, 5], pa.int64())}))
-    part = partition_histograms.histograms_part(columns, stats, hists, freqs)
-    # two groups, members interleaved: the file is by column, then partition id
+        big_count = 2**33 if big and not stats[1:] else 0  # the first partition's only
+        freqs.append(pa.table({"column": ["a", "s", "a"], "value": [K2, b"x", K1],
+                               "frequency": pa.array([3, 4, 5 + big_count], pa.int64())}))
+    return stats, hists, freqs
+
+
+def _synthetic(root: Path, partitions: int, big: bool = False,
+               ) -> partition_histograms.PartitionHistograms:
+    """Two parts, members interleaved (even and odd partition ids), and their directory."""
+    stats, hists, freqs = _inputs(partitions, big)
     halves = [list(range(0, partitions, 2)), list(range(1, partitions, 2))]
-    member = part.column("member").to_numpy()
-    parts = []
+    listed = []
     for k, members in enumerate(halves):
-        rows = part.filter(pa.array(member % 2 == k))
-        local = rows.column("member").to_numpy() // 2
-        parts.append((members, rows.set_column(0, "member", pa.array(local, pa.int32()))))
-    partition_histograms.write_histograms(parts, str(path), None, partitions)
-    return pq.read_table(path)
+        rows = partition_histograms.histograms_part(
+            COLUMNS, *[[x[i] for i in members] for x in (stats, hists, freqs)])
+        (root / f"part-{k}").write_bytes(partition_histograms.write_part(rows, partitions))
+        listed.append((members, f"part-{k}"))
+    partition_histograms.write_directory(listed, str(root / "directory.parquet"), None)
+    directory = pq.read_table(root / "directory.parquet")
+    return partition_histograms.PartitionHistograms(
+        str(root), directory, partitions, None,
+        lambda filesystem, path: filesystem.open_input_file(path))
 
 
-def test_row_groups_hold_one_column_and_few_partitions(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 16)
-    path = tmp_path / "partition_histograms.parquet"
-    table = _synthetic(path, 40, monkeypatch)
-    assert table.num_rows == 80  # a and b, not the string column
-    first = table.to_pylist()[0]
-    assert first["frequency_values"] == [b"\x01", b"\x02"]  # by value
+    opened = _synthetic(tmp_path, 40)
+    part = pq.read_table(tmp_path / "part-1")
+    assert part.num_rows == 40  # a and b of 20 members, not the string column
+    first = part.to_pylist()[0]
+    assert (first["member"], first["column_index"]) == (0, 0)
+    assert first["frequency_values"] is None  # an int64 column: its keys as ints
+    assert first["frequency_ints"] == [1, 2]  # the key's word with its top bit flipped
+    assert partition_histograms.ints_as_keys(first["frequency_ints"]) == [K1, K2]
     assert first["frequency_counts"] == [5, 3]
-    handle = pq.ParquetFile(path)
+    handle = pq.ParquetFile(tmp_path / "part-1")
     groups = [handle.read_row_group(g).to_pydict() for g in range(handle.num_row_groups)]
-    assert [len(g["partition_id"]) for g in groups] == [16, 16, 8, 16, 16, 8]
+    assert [len(g["member"]) for g in groups] == [16, 4, 16, 4]
     assert all(len(set(g["column_index"])) == 1 for g in groups)
-    opened = partition_histograms.PartitionHistograms(handle)
-    assert opened.row_groups(2, np.array([17, 20])) == [4]
-    got = opened.read(2, [39, 17, 20], ["histogram_counts"])
-    assert got["partition_id"].to_pylist() == [17, 20, 39]
+    # version ids 17, 20, 39: members 8 (odd part), 10 (even part), 19 (odd part)
+    got = opened.read(2, [39, 17, 20], ["histogram_counts", "frequency_counts"])
+    assert sorted(got["partition_id"].to_pylist()) == [17, 20, 39]
     assert got["histogram_counts"].to_pylist() == [[4, 5]] * 3
-    # a narrow table: whole columns share a row group
+    assert got["frequency_counts"].to_pylist() == [[]] * 3
+    got = opened.read(0, [17], ["frequency_ints", "frequency_counts", "histogram_counts"])
+    direct = pq.read_table(tmp_path / "part-1").to_pylist()[8]
+    assert (direct["member"], direct["column_index"]) == (8, 0)
+    assert got.to_pylist() == [{"partition_id": 17, "column_index": 0,
+                                "frequency_ints": direct["frequency_ints"],
+                                "frequency_counts": [5, 3],
+                                "histogram_counts": direct["histogram_counts"]}]
+    assert opened.read(1, [17], ["histogram_counts"]).num_rows == 0  # the string column
+    # a table of few partitions: whole columns share a row group (8 // 4 = 2 of them)
     monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 8)
-    _synthetic(path, 3, monkeypatch)
-    assert pq.ParquetFile(path).num_row_groups == 1
+    _synthetic(tmp_path, 4)
+    assert pq.ParquetFile(tmp_path / "part-0").num_row_groups == 1
+    # more partitions: one column per row group, however small the part
+    _synthetic(tmp_path, 6)
+    assert pq.ParquetFile(tmp_path / "part-0").num_row_groups == 2
 
 
-def test_partition_histograms_schema_matches_golden(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "partition_histograms.parquet"
-    _synthetic(path, 3, monkeypatch)
-    text = str(pq.ParquetFile(path).schema).strip().splitlines()
-    schema = "\n".join(line for line in text if not line.startswith("<pyarrow")) + "\n"
-    golden = GOLDEN / "partition_histograms.schema.txt"
-    if os.environ.get("LAKESTATS_REGEN_GOLDEN"):
-        golden.write_text(schema)
-    assert schema == golden.read_text()
+def test_keys_as_ints_keep_the_key_order() -> None:
+    """8-byte keys of every kind stored as ints: same order, and back to the same bytes."""
+    from lakestats.stats import keys
+
+    rng = np.random.default_rng(3)
+    arrays = [
+        pa.array(rng.integers(-2**62, 2**62, 300)),
+        pa.array(np.concatenate([rng.normal(0, 1e6, 300), [np.inf, -np.inf, np.nan, 0.0]])),
+        pa.array(rng.integers(0, 2**63, 300, dtype=np.uint64) * 2, pa.uint64()),
+        pa.array(rng.integers(-10**6, 10**6, 300).astype("datetime64[us]")),
+    ]
+    for array in arrays:
+        encoded = keys.encode(array)
+        as_ints = partition_histograms.keys_as_ints(encoded)
+        stored = encoded.to_pylist()
+        assert partition_histograms.ints_as_keys(as_ints) == stored
+        assert np.argsort(as_ints, kind="stable").tolist() == sorted(
+            range(len(stored)), key=lambda i: (stored[i], i))
 
 
-def test_expire_keeps_the_file_a_kept_version_lists(analyzed: Path, tmp_path: Path) -> None:
-    """``expire`` removes unreferenced files (age 0 here), never the listed file."""
+def test_keys_of_another_width_stay_binary() -> None:
+    stats, hists, freqs = _inputs(1)
+    freqs = [f.set_column(1, "value", pa.array([b"\x02", b"x", b"\x01"])) for f in freqs]
+    row = partition_histograms.histograms_part(COLUMNS, stats, hists, freqs).to_pylist()[0]
+    assert (row["frequency_values"], row["frequency_ints"]) == ([b"\x01", b"\x02"], None)
+    assert row["frequency_counts"] == [5, 3]
+
+
+def test_a_count_beyond_int32_makes_that_part_int64(tmp_path: Path) -> None:
+    opened = _synthetic(tmp_path, 4, big=True)
+    wide, narrow = pq.read_table(tmp_path / "part-0"), pq.read_table(tmp_path / "part-1")
+    assert wide.schema.field("frequency_counts").type == pa.list_(pa.int64())
+    assert narrow.schema.field("frequency_counts").type == pa.list_(pa.int32())
+    got = opened.read(0, [0, 1, 2, 3], ["frequency_counts", "histogram_counts"])
+    counts = dict(zip(got["partition_id"].to_pylist(), got["frequency_counts"].to_pylist(),
+                      strict=True))
+    assert counts == {0: [5 + 2**33, 3], 1: [5, 3], 2: [5, 3], 3: [5, 3]}
+    # read alone, a part keeps its own type
+    assert opened.read(0, [1], ["frequency_counts"]).schema.field(
+        "frequency_counts").type == pa.list_(pa.int32())
+
+
+def test_partition_histograms_schemas_match_golden(tmp_path: Path) -> None:
+    _synthetic(tmp_path, 3)
+    for name, path in (("partition_histograms", tmp_path / "part-0"),
+                       ("partition_histogram_parts", tmp_path / "directory.parquet")):
+        text = str(pq.ParquetFile(path).schema).strip().splitlines()
+        schema = "\n".join(line for line in text if not line.startswith("<pyarrow")) + "\n"
+        golden = GOLDEN / f"{name}.schema.txt"
+        if os.environ.get("LAKESTATS_REGEN_GOLDEN"):
+            golden.write_text(schema)
+        assert schema == golden.read_text(), name
+
+
+def test_expire_keeps_the_parts_a_kept_version_lists(analyzed: Path, tmp_path: Path) -> None:
+    """``expire`` removes unreferenced files (age 0 here), never the listed directory and
+    parts: also when the version's group cache does not list them (a NOSCAN version that
+    outlived the analysis whose cache it reused)."""
     copy = tmp_path / "t"
     shutil.copytree(analyzed, copy)
     stats = copy / "_lakestats"
     version = manifest.load_version(str(stats))
-    stray = stats / "table" / "old-run" / "partition_histograms.parquet"
+    _, paths = _rows_of(stats, version)
+    stray = stats / "table" / "old-run" / "groups" / "phist-stray"
     stray.parent.mkdir(parents=True)
-    stray.write_bytes((stats / version.partition_histograms).read_bytes())
+    stray.write_bytes((stats / paths[0]).read_bytes())
+    # the (only) version's manifest rewritten without its group cache
+    assert manifest.version_numbers(str(stats)) == [version.version]
+    path = stats / layout.version_path(version.version)
+    text = json.loads(path.read_text())
+    del text["extra"]["reduce_cache"]
+    path.write_text(json.dumps(text))
     result = ls.open_table(str(copy)).expire(retain_last=1, orphan_age_minutes=0)
-    assert (stats / version.partition_histograms).exists()
+    assert (stats / version.partition_histogram_parts).exists()
+    assert all((stats / p).exists() for p in paths)
     assert not stray.exists(), result

@@ -5,7 +5,10 @@ group's scalar states, re-binned histograms, pruned frequency rows and partition
 are written under ``table/<run>/groups/`` keyed by a hash of exactly their inputs, and
 reused by the next reduction whose group has the same key. ``GroupCache`` answers each
 group's partial results from the cache, from what the task read ahead, or by folding the
-group (``fold.py``).
+group (``fold.py``). A group's part of the partition histograms (``phist-`` entries) is
+itself published: the version's directory lists it, and later versions whose group has
+the same members list the same file (never read back by the reduction, always written,
+also when user-defined statistics disable the rest of the cache).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from lakestats.threads import prefetch
 if TYPE_CHECKING:
     from lakestats.compute.reduce.readahead import ReadAhead
 
+
 CACHE_FORMAT = 7
 """Part of every cache key: bump it when cached states, histograms or frequency rows change
 meaning or bytes (``ScalarState`` fields or module, pruning, holder packing), so older
@@ -58,9 +62,13 @@ merge."""
 INDEX_FORMAT = 1
 """Part of the index entries' keys: bump it when ``index_part``'s rows change."""
 
-PARTITION_HISTOGRAMS_FORMAT = 1
-"""Part of the partition histograms entries' keys: bump it when ``histograms_part``'s rows
-change."""
+PARTITION_HISTOGRAMS_FORMAT = 2
+"""Part of the partition histograms entries' keys: bump it when a part's rows or encoding
+change. 2: the entries are the published Parquet parts (int32 counts), not Arrow IPC."""
+
+
+PARTS_PREFIX = "phist-"
+"""The keys of the partition histograms' parts."""
 
 
 def group_members(partitions: list[PartitionEntry]) -> list[list[int]]:
@@ -125,19 +133,18 @@ class GroupCache:
         return self._key("index", members, INDEX_FORMAT)
 
     def partition_histograms_key(self, members: list[int]) -> str:
-        return self._key("phist", members, PARTITION_HISTOGRAMS_FORMAT)
+        return self._key(PARTS_PREFIX[:-1], members, PARTITION_HISTOGRAMS_FORMAT)
 
     def expected(self, grids: dict[int, Grid], incomplete: np.ndarray) -> dict[str, str]:
         """On the driver: the cache entries a reduction with these inputs used or wrote
         (a reused entry keeps its old file; a new one is under this run's directory)."""
-        if not self.enabled:
-            return {}
         keys = []
-        for members in self.members:
-            keys += [self._states_key(members), self._frequencies_key(members, incomplete)]
-            if grids:
-                keys.append(self._histograms_key(members, grids))
-        keys += [self.index_key(members) for members in self.members]
+        if self.enabled:
+            for members in self.members:
+                keys += [self._states_key(members), self._frequencies_key(members, incomplete)]
+                if grids:
+                    keys.append(self._histograms_key(members, grids))
+            keys += [self.index_key(members) for members in self.members]
         keys += [self.partition_histograms_key(members) for members in self.members]
         return {k: self.job.cache.get(k, f"{self.cache_dir}/{k}") for k in keys}
 
@@ -158,10 +165,13 @@ class GroupCache:
             return data
         return None
 
-    def _save(self, key: str, data: bytes | Callable[[], bytes]) -> None:
+    def _save(
+        self, key: str, data: bytes | Callable[[], bytes], always: bool = False
+    ) -> None:
         """Write an entry; ``data`` may be a function making the bytes, called on the
-        writer thread when writes are in the background."""
-        if not self.enabled:
+        writer thread when writes are in the background; ``always``: also when the cache
+        is disabled (a published part)."""
+        if not self.enabled and not always:
             return
         relative = f"{self.cache_dir}/{key}"
         uri = layout.absolute(self.job.root, relative)
@@ -266,14 +276,17 @@ class GroupCache:
         data = self._load(key, this_run=True)
         return read_rows(data) if data is not None else None
 
-    def partition_histograms_part(self, members: list[int]) -> pa.Table:
-        """The group's rows of the partition histograms
-        (``store/partition_histograms.histograms_part``, positions inside the group),
-        cached like the index part: they depend on the group's partition files only."""
+    def partition_histograms_part(self, members: list[int]) -> str:
+        """The group's part of the partition histograms (``store/partition_histograms``),
+        relative to the root: the previous version's file or this run's when it exists
+        (they depend on the group's partition files only), else computed and written."""
         key = self.partition_histograms_key(members)
-        cached = self._cached_part(key)
-        if cached is not None:
-            return cached
+        if key in self.written:
+            return self.written[key]
+        for relative in filter(None, [self.job.cache.get(key), f"{self.cache_dir}/{key}"]):
+            if fs.exists(layout.absolute(self.job.root, relative), self.job.s3):
+                self.written[key] = relative
+                return relative
         job, ahead = self.job, self.ahead
         held = partition_histograms.held_columns(job.columns)
 
@@ -288,15 +301,18 @@ class GroupCache:
             )
 
         read = list(prefetch(files, members))
-        part = partition_histograms.histograms_part(
+        rows = partition_histograms.histograms_part(
             job.columns, *[[r[k] for r in read] for k in range(3)]
         )
-        self._save(key, lambda: _ipc_bytes(part))
-        return part
+        del read
+        count = len(job.partitions)
+        self._save(key, lambda: partition_histograms.write_part(rows, count), always=True)
+        return self.written[key]
 
     def ensure_partition_histograms_part(self, members: list[int]) -> None:
-        """``ensure_index_part`` for the partition histograms."""
-        if self.enabled and self.partition_histograms_key(members) in self.job.cache:
+        """``ensure_index_part`` for the partition histograms (written whatever the cache
+        says: the version lists them)."""
+        if self.partition_histograms_key(members) in self.job.cache:
             return
         self.partition_histograms_part(members)
 
@@ -304,8 +320,8 @@ class GroupCache:
         """Make sure the group's part is cached (a staged reduction's first pass): a part
         the previous version cached is left for the writing task to read (and, if it is
         gone by then, to recompute)."""
-        if self.enabled and self.index_key(members) in self.job.cache:
-            return
+        if not self.enabled or self.index_key(members) in self.job.cache:
+            return  # (without the cache, the writing task computes it)
         self.index_part(members)
 
 

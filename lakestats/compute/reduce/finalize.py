@@ -6,7 +6,8 @@ assembles the three table-level files (``store/writer.py``) from the merged stat
 re-binned histograms and finalized frequencies and returns the bytes written;
 ``write_partition_index`` assembles ``partition_index.parquet`` from every group's part
 (``cache.GroupCache.index_part``: cached parts are reused), ``write_partition_histograms``
-``partition_histograms.parquet`` likewise.
+lists every group's part of the partition histograms (unchanged groups' parts reused as
+they are) in ``partition_histogram_parts.parquet``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_frequencies import FrequencyResult, finalize_frequencies
 from lakestats.store import layout, partition_histograms, schemas, writer
 from lakestats.store.partition_index import assemble, write_index
+from lakestats.threads import thread_map
 
 if TYPE_CHECKING:
     from lakestats.compute.reduce.cache import GroupCache
@@ -98,12 +100,15 @@ def write_partition_index(groups: GroupCache, relative: str) -> int:
 
 
 def write_partition_histograms(groups: GroupCache, relative: str) -> int:
-    """The version's ``partition_histograms.parquet`` from every group's part (cached parts
-    reused, as the index's); returns the bytes written."""
+    """The version's directory of partition histogram parts: every group's part (the
+    previous version's where the group is unchanged, else computed now) and its members'
+    partition ids; returns the bytes of the directory (parts are group cache entries)."""
     job = groups.job
-    parts = [(m, groups.partition_histograms_part(m)) for m in groups.members]
+    paths = thread_map(groups.partition_histograms_part, groups.members)
     uri = layout.absolute(job.root, relative)
-    return partition_histograms.write_histograms(parts, uri, job.s3, len(job.partitions))
+    return partition_histograms.write_directory(
+        list(zip(groups.members, paths, strict=True)), uri, job.s3
+    )
 
 
 def _no_frequencies(row: dict[str, object], state: ScalarState) -> None:

@@ -130,7 +130,7 @@ def reduce_locally(
             groups,
             files,
             layout.partition_index_file(run_id),
-            layout.partition_histograms_file(run_id),
+            layout.partition_histogram_parts_file(run_id),
         )
         written = run_stages(reduction)
         return written, groups.flush()

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from lakestats import fs
-from lakestats.compute.reduce.cache import decode_states, group_members, is_rows, read_rows
+from lakestats.compute.reduce.cache import (
+    PARTS_PREFIX,
+    decode_states,
+    group_members,
+    is_rows,
+    read_rows,
+)
 from lakestats.compute.reduce.fold import GroupStates
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.errors import LakestatsError
@@ -50,6 +56,8 @@ def preload(ahead: ReadAhead, computing: set[str]) -> None:
     job = ahead.job
     unreadable = (OSError, LakestatsError, pa.ArrowException)
     for key, relative in job.cache.items():
+        if key.startswith(PARTS_PREFIX):
+            continue  # published parts: listed as they are, never read back
         with contextlib.suppress(*unreadable):
             data = fs.read_bytes(layout.absolute(job.root, relative), job.s3)
             if is_rows(data):  # frequency rows: decoded here too

@@ -55,13 +55,13 @@ def reduce_table(
         groups,
         layout.table_files(run_id),
         layout.partition_index_file(run_id),
-        layout.partition_histograms_file(run_id),
+        layout.partition_histogram_parts_file(run_id),
     )
     count = len(groups.members)
     frame = spark.range(0, count, 1, numPartitions=max(1, min(count, 2 * parallelism)))
-    # the first pass over the groups also prepares the writes (cached index parts)
+    # the first pass over the groups also prepares the writes (cached index parts, the
+    # partition histograms' parts), in parallel; the writing task then lists or reads them
     prepare = [s.prepare for s in STAGES if isinstance(s, Write) and s.prepare]
-    prepare = prepare if groups.enabled else []
     finalized: DataFrame | None = None
     writes: list[Write] = []
     clock = Clock()

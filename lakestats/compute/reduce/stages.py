@@ -80,7 +80,7 @@ class Reduction:
     groups: GroupCache
     files: dict[str, str]  # the table files (kind -> path relative to the root)
     index_file: str  # the partition index (relative to the root)
-    histograms_file: str  # the partition histograms (relative to the root)
+    histograms_file: str  # the directory of partition histogram parts (relative to the root)
     states: dict[int, ScalarState] = field(default_factory=dict)
     plan: Plan | None = None
     rebinned: dict[int, np.ndarray] = field(default_factory=dict)
