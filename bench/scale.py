@@ -513,11 +513,14 @@ def report(results: dict[str, dict]) -> None:
     _sequence(results)
     _near_unique(results, meta)
     for step, r in results.items():
-        if not step.startswith("_") and not r.get("master", "local").startswith("local"):
-            m = r["memory"]
-            print(f"{step} on {r['master']}: driver JVM RSS peak {_mb(m.get('jvm_rss_peak'))}, "
-                  f"driver heap peak {_mb(m.get('jvm_heap_peak'))}, Python driver RSS peak "
-                  f"{_mb(m.get('python_rss_peak'))} (executors in their own JVMs; target < 2 GB)")
+        if step.startswith("_") or "memory" not in r:
+            continue
+        m, master = r["memory"], r.get("master", "local[2]")
+        where = ("executors in the same JVM" if master.startswith("local")
+                 else "executors in their own JVMs")
+        print(f"after {step} on {master} (process peaks so far): driver JVM RSS "
+              f"{_mb(m.get('jvm_rss_peak'))}, driver heap {_mb(m.get('jvm_heap_peak'))}, Python "
+              f"driver RSS {_mb(m.get('python_rss_peak'))} ({where}; target < 2 GB)")
     print(f"peak memory: driver JVM RSS {_mb(meta.get('jvm_rss_peak'))} (local[2]: executors "
           f"in it too), Spark driver JVM heap peak {_mb(meta.get('jvm_heap_peak'))}, "
           f"Python driver RSS {_mb(meta.get('python_rss_peak'))} (target: < 2 GB)")
