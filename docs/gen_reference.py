@@ -63,9 +63,7 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[str]:
         required = action.required or not action.option_strings
         default = action.default
         shown = (
-            ""
-            if default is None or default is False or default == argparse.SUPPRESS
-            else default
+            "" if default is None or default is False or default == argparse.SUPPRESS else default
         )
         rows.append(
             f"| {_code(name)} | {'yes' if required else ''} | {_code(shown)} "
@@ -97,7 +95,9 @@ def cli_page() -> str:
         _arguments_table(parser),
         "\n| command | what it does |\n|---|---|\n",
     ]
-    out += [f"| [`{name}`](#{name}) | {_cell(helps.get(name, ''))} |\n" for name in commands.choices]
+    out += [
+        f"| [`{name}`](#{name}) | {_cell(helps.get(name, ''))} |\n" for name in commands.choices
+    ]
     for name, sub in commands.choices.items():
         out += [
             f"\n## {name}\n\n",
@@ -120,8 +120,7 @@ def configuration_page() -> str:
             f"| `{f.name}` | {env} | {file_key} | {default} | {_cell(f.metadata['help'])} |"
         )
     return (
-        NOTICE.format(source="lakestats/config.py")
-        + "# Configuration reference\n\n"
+        NOTICE.format(source="lakestats/config.py") + "# Configuration reference\n\n"
         "Every setting of `lakestats.config.Settings`, where it is read from and its default. "
         "Later sources override earlier ones: the defaults, the environment (the first "
         "variable set wins), the TOML file (`--config` or `LAKESTATS_CONFIG`; a dotted key "
@@ -166,13 +165,12 @@ def options_page() -> str:
     from lakestats.options import AnalyzeOptions, SampleOptions
 
     return (
-        NOTICE.format(source="lakestats/options.py")
-        + "# Analyze and sample options\n\n"
+        NOTICE.format(source="lakestats/options.py") + "# Analyze and sample options\n\n"
         "`table.analyze(options=None, *, spark=None, **overrides)` takes an `AnalyzeOptions` "
         "and `table.sample.create(...)` a `SampleOptions` (frozen, validated when built); "
         "`lakestats analyze` and `lakestats sample create` derive their flags, defaults and "
-        "help from the same fields. \"Recorded in the version\": the version's manifest "
-        "keeps the field (`always`, or only when it is not the default); \"changes "
+        'help from the same fields. "Recorded in the version": the version\'s manifest '
+        'keeps the field (`always`, or only when it is not the default); "changes '
         "partition files\": an incremental analyze reuses a partition's files only when "
         "these fields are equal. More: [Python API](../python-api.md).\n\n"
         "## AnalyzeOptions\n\n"

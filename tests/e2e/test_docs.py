@@ -22,7 +22,8 @@ FIRST_SCREEN = 50  # lines
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_reference", REPO / "docs" / "gen_reference.py")
+    path = REPO / "docs" / "gen_reference.py"
+    spec = importlib.util.spec_from_file_location("gen_reference", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -53,11 +54,16 @@ def test_cli_reference_names_every_command_and_flag() -> None:
     [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert set(sections) == set(commands.choices)
     for name, sub in commands.choices.items():
-        flags = {s for a in sub._actions if not isinstance(a, argparse._HelpAction)
-                 for s in a.option_strings}
+        flags = {
+            s
+            for a in sub._actions
+            if not isinstance(a, argparse._HelpAction)
+            for s in a.option_strings
+        }
         assert flags, name
-        missing = [f for f in flags if f"`{f}" not in sections[name] and f", {f}" not in
-                   sections[name]]
+        missing = [
+            f for f in flags if f"`{f}" not in sections[name] and f", {f}" not in sections[name]
+        ]
         assert not missing, (name, missing)
 
 
@@ -66,8 +72,13 @@ def test_readme_is_a_short_guide() -> None:
     assert len(text.encode("utf-8")) < README_LIMIT
     assert "make demo" in text and "make test" in text
     first_screen = "\n".join(text.splitlines()[:FIRST_SCREEN])
-    for step in ("make demo", ".venv/bin/lakestats show", "lakestats serve", "analyze",
-                 "make test"):
+    for step in (
+        "make demo",
+        ".venv/bin/lakestats show",
+        "lakestats serve",
+        "analyze",
+        "make test",
+    ):
         assert step in first_screen, step
     assert "\n## Changelog\n" in text
 
@@ -79,8 +90,11 @@ def test_readme_cites_only_files_a_clone_has() -> None:
         str(p) for f in tracked for p in Path(f).parents
     }
     links = re.findall(r"\]\(([^)#\s]+)", text)
-    spans = [s for s in re.findall(r"`([^`\s]+)`", text)
-             if re.fullmatch(r"(docs|bench|lakestats|tests)/[\w./-]*|[\w-]+\.(md|toml|py)", s)]
+    spans = [
+        s
+        for s in re.findall(r"`([^`\s]+)`", text)
+        if re.fullmatch(r"(docs|bench|lakestats|tests)/[\w./-]*|[\w-]+\.(md|toml|py)", s)
+    ]
     cited = [c for c in links + spans if "://" not in c]
     assert cited, "the README links to its docs"
     missing = [c for c in cited if c.rstrip("/") not in tracked | directories]
