@@ -205,6 +205,15 @@ CASES = [
     ("estimate {T} --stats-root {S}", "--where"),
     ("estimate {T} --stats-root {S} --where 'f(n) = 1'", "unsupported syntax"),
     ("estimate {T} --stats-root {NEVER} --where 'n = 1'", "no statistics"),
+    # issue 29: predicates over the documented limits, huge literals, IN ()
+    ("estimate {T} --stats-root {S} --where '" + "(" * 101 + "n = 1" + ")" * 101 + "'",
+     "over the limit of 100"),
+    ("stats {T} --stats-root {S} --columns n --where '" + "(" * 101 + "n = 1" + ")" * 101 + "'",
+     "over the limit of 100"),
+    ("estimate {T} --stats-root {S} --where 'n = 1e1000000'", "outside the range of column"),
+    ("stats {T} --stats-root {S} --columns n --where 'n = 1e1000000'", "outside the range"),
+    ("estimate {T} --stats-root {S} --where 'n IN ()'", "IN () lists no value"),
+    ("estimate {T} --stats-root {S} --where 'n = 1 AND'", "a condition is missing"),
     # spark-register (only --dry-run and argument errors: they fail before Spark starts)
     ("spark-register {T} --stats-root {S}", "--name"),
     ("spark-register {T} --stats-root {NEVER} --name t --dry-run", "no statistics"),
@@ -585,3 +594,35 @@ def test_boolean_literal_is_checked() -> None:
     ]
     with pytest.raises(ValueError, match="expected true or false"):
         parse_literal("maybe", pa.bool_())
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        " OR ".join(f"n = {k}" for k in range(400)),
+        "(" * 50 + "n = 2 OR s = 'z'" + ")" * 50,
+        "NOT " * 500 + "n = 3",
+        "NOT " * 501 + "n = 3",
+    ],
+    ids=["400 disjuncts", "50 parentheses", "500 NOTs", "501 NOTs"],
+)
+def test_planner_predicates_through_the_cli(
+    sweep: dict[str, Path], capsys: pytest.CaptureFixture, where: str
+) -> None:
+    """Issue 29 item 2: ``estimate`` and ``stats --where`` answer what a planner generates;
+    the estimate's bounds hold DuckDB's count (exact where one column decides)."""
+    import json
+
+    table, root = str(sweep["T"]), str(sweep["S"])
+    assert cli.main(["estimate", table, "--stats-root", root, "--where", where, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    files = str(sweep["T"] / "*" / "*.parquet")
+    [(truth,)] = duckdb.execute(
+        f"SELECT count(*) FROM read_parquet('{files}', hive_partitioning = true) WHERE {where}"
+    ).fetchall()
+    assert got["lower"] <= truth <= got["upper"]
+    assert got["row_count"] == truth or not got["exact"]
+    assert got["exact"] or "s =" in where
+    args = ["stats", table, "--stats-root", root, "--columns", "n", "--where", where, "--json"]
+    assert cli.main(args) == 0
+    assert "Traceback" not in capsys.readouterr().err
