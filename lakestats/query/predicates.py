@@ -50,7 +50,7 @@ from lakestats.errors import (
 )
 from lakestats.query import predicate_text
 from lakestats.stats import key_ranges as kr
-from lakestats.stats import keys
+from lakestats.stats import keys, literals
 from lakestats.stats import selectivity as sel
 from lakestats.stats.kinds import Kind, kind_of
 
@@ -369,24 +369,15 @@ class _Parser:
             raise _wrong_type(repr(text), column, dtype) from exc
 
 
-def _integer_range(dtype: pa.DataType) -> tuple[int, int]:
-    bits = dtype.bit_width
-    if pat.is_signed_integer(dtype):
-        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    return 0, (1 << bits) - 1
-
-
 def _check_integer_range(
     number: decimal.Decimal, text: str, column: str, dtype: pa.DataType
 ) -> None:
     """Refuse a literal outside the column's range from its exponent alone, before
     ``int()`` builds it: ``1e1000000`` would be an integer of a million digits."""
-    low, high = _integer_range(dtype)
     if not number.is_finite():
         raise _wrong_type(text, column, dtype, "not an integer")
-    if number.is_zero():
-        return
-    if number.adjusted() > len(str(high)) or not low <= int(number) <= high:
+    if literals.outside_integer_range(number, dtype):
+        low, high = literals.integer_range(dtype)
         raise InvalidPredicateError(
             f"literal {_clip(text)} is outside the range of column {column!r} ({dtype}: "
             f"{low} .. {high}): write e.g. 42"
@@ -400,9 +391,7 @@ def _check_float_range(text: str, column: str, dtype: pa.DataType) -> None:
         number = decimal.Decimal(text)
     except decimal.InvalidOperation:
         return  # not a number: the parser below says so
-    largest = decimal.Decimal("3.4028234663852886e38") if dtype.bit_width == 32 else (
-        decimal.Decimal("1.7976931348623157e308")
-    )
+    largest = literals.largest_float(dtype)
     if number.is_finite() and number.copy_abs() > largest:
         raise InvalidPredicateError(
             f"literal {_clip(text)} is outside the range of column {column!r} ({dtype}: at "
