@@ -80,13 +80,11 @@ def parse_value(text: str, column: str, dtype: pa.DataType) -> object:
     if pat.is_dictionary(dtype):
         dtype = dtype.value_type
     try:
-        value = _parse(text, dtype)
-        pa.array([value], type=dtype)  # it fits the type (precision, range, unit)
+        return _parse(text, dtype)  # no pa.array here: it would import pandas
     except _Refused as exc:
         raise _error(text, column, dtype, str(exc)) from None
     except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
         raise _error(text, column, dtype, "") from exc
-    return value
 
 
 class _Refused(Exception):

@@ -230,7 +230,7 @@ class ScalarState:
                 quantiles = [sketch.get_quantile(p / 100) for p in PERCENTILES]
                 encoded = keys.encode(_from_doubles(np.array(quantiles), dtype))
                 for name, key in zip(percentile_names(), encoded.to_pylist(), strict=True):
-                    out[name] = key
+                    out[name] = _within(key, self.min_key, self.max_key)
                 out["percentiles_exact"] = False
                 out["percentile_rank_error"] = ds.kll_doubles_sketch.get_normalized_rank_error(
                     KLL_K, False
@@ -251,11 +251,25 @@ def _from_doubles(values: np.ndarray, dtype: pa.DataType) -> pa.Array:
         return pa.array(
             [decimal.Decimal(repr(float(v))).quantize(step, context=exact) for v in values], dtype
         )
-    ints = np.round(values).astype(np.int64)
+    # the largest doubles inside int64: a quantile near 2**63 must not wrap around
+    ints = np.round(np.clip(values, -(2.0**63), 9223372036854774784.0)).astype(np.int64)
     if kind == Kind.TEMPORAL:
         storage = keys.physical_int_storage(dtype)
         return pa.array(ints.astype(storage.to_pandas_dtype())).view(dtype)
     return pa.array(ints).cast(dtype)
+
+
+def _within(key: bytes | None, low: bytes | None, high: bytes | None) -> bytes | None:
+    """A sketch's quantile kept inside the column's [min, max]: a double rounds a
+    microsecond timestamp at 9999-12-31 23:59:59.999999 one microsecond past the largest
+    value a date or timestamp can hold, which nothing could then decode."""
+    if key is None:
+        return None
+    if low is not None and key < low:
+        return low
+    if high is not None and key > high:
+        return high
+    return key
 
 
 def _min(a: int | None, b: int | None) -> int | None:

@@ -41,7 +41,6 @@ from lakestats.errors import (
 from lakestats.stats import arrays, keys, literals
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.percentiles import percentile_names
-from lakestats.stats.selectivity import NAN_KEY
 from lakestats.stats.type_codec import Opaque, column_kind, decode_value, parse_type
 from lakestats.store import layout, manifest
 from lakestats.store.schemas import SKETCH_COLUMNS, STATISTICS_ROW_GROUP
@@ -416,7 +415,8 @@ class StatisticsReader:
         leave them out (docs/limits.md, "NaN")."""
         if kind_of(dtype) != Kind.FLOATING:
             return 0
-        return ranks.rank_of(index, NAN_KEY)[1]
+        nan_key = keys.encode(pa.array([math.nan], pa.float64()))[0].as_py()
+        return ranks.rank_of(index, nan_key)[1]
 
     def quantile(self, column: str, p: float) -> object:
         """The exact ``p`` quantile of the non-null, non-NaN values (nearest rank, as
