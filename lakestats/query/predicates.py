@@ -50,7 +50,7 @@ from lakestats.errors import (
 )
 from lakestats.query import predicate_text
 from lakestats.stats import key_ranges as kr
-from lakestats.stats import keys, literals
+from lakestats.stats import keys, leaves, literals
 from lakestats.stats import selectivity as sel
 from lakestats.stats.kinds import Kind, kind_of
 
@@ -290,7 +290,12 @@ class _Parser:
                 f"unsupported syntax in predicate: {_describe(e)} in {parent.sql()} "
                 "(only columns compared with literals are supported)"
             )
-        name = ".".join(p.name for p in e.parts)
+        parts = tuple(p.name for p in e.parts)
+        # "x.y" (one quoted part) is the column named x.y, x.y the struct leaf: a column
+        # whose name is also a struct leaf's is stored backtick-quoted (stats/leaves.py)
+        quoted = leaves.quoted_name(parts)
+        known = quoted in self.columns or quoted in self.unanalyzed
+        name = quoted if known else ".".join(parts)
         if name not in self.columns:
             if name in self.unanalyzed:
                 raise StatisticsNotFoundError(

@@ -228,7 +228,8 @@ class ScalarState:
             sketch = ds.kll_doubles_sketch.deserialize(kll)
             if not sketch.is_empty():
                 quantiles = [sketch.get_quantile(p / 100) for p in PERCENTILES]
-                encoded = keys.encode(_from_doubles(np.array(quantiles), dtype))
+                bounds = (self.min_key, self.max_key)
+                encoded = keys.encode(_from_doubles(np.array(quantiles), dtype, bounds))
                 for name, key in zip(percentile_names(), encoded.to_pylist(), strict=True):
                     out[name] = _within(key, self.min_key, self.max_key)
                 out["percentiles_exact"] = False
@@ -238,8 +239,15 @@ class ScalarState:
         return out
 
 
-def _from_doubles(values: np.ndarray, dtype: pa.DataType) -> pa.Array:
-    """KLL quantiles (doubles) as values of the column type (rounded for integers)."""
+def _from_doubles(
+    values: np.ndarray, dtype: pa.DataType, bounds: tuple[bytes | None, bytes | None]
+) -> pa.Array:
+    """KLL quantiles (doubles) as values of the column type (rounded for integers).
+
+    A double has 53 bits: 9999999999999999999999999999.9999999999, the largest
+    ``decimal(38, 10)``, is 1e28 as a double, which has 39 digits at scale 10 and fits no
+    ``decimal(38, 10)``. So decimal quantiles are kept inside the column's ``bounds`` (its
+    min and max keys) before they are built; other types are clamped by key afterwards."""
     kind = kind_of(dtype)
     if kind == Kind.FLOATING:
         return pa.array(values, pa.float64()).cast(dtype)
@@ -248,9 +256,16 @@ def _from_doubles(values: np.ndarray, dtype: pa.DataType) -> pa.Array:
 
         exact = decimal.Context(prec=100)
         step = decimal.Decimal(1).scaleb(-dtype.scale)
-        return pa.array(
-            [decimal.Decimal(repr(float(v))).quantize(step, context=exact) for v in values], dtype
-        )
+        low, high = (None if b is None else keys.decode(b, dtype) for b in bounds)
+        out = []
+        for v in values:
+            number = decimal.Decimal(repr(float(v))).quantize(step, context=exact)
+            if low is not None and number < low:
+                number = low
+            if high is not None and number > high:
+                number = high
+            out.append(number)
+        return pa.array(out, dtype)
     # the largest doubles inside int64: a quantile near 2**63 must not wrap around
     ints = np.round(np.clip(values, -(2.0**63), 9223372036854774784.0)).astype(np.int64)
     if kind == Kind.TEMPORAL:
