@@ -359,11 +359,14 @@ class _Parser:
             if number != number.to_integral_value():
                 raise _wrong_type(text, column, dtype, "not an integer")
             return _make_literal(int(number), dtype, text)
-        if kind == Kind.FLOATING:
-            _check_float_range(text, column, dtype)
         return self.literal_value(text, column, dtype)
 
     def literal_value(self, text: str, column: str, dtype: pa.DataType) -> Literal:
+        kind = kind_of(dtype)
+        if kind == Kind.FLOATING:
+            _check_float_range(text, column, dtype)
+        elif kind == Kind.DECIMAL:
+            _check_decimal_range(text, column, dtype)
         try:
             if pat.is_timestamp(dtype) and dtype.tz is not None:
                 value = _timestamp_with_zone(text, dtype)
@@ -404,6 +407,21 @@ def _check_float_range(text: str, column: str, dtype: pa.DataType) -> None:
         )
 
 
+def _check_decimal_range(text: str, column: str, dtype: pa.DataType) -> None:
+    """A number with more integer digits than ``decimal(p, s)`` holds is refused from its
+    exponent, before it is built."""
+    try:
+        number = decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        return  # not a number: the parser below says so
+    integer_digits = dtype.precision - dtype.scale
+    if number.is_finite() and not number.is_zero() and number.adjusted() >= integer_digits:
+        raise InvalidPredicateError(
+            f"literal {_clip(text)} is outside the range of column {column!r} ({dtype}: "
+            f"at most {integer_digits} digits before the point): write e.g. 12.34"
+        )
+
+
 def _clip(text: str) -> str:
     """A literal as messages show it: at most 40 characters."""
     return text if len(text) <= 40 else text[:37] + "..."
@@ -425,12 +443,15 @@ def _make_literal(value: object, dtype: pa.DataType, text: str | None = None) ->
         array = pa.array([value], type=dtype)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
         raise InvalidPredicateError(
-            f"literal {text or value!r} does not fit type {dtype}: {exc}"
+            f"literal {_clip(text or repr(value))} does not fit type {dtype}: "
+            f"{_clip(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}"
         ) from exc
     if kind_of(dtype) == Kind.DECIMAL and text is not None:
         decoded = array[0].as_py()
         if decimal.Decimal(text) != decoded:
-            raise InvalidPredicateError(f"literal {text} does not fit type {dtype} exactly")
+            raise InvalidPredicateError(
+                f"literal {_clip(text)} does not fit type {dtype} exactly"
+            )
     key = keys.encode(array)[0].as_py()
     return Literal(keys.decode(key, dtype), key, _sql_literal(keys.decode(key, dtype), dtype))
 

@@ -361,6 +361,10 @@ def test_beyond_the_limits_one_line(text: str, message: str) -> None:
         ("i = 9223372036854775808", "outside the range of column 'i' (int64"),
         ("f = 1e1000000", "outside the range of column 'f' (double"),
         ("f = -1e309", "outside the range of column 'f' (double"),
+        ("f = '1e400'", "outside the range of column 'f' (double"),
+        ("d = 1e1000000", "outside the range of column 'd' (decimal128(10, 2)"),
+        ("d = " + "9" * 60_000, "outside the range of column 'd' (decimal128(10, 2)"),
+        ("d = '-123456789'", "at most 8 digits before the point"),
     ],
 )
 def test_huge_literals_judged_before_conversion(monkeypatch, text: str, message: str) -> None:
@@ -375,6 +379,7 @@ def test_huge_literals_judged_before_conversion(monkeypatch, text: str, message:
     with pytest.raises(InvalidPredicateError) as info:
         P.parse(text, TYPES)
     assert message in str(info.value)
+    assert len(str(info.value)) < 300  # a long literal is clipped in the message
 
 
 def test_literals_at_the_range_limits_still_parse() -> None:
