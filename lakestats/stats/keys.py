@@ -235,7 +235,7 @@ def parse_literal(text: str, dtype: pa.DataType) -> object:
     if kind == Kind.STRING:
         return text
     if kind == Kind.BINARY:
-        return base64.b64decode(text)
+        return base64.b64decode(text, validate=True)  # not "!!" silently read as b""
     if kind == Kind.BOOLEAN:
         word = text.strip().lower()
         if word not in ("true", "1", "yes", "false", "0", "no"):

@@ -388,3 +388,14 @@ def test_literals_at_the_range_limits_still_parse() -> None:
     assert P.parse("f = 1e308", TYPES).value.value == 1e308
     assert P.parse("f = 1e-1000000", TYPES).value.value == 0.0
     assert P.parse("i = 0e1000000", TYPES).value.value == 0
+
+
+def test_binary_literals_are_strict_base64() -> None:
+    """A binary literal that is not base64 is refused, not read as the bytes that survive
+    discarding its invalid characters (``'!!'`` was ``b''``)."""
+    from lakestats.errors import InvalidPredicateError
+
+    columns = {"bin": pa.binary()}
+    assert P.parse("bin = 'aGVsbG8='", columns).value.value == b"hello"
+    with pytest.raises(InvalidPredicateError, match="is not a value of column 'bin'"):
+        P.parse("bin = '!!'", columns)
