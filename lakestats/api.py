@@ -241,18 +241,12 @@ class LakestatsTable:
 
     def partitions_containing(self, column: str, value: str) -> list[dict[str, object]]:
         """Partitions holding ``value`` (given as text, parsed with the column's type)."""
-        from lakestats.stats.keys import parse_literal
+        from lakestats.stats.literals import parse_value
         from lakestats.stats.type_codec import parse_type
 
         reader = self.reader()
         dtype = parse_type(reader.columns[reader.column_index(column)]["type"])
-        try:
-            typed = parse_literal(value, dtype)
-        except (ValueError, TypeError, ArithmeticError) as exc:
-            raise InvalidArgumentError(
-                f"{value!r} is not a value of column {column!r} ({dtype}): {exc}"
-            ) from exc
-        return reader.partitions_containing(column, typed)
+        return reader.partitions_containing(column, parse_value(value, column, dtype))
 
     def _check_path(self) -> None:
         """A lookup of a table path that does not exist is an error, not empty statistics."""

@@ -743,9 +743,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+FREE_TEXT_OPTIONS = ("--value", "--where")
+"""Options whose value may begin with ``-`` (``--value -inf``, ``--where '-n > 1'``)."""
+
+
+def _attach_free_text(argv: Sequence[str]) -> list[str]:
+    """``--value -inf`` as ``--value=-inf``: argparse would take ``-inf`` for an option (it
+    only recognises negative numbers of digits), and say --value has no argument."""
+    out: list[str] = []
+    items = list(argv)
+    i = 0
+    while i < len(items):
+        item = items[i]
+        if item in FREE_TEXT_OPTIONS and i + 1 < len(items) and items[i + 1].startswith("-"):
+            following = items[i + 1]
+            if not following.startswith("--"):
+                out.append(f"{item}={following}")
+                i += 2
+                continue
+        out.append(item)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attach_free_text(sys.argv[1:] if argv is None else argv))
     debug = False
     earlier_log = _spark_log()
     try:

@@ -76,3 +76,8 @@ class InvalidPredicateError(InvalidArgumentError):
 
 class UnsupportedPredicateError(InvalidPredicateError):
     """A predicate uses syntax the estimator does not support (named in the message)."""
+
+
+class PredicateTooLargeError(InvalidPredicateError):
+    """A predicate over a documented limit (length, nesting, conditions, IN-list size:
+    docs/limits.md); refused before the work it would cost is done."""

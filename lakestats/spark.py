@@ -254,10 +254,16 @@ def _external(value: object, spark_type: str) -> str | None:
     if spark_type == "date":
         return value.isoformat()
     if spark_type == "timestamp":
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        return _timestamp_text(value.astimezone(dt.UTC))
     if spark_type == "timestamp_ntz":
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+        return _timestamp_text(value)
     return None
+
+
+def _timestamp_text(value: dt.datetime) -> str:
+    """``yyyy-MM-dd HH:mm:ss.SSSSSS`` with a four-digit year (``strftime("%Y")`` writes
+    year 1 as ``1``, which Spark's parser refuses)."""
+    return f"{value.year:04d}-" + value.strftime("%m-%d %H:%M:%S.%f")
 
 
 def _double(value: object, spark_type: str) -> float:

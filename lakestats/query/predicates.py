@@ -44,11 +44,13 @@ import pyarrow.types as pat
 from lakestats.errors import (
     ColumnNotFoundError,
     InvalidPredicateError,
+    PredicateTooLargeError,
     StatisticsNotFoundError,
     UnsupportedPredicateError,
 )
+from lakestats.query import predicate_text
 from lakestats.stats import key_ranges as kr
-from lakestats.stats import keys
+from lakestats.stats import keys, leaves, literals
 from lakestats.stats import selectivity as sel
 from lakestats.stats.kinds import Kind, kind_of
 
@@ -138,17 +140,24 @@ def parse(
 ) -> Predicate:
     """Parse ``text`` against ``columns`` (name -> Arrow type of analyzed columns);
     ``unanalyzed`` names table columns that exist but have no statistics."""
-    import sqlglot
-    from sqlglot.errors import ParseError, TokenError
-
     if not text or not text.strip():
         raise InvalidPredicateError("the predicate is empty: pass --where 'column = value'")
+    parser = _Parser(columns, unanalyzed)
+
+    def join(kind: str, children: list[Predicate]) -> Predicate:
+        node = And if kind == "and" else Or
+        flat: list[Predicate] = []
+        for child in children:  # (a OR b) OR c is one OR: the tree stays shallow
+            flat.extend(child.children if isinstance(child, node) else (child,))
+        return node(tuple(flat))
+
     try:
-        tree = sqlglot.parse_one(text)
-    except (ParseError, TokenError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidPredicateError(f"cannot parse predicate {text!r}: {first}") from exc
-    return _Parser(columns, unanalyzed).node(tree, negate=False)
+        return predicate_text.Skeleton(text, parser.condition, join).parse()
+    except RecursionError as exc:  # sqlglot within one condition, e.g. n = ((((1))))
+        raise PredicateTooLargeError(
+            f"the predicate is nested too deeply to read: at most {predicate_text.MAX_NESTING}"
+            " levels of parentheses, fewer inside one condition; remove redundant ones"
+        ) from exc
 
 
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -159,6 +168,20 @@ class _Parser:
     def __init__(self, columns: Mapping[str, pa.DataType], unanalyzed: Container[str]) -> None:
         self.columns = columns
         self.unanalyzed = unanalyzed
+
+    def condition(self, text: str, negate: bool) -> Predicate:
+        """One condition of the predicate (no top-level AND / OR / NOT), via sqlglot."""
+        import sqlglot
+        from sqlglot.errors import ParseError, TokenError
+
+        try:
+            tree = sqlglot.parse_one(text)
+        except (ParseError, TokenError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InvalidPredicateError(
+                f"cannot parse predicate {_clip(text)!r}: {first}"
+            ) from exc
+        return self.node(tree, negate)
 
     def node(self, e, negate: bool) -> Predicate:  # noqa: ANN001
         from sqlglot import exp
@@ -203,6 +226,17 @@ class _Parser:
                     f"a subquery in IN ({e.sql()}) is not supported: list the values"
                 )
             column, dtype = self.column(e.this, e)
+            if not e.expressions:
+                raise InvalidPredicateError(
+                    f"cannot parse predicate: {column} IN () lists no value: write "
+                    f"{column} IN (1, 2) with at least one value"
+                )
+            if len(e.expressions) > predicate_text.MAX_IN_VALUES:
+                raise PredicateTooLargeError(
+                    f"the IN list on {column!r} has {len(e.expressions):,} values, over the "
+                    f"limit of {predicate_text.MAX_IN_VALUES:,}: split it into several "
+                    "predicates"
+                )
             values = [self.literal(v, column, dtype) for v in e.expressions]
             typed = {v.key: v for v in values if v is not None}
             ordered = tuple(typed[k] for k in sorted(typed))
@@ -256,7 +290,12 @@ class _Parser:
                 f"unsupported syntax in predicate: {_describe(e)} in {parent.sql()} "
                 "(only columns compared with literals are supported)"
             )
-        name = ".".join(p.name for p in e.parts)
+        parts = tuple(p.name for p in e.parts)
+        # "x.y" (one quoted part) is the column named x.y, x.y the struct leaf: a column
+        # whose name is also a struct leaf's is stored backtick-quoted (stats/leaves.py)
+        quoted = leaves.quoted_name(parts)
+        known = quoted in self.columns or quoted in self.unanalyzed
+        name = quoted if known else ".".join(parts)
         if name not in self.columns:
             if name in self.unanalyzed:
                 raise StatisticsNotFoundError(
@@ -316,12 +355,18 @@ class _Parser:
                 number = decimal.Decimal(text)
             except decimal.InvalidOperation as exc:
                 raise _wrong_type(text, column, dtype) from exc
+            _check_integer_range(number, text, column, dtype)
             if number != number.to_integral_value():
                 raise _wrong_type(text, column, dtype, "not an integer")
             return _make_literal(int(number), dtype, text)
         return self.literal_value(text, column, dtype)
 
     def literal_value(self, text: str, column: str, dtype: pa.DataType) -> Literal:
+        kind = kind_of(dtype)
+        if kind == Kind.FLOATING:
+            _check_float_range(text, column, dtype)
+        elif kind == Kind.DECIMAL:
+            _check_decimal_range(text, column, dtype)
         try:
             if pat.is_timestamp(dtype) and dtype.tz is not None:
                 value = _timestamp_with_zone(text, dtype)
@@ -330,6 +375,56 @@ class _Parser:
             return _make_literal(value, dtype, text)
         except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
             raise _wrong_type(repr(text), column, dtype) from exc
+
+
+def _check_integer_range(
+    number: decimal.Decimal, text: str, column: str, dtype: pa.DataType
+) -> None:
+    """Refuse a literal outside the column's range from its exponent alone, before
+    ``int()`` builds it: ``1e1000000`` would be an integer of a million digits."""
+    if not number.is_finite():
+        raise _wrong_type(text, column, dtype, "not an integer")
+    if literals.outside_integer_range(number, dtype):
+        low, high = literals.integer_range(dtype)
+        raise InvalidPredicateError(
+            f"literal {_clip(text)} is outside the range of column {column!r} ({dtype}: "
+            f"{low} .. {high}): write e.g. 42"
+        )
+
+
+def _check_float_range(text: str, column: str, dtype: pa.DataType) -> None:
+    """A number literal too large for a float column would become infinity: refuse it
+    (write 'Infinity' for infinity)."""
+    try:
+        number = decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        return  # not a number: the parser below says so
+    largest = literals.largest_float(dtype)
+    if number.is_finite() and number.copy_abs() > largest:
+        raise InvalidPredicateError(
+            f"literal {_clip(text)} is outside the range of column {column!r} ({dtype}: at "
+            f"most {largest:.6e} in magnitude): write e.g. 1.5, or 'Infinity'"
+        )
+
+
+def _check_decimal_range(text: str, column: str, dtype: pa.DataType) -> None:
+    """A number with more integer digits than ``decimal(p, s)`` holds is refused from its
+    exponent, before it is built."""
+    try:
+        number = decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        return  # not a number: the parser below says so
+    integer_digits = dtype.precision - dtype.scale
+    if number.is_finite() and not number.is_zero() and number.adjusted() >= integer_digits:
+        raise InvalidPredicateError(
+            f"literal {_clip(text)} is outside the range of column {column!r} ({dtype}: "
+            f"at most {integer_digits} digits before the point): write e.g. 12.34"
+        )
+
+
+def _clip(text: str) -> str:
+    """A literal as messages show it: at most 40 characters."""
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _timestamp_with_zone(text: str, dtype: pa.TimestampType) -> object:
@@ -348,12 +443,15 @@ def _make_literal(value: object, dtype: pa.DataType, text: str | None = None) ->
         array = pa.array([value], type=dtype)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
         raise InvalidPredicateError(
-            f"literal {text or value!r} does not fit type {dtype}: {exc}"
+            f"literal {_clip(text or repr(value))} does not fit type {dtype}: "
+            f"{_clip(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}"
         ) from exc
     if kind_of(dtype) == Kind.DECIMAL and text is not None:
         decoded = array[0].as_py()
         if decimal.Decimal(text) != decoded:
-            raise InvalidPredicateError(f"literal {text} does not fit type {dtype} exactly")
+            raise InvalidPredicateError(
+                f"literal {_clip(text)} does not fit type {dtype} exactly"
+            )
     key = keys.encode(array)[0].as_py()
     return Literal(keys.decode(key, dtype), key, _sql_literal(keys.decode(key, dtype), dtype))
 
@@ -386,7 +484,8 @@ def _wrong_type(text: str, column: str, dtype: pa.DataType, why: str = "") -> Ex
         Kind.FLOATING: "1.5",
     }.get(kind_of(dtype), "a literal")
     return InvalidPredicateError(
-        f"literal {text} is not a value of column {column!r} ({dtype}){hint}: write e.g. {example}"
+        f"literal {_clip(text)} is not a value of column {column!r} ({dtype}){hint}: write "
+        f"e.g. {example}"
     )
 
 

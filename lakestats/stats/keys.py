@@ -183,7 +183,15 @@ def from_integer(value: int, dtype: pa.DataType) -> object:
     """The Python value of a temporal type from its integer storage."""
     from lakestats.stats.arrays import integer_array
 
-    return integer_array([value], dtype)[0].as_py()
+    scalar = integer_array([value], dtype)[0]
+    try:
+        return scalar.as_py()
+    except OverflowError:
+        # 0001-01-01 UTC is year 0 in New York: Python's datetime cannot hold it in the
+        # column's zone, so it is given in UTC (the same instant)
+        if not (pat.is_timestamp(dtype) and dtype.tz is not None):
+            raise
+        return scalar.cast(pa.timestamp(dtype.unit, tz="UTC")).as_py()
 
 
 def physical_int_storage(dtype: pa.DataType) -> pa.DataType:
@@ -227,7 +235,7 @@ def parse_literal(text: str, dtype: pa.DataType) -> object:
     if kind == Kind.STRING:
         return text
     if kind == Kind.BINARY:
-        return base64.b64decode(text)
+        return base64.b64decode(text, validate=True)  # not "!!" silently read as b""
     if kind == Kind.BOOLEAN:
         word = text.strip().lower()
         if word not in ("true", "1", "yes", "false", "0", "no"):

@@ -2,7 +2,11 @@
 
 Struct fields are flattened recursively into dotted names (``address.city``); a part
 that itself contains a dot or a backtick is quoted in backticks so names stay
-unambiguous. Lists and maps stay single leaves (counts and lengths).
+unambiguous. A top-level column keeps its name as it is (``x.y`` stays ``x.y``) unless
+that name is also a struct leaf's dotted name (a struct ``x`` holding ``y`` beside a
+column named ``x.y``): then the column's name is quoted in backticks, as Spark quotes
+it, and ``x.y`` is the struct leaf, so every leaf has its own name. Lists and maps stay
+single leaves (counts and lengths).
 """
 
 from __future__ import annotations
@@ -47,7 +51,20 @@ def leaves_of(schema: pa.Schema) -> list[Leaf]:
 
     for field in schema:
         walk((field.name,), field.type)
-    return out
+    nested = {leaf.name for leaf in out if len(leaf.path) > 1}
+    return [
+        Leaf(_quote(leaf.name), leaf.path, leaf.type)
+        if len(leaf.path) == 1 and leaf.name in nested
+        else leaf
+        for leaf in out
+    ]
+
+
+def quoted_name(path: tuple[str, ...]) -> str:
+    """``path``'s name with every part that holds a dot or backtick quoted in backticks,
+    top-level ones too: the form ``leaves_of`` gives a column whose plain name is also a
+    struct leaf's."""
+    return ".".join(_quote(part) for part in path)
 
 
 def leaf_array(table: pa.Table, leaf: Leaf) -> pa.ChunkedArray:

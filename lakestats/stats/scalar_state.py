@@ -228,9 +228,10 @@ class ScalarState:
             sketch = ds.kll_doubles_sketch.deserialize(kll)
             if not sketch.is_empty():
                 quantiles = [sketch.get_quantile(p / 100) for p in PERCENTILES]
-                encoded = keys.encode(_from_doubles(np.array(quantiles), dtype))
+                bounds = (self.min_key, self.max_key)
+                encoded = keys.encode(_from_doubles(np.array(quantiles), dtype, bounds))
                 for name, key in zip(percentile_names(), encoded.to_pylist(), strict=True):
-                    out[name] = key
+                    out[name] = _within(key, self.min_key, self.max_key)
                 out["percentiles_exact"] = False
                 out["percentile_rank_error"] = ds.kll_doubles_sketch.get_normalized_rank_error(
                     KLL_K, False
@@ -238,8 +239,15 @@ class ScalarState:
         return out
 
 
-def _from_doubles(values: np.ndarray, dtype: pa.DataType) -> pa.Array:
-    """KLL quantiles (doubles) as values of the column type (rounded for integers)."""
+def _from_doubles(
+    values: np.ndarray, dtype: pa.DataType, bounds: tuple[bytes | None, bytes | None]
+) -> pa.Array:
+    """KLL quantiles (doubles) as values of the column type (rounded for integers).
+
+    A double has 53 bits: 9999999999999999999999999999.9999999999, the largest
+    ``decimal(38, 10)``, is 1e28 as a double, which has 39 digits at scale 10 and fits no
+    ``decimal(38, 10)``. So decimal quantiles are kept inside the column's ``bounds`` (its
+    min and max keys) before they are built; other types are clamped by key afterwards."""
     kind = kind_of(dtype)
     if kind == Kind.FLOATING:
         return pa.array(values, pa.float64()).cast(dtype)
@@ -248,14 +256,35 @@ def _from_doubles(values: np.ndarray, dtype: pa.DataType) -> pa.Array:
 
         exact = decimal.Context(prec=100)
         step = decimal.Decimal(1).scaleb(-dtype.scale)
-        return pa.array(
-            [decimal.Decimal(repr(float(v))).quantize(step, context=exact) for v in values], dtype
-        )
-    ints = np.round(values).astype(np.int64)
+        low, high = (None if b is None else keys.decode(b, dtype) for b in bounds)
+        out = []
+        for v in values:
+            number = decimal.Decimal(repr(float(v))).quantize(step, context=exact)
+            if low is not None and number < low:
+                number = low
+            if high is not None and number > high:
+                number = high
+            out.append(number)
+        return pa.array(out, dtype)
+    # the largest doubles inside int64: a quantile near 2**63 must not wrap around
+    ints = np.round(np.clip(values, -(2.0**63), 9223372036854774784.0)).astype(np.int64)
     if kind == Kind.TEMPORAL:
         storage = keys.physical_int_storage(dtype)
         return pa.array(ints.astype(storage.to_pandas_dtype())).view(dtype)
     return pa.array(ints).cast(dtype)
+
+
+def _within(key: bytes | None, low: bytes | None, high: bytes | None) -> bytes | None:
+    """A sketch's quantile kept inside the column's [min, max]: a double rounds a
+    microsecond timestamp at 9999-12-31 23:59:59.999999 one microsecond past the largest
+    value a date or timestamp can hold, which nothing could then decode."""
+    if key is None:
+        return None
+    if low is not None and key < low:
+        return low
+    if high is not None and key > high:
+        return high
+    return key
 
 
 def _min(a: int | None, b: int | None) -> int | None:

@@ -38,7 +38,7 @@ from lakestats.errors import (
     PartitionNotFoundError,
     StatisticsNotFoundError,
 )
-from lakestats.stats import arrays, keys
+from lakestats.stats import arrays, keys, literals
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.percentiles import percentile_names
 from lakestats.stats.type_codec import Opaque, column_kind, decode_value, parse_type
@@ -386,14 +386,20 @@ class StatisticsReader:
         return index, ranks
 
     def rank(self, column: str, value: object) -> dict[str, object]:
-        """Exact rank of ``value`` among the column's non-null values: rows below, equal,
-        above, and its percentile (share of values below or equal)."""
+        """Exact rank of ``value`` among the column's non-null, non-NaN values: rows below,
+        equal, above, and its percentile (share of values below or equal)."""
         index, ranks = self._ranks(column)
         dtype = parse_type(self.version.columns[index]["type"])
         if isinstance(value, str) and not pat.is_string(dtype) and not pat.is_large_string(dtype):
-            value = keys.parse_literal(value, dtype)
+            value = literals.parse_value(value, column, dtype)
+        if isinstance(value, float) and math.isnan(value):
+            raise InvalidArgumentError(
+                f"NaN has no rank: ranks, quantiles, percentiles and histograms of {column!r} "
+                "leave NaN out (show's nan_count counts them); pass a number, inf or -inf"
+            )
         key = keys.encode(pa.array([value], dtype))[0].as_py()
         below, equal, above = ranks.rank_of(index, key)
+        above -= self._nan_count(index, ranks, dtype)
         total = below + equal + above
         return {
             "below": below,
@@ -403,12 +409,25 @@ class StatisticsReader:
             "percentile": (below + equal) / total if total else None,
         }
 
+    @staticmethod
+    def _nan_count(index: int, ranks, dtype: pa.DataType) -> int:  # noqa: ANN001
+        """NaN values of a float column: they sort last in key order, and order statistics
+        leave them out (docs/limits.md, "NaN")."""
+        if kind_of(dtype) != Kind.FLOATING:
+            return 0
+        nan_key = keys.encode(pa.array([math.nan], pa.float64()))[0].as_py()
+        return ranks.rank_of(index, nan_key)[1]
+
     def quantile(self, column: str, p: float) -> object:
-        """The exact ``p`` quantile (nearest rank, as DuckDB's ``quantile_disc``)."""
+        """The exact ``p`` quantile of the non-null, non-NaN values (nearest rank, as
+        DuckDB's ``quantile_disc`` over them)."""
         if not 0.0 <= p <= 1.0:
             raise InvalidArgumentError(f"--p must be between 0 and 1, got {p}")
         index, ranks = self._ranks(column)
-        total = ranks.total(index)
+        dtype = parse_type(self.version.columns[index]["type"])
+        total = ranks.total(index) - self._nan_count(index, ranks, dtype)
+        if total <= 0:
+            return None  # every value null or NaN
         rank = max(1, math.ceil(Fraction(repr(p)) * total))
         key = ranks.value_at(index, rank)
         return decode_value(key, self.version.columns[index]["type"])

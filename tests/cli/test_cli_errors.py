@@ -205,6 +205,15 @@ CASES = [
     ("estimate {T} --stats-root {S}", "--where"),
     ("estimate {T} --stats-root {S} --where 'f(n) = 1'", "unsupported syntax"),
     ("estimate {T} --stats-root {NEVER} --where 'n = 1'", "no statistics"),
+    # issue 29: predicates over the documented limits, huge literals, IN ()
+    ("estimate {T} --stats-root {S} --where '" + "(" * 101 + "n = 1" + ")" * 101 + "'",
+     "over the limit of 100"),
+    ("stats {T} --stats-root {S} --columns n --where '" + "(" * 101 + "n = 1" + ")" * 101 + "'",
+     "over the limit of 100"),
+    ("estimate {T} --stats-root {S} --where 'n = 1e1000000'", "outside the range of column"),
+    ("stats {T} --stats-root {S} --columns n --where 'n = 1e1000000'", "outside the range"),
+    ("estimate {T} --stats-root {S} --where 'n IN ()'", "IN () lists no value"),
+    ("estimate {T} --stats-root {S} --where 'n = 1 AND'", "a condition is missing"),
     # spark-register (only --dry-run and argument errors: they fail before Spark starts)
     ("spark-register {T} --stats-root {S}", "--name"),
     ("spark-register {T} --stats-root {NEVER} --name t --dry-run", "no statistics"),
@@ -585,3 +594,179 @@ def test_boolean_literal_is_checked() -> None:
     ]
     with pytest.raises(ValueError, match="expected true or false"):
         parse_literal("maybe", pa.bool_())
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        " OR ".join(f"n = {k}" for k in range(400)),
+        "(" * 50 + "n = 2 OR s = 'z'" + ")" * 50,
+        "NOT " * 500 + "n = 3",
+        "NOT " * 501 + "n = 3",
+    ],
+    ids=["400 disjuncts", "50 parentheses", "500 NOTs", "501 NOTs"],
+)
+def test_planner_predicates_through_the_cli(
+    sweep: dict[str, Path], capsys: pytest.CaptureFixture, where: str
+) -> None:
+    """Issue 29 item 2: ``estimate`` and ``stats --where`` answer what a planner generates;
+    the estimate's bounds hold DuckDB's count (exact where one column decides)."""
+    import json
+
+    table, root = str(sweep["T"]), str(sweep["S"])
+    assert cli.main(["estimate", table, "--stats-root", root, "--where", where, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    files = str(sweep["T"] / "*" / "*.parquet")
+    [(truth,)] = duckdb.execute(
+        f"SELECT count(*) FROM read_parquet('{files}', hive_partitioning = true) WHERE {where}"
+    ).fetchall()
+    assert got["lower"] <= truth <= got["upper"]
+    assert got["row_count"] == truth or not got["exact"]
+    assert got["exact"] or "s =" in where
+    args = ["stats", table, "--stats-root", root, "--columns", "n", "--where", where, "--json"]
+    assert cli.main(args) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
+# -- issue 29 items 9 and 10: values typed after --value, and NaN in order statistics ---
+
+
+def _typed_exact_table(base: Path) -> Path:
+    """Two partitions of every scalar kind; ``f`` holds NaN (a fifth), +-inf and NULL."""
+    import numpy as np
+
+    rng = np.random.default_rng(29)
+    for p in range(2):
+        n = 500
+        f = np.round(rng.normal(7.4, 3, n), 2)
+        f[rng.random(n) < 0.2] = np.nan
+        f[:3] = [np.inf, -np.inf, np.inf]
+        table = pa.table(
+            {
+                "n": pa.array(rng.integers(-50, 50, n), pa.int64()),
+                "f": pa.array(f, mask=rng.random(n) < 0.05),
+                "day": pa.array(
+                    [dt.date(2024, 1, 1) + dt.timedelta(days=int(x))
+                     for x in rng.integers(0, 90, n)],
+                    pa.date32(),
+                ),
+                "ts": pa.array(
+                    [dt.datetime(2024, 1, 1) + dt.timedelta(minutes=int(x))
+                     for x in rng.integers(0, 9000, n)],
+                    pa.timestamp("us"),
+                ),
+                "d": pa.array(
+                    [decimal.Decimal(int(x)).scaleb(-2) for x in rng.integers(-9999, 9999, n)],
+                    pa.decimal128(10, 2),
+                ),
+                "bin": pa.array([bytes([int(x)]) for x in rng.integers(0, 20, n)], pa.binary()),
+                "flag": pa.array(rng.random(n) < 0.3),
+            }
+        )
+        (base / f"p={p}").mkdir(parents=True)
+        pq.write_table(table, base / f"p={p}" / "0.parquet")
+    return base
+
+
+@pytest.fixture(scope="module")
+def exact_typed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The typed table analyzed with ``--exact`` (ranks and quantiles exist)."""
+    base = tmp_path_factory.mktemp("exact_typed")
+    table = _typed_exact_table(base / "t")
+    root = base / "s"
+    done = run_cli(["analyze", str(table), "--stats-root", str(root), "--exact"], cwd=base)
+    assert done.returncode == 0, done.stderr
+    return {"T": table, "S": root, "cwd": base}
+
+
+# (arguments after `rank {T} --stats-root {S}`, text the error line must contain)
+VALUE_CASES = [
+    ("--column n --value abc", "'abc' is not a value of column 'n' (int64) (not a number): "
+     "write e.g. 42"),
+    ("--column n --value ''", "'' is not a value of column 'n' (int64) (empty): write e.g. 42"),
+    ("--column n --value 1.5", "(int64) (not an integer): write e.g. 42"),
+    ("--column n --value 99999999999999999999", "(int64) (outside its range"),
+    ("--column n --value 1e100000", "(int64) (outside its range"),
+    ("--column f --value abc", "column 'f' (double) (not a number): write e.g. 1.5"),
+    ("--column f --value 1e100000", "(double) (outside its range"),
+    ("--column day --value 2024-13-45", "column 'day' (date32[day]): write e.g. 2024-01-31"),
+    ("--column ts --value yesterday", "(timestamp[us]): write e.g. 2024-01-31 12:00:00"),
+    ("--column d --value 1.234", "(decimal128(10, 2)) (over 2 digits after the point): "
+     "write e.g. 111.55"),
+    ("--column d --value 123456789", "(over 8 digits before the point)"),
+    ("--column bin --value '!!not base64'", "column 'bin' (binary) (not base64): write e.g. "
+     "aGVsbG8="),
+    ("--column flag --value maybe", "column 'flag' (bool): write e.g. true"),
+    ("--column f --value nan", "NaN has no rank"),
+]
+
+
+@pytest.mark.spark
+def test_unparsable_values_are_one_line(exact_typed: dict[str, Path]) -> None:
+    """Every value that does not parse as the column's type ends in one line naming the
+    type and a valid example (was: unexpected ArrowInvalid / InvalidOperation / ValueError),
+    for ``rank`` and ``partitions-containing`` alike; the root is unchanged."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = tree_hashes(exact_typed["S"])
+    lines = [
+        f"{command} {{T}} --stats-root {{S}} {args}"
+        for command in ("rank", "partitions-containing")
+        for args, _ in VALUE_CASES
+        if command == "rank" or "NaN" not in _
+    ]
+    with ThreadPoolExecutor(3) as pool:
+        done = list(
+            pool.map(lambda line: run_cli(_expand(line, exact_typed), exact_typed["cwd"]), lines)
+        )
+    texts = dict(VALUE_CASES)
+    for line, result in zip(lines, done, strict=True):
+        args = line.split("--stats-root {S} ", 1)[1]
+        assert_one_error_line(result, texts[args])
+    assert tree_hashes(exact_typed["S"]) == before
+
+
+@pytest.mark.spark
+def test_nan_rule_in_every_order_statistic(
+    exact_typed: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    """One rule (docs/limits.md): NaN is left out of percentiles, ranks, quantiles and
+    histograms. Each is checked against DuckDB over the non-NaN values; ``show``'s stored
+    percentiles equal ``quantile`` at the same p; ``rank --value -inf`` is a value."""
+    import json
+
+    table, root = str(exact_typed["T"]), str(exact_typed["S"])
+    con = duckdb.connect()
+    con.execute(
+        f"CREATE VIEW t AS SELECT * FROM read_parquet('{table}/*/*.parquet', "
+        "hive_partitioning = true)"
+    )
+    handle = ls.open_table(table, stats_root=root)
+    [row] = handle.statistics(None, ["f"])
+    [(nan_count,)] = con.execute("SELECT count(*) FILTER (isnan(f)) FROM t").fetchall()
+    assert row["nan_count"] == nan_count > 100
+    for p, name in [(0.01, "p01"), (0.25, "p25"), (0.5, "p50"), (0.95, "p95"), (0.99, "p99")]:
+        [(want,)] = con.execute(
+            f"SELECT quantile_disc(f, {p}) FROM t WHERE NOT isnan(f)"
+        ).fetchall()
+        assert handle.quantile("f", p) == want == row[name], (p, name)
+    for text, value in [("-inf", "'-inf'"), ("inf", "'inf'"), ("7.39", "7.39"),
+                        (str(row["p50"]), str(row["p50"]))]:
+        [(below, equal, above)] = con.execute(
+            f"SELECT count(*) FILTER (f < {value}::DOUBLE), count(*) FILTER (f = {value}::DOUBLE),"
+            f" count(*) FILTER (f > {value}::DOUBLE AND NOT isnan(f)) FROM t"
+        ).fetchall()
+        assert cli.main(["rank", table, "--stats-root", root, "--column", "f", "--value", text,
+                         "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        assert (got["below"], got["equal"], got["above"]) == (below, equal, above), text
+        assert got["total"] == below + equal + above
+    assert cli.main(["histogram", table, "--stats-root", root, "--column", "f", "--json"]) == 0
+    bins = json.loads(capsys.readouterr().out)
+    [(values,)] = con.execute("SELECT count(f) FILTER (NOT isnan(f)) FROM t").fetchall()
+    assert sum(b["count"] for b in bins) == values
+    # a negative value after --value of the other commands is a value too
+    args = ["partitions-containing", table, "--stats-root", root, "--column", "f",
+            "--value", "-inf", "--json"]
+    assert cli.main(args) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2

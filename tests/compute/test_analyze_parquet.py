@@ -183,3 +183,94 @@ def test_large_partition_is_sliced_and_merges_exactly(spark, tmp_path: Path) -> 
         lambda c: handle.frequencies(c),
         lambda c: handle.histogram(c),
     )
+
+
+def _edge_table(root: Path) -> Path:
+    """Issue 29 item 1: a ``decimal(38, 10)`` column at its limits (values of ±(10^28 -
+    10^-10), the largest it holds) and a struct ``x`` holding ``y`` beside a top-level
+    column named ``x.y``; three partitions of 3,000 rows."""
+    import numpy as np
+
+    rng = np.random.default_rng(29)
+    big = "9" * 28 + "." + "9" * 10
+    for p in range(3):
+        n = 3000
+        amounts = []
+        for _ in range(n):
+            r = rng.random()
+            if r < 0.3:
+                amounts.append(big)
+            elif r < 0.5:
+                amounts.append("-" + big)
+            elif r < 0.55:
+                amounts.append(None)
+            else:
+                whole = int(rng.integers(-(10**15), 10**15))
+                amounts.append(f"{whole}{int(rng.integers(0, 10**12)):012d}."
+                               f"{int(rng.integers(0, 10**10)):010d}")
+        table = pa.table({
+            "amount": pa.array(amounts).cast(pa.decimal128(38, 10)),
+            "x": pa.array([{"y": int(v)} for v in rng.integers(0, 10, n)]),
+            "x.y": pa.array([f"s{v}" for v in rng.integers(0, 50, n)]),
+        })
+        (root / f"p={p}").mkdir(parents=True)
+        pq.write_table(table, root / f"p={p}" / "0.parquet")
+    return root
+
+
+@pytest.mark.parametrize("max_frequencies", ["10000", "100"])
+def test_extreme_decimals_and_dotted_names(
+    spark, tmp_path: Path, capsys, max_frequencies: str
+) -> None:
+    """Both analyze (was: ``table-level reduction failed: ArrowInvalid: Decimal type with
+    precision 39`` when the table level's percentiles come from a sketch, and the ``x.y``
+    leaves lost at table level). Every partition equals DuckDB; at table level the sum and
+    mean (float64, never overflowing) equal DuckDB's over DOUBLE, the sketch's percentiles
+    stay inside [min, max], and each ``x.y`` is addressable: ``x.y`` is the struct leaf,
+    the column is shown backtick-quoted and written ``"x.y"`` in predicates."""
+    import duckdb
+
+    root = _edge_table(tmp_path / "t")
+    code, _, err = _run(capsys, "analyze", str(root), "--max-frequencies", max_frequencies)
+    assert code == 0, err
+    dataset = pads.dataset(root, format="parquet", partitioning="hive")
+    reader = StatisticsReader(str(root / "_lakestats"))
+    if max_frequencies == "10000":  # exact per-partition statistics: the whole reference
+        for p in range(3):
+            spec = f"p={p}"
+            check_partition(
+                dataset.to_table(filter=pc.field("p") == p).drop_columns(["p"]),
+                [r for r in reader.column_statistics(spec) if r["column"] != "p"],
+                lambda column, spec=spec: reader.frequencies(spec, column),
+                lambda column, spec=spec: reader.histogram(spec, column),
+            )
+    con = duckdb.connect()
+    con.register("t", dataset.to_table())
+    rows = {r["column"]: r for r in reader.column_statistics(None)}
+    assert {"amount", "x.y", "`x.y`"} <= set(rows)
+    amount = rows["amount"]
+    low, high, total, mean = con.execute(
+        "SELECT min(amount), max(amount), sum(amount::DOUBLE), avg(amount::DOUBLE) FROM t"
+    ).fetchone()
+    assert (amount["min"], amount["max"]) == (low, high)
+    assert amount["sum"] == pytest.approx(total, rel=1e-9)
+    assert amount["mean"] == pytest.approx(mean, rel=1e-9)
+    for name in ("p01", "p25", "p50", "p75", "p99"):
+        assert low <= amount[name] <= high, name
+    assert rows["x.y"]["type"] == "int64" and rows["`x.y`"]["type"] == "string"
+    for column, sql in (("x.y", "x.y"), ("`x.y`", '"x.y"')):
+        (distinct,) = con.execute(f"SELECT count(DISTINCT {sql}) FROM t").fetchone()
+        assert rows[column]["distinct_count"] == distinct, column
+        stored = dict(reader.frequencies(None, column))
+        truth = dict(con.execute(f"SELECT {sql}, count(*) FROM t GROUP BY 1").fetchall())
+        if max_frequencies == "10000":
+            assert stored == truth, column
+    for where in ("x.y = 3", "\"x.y\" = 's7'", "x.y = 3 AND \"x.y\" = 's7'", "amount > 0"):
+        code, out, err = _run(capsys, "estimate", str(root), "--where", where, "--json")
+        assert code == 0, (where, err)
+        got = json.loads(out)
+        (truth,) = con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchone()
+        assert got["lower"] <= truth <= got["upper"], (where, got)
+    code, out, err = _run(capsys, "show", str(root), "--columns", "x.y,`x.y`", "--json")
+    assert code == 0, err
+    assert [c["name"] for c in json.loads(out)["columns"]] == ["x.y", "`x.y`"]

@@ -66,10 +66,9 @@ def test_equivalent_spellings_normalize_alike(a: str, b: str) -> None:
 
 def test_tree_shapes() -> None:
     pred = P.parse("NOT (i < 5 AND s LIKE 'ab%') OR i IS NULL", TYPES)
-    assert isinstance(pred, P.Or)
-    inner, isnull = pred.children
-    assert isinstance(inner, P.Or) and isnull == P.IsNull("i")
-    left, right = inner.children
+    assert isinstance(pred, P.Or)  # NOT (a AND b) OR c is one flat OR of three
+    left, right, isnull = pred.children
+    assert isnull == P.IsNull("i")
     assert isinstance(left, P.Compare) and left.op == ">=" and left.value.value == 5
     assert right == P.PrefixLike("s", "ab", negated=True)
     assert P.columns_of(pred) == ["i", "s"]
@@ -268,3 +267,135 @@ def test_truncated_frequencies_taken_out_of_the_histogram() -> None:
     assert whole_bin.exact and whole_bin.rows == 105
     edge = sel.value_range(s, None, True, keys.encode(pa.array([50]))[0].as_py(), True)
     assert (edge.lower, edge.upper, edge.exact) == (100, 105, False)
+
+
+# -- issue 29, items 2 and 3: planner-shaped predicates, limits, huge literals -------------
+
+
+def _alternating(depth: int) -> str:
+    """``depth`` nested groups alternating AND / OR, none redundant."""
+    text = "i = 7"
+    for level in range(depth):
+        glue = "AND" if level % 2 else "OR"
+        leaf = f"i <> {level}" if glue == "AND" else f"i = {level}"
+        text = f"({leaf} {glue} {text})"
+    return text
+
+
+PLANNER_SHAPES = {
+    "400 disjuncts": " OR ".join(f"i = {k}" for k in range(400)),
+    "400 disjuncts, two columns": " OR ".join(
+        f"i = {k}" if k % 2 else f"d = {k / 100:.2f}" for k in range(400)
+    ),
+    "50 nested parentheses": "(" * 50 + "i = 3 OR s = 'w01'" + ")" * 50,
+    "50 nested groups, alternating": _alternating(50),
+    "100 nested groups (the limit)": _alternating(100),
+    "500 NOTs": "NOT " * 500 + "(i < 5)",
+    "501 NOTs": "NOT " * 501 + "(i < 5)",
+    "NOT chains in groups": " AND ".join(f"{'NOT ' * (k % 7)}(i <> {k})" for k in range(60)),
+    "BETWEEN inside a chain": " OR ".join(
+        f"i BETWEEN {k} AND {k + 2}" for k in range(0, 300, 5)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PLANNER_SHAPES))
+def test_planner_shaped_predicates_match_duckdb(name: str) -> None:
+    """Long OR lists, deep nesting and long NOT chains parse without RecursionError, and
+    every partition's bounds hold DuckDB's count of the original text and of the
+    normalized text."""
+    text = PLANNER_SHAPES[name]
+    rng = np.random.default_rng(29)
+    parts = [MemoryPartition(f"p{j}", _table(rng, 600), k=20, bins=16) for j in range(2)]
+    con = duckdb.connect()
+    for p in parts:
+        con.register(p.name, p.table)
+    pred = P.parse(text, TYPES)
+    result = P.estimate(pred, parts)
+    normalized = P.normalize(pred)
+    total = 0
+    for p in parts:
+        truth = con.execute(f"SELECT count(*) FROM {p.name} WHERE {text}").fetchone()[0]
+        again = con.execute(f"SELECT count(*) FROM {p.name} WHERE {normalized}").fetchone()[0]
+        assert truth == again
+        total += truth
+    assert result["lower"] <= total <= result["upper"], (total, result)
+    if result["exact"]:
+        assert result["row_count"] == total
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("(" * 101 + "i = 1" + ")" * 101, "nests parentheses 101 deep, over the limit of 100"),
+        ("i = 1 OR " * 7300 + "i = 2", "over the limit of 65,536"),
+        ("i IN (" + ", ".join("1" for _ in range(10_001)) + ")", "over the limit of 10,000"),
+        ("i = " + "(" * 90 + "1" + ")" * 90, "nested too deeply to read"),
+        ("i IN ()", "IN () lists no value"),
+        ("i NOT IN ()", "IN () lists no value"),
+        ("(i = 1", "'(' never closed"),
+        ("i = 1)", "closes no '('"),
+        ("i = 1 AND", "a condition is missing at its end"),
+        ("i = 1 OR OR i = 2", "a condition is missing before 'OR'"),
+        ("() OR i = 1", "empty parentheses"),
+        ("NOT", "a condition is missing"),
+    ],
+)
+def test_beyond_the_limits_one_line(text: str, message: str) -> None:
+    """Over a documented limit (docs/limits.md), or malformed, a predicate is refused with
+    one line, an ``InvalidPredicateError`` (a 400 over HTTP), never a RecursionError."""
+    from lakestats.errors import InvalidPredicateError
+
+    with pytest.raises(InvalidPredicateError) as info:
+        P.parse(text, TYPES)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("i = 1e1000000", "outside the range of column 'i' (int64"),
+        ("i = -1e1000000", "outside the range of column 'i' (int64"),
+        ("i IN (1e999999, 1)", "outside the range of column 'i' (int64"),
+        ("i = 9223372036854775808", "outside the range of column 'i' (int64"),
+        ("f = 1e1000000", "outside the range of column 'f' (double"),
+        ("f = -1e309", "outside the range of column 'f' (double"),
+        ("f = '1e400'", "outside the range of column 'f' (double"),
+        ("d = 1e1000000", "outside the range of column 'd' (decimal128(10, 2)"),
+        ("d = " + "9" * 60_000, "outside the range of column 'd' (decimal128(10, 2)"),
+        ("d = '-123456789'", "at most 8 digits before the point"),
+    ],
+)
+def test_huge_literals_judged_before_conversion(monkeypatch, text: str, message: str) -> None:
+    """A literal is judged against its column's range from its exponent: the value (a
+    million-digit integer for ``1e1000000``) is never built."""
+    from lakestats.errors import InvalidPredicateError
+
+    def built(value: object, *args: object) -> None:
+        raise AssertionError(f"the literal was converted: {str(value)[:40]}")
+
+    monkeypatch.setattr(P, "_make_literal", built)
+    with pytest.raises(InvalidPredicateError) as info:
+        P.parse(text, TYPES)
+    assert message in str(info.value)
+    assert len(str(info.value)) < 300  # a long literal is clipped in the message
+
+
+def test_literals_at_the_range_limits_still_parse() -> None:
+    assert P.parse("i = -9223372036854775808", TYPES).value.value == -(2**63)
+    assert P.parse("i = 9.223372036854775807e18", TYPES).value.value == 2**63 - 1
+    assert P.parse("f = 1e308", TYPES).value.value == 1e308
+    assert P.parse("f = 1e-1000000", TYPES).value.value == 0.0
+    assert P.parse("i = 0e1000000", TYPES).value.value == 0
+
+
+def test_binary_literals_are_strict_base64() -> None:
+    """A binary literal that is not base64 is refused, not read as the bytes that survive
+    discarding its invalid characters (``'!!'`` was ``b''``)."""
+    from lakestats.errors import InvalidPredicateError
+
+    columns = {"bin": pa.binary()}
+    assert P.parse("bin = 'aGVsbG8='", columns).value.value == b"hello"
+    with pytest.raises(InvalidPredicateError, match="is not a value of column 'bin'"):
+        P.parse("bin = '!!'", columns)

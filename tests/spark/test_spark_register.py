@@ -359,3 +359,54 @@ spark.stop()
     assert done.returncode == 0, done.stderr[-2000:]
     assert "registered orders_hive (60000 rows" in done.stdout
     assert "ROWS 60000" in done.stdout
+
+
+def test_dates_at_year_1_and_9999(spark, tmp_path, capsys):
+    """Issue 29 item 10: dates and timestamps at the ends of their range (naive, UTC and a
+    zone west of UTC, where year 1 UTC is year 0 locally) analyze, show and dry-run.
+    The table-level percentiles (a sketch's doubles, which round 9999-12-31
+    23:59:59.999999 one microsecond past the largest timestamp) stay inside [min, max]
+    as DuckDB computes them; Spark's catalog shows the min/max it was given (its own
+    ANALYZE leaves NULL for dates before 1582, so it is no reference here)."""
+    edges = [dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
+             dt.datetime(2000, 1, 1)]
+    (tmp_path / "t" / "p=0").mkdir(parents=True)
+    pq.write_table(
+        pa.table({
+            "day": pa.array([e.date() for e in edges], pa.date32()),
+            "ts": pa.array(edges, pa.timestamp("us")),
+            "tsz": pa.array(edges, pa.timestamp("us", tz="UTC")),
+            "tsny": pa.array(edges, pa.timestamp("us", tz="America/New_York")),
+        }),
+        tmp_path / "t" / "p=0" / "0.parquet",
+    )
+    table = ls.open_table(str(tmp_path / "t"))
+    table.analyze(spark=spark)
+    rows = {r["column"]: r for r in table.statistics(None)}
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for column in ("day", "ts", "tsz", "tsny"):
+        low, high = con.execute(
+            f"SELECT min({column}), max({column}) FROM "
+            f"read_parquet('{tmp_path / 't' / '*' / '*.parquet'}')"
+        ).fetchone()
+        row = rows[column]
+        assert (row["min"], row["max"]) == (low, high), column
+        for name in ("p01", "p25", "p50", "p75", "p99"):
+            assert low <= row[name] <= high, (column, name, row[name])
+    assert main(["show", str(tmp_path / "t"), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["spark-register", str(tmp_path / "t"), "--name", "edges", "--dry-run"]) == 0
+    printed = {c["name"]: c for c in json.loads(capsys.readouterr().out)["columns"]}
+    assert (printed["day"]["min"], printed["day"]["max"]) == ("0001-01-01", "9999-12-31")
+    for column in ("ts", "tsz", "tsny"):
+        assert printed[column]["min"] == "0001-01-01 00:00:00.000000", column
+        assert printed[column]["max"] == "9999-12-31 23:59:59.999999", column
+    with _tables(spark, "ls_edges"), _conf(spark, spark__sql__session__timeZone="UTC"):
+        register(spark, table, "ls_edges")  # Spark parses what it is given, or refuses
+        for column, low, high in [("day", "0001-01-01", "9999-12-31"),
+                                  ("ts", "0001-01-01 00:00:00.000000",
+                                   "9999-12-31 23:59:59.999999")]:
+            described = {r.info_name: r.info_value for r in
+                         spark.sql(f"DESCRIBE EXTENDED ls_edges {column}").collect()}
+            assert (described["min"], described["max"]) == (low, high), (column, described)
