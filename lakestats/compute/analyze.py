@@ -38,7 +38,7 @@ from lakestats.errors import (
 )
 from lakestats.formats.base import TableFormat
 from lakestats.options import AnalyzeOptions
-from lakestats.stats.leaves import leaves_of
+from lakestats.stats.leaves import Leaf, leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import layout, manifest, verify
 
@@ -123,6 +123,22 @@ def select_columns(schema: pa.Schema, columns: tuple[str, ...] | None) -> tuple[
     return ordered, top
 
 
+def column_records(
+    table: TableFormat, snapshot: int | None, leaves: list[Leaf]
+) -> list[dict[str, object]]:
+    """The version's record of each analyzed leaf: name, the table's type and, where the
+    format has them, its field id: the identity ``staleness`` compares with the table."""
+    ids = table.field_ids(snapshot)
+    return [
+        {
+            "name": leaf.name,
+            "type": str(leaf.type),
+            **({"field_id": ids[leaf.name]} if leaf.name in ids else {}),
+        }
+        for leaf in leaves
+    ]
+
+
 def analyze(
     table: TableFormat,
     stats_root: str,
@@ -149,15 +165,7 @@ def analyze(
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
     schema = table.schema(snapshot)
     leaves, read_columns = select_columns(schema, options.columns)
-    ids = table.field_ids(snapshot)
-    columns = [
-        {
-            "name": leaf.name,
-            "type": str(leaf.type),
-            **({"field_id": ids[leaf.name]} if leaf.name in ids else {}),
-        }
-        for leaf in leaves
-    ]
+    columns = column_records(table, snapshot, leaves)
     option_record = options.record()
     clock = Clock()
     plans = table.plan(snapshot)
