@@ -254,5 +254,6 @@ def _partition_rows(handle, column: str) -> list[dict[str, object]]:  # noqa: AN
     out = []
     for part in data.get("partitions", []):
         [stats] = part["columns"]
-        out.append({"name": part["name"], "row_count": part["row_count"], **stats})
+        # the partition's name last: the column's statistics carry the column's ``name``
+        out.append({**stats, "name": part["name"], "row_count": part["row_count"]})
     return out
