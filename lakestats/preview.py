@@ -10,22 +10,24 @@ only an explicit ``False`` marks a value (partition statistics are exact).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from lakestats.display import count, cut, number
 
 ESTIMATE = "≈"
 
 
 def _fmt(value: object, width: int = 24) -> str:
-    if value is None:
-        return ""
-    text = f"{value:.6g}" if isinstance(value, float) else str(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return cut(number(value), width)
 
 
 def _count(value: object) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else _fmt(value)
+    return count(value)
 
 
 def distinct_cell(row: dict[str, object]) -> str:
@@ -57,9 +59,88 @@ def top_cell(row: dict[str, object], values: list[tuple[object, int]]) -> str:
     return text or ("all distinct" if row.get("all_distinct") else "")
 
 
-def histogram_cell(row: dict[str, object], counts: list[int]) -> str:
-    line = sparkline(counts)
+def histogram_cell(row: dict[str, object], counts: list[int], width: int = 20) -> str:
+    line = sparkline(counts, width)
     return f"{ESTIMATE} {line}" if line and row.get("histogram_exact") is False else line
+
+
+@dataclass(frozen=True)
+class TextColumn:
+    """A column of a text table: at least ``least`` characters (a value is never cut
+    shorter), at most ``most``; ``rank`` orders what stays when the terminal is narrow
+    (0 stays always)."""
+
+    header: str
+    least: int
+    most: int
+    rank: int
+    right: bool = False
+
+
+GAP = 2
+"""Characters between two columns of a text table."""
+
+
+def fitted(columns: list[TextColumn], width: int) -> list[TextColumn]:
+    """The columns that fit ``width`` at their least widths, dropping the highest
+    ``rank`` first, in their original order."""
+    kept = sorted(columns, key=lambda c: c.rank)
+    while len(kept) > 1 and sum(c.least for c in kept) + GAP * (len(kept) - 1) > width:
+        kept.pop()
+    return [c for c in columns if c in kept]
+
+
+def text_table(
+    columns: list[TextColumn],
+    rows: list[list[str]],
+    title: str = "",
+    console: Console | None = None,
+) -> None:
+    """``rows`` as a table that fits the console (80 columns in a pipe): columns dropped
+    by rank when they do not fit, values cut with ``…`` at their column's width."""
+    console = console or Console()
+    keep = fitted(columns, console.width)
+    index = [columns.index(c) for c in keep]
+    view = Table(
+        title=escape(title) if title else None,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, GAP // 2),
+        title_justify="left",
+    )
+    for c in keep:
+        view.add_column(
+            c.header,
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=c.least,
+            max_width=c.most,
+            justify="right" if c.right else "left",
+        )
+    for row in rows:
+        view.add_row(*(escape(row[i]) for i in index))
+    dropped = [c.header for c in columns if c not in keep]
+    console.print(view)
+    if dropped:
+        console.print(
+            escape(f"({', '.join(dropped)} left out at {console.width} columns; --json has all)"),
+            style="dim",
+        )
+
+
+STATISTICS_COLUMNS = [
+    TextColumn("column", 8, 24, 0),
+    TextColumn("type", 6, 16, 6),
+    TextColumn("nulls", 5, 11, 1, right=True),
+    TextColumn("distinct", 8, 18, 2, right=True),
+    TextColumn("min", 6, 16, 3),
+    TextColumn("max", 6, 16, 3),
+    TextColumn("mean", 6, 12, 5),
+    TextColumn("median", 6, 26, 7),
+]
+TOP_COLUMN = TextColumn("top values", 12, 34, 8)
+HISTOGRAM_COLUMN = TextColumn("histogram", 12, 22, 4)
 
 
 def render_statistics(
@@ -70,49 +151,31 @@ def render_statistics(
     console: Console | None = None,
 ) -> None:
     """One line per column: type, nulls, distinct, min, max, mean, median, top values,
-    histogram; estimates marked ``≈`` (see the module docstring)."""
-    console = console or Console()
-    view = Table(title=escape(title), show_lines=False)
-    widths = {
-        "column": (8, 16),
-        "type": (6, 14),
-        "nulls": (5, 11),
-        "distinct": (8, 18),
-        "min": (6, 14),
-        "max": (6, 14),
-        "mean": (8, 10),
-        "median": (6, 26),
-    }
-    for header, (least, most) in widths.items():
-        view.add_column(
-            header,
-            no_wrap=True,
-            overflow="ellipsis",
-            min_width=least,
-            max_width=most,
-            justify="right" if header in ("nulls", "distinct") else "left",
-        )
+    histogram; estimates marked ``≈`` (see the module docstring); columns of the view
+    dropped by priority to fit the terminal."""
+    columns = list(STATISTICS_COLUMNS)
     if top is not None:
-        view.add_column("top values", no_wrap=True, overflow="ellipsis", max_width=34)
+        columns.append(TOP_COLUMN)
     if histograms is not None:
-        view.add_column("histogram", no_wrap=True, min_width=20)
+        columns.append(HISTOGRAM_COLUMN)
+    cells = []
     for row in rows:
-        cells = [
-            _fmt(row["name"]),
-            _fmt(row["type"], 18),
+        line = [
+            str(row["name"]),
+            str(row["type"]),
             _count(row.get("null_count")),
             distinct_cell(row),
-            _fmt(row.get("min")),
-            _fmt(row.get("max")),
-            _fmt(row.get("mean")),
+            number(row.get("min")),
+            number(row.get("max")),
+            number(row.get("mean")),
             percentile_cell(row),
         ]
         if top is not None:
-            cells.append(top_cell(row, top.get(str(row["name"]), [])))
+            line.append(top_cell(row, top.get(str(row["name"]), [])))
         if histograms is not None:
-            cells.append(histogram_cell(row, histograms.get(str(row["name"]), [])))
-        view.add_row(*(escape(c) for c in cells))
-    console.print(view)
+            line.append(histogram_cell(row, histograms.get(str(row["name"]), []), 20))
+        cells.append(line)
+    text_table(columns, cells, title, console)
 
 
 def sparkline(counts: list[int], width: int = 20) -> str:

@@ -148,11 +148,11 @@ def test_expire_removes_only_orphans_the_versions_do_not_reference(analyzed) -> 
     old = time.time() - 3600
     os.utime(orphan, (old, old))
 
-    dry = table.expire(dry_run=True, orphan_age_minutes=1)
+    dry = table.expire(dry_run=True, orphan_age_minutes=1).to_json()
     assert orphan.exists() and dry["dry_run"] is True
     assert dry["files_removed"] == 1 and dry["versions_removed"] == []
 
-    done = table.expire(orphan_age_minutes=1)
+    done = table.expire(orphan_age_minutes=1).to_json()
     assert not orphan.exists()
     assert {k: v for k, v in done.items() if k != "dry_run"} == {
         k: v for k, v in dry.items() if k != "dry_run"

@@ -97,7 +97,7 @@ def test_demo_table_level_view_marks_estimates(analyzed) -> None:
     demo.render_table_level(ls.open_table(str(root)), 4, console)
     text = console.export_text()
     table = ls.open_table(str(root)).table_statistics()
-    rows = {r["column"]: r for r in table["columns"]}
+    rows = {r["column"]: r for r in table.columns}
     key = _line(text, "key")
     assert f"≈{rows['key']['distinct_count']:,} ±" in key
     # table-level frequencies of key are lower bounds; of flag exact counts (DuckDB's)

@@ -12,6 +12,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
+import lakestats.api as ls
 from lakestats import cli
 from lakestats.stats import keys
 from lakestats.store.reader import StatisticsReader
@@ -49,11 +50,12 @@ def test_analyze_and_look_up_every_partition(spark, parquet_table: Path, capsys)
     assert summary["row_count"] == 1500
 
     code, out, _ = _run(capsys, "partitions", str(parquet_table), "--json")
-    listing = json.loads(out)
+    listing = json.loads(out)["partitions"]
     assert sorted(p["partition"]["part"] for p in listing) == ["big", "empty", "single", "small"]
-    for entry in listing:
-        for kind in ("statistics", "frequencies", "histograms"):
-            assert Path(entry[f"{kind}_path"]).is_file()
+    for entry in ls.open_table(str(parquet_table)).partitions():
+        assert sorted(entry.files) == ["frequencies", "histograms", "statistics"]
+        for uri in entry.files.values():
+            assert Path(uri.removeprefix("file://")).is_file()
 
     dataset = pads.dataset(parquet_table, format="parquet", partitioning="hive")
     reader = StatisticsReader(str(parquet_table / "_lakestats"))
@@ -181,5 +183,5 @@ def test_large_partition_is_sliced_and_merges_exactly(spark, tmp_path: Path) -> 
         pa.Table.from_batches(pq.ParquetDataset(root).read().to_batches()),
         sliced_rows,
         lambda c: handle.frequencies(c),
-        lambda c: handle.histogram(c),
+        lambda c: handle.histogram(c).rows(),
     )

@@ -528,9 +528,9 @@ def test_from_sample_keeps_column_identity(make, spark, tmp_path: Path, capsys) 
     table.analyze(from_sample=True, spark=spark)
     assert table.reader().version.columns == full.reader().version.columns
     answer = table.table_statistics()
-    assert not answer["stale"], answer
-    assert answer["columns_not_inherited"] == []
-    assert [c["column"] for c in answer["columns"]] == ["id", "amount", "region"]
+    assert not answer.stale, answer
+    assert answer.staleness.columns_not_inherited == ()
+    assert [c["column"] for c in answer.columns] == ["id", "amount", "region"]
     capsys.readouterr()
     argv = ["show", name, "--stats-root", str(tmp_path / "stats")]
     assert cli.main(argv + [f"--warehouse={v}" for v in where.values()]) == 0
