@@ -81,13 +81,34 @@ GAP = 2
 """Characters between two columns of a text table."""
 
 
-def fitted(columns: list[TextColumn], width: int) -> list[TextColumn]:
-    """The columns that fit ``width`` at their least widths, dropping the highest
-    ``rank`` first, in their original order."""
-    kept = sorted(columns, key=lambda c: c.rank)
-    while len(kept) > 1 and sum(c.least for c in kept) + GAP * (len(kept) - 1) > width:
+def fitted(columns: list[TextColumn], rows: list[list[str]], width: int) -> dict[int, int]:
+    """Which columns show, and how wide: each as wide as its widest cell (within its
+    ``least``..``most``); columns of the highest ``rank`` dropped while even their least
+    widths do not fit ``width``; then the widest shrunk, never below ``least``, until the
+    table fits. Returns {column position: width}."""
+    wanted = {
+        i: min(c.most, max(c.least, len(c.header), *(len(r[i]) for r in rows)))
+        for i, c in enumerate(columns)
+    }
+    kept = sorted(wanted, key=lambda i: columns[i].rank)
+
+    def least(i: int) -> int:
+        return max(columns[i].least, min(len(columns[i].header), wanted[i]))
+
+    while len(kept) > 1 and sum(least(i) for i in kept) + GAP * (len(kept) - 1) > width:
         kept.pop()
-    return [c for c in columns if c in kept]
+    widths = {i: wanted[i] for i in sorted(kept)}
+    excess = sum(widths.values()) + GAP * (len(widths) - 1) - width
+    while excess > 0:
+        room = {i: w - least(i) for i, w in widths.items() if w > least(i)}
+        if not room:
+            break
+        widest = max(room, key=lambda i: (widths[i], -i))
+        cut_by = min(excess, room[widest], max(1, widths[widest] - max(
+            (w for j, w in widths.items() if j != widest), default=0)))
+        widths[widest] -= cut_by
+        excess -= cut_by
+    return widths
 
 
 def text_table(
@@ -97,10 +118,10 @@ def text_table(
     console: Console | None = None,
 ) -> None:
     """``rows`` as a table that fits the console (80 columns in a pipe): columns dropped
-    by rank when they do not fit, values cut with ``…`` at their column's width."""
+    by rank when they do not fit, values cut with ``…`` at their column's width, never to
+    nothing."""
     console = console or Console()
-    keep = fitted(columns, console.width)
-    index = [columns.index(c) for c in keep]
+    widths = fitted(columns, rows, console.width)
     view = Table(
         title=escape(title) if title else None,
         box=box.SIMPLE_HEAD,
@@ -108,19 +129,20 @@ def text_table(
         pad_edge=False,
         padding=(0, GAP // 2),
         title_justify="left",
+        collapse_padding=True,
     )
-    for c in keep:
+    for i, w in widths.items():
+        c = columns[i]
         view.add_column(
-            c.header,
+            cut(c.header, w),
             no_wrap=True,
             overflow="ellipsis",
-            min_width=c.least,
-            max_width=c.most,
+            width=w,
             justify="right" if c.right else "left",
         )
     for row in rows:
-        view.add_row(*(escape(row[i]) for i in index))
-    dropped = [c.header for c in columns if c not in keep]
+        view.add_row(*(escape(cut(row[i], widths[i])) for i in widths))
+    dropped = [c.header for i, c in enumerate(columns) if i not in widths]
     console.print(view)
     if dropped:
         console.print(
@@ -130,14 +152,14 @@ def text_table(
 
 
 STATISTICS_COLUMNS = [
-    TextColumn("column", 8, 24, 0),
-    TextColumn("type", 6, 16, 6),
+    TextColumn("column", 16, 32, 0),
+    TextColumn("type", 8, 16, 6),
     TextColumn("nulls", 5, 11, 1, right=True),
     TextColumn("distinct", 8, 18, 2, right=True),
-    TextColumn("min", 6, 16, 3),
-    TextColumn("max", 6, 16, 3),
-    TextColumn("mean", 6, 12, 5),
-    TextColumn("median", 6, 26, 7),
+    TextColumn("min", 10, 20, 3),
+    TextColumn("max", 10, 20, 3),
+    TextColumn("mean", 8, 12, 5),
+    TextColumn("median", 8, 26, 7),
 ]
 TOP_COLUMN = TextColumn("top values", 12, 34, 8)
 HISTOGRAM_COLUMN = TextColumn("histogram", 12, 22, 4)
