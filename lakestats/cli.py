@@ -141,7 +141,9 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type) -> None:
             continue
         target = p
         if flag.group:
-            target = groups.setdefault(flag.group, p.add_mutually_exclusive_group())
+            if flag.group not in groups:  # one group per name (an empty one breaks --help)
+                groups[flag.group] = p.add_mutually_exclusive_group()
+            target = groups[flag.group]
         dest = _dest(flag.name)
         if flag.reads == opts.CLI_SWITCH:
             target.add_argument(flag.name, dest=dest, action="store_true", help=f.metadata["help"])
@@ -561,8 +563,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed package's version, read only when asked (every other
+    command keeps ``importlib.metadata`` out of its start-up)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import version
+
+        print(f"lakestats {version('lakestats')}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="lakestats", description="Column statistics for data-lake tables.")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the installed version and exit"
+    )
     parser.add_argument(
         "--spark-conf",
         action="append",
@@ -573,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config",
         metavar="FILE",
-        help=f"a TOML settings file (default ${config.CONFIG_ENV}); see README Configuration",
+        help=f"a TOML settings file (default ${config.CONFIG_ENV}); see docs/configuration.md",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 

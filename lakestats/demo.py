@@ -1,4 +1,5 @@
-"""``make demo``: build a TPC-H lineitem Iceberg table, analyze it on Spark, preview it.
+"""``make demo``: build a TPC-H lineitem Iceberg table, analyze it on Spark, preview it,
+and print the exact commands to run next (with the venv's own ``lakestats``).
 
 The table lives in the embedded SQLite catalog under ``./warehouse`` (scale 0.1,
 partitioned by year of ``l_shipdate``); statistics go to the table's ``_lakestats``.
@@ -7,6 +8,7 @@ partitioned by year of ``l_shipdate``); statistics go to the table's ``_lakestat
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -92,12 +94,40 @@ def main() -> None:
         json_rows, title=f"{IDENTIFIER} {name}", top=top, histograms=histograms, console=console
     )
     render_table_level(table, len(partitions), console)
-    console.print(
-        "next: [cyan]lakestats show demo.lineitem --json[/cyan] (table level) or "
-        "[cyan]lakestats show demo.lineitem --partition "
-        f"{name} --json[/cyan] (run from {os.getcwd()}); [cyan]lakestats serve[/cyan] shows it "
-        "at http://127.0.0.1:8080/tables/lineitem"
+    print_next_steps(console, IDENTIFIER, name)
+
+
+def venv_command(name: str) -> str:
+    """``name`` in this interpreter's ``bin/``, as typed from the working directory:
+    ``make demo`` does not activate ``.venv``, so plain ``lakestats`` is not on the PATH."""
+    path = Path(sys.executable).parent / name
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def next_commands(identifier: str, partition: str) -> list[tuple[str, str]]:
+    """The commands to run next, each with what it shows."""
+    lakestats, table = venv_command("lakestats"), shlex.quote(identifier)
+    return [
+        (f"{lakestats} show {table}", "the table level in the terminal"),
+        (f"{lakestats} show {table} --partition {shlex.quote(partition)}", "one partition"),
+        (f"{lakestats} serve", "then open http://127.0.0.1:8080/tables/lineitem"),
+    ]
+
+
+def print_next_steps(console: Console, identifier: str, partition: str) -> None:
+    """What ``make demo`` ends with: the exact commands to run next, plain text to copy."""
+    commands = next_commands(identifier, partition)
+    width = max(len(command) for command, _ in commands) + 2
+    lines = [f"next, from {os.getcwd()} (the demo's catalog is ./warehouse):"]
+    lines += [f"  {command:<{width}}# {what}" for command, what in commands]
+    lines.append(
+        f"  or: source {venv_command('activate')}   (then plain `lakestats ...`; "
+        "`lakestats --version` says which)"
     )
+    console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
 def render_table_level(table: ls.LakestatsTable, partitions: int, console: Console) -> None:

@@ -1,8 +1,8 @@
 """The ASGI application: ``create_app(configs)``; ``app_from_env()`` for uvicorn workers.
 
 JSON API under ``/api`` (``api_routes``), pages at ``/`` and ``/tables/...`` (``pages``),
-vendored CSS/JS under ``/static``, OpenAPI at ``/openapi.json`` (docs at ``/docs`` load
-assets from a CDN, so use ``/openapi.json`` offline).
+vendored CSS/JS under ``/static``, OpenAPI at ``/openapi.json``, Swagger UI at ``/docs`` and
+ReDoc at ``/redoc`` from vendored assets (``api_docs``: no CDN, so both work offline).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from lakestats.api import S3Options
-from lakestats.service import api_routes, errors, pages
+from lakestats.service import api_docs, api_routes, errors, pages
 from lakestats.service.config import TableConfig, demo_tables, load_tables
 from lakestats.service.tables import TableSet
 
@@ -44,11 +44,12 @@ def create_app(configs: list[TableConfig] | None = None, warm_up: bool = False) 
         title="lakestats",
         summary="Column statistics of data-lake tables: lookups, estimates, previews.",
         version="0.1.0",
-        docs_url="/docs",
+        docs_url=None,  # api_docs serves /docs and /redoc from vendored assets
         redoc_url=None,
     )
     app.state.tables = TableSet(configs if configs is not None else demo_tables())
     errors.install(app)
+    api_docs.install(app)
     app.include_router(api_routes.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
