@@ -11,6 +11,9 @@ timestamps as ISO-8601, bytes as base64, NaN/±inf as strings). Tabular answers 
 
 A statistics row (one column's statistics) stays a read-only mapping: its fields are the
 stored statistics, user-defined ones included, so their set is open.
+
+Over 400 lines because it is the whole answer vocabulary of the facade, one small frozen
+class per answer: one place to read every JSON shape the faces print.
 """
 
 from __future__ import annotations

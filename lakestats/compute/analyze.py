@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from lakestats import fs
 from lakestats.compute.errors import spark_call as _spark_call
 from lakestats.compute.exact.job import exact_table
+from lakestats.compute.outcome import TaskOutcome
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
 from lakestats.compute.session import collect_small, result_schema
@@ -465,7 +466,7 @@ def _compute_partitions(
     rows: dict[int, int] = {}
     written = 0
     for summary in summaries:
-        if summary["kind"] == "done":
+        if summary["kind"] == TaskOutcome.DONE:
             rows[summary["partition"]] = summary["row_count"]
         written += summary["bytes_written"] or 0
     return rows, written
@@ -503,7 +504,7 @@ def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
         spark, "merging slices", len(multi), lambda: collect_small(stage), progress
     )
     _raise_errors(merged)
-    return [s for s in summaries if s["kind"] == "done"] + merged
+    return [s for s in summaries if s["kind"] == TaskOutcome.DONE] + merged
 
 
 def _with_hook(stage: DataFrame, hook: object, names: list[str]) -> list[dict]:
@@ -514,7 +515,7 @@ def _with_hook(stage: DataFrame, hook: object, names: list[str]) -> list[dict]:
 
 
 def _raise_errors(summaries: list) -> None:
-    errors = [s["error"] for s in summaries if s["kind"] == "error"]
+    errors = [s["error"] for s in summaries if s["kind"] == TaskOutcome.ERROR]
     if errors:
         more = f" (and {len(errors) - 1} more partitions failed)" if len(errors) > 1 else ""
         raise LakestatsError(f"{errors[0]}{more}")
