@@ -243,6 +243,8 @@ class Frequencies:
 
 @dataclass(frozen=True)
 class Bin:
+    """One histogram bin: ``[lower, upper)`` (the histogram's last: ``[lower, max]``)."""
+
     lower: object
     upper: object
     count: int
