@@ -368,8 +368,8 @@ def cmd_frequencies(args: argparse.Namespace) -> int:
     def text() -> None:
         # ``≈``: the stored counts are estimates (merged from truncated lists, sampled)
         mark = "" if found.exact else "≈"
-        for value, frequency in found.to_json()["frequencies"]:
-            print(f"{mark + display.count(frequency):>14}  {value}")
+        for item in found.to_json()["frequencies"]:
+            print(f"{mark + display.count(item['frequency']):>14}  {item['value']}")
 
     return _answer(args, found, text)
 
@@ -435,13 +435,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
         head += f"; statistics of the rows where {found.derived_predicate}"
     rows = [
         ["(table)", c["name"], display.count(found.row_count)]
-        + [display.number(c.get(k)) for k in ("null_count", "distinct_count", "min", "max")]
+        + [display.count(c.get(k)) for k in ("null_count", "distinct_count")]
+        + [display.number(c.get(k)) for k in ("min", "max")]
         for c in data["table"]["columns"]
     ]
     for part in data.get("partitions", []):
         rows += [
             [part["name"] or "(all)", c["name"], display.count(part["row_count"])]
-            + [display.number(c.get(k)) for k in ("null_count", "distinct_count", "min", "max")]
+            + [display.count(c.get(k)) for k in ("null_count", "distinct_count")]
+            + [display.number(c.get(k)) for k in ("min", "max")]
             for c in part["columns"]
         ]
     text_table(

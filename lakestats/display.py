@@ -24,14 +24,15 @@ def count(value: object) -> str:
 
 
 def number(value: object, digits: int = 6) -> str:
-    """A value as text: floats with ``digits`` significant digits, integers with
-    separators, ``None`` as nothing, anything else as ``str``."""
+    """A value as text: floats with ``digits`` significant digits, ``None`` as nothing,
+    anything else (integers too: a value such as a year or an id is not a count) as
+    ``str``."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, int):
-        return f"{value:,}"
+        return str(value)
     if isinstance(value, float):
         return f"{value:.{digits}g}" if math.isfinite(value) else str(value)
     return str(value)

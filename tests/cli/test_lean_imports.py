@@ -152,7 +152,7 @@ def test_python_lookups_stay_lean(analyzed) -> None:
         f"t = ls.open_table({root!r})\n"
         "[row] = t.statistics('p=1', columns=['y'])\n"
         "print(json.dumps([row['null_count'], row['row_count'], row['min'],"
-        " sum(b['count'] for b in t.histogram('y', 'p=1')), t.frequencies('s', 'p=1', top=1)]))"
+        " sum(t.histogram('y', 'p=1').counts), list(t.frequencies('s', 'p=1', top=1))]))"
     )
     stdout, heavy = _run(body)
     assert heavy == []

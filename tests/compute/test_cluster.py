@@ -114,7 +114,7 @@ def assert_same_statistics(
     assert [(p.name, p.row_count) for p in ours] == [(p.name, p.row_count) for p in theirs]
     assert sum(p.row_count for p in ours) == data.num_rows > 0
     histograms = sketched = 0
-    for partition in [None, *(p["name"] for p in theirs)]:
+    for partition in [None, *(p.name for p in theirs)]:
         expected = reference.statistics(partition)
         got = mine.statistics(partition)
         assert [r["column"] for r in got] == [r["column"] for r in expected]

@@ -57,11 +57,12 @@ def test_tables_and_versions(served) -> None:
     assert summary["partitions"] == len(REGIONS) and summary["table_level"] is True
     info = client.get("/api/tables/sales").json()
     assert [c["name"] for c in info["columns"]] == [*COLUMNS, "region"]
-    assert client.get("/api/tables/sales/versions").json() == table.history()
+    assert client.get("/api/tables/sales/versions").json() == table.history().to_json()
     parts = client.get("/api/tables/sales/partitions").json()["partitions"]
     counts = dict(con.execute("SELECT region, count(*) FROM sales GROUP BY 1").fetchall())
     assert {p["partition"]["region"]: p["row_count"] for p in parts} == counts
-    assert all(set(p) == {"partition", "name", "row_count"} for p in parts)  # no server paths
+    assert all(set(p) == {"partition", "name", "path", "row_count"} for p in parts)
+    assert all(p["path"] == p["name"] for p in parts)  # the partition's own path, not the server's
 
 
 def _expected(con, where: str = "TRUE") -> dict[str, dict[str, object]]:
