@@ -30,6 +30,15 @@ def _count(value: object) -> str:
     return count(value)
 
 
+def type_cell(row: dict[str, object]) -> str:
+    """The table's own type beside the Arrow type (``timestamptz (timestamp[us, tz=UTC])``),
+    or the Arrow type alone where they read the same or the table's is unknown."""
+    arrow, native = str(row["type"]), row.get("table_type")
+    if not native or str(native).lower() == arrow.lower():
+        return arrow
+    return f"{native} ({arrow})"
+
+
 def distinct_cell(row: dict[str, object]) -> str:
     """The distinct count; an estimate as ``≈n ±p %`` from its stored bounds."""
     count = row.get("distinct_count")
@@ -153,7 +162,7 @@ def text_table(
 
 STATISTICS_COLUMNS = [
     TextColumn("column", 16, 32, 0),
-    TextColumn("type", 8, 16, 6),
+    TextColumn("type", 8, 40, 6),
     TextColumn("nulls", 5, 11, 1, right=True),
     TextColumn("distinct", 8, 18, 2, right=True),
     TextColumn("min", 10, 20, 3),
@@ -184,7 +193,7 @@ def render_statistics(
     for row in rows:
         line = [
             str(row["name"]),
-            str(row["type"]),
+            type_cell(row),
             _count(row.get("null_count")),
             distinct_cell(row),
             number(row.get("min")),

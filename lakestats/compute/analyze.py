@@ -130,11 +130,13 @@ def column_records(
     """The version's record of each analyzed leaf: name, the table's type and, where the
     format has them, its field id: the identity ``staleness`` compares with the table."""
     ids = table.field_ids(snapshot)
+    native = table.native_types(snapshot)
     return [
         {
             "name": leaf.name,
             "type": str(leaf.type),
             **({"field_id": ids[leaf.name]} if leaf.name in ids else {}),
+            **({"table_type": native[leaf.name]} if leaf.name in native else {}),
         }
         for leaf in leaves
     ]

@@ -139,3 +139,49 @@ def test_bin_labels_round_to_what_tells_edges_apart() -> None:
                                                            "count": 1}]
     assert display.bin_labels(close) == ["[1, 1.0001)", "[1.0001, 2]"]
     assert display.count(600572) == "600,572"
+
+
+@pytest.mark.parametrize("format_name", ["iceberg", "delta", "parquet"])
+def test_types_shown_as_the_tables_own(format_name, spark, tmp_path, capsys, monkeypatch) -> None:
+    """``show`` prints each column's type as the table's format writes it beside the Arrow
+    type; the reference is the format's own schema (pyiceberg, deltalake, the Parquet
+    footer)."""
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("COLUMNS", "200")
+    rows = pa.table({
+        "k": pa.array([1, 2], pa.int64()),
+        "at": pa.array([1, 2], pa.timestamp("us", tz="UTC")),
+        "s": ["a", "b"],
+    })
+    if format_name == "iceberg":
+        from lakestats.formats.iceberg import load_catalog
+
+        catalog = load_catalog(warehouse=str(tmp_path))
+        catalog.create_namespace("db")
+        native = catalog.create_table("db.t", schema=rows.schema)
+        native.append(rows)
+        name, extra = "db.t", ["--warehouse", str(tmp_path)]
+        truth = {f.name: str(f.field_type) for f in native.schema().fields}
+    elif format_name == "delta":
+        from deltalake import DeltaTable
+
+        name, extra = str(tmp_path / "t"), []
+        write_deltalake(name, rows)
+        truth = {f.name: f.type.type for f in DeltaTable(name).schema().fields}
+    else:
+        (tmp_path / "t").mkdir()
+        pq.write_table(rows, tmp_path / "t" / "0.parquet")
+        name, extra = str(tmp_path / "t"), []
+        schema = pq.ParquetFile(tmp_path / "t" / "0.parquet").schema
+        truth = {}
+        for i in range(len(schema)):
+            column = schema.column(i)
+            logical = column.logical_type.type
+            truth[column.path] = column.physical_type if logical == "NONE" else logical
+    ls.open_table(name, warehouse=extra[1] if extra else None).analyze(spark=spark)
+    shown = json.loads(_run(capsys, ["show", name, *extra, "--json"]))
+    assert {c["name"]: c["table_type"] for c in shown["columns"]} == truth
+    text = _run(capsys, ["show", name, *extra])
+    line = next(x for x in text.splitlines() if x.lstrip().startswith("at "))
+    assert f"{truth['at']} (timestamp[us, tz=UTC])" in line
