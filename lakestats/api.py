@@ -133,6 +133,12 @@ class LakestatsTable:
 
             load(root, self.name, self.s3)  # no sample: one line, before Spark starts
         probe_writable(root, self.s3)
+        from lakestats.compute.unchanged import without_spark
+
+        done = without_spark(table, root, options, self.s3)  # nothing changed: no Spark
+        if done is not None:
+            self._reader = None
+            return done
         subset = None
         if options.where is not None:
             root, subset = self._derived_job(options.where, options.snapshot_id)

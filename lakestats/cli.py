@@ -198,7 +198,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         "stats_root": result.stats_root,
     }
     if args.json:
-        _print_json(summary)
+        _print_json({**summary, "unchanged": result.unchanged})
+    elif result.unchanged:
+        print(
+            f"nothing to analyze: statistics version {result.version} already describes "
+            f"snapshot {result.snapshot_id} ({result.partitions_reused} partitions, "
+            f"{display.count(result.row_count)} rows, none changed)"
+        )
     else:
         print(
             f"analyzed {result.partitions_computed} partitions "

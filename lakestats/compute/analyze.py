@@ -54,6 +54,7 @@ class AnalyzeResult:
     bytes_written: int
     stats_root: str
     partitions_repaired: int = 0  # reusable but a file was missing or damaged: recomputed
+    unchanged: bool = False  # the latest version already described this: nothing published
 
 
 @dataclass(frozen=True)
