@@ -315,7 +315,7 @@ def _evaluate(spark, label, table, con, source, spec, counts, seed, total_rows, 
             print(f"  ... {label}: predicate {number}/{len(predicates)}", flush=True)
         truth = con.execute(f"SELECT count(*) FROM {source} WHERE {where}").fetchone()[0]
         t0 = time.perf_counter()
-        ours = table.estimate(where)
+        ours = table.estimate(where).to_json()
         t1 = time.perf_counter()
         theirs = spark_rows(spark, name, where) if spark is not None else float("nan")
         t2 = time.perf_counter()

@@ -166,7 +166,7 @@ def histogram_error(handle: ls.LakestatsTable, table_dir: Path) -> None:
     for row in handle.statistics(None):
         if not row.get("histogram_bins"):
             continue
-        bins = handle.histogram(row["column"])
+        bins = handle.histogram(row["column"]).rows()
         values = data[row["column"]]
         if pa.types.is_decimal(values.type):
             values = values.cast(pa.float64())

@@ -2,8 +2,9 @@
 
 ``docs/reference/cli.md`` from the argparse parser (``lakestats.cli.build_parser``),
 ``docs/reference/configuration.md`` from ``lakestats.config.Settings`` and
-``docs/reference/analyze-options.md`` from ``lakestats.options``. The pages are committed
-(they read on any Markdown viewer); ``make docs-gen`` runs this script and
+``docs/reference/analyze-options.md`` from ``lakestats.options`` and
+``docs/reference/answers.md`` from ``lakestats.answers`` (fields, ``to_json()`` keys). The
+pages are committed (they read on any Markdown viewer); ``make docs-gen`` runs this script and
 ``tests/e2e/test_docs.py`` fails when a committed page differs from a fresh generation.
 
 This is build tooling, not part of the package: it lives beside the pages it writes
@@ -180,10 +181,123 @@ def options_page() -> str:
     )
 
 
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null or a value of the column's type"
+
+
+def _key_type(value: object, declared: str | None) -> str:
+    """A JSON key's type: the example value's, unless it is null or a column's value."""
+    if declared is None:
+        return _json_type(value)
+    if value is None or "column's type" in declared:
+        return declared
+    optional = " or null" if declared.endswith(" or null") else ""
+    return _json_type(value) + optional
+
+
+def _declared_json_types(cls: type) -> dict[str, str]:
+    """Field name -> JSON type from the field's annotation (``or null`` when optional);
+    ``object`` annotations (a column's value) read as a value of the column's type."""
+    import types
+    import typing
+
+    import lakestats.answers as answers
+
+    names = {bool: "boolean", int: "number", float: "number", str: "string", tuple: "array"}
+    out = {}
+    for name, hint in typing.get_type_hints(cls, vars(answers)).items():
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        options = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
+        kind = typing.get_origin(options[0]) or options[0]
+        text = names.get(kind) or (
+            "a value of the column's type" if kind is object else "object"
+        )
+        out[name] = f"{text} or null" if union else text
+        if dataclasses.is_dataclass(kind):  # a nested answer's keys are printed inline
+            out.update(_declared_json_types(kind))
+    return out
+
+
+def _example(cls: type) -> object:
+    """An instance of answer class ``cls`` with empty values of each field's type, for its
+    ``to_json()`` keys."""
+    import types
+    import typing
+
+    import lakestats.answers as answers
+
+    hints = typing.get_type_hints(cls, vars(answers))
+    values = {}
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        options = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
+        kind = typing.get_origin(options[0]) or options[0]
+        if union and f.default is not dataclasses.MISSING:
+            values[f.name] = f.default  # an optional part: the keys it adds are named below
+        elif union:
+            values[f.name] = None
+        elif dataclasses.is_dataclass(kind):
+            values[f.name] = _example(kind)
+        elif kind in (bool, int, float, str):
+            values[f.name] = kind()
+        elif kind is tuple:
+            values[f.name] = ()
+        else:
+            values[f.name] = {}
+    return cls(**values)
+
+
+def answers_page() -> str:
+    import inspect
+
+    import lakestats.answers as answers
+
+    classes = [
+        c for _, c in inspect.getmembers(answers, inspect.isclass)
+        if c.__module__ == answers.__name__ and hasattr(c, "to_json")
+    ]
+    out = [
+        NOTICE.format(source="lakestats/answers.py"),
+        "# Answers\n\n",
+        "Every lookup on `lakestats.api.LakestatsTable` returns one of these frozen answers; "
+        "`to_json()` is what `lakestats … --json` prints and what the HTTP API answers. "
+        "Values are JSON values of the statistics (decimals and integers beyond 2^53 as "
+        "text, times as ISO-8601, bytes as base64, NaN and ±infinity as strings). Statistics "
+        "rows (`columns`) carry every stored statistic of a column; see "
+        "[Storage format](../storage-format.md).\n\n",
+    ]
+    for cls in sorted(classes, key=lambda c: c.__name__):
+        doc = " ".join((inspect.getdoc(cls) or "").split())
+        out.append(f"## {cls.__name__}\n\n{_cell(doc)}\n\n")
+        out.append("| field | Python type |\n| --- | --- |\n")
+        for f in dataclasses.fields(cls):
+            out.append(f"| `{f.name}` | {_cell(_code(f.type))} |\n")
+        shape = _example(cls).to_json()
+        if isinstance(shape, dict):
+            declared = _declared_json_types(cls)
+            keys = ", ".join(f"`{k}` ({_key_type(v, declared.get(k))})" for k, v in shape.items())
+            out.append(f"\n`to_json()`: an object with {keys}.\n\n")
+        else:
+            out.append(f"\n`to_json()`: an {_json_type(shape)} of its items' objects.\n\n")
+    return "".join(out)
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "cli.md": cli_page,
     "configuration.md": configuration_page,
     "analyze-options.md": options_page,
+    "answers.md": answers_page,
 }
 
 

@@ -18,31 +18,56 @@ here); each method only checks its request and calls the layer below that answer
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lakestats import fs
+from lakestats.answers import (
+    BatchStatistics,
+    Bin,
+    ColumnInfo,
+    Estimate,
+    ExpireReport,
+    Frequencies,
+    Histogram,
+    Partition,
+    PartitionColumns,
+    Partitions,
+    PartitionStatistics,
+    Quantile,
+    Rank,
+    TableStatistics,
+    TableSummary,
+    VersionInfo,
+    Versions,
+    frozen_row,
+)
 from lakestats.errors import (
     ColumnNotFoundError,
     CorruptStatisticsError,
     InvalidArgumentError,
     LakestatsError,
-    SnapshotNotFoundError,
     StatisticsNotFoundError,
     TableNotFoundError,
 )
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
+from lakestats.fs import S3Options  # noqa: F401 - public: a table's object store settings
 from lakestats.options import AnalyzeOptions
 from lakestats.stats.keys import to_json  # noqa: F401 - the CLI's and service's JSON form of a value
 from lakestats.store import layout, manifest
 from lakestats.store.kinds import FileKind, VersionKind  # noqa: F401 - public names
 from lakestats.store.layout import probe_writable
 from lakestats.store.reader import StatisticsReader
+from lakestats.versions import (  # noqa: F401 - public names of the facade
+    check_snapshot,
+    parse_as_of,
+    snapshot_as_of,
+    staleness,
+    version_for_snapshot,
+)
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
     from lakestats.compute.analyze import AnalyzeResult, RowSubset
@@ -108,6 +133,12 @@ class LakestatsTable:
 
             load(root, self.name, self.s3)  # no sample: one line, before Spark starts
         probe_writable(root, self.s3)
+        from lakestats.compute.unchanged import without_spark
+
+        done = without_spark(table, root, options, self.s3)  # nothing changed: no Spark
+        if done is not None:
+            self._reader = None
+            return done
         subset = None
         if options.where is not None:
             root, subset = self._derived_job(options.where, options.snapshot_id)
@@ -170,6 +201,12 @@ class LakestatsTable:
         normalized = predicates.normalize(pred)
         return derived.find(self.stats_root, normalized, reader.version.snapshot_id, self.s3)
 
+    def derived_columns(self, where: str, snapshot_id: int | None = None) -> list[str] | None:
+        """The columns ``analyze --where`` computed for ``where``, or None when that
+        predicate was not analyzed."""
+        found = self.derived_reader(where, snapshot_id)
+        return None if found is None else [c["name"] for c in found.columns]
+
     def _version_reader(self, snapshot_id: int | None) -> StatisticsReader:
         if snapshot_id is None:
             return self.reader()
@@ -196,9 +233,34 @@ class LakestatsTable:
             self._reader = StatisticsReader(self.stats_root, s3=self.s3)
         return self._reader
 
+    def summary(self) -> TableSummary:
+        """The latest statistics version: number, snapshot, rows, partitions, columns."""
+        version = self.reader().version
+        return TableSummary(
+            version=version.version,
+            snapshot_id=version.snapshot_id,
+            row_count=version.merged_record_count or version.row_count,
+            partitions=tuple(e.name for e in version.partitions),
+            table_level=bool(version.table_files),
+            created_at=version.created_at,
+            columns=tuple(ColumnInfo(c["name"], c["type"]) for c in version.columns),
+        )
+
+    def check_columns(self, names: list[str] | None) -> None:
+        """Unknown column names are a ``ColumnNotFoundError`` naming them, with the
+        analyzed columns nearest in spelling."""
+        reader = self.reader()
+        for name in names or ():
+            reader.column_index(name)
+
+    def latest_version(self) -> int:
+        """The number of the newest published statistics version (0: never analyzed);
+        one listing, for a long-running reader to notice a new ``analyze``."""
+        return manifest.latest_version_number(self.stats_root, self.s3)
+
     def table_statistics(
         self, snapshot_id: int | None = None, columns: list[str] | None = None
-    ) -> dict[str, object]:
+    ) -> TableStatistics:
         """Table-level statistics for a snapshot (default: current), marked stale when they
         were computed for an earlier snapshot; columns changed since are left out."""
         version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
@@ -206,13 +268,11 @@ class LakestatsTable:
         if reader.version.version != version.version:
             reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
         info = staleness(self.format, version, snapshot_id)
-        keep = [
-            c["name"] for c in version.columns if c["name"] not in info["columns_not_inherited"]
-        ]
+        keep = [c["name"] for c in version.columns if c["name"] not in info.columns_not_inherited]
         for name in columns or ():
-            if name in info["columns_not_inherited"]:
+            if name in info.columns_not_inherited:
                 raise ColumnNotFoundError(
-                    f"column {name!r} changed since snapshot {info['statistics_snapshot_id']} "
+                    f"column {name!r} changed since snapshot {info.statistics_snapshot_id} "
                     "its statistics describe; analyze the table again"
                 )
             if name not in keep:
@@ -222,22 +282,16 @@ class LakestatsTable:
                 )
         wanted = list(columns or keep)
         rows = reader.column_statistics(None, wanted)
-        return {
-            **info,
-            "version": version.version,
-            **(
-                {"kind": VersionKind.SAMPLED, "sample": version.extra.get("sample")}
-                if version.kind == VersionKind.SAMPLED
-                else {}
-            ),
-            **(
-                {"damaged_versions_skipped": version.skipped_versions}
-                if version.skipped_versions
-                else {}
-            ),
-            "row_count": version.merged_record_count,
-            "columns": rows,
-        }
+        sampled = version.kind == VersionKind.SAMPLED
+        return TableStatistics(
+            staleness=info,
+            version=version.version,
+            row_count=version.merged_record_count,
+            columns=tuple(frozen_row(r) for r in rows),
+            kind=VersionKind.SAMPLED if sampled else None,
+            sample=version.extra.get("sample") if sampled else None,
+            damaged_versions_skipped=tuple(version.skipped_versions or ()),
+        )
 
     def partitions_containing(self, column: str, value: str) -> list[dict[str, object]]:
         """Partitions holding ``value`` (given as text, parsed with the column's type)."""
@@ -260,16 +314,12 @@ class LakestatsTable:
         where: str | None = None,
         by_partition: bool = True,
         snapshot_id: int | None = None,
-    ) -> dict[str, object]:
+    ) -> BatchStatistics:
         """Statistics of ``columns`` for the table and for every partition ``where`` can
         match, in one call: the per-partition part comes from the version's partition
-        index (the row groups of those columns), never from one file per partition.
-
-        Returns ``{"table": {row_count, version, snapshot_id, partitions,
-        partitions_matched, columns: [table-level rows]}, "partitions": [{"partition":
-        values, "name", "row_count", "columns": [{"name", "null_count", "nan_count",
-        "distinct_count", "min", "max", "frequencies_complete", "all_distinct", "p01" ...
-        "p99"}]}]}`` with decoded values (``partitions`` only with ``by_partition``)."""
+        index (the row groups of those columns), never from one file per partition
+        (``partitions`` only with ``by_partition``). Per partition and column: null, NaN
+        and distinct counts, min, max, the frequency flags and the percentiles."""
         from lakestats.query.column_stats import column_stats
 
         reader = self._version_reader(snapshot_id)
@@ -277,62 +327,79 @@ class LakestatsTable:
             found = self.derived_reader(where, snapshot_id)
             if found is not None:  # analyzed with --where: a lookup
                 result = column_stats(found, columns, by_partition=by_partition)
-                result["derived"] = True
-                result["predicate"] = found.version.extra.get("derived_predicate")
-                return result
-        return column_stats(
-            reader,
-            columns,
-            where=where,
-            by_partition=by_partition,
-            unanalyzed=_TableColumns(self, snapshot_id),
+                predicate = found.version.extra.get("derived_predicate")
+                return _batch(result, derived_predicate=str(predicate))
+        return _batch(
+            column_stats(
+                reader,
+                columns,
+                where=where,
+                by_partition=by_partition,
+                unanalyzed=_TableColumns(self, snapshot_id),
+            )
         )
 
-    def history(self) -> list[dict[str, object]]:
+    def history(self) -> Versions:
+        """Every statistics version, oldest first (damaged ones say why), then the
+        derived entries (``analyze --where``)."""
         self._check_path()
         check_root(self.stats_root, self.s3)
-        out: list[dict[str, object]] = []
+        out: list[VersionInfo] = []
         for number in manifest.version_numbers(self.stats_root, self.s3):
             try:
                 v = manifest.load_version(self.stats_root, number, self.s3)
             except CorruptStatisticsError as exc:  # listed, so it can be expired
-                out.append({"version": number, "damaged": exc.message})
+                out.append(VersionInfo(version=number, damaged=exc.message))
                 continue
             except StatisticsNotFoundError:
                 continue  # expired since the listing
             out.append(
-                {
-                    "version": v.version,
-                    "snapshot_id": v.snapshot_id,
-                    "schema_id": v.schema_id,
-                    "merged_record_count": v.merged_record_count,
-                    "merged_record_size": v.merged_record_size,
-                    "partitions_computed": v.partitions_computed,
-                    "partitions_reused": v.partitions_reused,
-                    "created_at": v.created_at,
-                    "kind": v.kind,
-                }
+                VersionInfo(
+                    version=v.version,
+                    snapshot_id=v.snapshot_id,
+                    schema_id=v.schema_id,
+                    merged_record_count=v.merged_record_count,
+                    merged_record_size=v.merged_record_size,
+                    partitions_computed=v.partitions_computed,
+                    partitions_reused=v.partitions_reused,
+                    created_at=v.created_at,
+                    kind=v.kind,
+                )
             )
         from lakestats.store import derived
 
-        out.extend(derived.entries(self.stats_root, self.s3))
-        return out
+        for entry in derived.entries(self.stats_root, self.s3):
+            out.append(
+                VersionInfo(
+                    version=int(entry["version"]),
+                    snapshot_id=entry["snapshot_id"],
+                    created_at=entry["created_at"],
+                    kind=VersionKind.DERIVED,
+                    derived=entry,
+                )
+            )
+        return Versions(tuple(out))
 
-    def partitions(self) -> list[dict[str, object]]:
+    def partitions(self) -> Partitions:
+        """The partitions of the latest version; ``path`` (unambiguous whatever the values
+        hold) is what ``--partition`` takes; ``files`` are the statistics files' URIs."""
         reader = self.reader()
-        return [
-            {
-                "partition": entry.values,
-                "name": entry.name,
-                "path": entry.path,  # unambiguous whatever the values hold; --partition takes it
-                "row_count": entry.row_count,
-                **{
-                    f"{kind}_path": layout.absolute(reader.root, path)
-                    for kind, path in entry.files.items()
-                },
-            }
-            for entry in reader.version.partitions
-        ]
+        return Partitions(
+            reader.version.version,
+            tuple(
+                Partition(
+                    partition=entry.values,
+                    name=entry.name,
+                    path=entry.path,
+                    row_count=entry.row_count,
+                    files={
+                        kind: layout.absolute(reader.root, path)
+                        for kind, path in entry.files.items()
+                    },
+                )
+                for entry in reader.version.partitions
+            ),
+        )
 
     def estimate(
         self,
@@ -340,7 +407,7 @@ class LakestatsTable:
         snapshot_id: int | None = None,
         table_level: bool = False,
         source: str = "index",
-    ) -> dict[str, object]:
+    ) -> Estimate:
         """Rows ``where`` keeps, estimated per partition from the statistics and summed,
         with sound bounds (see README "Selectivity estimates"); ``table_level`` uses the
         table-level files as one partition instead. ``source``: ``"index"`` (the version's
@@ -351,7 +418,10 @@ class LakestatsTable:
         reader = self._version_reader(snapshot_id)
         found = self.derived_reader(where, snapshot_id)
         if found is not None:  # analyzed with --where: the exact count
-            return _derived_estimate(reader, found)
+            return Estimate.of(
+                _derived_estimate(reader, found), reader.version.version,
+                reader.version.snapshot_id,
+            )
         pred = predicates.parse(
             where, estimate_source.column_types(reader), _TableColumns(self, snapshot_id)
         )
@@ -367,9 +437,7 @@ class LakestatsTable:
         if not table_level and reader.version.table_files:
             table = estimate_source.table_level(reader, columns)[0]
         result = predicates.estimate(pred, parts, table)
-        result["version"] = reader.version.version
-        result["snapshot_id"] = reader.version.snapshot_id
-        return result
+        return Estimate.of(result, reader.version.version, reader.version.snapshot_id)
 
     def statistics(
         self,
@@ -384,14 +452,36 @@ class LakestatsTable:
         if snapshot is None:
             return self.reader().column_statistics(partition, columns)
         if partition is None:
-            return self.table_statistics(snapshot, columns)["columns"]
+            return [dict(r) for r in self.table_statistics(snapshot, columns).columns]
         return self._version_reader(snapshot).column_statistics(partition, columns)
 
-    def partition(self, partition: str | dict) -> dict[str, object]:
-        """One partition of the latest version: ``{"partition": values, "name", "row_count"}``
-        (an unknown one is a ``PartitionNotFoundError`` listing some that exist)."""
-        entry = self.reader().partition(partition)
-        return {"partition": entry.values, "name": entry.name, "row_count": entry.row_count}
+    def partition(self, partition: str | dict) -> Partition:
+        """One partition of the latest version (an unknown one is a
+        ``PartitionNotFoundError`` listing some that exist)."""
+        reader = self.reader()
+        entry = reader.partition(partition)
+        return Partition(
+            partition=entry.values,
+            name=entry.name,
+            path=entry.path,
+            row_count=entry.row_count,
+            files={k: layout.absolute(reader.root, p) for k, p in entry.files.items()},
+        )
+
+    def partition_statistics(
+        self, partition: str | dict, columns: list[str] | None = None
+    ) -> PartitionStatistics:
+        """One partition's statistics in the latest version (``show --partition``)."""
+        reader = self.reader()
+        entry = reader.partition(partition)
+        rows = reader.column_statistics(entry.name or None, columns)
+        return PartitionStatistics(
+            partition=entry.values,
+            name=entry.name,
+            row_count=entry.row_count,
+            version=reader.version.version,
+            columns=tuple(frozen_row(r) for r in rows),
+        )
 
     def has_table_statistics(self) -> bool:
         """Whether the latest version has table-level files (not ``--partitions-only``)."""
@@ -399,16 +489,43 @@ class LakestatsTable:
 
     def frequencies(
         self, column: str, partition: str | dict | None = None, top: int | None = None
-    ) -> list[tuple[object, int]]:
-        return self.reader().frequencies(partition, column, top)
+    ) -> Frequencies:
+        """The ``top`` most frequent values of ``column`` (all stored when None), of the
+        table level or of ``partition``, with the flags that say how whole the list is."""
+        reader = self.reader()
+        entry = reader.partition(partition or None)
+        [row] = reader.column_statistics(entry.name or None, [column])
+        pairs = reader.frequencies(entry.name or None, column, top)
+        return Frequencies(
+            column=column,
+            partition=entry.name or None,
+            version=reader.version.version,
+            row_count=row["row_count"],
+            distinct_count=row["distinct_count"],
+            all_distinct=row.get("all_distinct"),
+            truncated=bool(row.get("frequencies_truncated")),
+            omitted=row.get("frequencies_omitted"),
+            duplicates_only=bool(row.get("duplicates_only")),
+            exact=row.get("frequencies_exact") is not False,
+            pairs=tuple((v, f) for v, f in pairs),
+        )
 
-    def rank(self, column: str, value: object) -> dict[str, object]:
+    def rank(self, column: str, value: object) -> Rank:
         """Exact rank of a value at table level (needs ``analyze(exact=True)``)."""
-        return self.reader().rank(column, value)
+        found = self.reader().rank(column, value)
+        return Rank(
+            column=column,
+            value=value,
+            below=found["below"],
+            equal=found["equal"],
+            above=found["above"],
+            total=found["total"],
+            percentile=found["percentile"],
+        )
 
-    def quantile(self, column: str, p: float) -> object:
+    def quantile(self, column: str, p: float) -> Quantile:
         """Exact table-level quantile (nearest rank; needs ``analyze(exact=True)``)."""
-        return self.reader().quantile(column, p)
+        return Quantile(column, p, self.reader().quantile(column, p))
 
     def histogram(
         self,
@@ -416,24 +533,40 @@ class LakestatsTable:
         partition: str | dict | None = None,
         start: int = 0,
         stop: int | None = None,
-    ) -> list[dict[str, object]]:
+    ) -> Histogram:
+        """Bins ``[start, stop)`` of ``column``'s histogram (all when ``stop`` is None),
+        of the table level or of ``partition``."""
         if start < 0 or (stop is not None and stop < start):
             raise InvalidArgumentError(
                 f"bins {start} to {stop} are not a range: bins are numbered from 0, --start is "
                 "the first bin and --stop the bin after the last, so 0 <= start <= stop "
                 "(e.g. --start 0 --stop 10 for the first ten)"
             )
-        return self.reader().histogram(partition, column, start, stop)
+        reader = self.reader()
+        entry = reader.partition(partition or None)
+        bins = reader.histogram(entry.name or None, column, start, stop)
+        [row] = reader.column_statistics(entry.name or None, [column])
+        total = row.get("histogram_bins") or 0
+        return Histogram(
+            column=column,
+            partition=entry.name or None,
+            version=reader.version.version,
+            histogram_bins=total,
+            start=min(start, total),
+            stop=min(start + len(bins), total) if bins else min(start, total),
+            exact=row.get("histogram_exact") is not False,
+            bins=tuple(Bin(b["lower"], b["upper"], b["count"]) for b in bins),
+        )
 
 
     # -- maintaining ----------------------------------------------------------
     def expire(
         self, retain_last: int = 1, *, orphan_age_minutes: int = 60, dry_run: bool = False
-    ) -> dict[str, object]:
+    ) -> ExpireReport:
         """Remove the versions of snapshots the table no longer has (always keeping the
         ``retain_last`` newest), files no kept version references (older than
         ``orphan_age_minutes``) and derived entries of removed snapshots. Returns
-        ``{dry_run, versions_removed, versions_kept, files_removed, derived_removed}``."""
+        an ``ExpireReport``."""
         from lakestats.store import derived
         from lakestats.store.expire import apply_expiry, plan_expiry
 
@@ -453,13 +586,13 @@ class LakestatsTable:
         kept = {manifest.load_version(root, n, self.s3).snapshot_id for n in plan.versions_kept}
         removed = derived.expire(root, kept, self.s3, dry_run=dry_run)
         self._reader = None
-        return {
-            "dry_run": dry_run,
-            "versions_removed": plan.versions_removed,
-            "versions_kept": plan.versions_kept,
-            "files_removed": len(plan.files_removed),
-            "derived_removed": removed,
-        }
+        return ExpireReport(
+            dry_run=dry_run,
+            versions_removed=tuple(plan.versions_removed),
+            versions_kept=tuple(plan.versions_kept),
+            files_removed=len(plan.files_removed),
+            derived_removed=tuple(removed),
+        )
 
     def export_paimon(self, version: int | None = None) -> dict[str, object]:
         """A statistics version (default: the latest) as Paimon's statistics JSON."""
@@ -514,6 +647,31 @@ def _derived_estimate(reader: StatisticsReader, found: StatisticsReader) -> dict
     }
 
 
+def _batch(result: dict[str, object], derived_predicate: str | None = None) -> BatchStatistics:
+    table = result["table"]
+    parts = result.get("partitions")
+    return BatchStatistics(
+        row_count=table["row_count"],
+        version=table["version"],
+        snapshot_id=table["snapshot_id"],
+        partitions_total=table["partitions"],
+        partitions_matched=table["partitions_matched"],
+        columns=tuple(frozen_row(c) for c in table["columns"]),
+        partitions=None
+        if parts is None
+        else tuple(
+            PartitionColumns(
+                partition=p["partition"],
+                name=p["name"],
+                row_count=p["row_count"],
+                columns=tuple(frozen_row(c) for c in p["columns"]),
+            )
+            for p in parts
+        ),
+        derived_predicate=derived_predicate,
+    )
+
+
 class _TableColumns:
     """The table's column names, read only when asked (a predicate naming a column without
     statistics), so an estimate normally never opens the table's metadata."""
@@ -531,54 +689,24 @@ class _TableColumns:
         return name in {leaf.name for leaf in leaves_of(schema)}
 
 
-def snapshot_as_of(table: TableFormat, timestamp_ms: int) -> int:
-    """The snapshot that was current at ``timestamp_ms``: the last one to become current at
-    or before it (``TableFormat.snapshot_log``; for Iceberg its snapshot log, so rolled-back
-    and branch snapshots are never picked)."""
-    from lakestats.errors import InvalidArgumentError
-
-    log = table.snapshot_log()  # oldest first; a later entry wins a tie
-    earlier = [snapshot for at, snapshot in log if at <= timestamp_ms]
-    if not earlier:
-        first = min((at for at, _ in log), default=None)
-        raise InvalidArgumentError(
-            f"{table.identifier} has no snapshot at or before {_iso(timestamp_ms)}"
-            + (f"; its first snapshot is from {_iso(first)}" if first is not None else "")
-        )
-    return earlier[-1]
-
-
-def _iso(timestamp_ms: int) -> str:
-    import datetime as dt
-
-    try:
-        moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=timestamp_ms)
-    except OverflowError:
-        return f"{timestamp_ms} ms after 1970-01-01"
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def check_snapshot(table: TableFormat, snapshot_id: int | None) -> None:
-    """Refuse a ``--snapshot`` the table does not have (a Parquet directory has none)."""
-    if snapshot_id is None:
-        return
-    ids = [s.snapshot_id for s in table.snapshots()]
-    if not ids:
-        raise InvalidArgumentError(
-            f"{table.identifier} is a {table.format_name} table without snapshots: "
-            "drop --snapshot / --as-of"
-        )
-    if snapshot_id not in ids:
-        raise SnapshotNotFoundError(
-            f"snapshot {snapshot_id} is not a snapshot of {table.identifier}; its newest "
-            f"is {table.current_snapshot_id()}"
-        )
-
-
 def check_root(root: str, s3: fs.S3Options | None = None) -> None:
     """A statistics root that is a file is a mistake to report, not an empty history; an
     unreachable store is one line (``fs.check_directory``)."""
     fs.check_directory(root, s3)
+
+
+def default_warehouse() -> str:
+    """The embedded Iceberg catalog's warehouse (``$LAKESTATS_WAREHOUSE``, ./warehouse)."""
+    from lakestats.formats.iceberg import default_warehouse as embedded
+
+    return embedded()
+
+
+def load_catalog(warehouse: str | None = None, catalog: str | None = None):  # noqa: ANN201
+    """A pyiceberg catalog: ``catalog`` by name, else the embedded SQLite one."""
+    from lakestats.formats.iceberg import load_catalog as load
+
+    return load(catalog, warehouse=warehouse)
 
 
 def open_table(
@@ -618,130 +746,3 @@ def sql(
     }
 
 
-def parse_as_of(text: str) -> int:
-    """``--as-of``: an ISO-8601 time (UTC unless it has an offset) or epoch milliseconds,
-    as epoch milliseconds; anything else is an ``InvalidArgumentError``."""
-    import datetime as dt
-
-    lowest = dt.datetime(1, 1, 2, tzinfo=dt.UTC)  # a day's margin for any offset
-    highest = dt.datetime(9999, 12, 30, tzinfo=dt.UTC)
-    out_of_range = InvalidArgumentError(
-        f"{text!r} is out of range: give a time between {lowest.date().isoformat()} and "
-        f"{highest:%Y-%m-%d} (UTC), or epoch milliseconds in that range"
-    )
-    if text.isdigit():
-        value = int(text)
-        if value > int(highest.timestamp() * 1000):
-            raise out_of_range
-        return value
-    try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidArgumentError(
-            f"expected an ISO-8601 time such as 2024-05-01T12:00:00Z, got {text!r}"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    try:
-        if not lowest <= moment <= highest:
-            raise out_of_range
-    except OverflowError:
-        raise out_of_range from None
-    return int(moment.timestamp() * 1000)
-
-
-def staleness(
-    table: TableFormat, version: manifest.Version, snapshot_id: int | None
-) -> dict[str, object]:
-    """How far ``version`` lags behind ``snapshot_id`` (default: the table's current one).
-
-    Counts the snapshots committed after the version's snapshot up to the target, and the
-    partitions whose files differ; lists the columns whose type changed or that are gone
-    (their statistics are not inherited; unchanged columns keep theirs). A column's
-    identity is its name, type and, where the format has them, its field id: a column
-    dropped and added again under the same name does not inherit the old statistics.
-    """
-    target = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
-    snapshots = {s.snapshot_id: s for s in table.snapshots()}
-    described = version.extra.get("columns_snapshot_id", version.snapshot_id)
-    behind = 0
-    if target is not None and described is not None and target != described:
-        start = snapshots.get(described)
-        end = snapshots.get(target)
-        if start is not None and end is not None:
-            behind = sum(
-                1
-                for s in snapshots.values()
-                if start.timestamp_ms < s.timestamp_ms <= end.timestamp_ms
-            )
-    plans = table.plan(target)
-    known = {(e.path, e.fingerprint) for e in version.partitions}
-    paths = {layout.partition_dir_of(list(p.key), p.values): p.fingerprint() for p in plans}
-    changed = sum(1 for path, fp in paths.items() if (path, fp) not in known)
-    changed += sum(1 for e in version.partitions if e.path not in paths)
-    ids = table.field_ids(target)
-    current = {
-        name: (kind, ids.get(name)) for name, kind in _leaf_types_of(table.schema(target))
-    }
-    dropped = [
-        c["name"]
-        for c in version.columns
-        if current.get(c["name"]) != (c["type"], c.get("field_id"))
-    ]
-    return {
-        "snapshot_id": target,
-        "statistics_snapshot_id": described,
-        "stale": bool(behind or changed or dropped),
-        "snapshots_behind": behind,
-        "partitions_changed": changed,
-        "columns_not_inherited": dropped,
-    }
-
-
-def _leaf_types_of(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
-    try:
-        return _leaf_types(schema)
-    except TypeError:  # a schema whose metadata pyarrow cannot hash
-        return _leaf_types.__wrapped__(schema)
-
-
-@functools.lru_cache(maxsize=32)
-def _leaf_types(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
-    """(name, type) of every leaf: walking a 1,000-column schema costs milliseconds, and
-    ``staleness`` asks on every table-level lookup (a schema is hashable and immutable)."""
-    from lakestats.stats.leaves import leaves_of
-
-    return tuple((leaf.name, str(leaf.type)) for leaf in leaves_of(schema))
-
-
-def version_for_snapshot(
-    root: str, table: TableFormat, snapshot_id: int | None, s3: fs.S3Options | None = None
-) -> manifest.Version:
-    """The version of ``snapshot_id``, else the nearest earlier one (stale), else the latest."""
-    latest = manifest.load_version(root, None, s3)
-    if snapshot_id is None or latest.snapshot_id == snapshot_id:
-        return latest
-    snapshots = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
-    if snapshot_id not in snapshots:
-        raise SnapshotNotFoundError(
-            f"snapshot {snapshot_id} is not a snapshot of {table.identifier}; "
-            "see `lakestats history` for analyzed snapshots"
-        )
-    target_ts = snapshots[snapshot_id]
-    numbers = manifest.version_numbers(root, s3)
-    described = manifest.snapshots_of_versions(root, numbers, s3)
-    best: int | None = None
-    best_ts = 0
-    for number in reversed(numbers):  # the newest version of a snapshot wins
-        described_id, described_ts = described[number]
-        if described_id == snapshot_id:
-            return manifest.load_version(root, number, s3)
-        ts = described_ts or snapshots.get(described_id)
-        if ts is not None and ts <= target_ts and (best is None or ts > best_ts):
-            best, best_ts = number, ts
-    if best is None:
-        raise StatisticsNotFoundError(
-            f"no statistics version describes snapshot {snapshot_id} or an earlier one; "
-            "analyze that snapshot with --snapshot"
-        )
-    return manifest.load_version(root, best, s3)

@@ -21,11 +21,11 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from lakestats import api, config
+from lakestats import api, config, display
 from lakestats import options as opts
-from lakestats.api import to_json
+from lakestats.answers import TableStatistics
 from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.options import AnalyzeOptions, SampleOptions
 
@@ -181,14 +181,6 @@ def _print_json(data: object) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))
 
 
-def _jsonable_row(row: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {"name": row.pop("column")}
-    row.pop("column_path", None)
-    for key, value in row.items():
-        out[key] = to_json(value)
-    return out
-
-
 def cmd_analyze(args: argparse.Namespace) -> int:
     table = _table(args)  # --as-of becomes --snapshot here
     options = options_from_args(
@@ -206,10 +198,17 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         "stats_root": result.stats_root,
     }
     if args.json:
-        _print_json(summary)
+        _print_json({**summary, "unchanged": result.unchanged})
+    elif result.unchanged:
+        print(
+            f"nothing to analyze: statistics version {result.version} already describes "
+            f"snapshot {result.snapshot_id} ({result.partitions_reused} partitions, "
+            f"{display.count(result.row_count)} rows, none changed)"
+        )
     else:
         print(
-            f"analyzed {result.partitions_computed} partitions ({result.row_count} rows), "
+            f"analyzed {result.partitions_computed} partitions "
+            f"({display.count(result.row_count)} rows), "
             f"reused {result.partitions_reused}"
             + (
                 f" (recomputed {result.partitions_repaired} whose files were missing or damaged)"
@@ -269,63 +268,90 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_partitions(args: argparse.Namespace) -> int:
-    partitions = _table(args).partitions()
+def _answer(args: argparse.Namespace, answer: object, text: Callable[[], None]) -> int:
+    """``answer.to_json()`` with ``--json``, else its text form."""
     if args.json:
-        _print_json(partitions)
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    view = Table("partition", "rows", "statistics file")
-    for p in partitions:
-        view.add_row(p["name"] or "(all)", str(p["row_count"]), p["statistics_path"])
-    Console().print(view)
+        _print_json(answer.to_json())  # type: ignore[attr-defined]
+    else:
+        text()
     return 0
+
+
+def cmd_partitions(args: argparse.Namespace) -> int:
+    found = _table(args).partitions()
+
+    def text() -> None:
+        from lakestats.preview import TextColumn, text_table
+
+        text_table(
+            [
+                TextColumn("partition", 12, 40, 0),
+                TextColumn("rows", 6, 15, 0, right=True),
+                TextColumn("statistics file", 20, 120, 1),
+            ],
+            [
+                [p.name or "(all)", display.count(p.row_count), p.files.get("statistics", "")]
+                for p in found
+            ],
+            title=f"{args.table}: {len(found)} partitions (statistics version {found.version})",
+        )
+
+    return _answer(args, found, text)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     table = _table(args)
+    columns = _columns(args.columns)
     if not args.partition and (args.snapshot is not None or table.has_table_statistics()):
-        data = table.table_statistics(args.snapshot, _columns(args.columns))
-        data["columns"] = [_jsonable_row(r) for r in data["columns"]]
+        level = table.table_statistics(args.snapshot, columns)
         if args.json:
-            _print_json(data)
+            _print_json(level.to_json())
             return 0
         from lakestats.preview import render_statistics
 
-        stale = " [stale]" if data["stale"] else ""
-        if data.get("kind") == api.VersionKind.SAMPLED:
-            drawn = data["sample"] or {}
-            stale += (
-                f" [sampled: {drawn.get('sample_rows')} rows of snapshot "
-                f"{drawn.get('snapshot_id')}]"
-            )
+        rows = level.to_json()["columns"]
         render_statistics(
-            data["columns"],
-            title=f"{args.table} (table, snapshot "
-            f"{data['snapshot_id']}, {data['row_count']} rows){stale}",
-            histograms=_histograms(table, None, data["columns"], args.snapshot),
+            rows,
+            title=_table_title(args.table, level),
+            histograms=_histograms(table, None, rows, args.snapshot),
         )
         return 0
-    entry = table.partition(args.partition)
-    rows = [
-        _jsonable_row(r)
-        for r in table.statistics(entry["name"] or None, _columns(args.columns))
-    ]
+    found = table.partition_statistics(args.partition, columns)
     if args.json:
-        _print_json(
-            {"partition": entry["partition"], "row_count": entry["row_count"], "columns": rows}
-        )
+        _print_json(found.to_json())
         return 0
     from lakestats.preview import render_statistics
 
+    rows = found.to_json()["columns"]
     render_statistics(
         rows,
-        title=f"{args.table} {entry['name'] or ''} ({entry['row_count']} rows)",
-        histograms=_histograms(table, entry["name"] or None, rows),
+        title=f"{args.table} {found.name or ''} ({display.count(found.row_count)} rows, "
+        f"statistics version {found.version})",
+        histograms=_histograms(table, found.name or None, rows),
     )
     return 0
+
+
+def _table_title(name: str, level: TableStatistics) -> str:
+    """``show``'s title: the statistics' own snapshot and rows; when stale, where the
+    table is now."""
+    info = level.staleness
+    title = (
+        f"{name} (table level, snapshot {info.statistics_snapshot_id}, "
+        f"{display.count(level.row_count)} rows, statistics version {level.version})"
+    )
+    if info.stale:
+        behind = (
+            f", {info.snapshots_behind} snapshots behind" if info.snapshots_behind else ""
+        )
+        title += f" [stale: the table is at snapshot {info.snapshot_id}{behind}]"
+    if level.kind == api.VersionKind.SAMPLED:
+        drawn = level.sample or {}
+        title += (
+            f" [sampled: {display.count(drawn.get('sample_rows'))} rows of snapshot "
+            f"{drawn.get('snapshot_id')}]"
+        )
+    return title
 
 
 def _histograms(
@@ -336,68 +362,53 @@ def _histograms(
     if snapshot is not None:
         return None
     return {
-        r["name"]: [b["count"] for b in table.histogram(r["name"], partition)]
+        r["name"]: table.histogram(r["name"], partition).counts
         for r in rows
         if r.get("histogram_bins")
     }
 
 
-def _estimated(table: api.LakestatsTable, args: argparse.Namespace, field: str) -> str:
-    """``≈`` when the stored ``field`` (``frequencies_exact``, ``histogram_exact``) says the
-    counts are estimates (a table level merged from truncated lists, a re-binned histogram,
-    a sampled version), as ``show`` marks estimates; the JSON answers carry no mark."""
-    [row] = table.statistics(args.partition or None, [args.column])
-    return "≈" if row.get(field) is False else ""
-
-
 def cmd_frequencies(args: argparse.Namespace) -> int:
-    table = _table(args)
-    pairs = table.frequencies(args.column, args.partition, args.top)
-    data = [{"value": to_json(v), "frequency": f} for v, f in pairs]
-    if args.json:
-        _print_json(data)
-    else:
-        mark = _estimated(table, args, "frequencies_exact")
-        for item in data:
-            print(f"{mark + str(item['frequency']):>12}  {item['value']}")
-    return 0
+    found = _table(args).frequencies(args.column, args.partition, args.top)
+
+    def text() -> None:
+        # ``≈``: the stored counts are estimates (merged from truncated lists, sampled)
+        mark = "" if found.exact else "≈"
+        for item in found.to_json()["frequencies"]:
+            print(f"{mark + display.count(item['frequency']):>14}  {item['value']}")
+
+    return _answer(args, found, text)
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    data = _table(args).rank(args.column, args.value)
-    if args.json:
-        _print_json(data)
-    else:
+    found = _table(args).rank(args.column, args.value)
+
+    def text() -> None:
         print(
-            f"below {data['below']}  equal {data['equal']}  above {data['above']}  "
-            f"percentile {data['percentile']}"
+            f"below {display.count(found.below)}  equal {display.count(found.equal)}  "
+            f"above {display.count(found.above)}  percentile {display.number(found.percentile)}"
         )
-    return 0
+
+    return _answer(args, found, text)
 
 
 def cmd_quantile(args: argparse.Namespace) -> int:
-    value = to_json(_table(args).quantile(args.column, args.p))
-    if args.json:
-        _print_json({"p": args.p, "value": value})
-    else:
-        print(value)
-    return 0
+    found = _table(args).quantile(args.column, args.p)
+    return _answer(args, found, lambda: print(found.to_json()["value"]))
 
 
 def cmd_histogram(args: argparse.Namespace) -> int:
-    table = _table(args)
-    bins = table.histogram(args.column, args.partition, args.start, args.stop)
-    data = [
-        {"lower": to_json(b["lower"]), "upper": to_json(b["upper"]), "count": b["count"]}
-        for b in bins
-    ]
-    if args.json:
-        _print_json(data)
-    else:
-        mark = _estimated(table, args, "histogram_exact")
-        for item in data:
-            print(f"[{item['lower']}, {item['upper']})  {mark}{item['count']}")
-    return 0
+    found = _table(args).histogram(args.column, args.partition, args.start, args.stop)
+
+    def text() -> None:
+        mark = "" if found.exact else "≈"
+        bins = [b.to_json() for b in found]
+        labels = display.bin_labels(bins, closed_last=found.ends_with_last_bin)
+        width = max((len(label) for label in labels), default=0)
+        for label, b in zip(labels, bins, strict=True):
+            print(f"{label:<{width}}  {mark}{display.count(b['count'])}")
+
+    return _answer(args, found, text)
 
 
 def cmd_partitions_containing(args: argparse.Namespace) -> int:
@@ -406,92 +417,112 @@ def cmd_partitions_containing(args: argparse.Namespace) -> int:
         _print_json(holders)
     else:
         for item in holders:
-            print(f"{item['frequency']:>12}  {item['name']}")
+            print(f"{display.count(item['frequency']):>14}  {item['name']}")
     return 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     columns = _columns(args.columns)
     assert columns is not None  # required by the parser
-    data = _table(args).stats(
+    found = _table(args).stats(
         columns, where=args.where, by_partition=args.by_partition, snapshot_id=args.snapshot
     )
-    data["table"]["columns"] = [_json_values(c) for c in data["table"]["columns"]]
-    for partition in data.get("partitions", []):
-        partition["partition"] = _json_values(partition["partition"])
-        partition["columns"] = [_json_values(c) for c in partition["columns"]]
     if args.json:
-        _print_json(data)
+        _print_json(found.to_json())
         return 0
-    table = data["table"]
-    print(
-        f"{args.table}: {table['row_count']} rows, {table['partitions_matched']} of "
-        f"{table['partitions']} partitions (statistics version {table['version']})"
+    from lakestats.preview import TextColumn, text_table
+
+    data = found.to_json()
+    head = (
+        f"{args.table}: {display.count(found.row_count)} rows, {found.partitions_matched} of "
+        f"{found.partitions_total} partitions (statistics version {found.version})"
     )
-    for partition in data.get("partitions", []):
-        for column in partition["columns"]:
-            print(
-                f"{partition['name'] or '(all)'}  {column['name']}  rows "
-                f"{partition['row_count']}  nulls {column['null_count']}  distinct "
-                f"{column['distinct_count']}  min {column['min']}  max {column['max']}"
-            )
+    if found.derived_predicate is not None:
+        head += f"; statistics of the rows where {found.derived_predicate}"
+    rows = [
+        ["(table)", c["name"], display.count(found.row_count)]
+        + [display.count(c.get(k)) for k in ("null_count", "distinct_count")]
+        + [display.number(c.get(k)) for k in ("min", "max")]
+        for c in data["table"]["columns"]
+    ]
+    for part in data.get("partitions", []):
+        rows += [
+            [part["name"] or "(all)", c["name"], display.count(part["row_count"])]
+            + [display.count(c.get(k)) for k in ("null_count", "distinct_count")]
+            + [display.number(c.get(k)) for k in ("min", "max")]
+            for c in part["columns"]
+        ]
+    text_table(
+        [
+            TextColumn("partition", 10, 30, 0),
+            TextColumn("column", 6, 20, 0),
+            TextColumn("rows", 5, 13, 1, right=True),
+            TextColumn("nulls", 5, 13, 2, right=True),
+            TextColumn("distinct", 8, 13, 2, right=True),
+            TextColumn("min", 6, 16, 3),
+            TextColumn("max", 6, 16, 3),
+        ],
+        rows,
+        title=head,
+    )
     return 0
-
-
-def _json_values(row: dict[str, object]) -> dict[str, object]:
-    return {key: to_json(value) for key, value in row.items()}
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    found = _table(args).estimate(args.where, args.snapshot, table_level=args.table_level)
 
-    result = _table(args).estimate(args.where, args.snapshot, table_level=args.table_level)
-    for item in result["partitions"]:
-        item["partition"] = {k: to_json(v) for k, v in item["partition"].items()}
-    if args.json:
-        _print_json(result)
-    else:
-        kind = "exact" if result["exact"] else f"between {result['lower']} and {result['upper']}"
-        print(f"{result['row_count']:.0f} rows ({kind}), selectivity {result['selectivity']:.6g}, "
-              f"{len(result['partitions'])} partitions can match")
-    return 0
+    def text() -> None:
+        kind = (
+            "exact"
+            if found.exact
+            else f"between {display.count(found.lower)} and {display.count(found.upper)}"
+        )
+        print(
+            f"{display.count(round(found.row_count))} rows ({kind}), selectivity "
+            f"{display.number(found.selectivity)}, {len(found.partitions)} partitions can match"
+        )
+
+    return _answer(args, found, text)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    history = _table(args).history()
-    if args.json:
-        _print_json(history)
-        return 0
-    for v in history:
-        if "damaged" in v:
-            print(f"v{v['version']:<4} damaged: {v['damaged']}")
-            continue
-        if v.get("kind") == api.VersionKind.DERIVED:
-            print(
-                f"derived {v['key']} v{v['version']} snapshot {v['snapshot_id']}  "
-                f"{v['row_count']} rows  where {v['predicate']}  {v['created_at']}"
-            )
-            continue
-        print(
-            f"v{v['version']:<4} snapshot {v['snapshot_id']}  {v['merged_record_count']} rows  "
-            f"computed {v['partitions_computed']} reused {v['partitions_reused']}  "
-            f"{v['created_at']}"
-        )
-    return 0
+    found = _table(args).history()
+
+    def text() -> None:
+        for v in found:
+            if v.damaged is not None:
+                print(f"v{v.version:<4} damaged: {v.damaged}")
+            elif v.derived is not None:
+                d = v.derived
+                print(
+                    f"derived {d['key']} v{v.version} snapshot {v.snapshot_id}  "
+                    f"{display.count(d['row_count'])} rows  where {d['predicate']}  "
+                    f"{v.created_at}"
+                )
+            else:
+                print(
+                    f"v{v.version:<4} snapshot {v.snapshot_id}  "
+                    f"{display.count(v.merged_record_count)} rows  computed "
+                    f"{v.partitions_computed} reused {v.partitions_reused}  {v.created_at}"
+                )
+
+    return _answer(args, found, text)
 
 
 def cmd_expire(args: argparse.Namespace) -> int:
-    data = _table(args).expire(
+    found = _table(args).expire(
         args.retain_last, orphan_age_minutes=args.orphan_age_minutes, dry_run=args.dry_run
     )
-    if args.json:
-        _print_json(data)
-    else:
-        verb = "would remove" if args.dry_run else "removed"
+
+    def text() -> None:
+        verb = "would remove" if found.dry_run else "removed"
+        removed = ", ".join(map(str, found.versions_removed)) or "none"
         print(
-            f"{verb} versions {data['versions_removed'] or 'none'} and "
-            f"{data['files_removed']} files; kept versions {data['versions_kept']}"
+            f"{verb} versions {removed} and {display.count(found.files_removed)} files; "
+            f"kept versions {', '.join(map(str, found.versions_kept))}"
         )
-    return 0
+
+    return _answer(args, found, text)
 
 
 def cmd_export_paimon(args: argparse.Namespace) -> int:

@@ -19,9 +19,8 @@ import pyarrow.parquet as pq
 from rich.console import Console
 
 import lakestats.api as ls
-from lakestats.formats.iceberg import default_warehouse, load_catalog
+from lakestats.answers import column_json
 from lakestats.preview import render_statistics
-from lakestats.stats.keys import to_json
 
 IDENTIFIER = "demo.lineitem"
 SCALE = 0.1
@@ -52,8 +51,8 @@ def build_table(console: Console) -> None:
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.transforms import YearTransform
 
-    warehouse = Path(default_warehouse())
-    catalog = load_catalog(warehouse=str(warehouse))
+    warehouse = Path(ls.default_warehouse())
+    catalog = ls.load_catalog(warehouse=str(warehouse))
     if catalog.table_exists(IDENTIFIER):
         if catalog.load_table(IDENTIFIER).current_snapshot() is not None:
             return
@@ -81,19 +80,16 @@ def main() -> None:
     )
     partitions = table.partitions()
     for p in partitions:
-        console.print(f"  {p['name']:28s} {p['row_count']:>9,} rows")
-    name = max(partitions, key=lambda p: p["row_count"])["name"]
+        console.print(f"  {p.name:28s} {p.row_count:>9,} rows")
+    name = max(partitions, key=lambda p: p.row_count).name
     rows = table.statistics(name)
     top, histograms = {}, {}
     for row in rows:
         column = row["column"]
-        top[column] = table.frequencies(column, name, top=3)
+        top[column] = list(table.frequencies(column, name, top=3))
         if row.get("histogram_bins"):
-            histograms[column] = [b["count"] for b in table.histogram(column, name)]
-    json_rows = [
-        {"name": r["column"], **{k: to_json(v) for k, v in r.items() if k != "column"}}
-        for r in rows
-    ]
+            histograms[column] = table.histogram(column, name).counts
+    json_rows = [column_json(r) for r in rows]
     render_statistics(
         json_rows, title=f"{IDENTIFIER} {name}", top=top, histograms=histograms, console=console
     )
@@ -138,20 +134,15 @@ def render_table_level(table: ls.LakestatsTable, partitions: int, console: Conso
     """The table-level statistics, top values and histograms; estimates (HLL distinct
     counts, KLL percentiles, re-binned histograms, bounded frequencies) marked ``≈``."""
     level = table.table_statistics()
-    rows = [
-        {"name": r["column"], **{k: to_json(v) for k, v in r.items() if k != "column"}}
-        for r in level["columns"]
-    ]
-    top = {r["name"]: table.frequencies(r["name"], top=3) for r in rows}
+    rows = level.to_json()["columns"]
+    top = {r["name"]: list(table.frequencies(r["name"], top=3)) for r in rows}
     histograms = {
-        r["name"]: [b["count"] for b in table.histogram(r["name"])]
-        for r in rows
-        if r.get("histogram_bins")
+        r["name"]: table.histogram(r["name"]).counts for r in rows if r.get("histogram_bins")
     }
     render_statistics(
         rows,
-        title=f"{IDENTIFIER}: table level, snapshot {level['snapshot_id']} "
-        f"({level['row_count']:,} rows, reduced from {partitions} partitions)",
+        title=f"{IDENTIFIER}: table level, snapshot {level.staleness.statistics_snapshot_id} "
+        f"({level.row_count:,} rows, reduced from {partitions} partitions)",
         top=top,
         histograms=histograms,
         console=console,

@@ -10,22 +10,33 @@ only an explicit ``False`` marks a value (partition statistics are exact).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from lakestats.display import count, cut, number
 
 ESTIMATE = "≈"
 
 
 def _fmt(value: object, width: int = 24) -> str:
-    if value is None:
-        return ""
-    text = f"{value:.6g}" if isinstance(value, float) else str(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return cut(number(value), width)
 
 
 def _count(value: object) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else _fmt(value)
+    return count(value)
+
+
+def type_cell(row: dict[str, object]) -> str:
+    """The table's own type beside the Arrow type (``timestamptz (timestamp[us, tz=UTC])``),
+    or the Arrow type alone where they read the same or the table's is unknown."""
+    arrow, native = str(row["type"]), row.get("table_type")
+    if not native or str(native).lower() == arrow.lower():
+        return arrow
+    return f"{native} ({arrow})"
 
 
 def distinct_cell(row: dict[str, object]) -> str:
@@ -57,9 +68,110 @@ def top_cell(row: dict[str, object], values: list[tuple[object, int]]) -> str:
     return text or ("all distinct" if row.get("all_distinct") else "")
 
 
-def histogram_cell(row: dict[str, object], counts: list[int]) -> str:
-    line = sparkline(counts)
+def histogram_cell(row: dict[str, object], counts: list[int], width: int = 20) -> str:
+    line = sparkline(counts, width)
     return f"{ESTIMATE} {line}" if line and row.get("histogram_exact") is False else line
+
+
+@dataclass(frozen=True)
+class TextColumn:
+    """A column of a text table: at least ``least`` characters (a value is never cut
+    shorter), at most ``most``; ``rank`` orders what stays when the terminal is narrow
+    (0 stays always)."""
+
+    header: str
+    least: int
+    most: int
+    rank: int
+    right: bool = False
+
+
+GAP = 2
+"""Characters between two columns of a text table."""
+
+
+def fitted(columns: list[TextColumn], rows: list[list[str]], width: int) -> dict[int, int]:
+    """Which columns show, and how wide: each as wide as its widest cell (within its
+    ``least``..``most``); columns of the highest ``rank`` dropped while even their least
+    widths do not fit ``width``; then the widest shrunk, never below ``least``, until the
+    table fits. Returns {column position: width}."""
+    wanted = {
+        i: min(c.most, max(c.least, len(c.header), *(len(r[i]) for r in rows)))
+        for i, c in enumerate(columns)
+    }
+    kept = sorted(wanted, key=lambda i: columns[i].rank)
+
+    def least(i: int) -> int:
+        return max(columns[i].least, min(len(columns[i].header), wanted[i]))
+
+    while len(kept) > 1 and sum(least(i) for i in kept) + GAP * (len(kept) - 1) > width:
+        kept.pop()
+    widths = {i: wanted[i] for i in sorted(kept)}
+    excess = sum(widths.values()) + GAP * (len(widths) - 1) - width
+    while excess > 0:
+        room = {i: w - least(i) for i, w in widths.items() if w > least(i)}
+        if not room:
+            break
+        widest = max(room, key=lambda i: (widths[i], -i))
+        cut_by = min(excess, room[widest], max(1, widths[widest] - max(
+            (w for j, w in widths.items() if j != widest), default=0)))
+        widths[widest] -= cut_by
+        excess -= cut_by
+    return widths
+
+
+def text_table(
+    columns: list[TextColumn],
+    rows: list[list[str]],
+    title: str = "",
+    console: Console | None = None,
+) -> None:
+    """``rows`` as a table that fits the console (80 columns in a pipe): columns dropped
+    by rank when they do not fit, values cut with ``…`` at their column's width, never to
+    nothing."""
+    console = console or Console()
+    widths = fitted(columns, rows, console.width)
+    view = Table(
+        title=escape(title) if title else None,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, GAP // 2),
+        title_justify="left",
+        collapse_padding=True,
+    )
+    for i, w in widths.items():
+        c = columns[i]
+        view.add_column(
+            cut(c.header, w),
+            no_wrap=True,
+            overflow="ellipsis",
+            width=w,
+            justify="right" if c.right else "left",
+        )
+    for row in rows:
+        view.add_row(*(escape(cut(row[i], widths[i])) for i in widths))
+    dropped = [c.header for i, c in enumerate(columns) if i not in widths]
+    console.print(view)
+    if dropped:
+        console.print(
+            escape(f"({', '.join(dropped)} left out at {console.width} columns; --json has all)"),
+            style="dim",
+        )
+
+
+STATISTICS_COLUMNS = [
+    TextColumn("column", 16, 32, 0),
+    TextColumn("type", 8, 40, 6),
+    TextColumn("nulls", 5, 11, 1, right=True),
+    TextColumn("distinct", 8, 18, 2, right=True),
+    TextColumn("min", 10, 20, 3),
+    TextColumn("max", 10, 20, 3),
+    TextColumn("mean", 8, 12, 5),
+    TextColumn("median", 8, 26, 7),
+]
+TOP_COLUMN = TextColumn("top values", 12, 34, 8)
+HISTOGRAM_COLUMN = TextColumn("histogram", 12, 22, 4)
 
 
 def render_statistics(
@@ -70,49 +182,31 @@ def render_statistics(
     console: Console | None = None,
 ) -> None:
     """One line per column: type, nulls, distinct, min, max, mean, median, top values,
-    histogram; estimates marked ``≈`` (see the module docstring)."""
-    console = console or Console()
-    view = Table(title=escape(title), show_lines=False)
-    widths = {
-        "column": (8, 16),
-        "type": (6, 14),
-        "nulls": (5, 11),
-        "distinct": (8, 18),
-        "min": (6, 14),
-        "max": (6, 14),
-        "mean": (8, 10),
-        "median": (6, 26),
-    }
-    for header, (least, most) in widths.items():
-        view.add_column(
-            header,
-            no_wrap=True,
-            overflow="ellipsis",
-            min_width=least,
-            max_width=most,
-            justify="right" if header in ("nulls", "distinct") else "left",
-        )
+    histogram; estimates marked ``≈`` (see the module docstring); columns of the view
+    dropped by priority to fit the terminal."""
+    columns = list(STATISTICS_COLUMNS)
     if top is not None:
-        view.add_column("top values", no_wrap=True, overflow="ellipsis", max_width=34)
+        columns.append(TOP_COLUMN)
     if histograms is not None:
-        view.add_column("histogram", no_wrap=True, min_width=20)
+        columns.append(HISTOGRAM_COLUMN)
+    cells = []
     for row in rows:
-        cells = [
-            _fmt(row["name"]),
-            _fmt(row["type"], 18),
+        line = [
+            str(row["name"]),
+            type_cell(row),
             _count(row.get("null_count")),
             distinct_cell(row),
-            _fmt(row.get("min")),
-            _fmt(row.get("max")),
-            _fmt(row.get("mean")),
+            number(row.get("min")),
+            number(row.get("max")),
+            number(row.get("mean")),
             percentile_cell(row),
         ]
         if top is not None:
-            cells.append(top_cell(row, top.get(str(row["name"]), [])))
+            line.append(top_cell(row, top.get(str(row["name"]), [])))
         if histograms is not None:
-            cells.append(histogram_cell(row, histograms.get(str(row["name"]), [])))
-        view.add_row(*(escape(c) for c in cells))
-    console.print(view)
+            line.append(histogram_cell(row, histograms.get(str(row["name"]), []), 20))
+        cells.append(line)
+    text_table(columns, cells, title, console)
 
 
 def sparkline(counts: list[int], width: int = 20) -> str:

@@ -158,10 +158,10 @@ def plan_statistics(
     if num_bins < 1:
         raise InvalidArgumentError(f"histogram bins must be 1 or more, got {num_bins}")
     stats = table.table_statistics(snapshot_id)
-    version = manifest.load_version(table.stats_root, stats["version"], table.s3)
+    version = manifest.load_version(table.stats_root, stats.version, table.s3)
     reader = StatisticsReader(table.stats_root, version.version, s3=table.s3)
     columns, skipped = [], {}
-    for row in stats["columns"]:
+    for row in stats.columns:
         column = row["column"]
         ours = spark_type_of(row["type"])
         theirs = ours if spark_types is None else spark_types.get(column)
@@ -176,18 +176,18 @@ def plan_statistics(
         else:
             columns.append(_column(row, theirs, reader, num_bins))
     for column, spark_type in (spark_types or {}).items():
-        if column not in {r["column"] for r in stats["columns"]}:
+        if column not in {r["column"] for r in stats.columns}:
             skipped.setdefault(column, f"no lakestats statistics ({spark_type})")
     return RegisteredStatistics(
         name=name,
         location=table.format.location,
         version=version.version,
-        snapshot_id=stats.get("snapshot_id"),
+        snapshot_id=stats.staleness.snapshot_id,
         size_in_bytes=version.merged_record_size,
-        row_count=stats["row_count"],
+        row_count=stats.row_count,
         columns=columns,
         skipped=skipped,
-        stale=bool(stats.get("stale")),
+        stale=stats.stale,
     )
 
 

@@ -26,9 +26,10 @@ VIEW_SCHEMA = (
 def statistics_dataframe(spark: SparkSession, table: LakestatsTable) -> DataFrame:
     rows = []
     for item in table.history():
-        if "damaged" in item:
-            continue  # an unreadable manifest (see `lakestats history`) has no statistics
-        version = manifest.load_version(table.stats_root, item["version"], table.s3)
+        if item.damaged is not None or item.derived is not None:
+            continue  # an unreadable manifest has no statistics; derived entries are not
+            # versions of the table's statistics (their numbers are their own)
+        version = manifest.load_version(table.stats_root, item.version, table.s3)
         col_stats = {}
         if version.table_files:
             reader = StatisticsReader(table.stats_root, version.version, s3=table.s3)
@@ -41,7 +42,7 @@ def statistics_dataframe(spark: SparkSession, table: LakestatsTable) -> DataFram
                     "avg_len": row.get("avg_length"),
                     "max_len": row.get("max_length"),
                 }
-        rows.append({**item, "col_stats": col_stats})
+        rows.append({**item.to_json(), "col_stats": col_stats})
     with translated("cannot build the statistics view on Spark"):
         return spark.createDataFrame(rows, VIEW_SCHEMA)
 

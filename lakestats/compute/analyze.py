@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from lakestats import fs
 from lakestats.compute.errors import spark_call as _spark_call
 from lakestats.compute.exact.job import exact_table
+from lakestats.compute.outcome import TaskOutcome
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
 from lakestats.compute.session import collect_small, result_schema
@@ -38,7 +39,7 @@ from lakestats.errors import (
 )
 from lakestats.formats.base import TableFormat
 from lakestats.options import AnalyzeOptions
-from lakestats.stats.leaves import leaves_of
+from lakestats.stats.leaves import Leaf, leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import layout, manifest, verify
 
@@ -53,6 +54,7 @@ class AnalyzeResult:
     bytes_written: int
     stats_root: str
     partitions_repaired: int = 0  # reusable but a file was missing or damaged: recomputed
+    unchanged: bool = False  # the latest version already described this: nothing published
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,24 @@ def select_columns(schema: pa.Schema, columns: tuple[str, ...] | None) -> tuple[
     return ordered, top
 
 
+def column_records(
+    table: TableFormat, snapshot: int | None, leaves: list[Leaf]
+) -> list[dict[str, object]]:
+    """The version's record of each analyzed leaf: name, the table's type and, where the
+    format has them, its field id: the identity ``staleness`` compares with the table."""
+    ids = table.field_ids(snapshot)
+    native = table.native_types(snapshot)
+    return [
+        {
+            "name": leaf.name,
+            "type": str(leaf.type),
+            **({"field_id": ids[leaf.name]} if leaf.name in ids else {}),
+            **({"table_type": native[leaf.name]} if leaf.name in native else {}),
+        }
+        for leaf in leaves
+    ]
+
+
 def analyze(
     table: TableFormat,
     stats_root: str,
@@ -149,15 +169,7 @@ def analyze(
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
     schema = table.schema(snapshot)
     leaves, read_columns = select_columns(schema, options.columns)
-    ids = table.field_ids(snapshot)
-    columns = [
-        {
-            "name": leaf.name,
-            "type": str(leaf.type),
-            **({"field_id": ids[leaf.name]} if leaf.name in ids else {}),
-        }
-        for leaf in leaves
-    ]
+    columns = column_records(table, snapshot, leaves)
     option_record = options.record()
     clock = Clock()
     plans = table.plan(snapshot)
@@ -457,7 +469,7 @@ def _compute_partitions(
     rows: dict[int, int] = {}
     written = 0
     for summary in summaries:
-        if summary["kind"] == "done":
+        if summary["kind"] == TaskOutcome.DONE:
             rows[summary["partition"]] = summary["row_count"]
         written += summary["bytes_written"] or 0
     return rows, written
@@ -495,7 +507,7 @@ def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
         spark, "merging slices", len(multi), lambda: collect_small(stage), progress
     )
     _raise_errors(merged)
-    return [s for s in summaries if s["kind"] == "done"] + merged
+    return [s for s in summaries if s["kind"] == TaskOutcome.DONE] + merged
 
 
 def _with_hook(stage: DataFrame, hook: object, names: list[str]) -> list[dict]:
@@ -506,7 +518,7 @@ def _with_hook(stage: DataFrame, hook: object, names: list[str]) -> list[dict]:
 
 
 def _raise_errors(summaries: list) -> None:
-    errors = [s["error"] for s in summaries if s["kind"] == "error"]
+    errors = [s["error"] for s in summaries if s["kind"] == TaskOutcome.ERROR]
     if errors:
         more = f" (and {len(errors) - 1} more partitions failed)" if len(errors) > 1 else ""
         raise LakestatsError(f"{errors[0]}{more}")

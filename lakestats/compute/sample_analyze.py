@@ -31,7 +31,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
-from lakestats.compute.analyze import AnalyzeResult, analyze, publish_version
+from lakestats.compute.analyze import AnalyzeResult, analyze, column_records, publish_version
 from lakestats.compute.progress import Clock
 from lakestats.compute.sample_bounds import footer_bounds, usable
 from lakestats.compute.sample_files import Scaling, scale_files
@@ -128,7 +128,7 @@ def analyze_from_sample(
         snapshot_id=sample.snapshot_id,
         schema_id=table.schema_id(sample.snapshot_id) if sample.snapshot_id is not None else None,
         options={**base.options, "from_sample": True},
-        columns=base.columns,
+        columns=_table_columns(table, sample.snapshot_id, base.columns),
         partitions=partitions,
         run_id=run_id,
         partitions_computed=result.partitions_computed,
@@ -148,6 +148,16 @@ def analyze_from_sample(
         number, sample.snapshot_id, result.partitions_computed, result.partitions_reused,
         sample.population, written, stats_root,
     )
+
+
+def _table_columns(
+    table: TableFormat, snapshot_id: int | None, analyzed: list[dict[str, object]]
+) -> list[dict[str, object]]:
+    """The analyzed columns as the table records them (its types and field ids), not as the
+    sample's Parquet copy does: staleness compares a version's columns with the table's."""
+    names = {c["name"] for c in analyzed}
+    leaves = [leaf for leaf in leaves_of(table.schema(snapshot_id)) if leaf.name in names]
+    return column_records(table, snapshot_id, leaves)
 
 
 def _metadata_bounds(

@@ -138,6 +138,12 @@ class TableFormat(ABC):
         (Iceberg); statistics follow a column's identity across renames and re-adds."""
         return {}
 
+    def native_types(self, snapshot_id: int | None = None) -> dict[str, str]:
+        """Leaf column name -> its type as the format itself writes it (Iceberg
+        ``timestamptz``, Delta ``long``, Paimon ``BIGINT``, Hudi's Avro ``long``, Parquet
+        ``INT64``/``TIMESTAMP``), shown beside the Arrow type; empty where unknown."""
+        return {}
+
     def snapshots(self) -> list[SnapshotInfo]:
         return []
 

@@ -263,6 +263,23 @@ class DeltaTableFormat(PathTable):
     def schema_id(self, snapshot_id: int | None = None) -> int | None:
         return None
 
+    def native_types(self, snapshot_id: int | None = None) -> dict[str, str]:
+        from lakestats.stats.leaves import leaf_name
+
+        out: dict[str, str] = {}
+
+        def walk(path: tuple[str, ...], kind: object) -> None:
+            fields = getattr(kind, "fields", None)
+            if fields:
+                for child in fields:
+                    walk((*path, child.name), child.type)
+            else:
+                out[leaf_name(path)] = _delta_type_text(kind)
+
+        for field in self._at(snapshot_id).schema().fields:
+            walk((field.name,), field.type)
+        return out
+
     def current_snapshot_id(self) -> int | None:
         return self._table.version()
 
@@ -458,3 +475,13 @@ class DeltaTableFormat(PathTable):
             physical,
             schema if physical else None,
         )
+
+
+def _delta_type_text(kind: object) -> str:
+    """A Delta type as the log writes it: ``long``, ``decimal(10,2)``, ``array<string>``."""
+    if hasattr(kind, "element_type"):
+        return f"array<{_delta_type_text(kind.element_type)}>"
+    if hasattr(kind, "key_type"):
+        return f"map<{_delta_type_text(kind.key_type)},{_delta_type_text(kind.value_type)}>"
+    text = getattr(kind, "type", None)
+    return str(text) if text is not None else "struct"

@@ -259,6 +259,31 @@ class HudiTableFormat(PathTable):
         """Meta columns first, then the table's columns: what hudi-rs's reads return."""
         return self._table.get_schema_with_meta_fields()
 
+    def native_types(self, snapshot_id: int | None = None) -> dict[str, str]:
+        """The Avro types of the table's schema (its top-level and record fields)."""
+        import json
+
+        from lakestats.stats.leaves import leaf_name
+
+        out: dict[str, str] = {}
+
+        def walk(path: tuple[str, ...], kind: object) -> None:
+            if isinstance(kind, list):  # a union: the non-null branch
+                branches = [k for k in kind if k != "null"]
+                kind = branches[0] if len(branches) == 1 else kind
+            if isinstance(kind, dict) and kind.get("type") == "record":
+                for child in kind.get("fields", []):
+                    walk((*path, child["name"]), child["type"])
+                return
+            if isinstance(kind, dict):
+                kind = kind.get("logicalType") or kind.get("type")
+            out[leaf_name(path)] = kind if isinstance(kind, str) else json.dumps(kind)
+
+        schema = json.loads(self._table.get_schema_in_avro_str_with_meta_fields())
+        for field in schema.get("fields", []):
+            walk((field["name"],), field["type"])
+        return out
+
     def snapshots(self) -> list[SnapshotInfo]:
         timeline = self._table.get_timeline()
         instants = {

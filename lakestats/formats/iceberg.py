@@ -298,6 +298,24 @@ class IcebergTableFormat(TableFormat):
             walk((top.name,), top)
         return out
 
+    def native_types(self, snapshot_id: int | None = None) -> dict[str, str]:
+        from pyiceberg.types import StructType
+
+        from lakestats.stats.leaves import leaf_name
+
+        out: dict[str, str] = {}
+
+        def walk(path: tuple[str, ...], node) -> None:  # noqa: ANN001
+            if isinstance(node.field_type, StructType) and node.field_type.fields:
+                for child in node.field_type.fields:
+                    walk((*path, child.name), child)
+            else:
+                out[leaf_name(path)] = str(node.field_type)
+
+        for top in self._iceberg_schema(snapshot_id).fields:
+            walk((top.name,), top)
+        return out
+
     def snapshots(self) -> list[SnapshotInfo]:
         return [
             SnapshotInfo(

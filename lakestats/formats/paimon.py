@@ -285,6 +285,9 @@ class PaimonTableFormat(PathTable):
 
         return PyarrowFieldParser.from_paimon_schema(_at(self._table, snapshot_id).fields)
 
+    def native_types(self, snapshot_id: int | None = None) -> dict[str, str]:
+        return {f.name: str(f.type) for f in _at(self._table, snapshot_id).fields}
+
     def schema_id(self, snapshot_id: int | None = None) -> int | None:
         snapshot = self._snapshot(snapshot_id)
         return self._table.table_schema.id if snapshot is None else snapshot.schema_id

@@ -213,6 +213,23 @@ class ParquetTableFormat(PathTable):
     def schema(self, snapshot_id: int | None = None) -> pa.Schema:
         return pa.schema([*self._file_schema, *self._partition_schema])
 
+    def native_types(self, snapshot_id: int | None = None) -> dict[str, str]:
+        """The first file's Parquet types: the logical type where it has one
+        (``TIMESTAMP``, ``STRING``, ``DECIMAL(10,2)``), else the physical (``INT64``)."""
+        from lakestats.stats.leaves import leaf_name
+
+        with self._fs.open_input_file(self._files[0].path) as handle:
+            schema = pq.ParquetFile(handle).schema
+        out: dict[str, str] = {}
+        for i in range(len(schema)):
+            column = schema.column(i)
+            logical = column.logical_type.type
+            text = column.physical_type if logical == "NONE" else logical
+            if logical == "DECIMAL":
+                text = f"DECIMAL({column.precision},{column.scale})"
+            out[leaf_name(tuple(column.path.split(".")))] = text
+        return out
+
     def plan(self, snapshot_id: int | None = None) -> list[PartitionPlan]:
         groups: dict[tuple, list[pafs.FileInfo]] = {}
         for info in self._files:

@@ -25,6 +25,9 @@ equality over complete partition frequencies without a partition file.
 
 Versions without an index (written before it existed, or with ``--partitions-only``)
 fall back to ``estimate_source.partitions_of``.
+
+Over 400 lines because it is one provider: the lazy sequence, its vectors and the two
+lazy sources (partition histograms, files) answer the same estimator protocol together.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import lakestats.api as ls
 from lakestats.errors import StatisticsNotFoundError
 from lakestats.service import facade
 from lakestats.service.errors import ERROR_SCHEMA
-from lakestats.service.jsonio import answer, cached_answer, column_row, etag, rendered
+from lakestats.service.jsonio import answer, cached_answer, etag, rendered
 from lakestats.service.params import check_columns, column_list, snapshot_of
 
 ERRORS = {
@@ -78,21 +78,17 @@ def table_info(request: Request, table: TableName) -> Response:
 
 @router.get("/tables/{table}/versions", summary="statistics versions, oldest first")
 def versions(request: Request, table: TableName) -> Response:
-    handle = request.app.state.tables.get(table)
-    history = handle.history()
-    return answer(request, history, etag(table, "versions", [v["version"] for v in history]))
+    history = request.app.state.tables.get(table).history()
+    tag = etag(table, "versions", [v.version for v in history])
+    return answer(request, history.to_json(), tag)
 
 
 @router.get("/tables/{table}/partitions", summary="partitions with statistics")
 def partitions(request: Request, table: TableName) -> Response:
 
     def compute(handle: ls.LakestatsTable) -> Computed:
-        version = handle.reader().version.version
-        data = [
-            {"partition": p["partition"], "name": p["name"], "row_count": p["row_count"]}
-            for p in handle.partitions()
-        ]
-        return {"version": version, "partitions": data}, etag(table, version, "partitions")
+        found = handle.partitions()
+        return found.to_json(), etag(table, found.version, "partitions")
 
     return _answer(request, table, compute)
 
@@ -114,19 +110,12 @@ def statistics(
         check_columns(handle, names)
         snapshot_id = snapshot_of(handle, snapshot, as_of)
         if not partition:
-            data = facade.table_level(tables, table, snapshot_id, names)
-            return data, etag(table, data["version"], data["snapshot_id"], names)
-        version = handle.reader().version.version
-        entry = handle.reader().partition(partition)
-        rows = handle.statistics(entry.name or None, names)
-        data = {
-            "partition": entry.values,
-            "name": entry.name,
-            "row_count": entry.row_count,
-            "version": version,
-            "columns": [column_row(r) for r in rows],
-        }
-        return data, etag(table, version, entry.name, names)
+            level = facade.table_level(tables, table, snapshot_id, names)
+            return level.to_json(), etag(
+                table, level.version, level.staleness.snapshot_id, names
+            )
+        found = handle.partition_statistics(partition, names)
+        return found.to_json(), etag(table, found.version, found.name, names)
 
     return _answer(request, table, compute)
 
@@ -148,12 +137,10 @@ def stats(
 
     def compute(handle: ls.LakestatsTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)
-        data = handle.stats(
+        found = handle.stats(
             names, where=where, by_partition=by_partition, snapshot_id=snapshot_id
         )
-        level = data["table"]
-        data["table"]["columns"] = [column_row(c) for c in level["columns"]]
-        return data, etag(table, level["version"], level["snapshot_id"], request.url.query)
+        return found.to_json(), etag(table, found.version, found.snapshot_id, request.url.query)
 
     return _answer(request, table, compute)
 
@@ -168,8 +155,8 @@ def frequencies(
 ) -> Response:
 
     def compute(handle: ls.LakestatsTable) -> Computed:
-        data = facade.frequencies(handle, column, partition, top)
-        return data, etag(table, data["version"], column, partition, top)
+        found = handle.frequencies(column, partition, top)
+        return found.to_json(), etag(table, found.version, column, partition, top)
 
     return _answer(request, table, compute)
 
@@ -185,8 +172,8 @@ def histogram(
 ) -> Response:
 
     def compute(handle: ls.LakestatsTable) -> Computed:
-        data = facade.histogram(handle, column, partition, start, stop)
-        return data, etag(table, data["version"], column, partition, start, stop)
+        found = handle.histogram(column, partition, start, stop)
+        return found.to_json(), etag(table, found.version, column, partition, start, stop)
 
     return _answer(request, table, compute)
 
@@ -203,7 +190,7 @@ def partitions_containing(
 ) -> Response:
 
     def compute(handle: ls.LakestatsTable) -> Computed:
-        version = handle.reader().version.version
+        version = handle.summary().version
         holders = handle.partitions_containing(column, value)
         data = {"column": column, "value": value, "version": version, "partitions": holders}
         return data, etag(table, version, column, value)
@@ -224,8 +211,8 @@ def estimate(
 
     def compute(handle: ls.LakestatsTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)
-        data = handle.estimate(where, snapshot_id, table_level=table_level)
-        return data, etag(table, data["version"], data["snapshot_id"], where, table_level)
+        found = handle.estimate(where, snapshot_id, table_level=table_level)
+        return found.to_json(), etag(table, found.version, found.snapshot_id, where, table_level)
 
     return _answer(request, table, compute)
 

@@ -16,7 +16,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from lakestats.fs import S3Options
+from lakestats.api import S3Options
 from lakestats.service import api_docs, api_routes, errors, pages
 from lakestats.service.config import TableConfig, demo_tables, load_tables
 from lakestats.service.tables import TableSet

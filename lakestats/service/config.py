@@ -22,7 +22,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from lakestats import fs
+from lakestats.api import S3Options
 from lakestats.errors import InvalidArgumentError
 
 NAME = re.compile(r"^(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -39,13 +39,13 @@ class TableConfig:
     stats_root: str | None = None
     catalog: str | None = None
     warehouse: str | None = None
-    s3: fs.S3Options | None = None
+    s3: S3Options | None = None
 
 
 def demo_tables(warehouse: str | None = None) -> list[TableConfig]:
     """The embedded demo warehouse (``make demo``): ``demo.lineitem`` as ``lineitem``."""
+    from lakestats.api import default_warehouse
     from lakestats.demo import IDENTIFIER
-    from lakestats.formats.iceberg import default_warehouse
 
     return [
         TableConfig(
@@ -98,7 +98,7 @@ def _table_config(name: str, spec: object, base: Path) -> TableConfig:
             raise InvalidArgumentError(
                 f"table {name!r}: s3 takes only {sorted(S3_OPTIONS)}"
             )
-        s3 = fs.S3Options(**s3)
+        s3 = S3Options(**s3)
     return TableConfig(
         name=name,
         table=_table_ref(spec["table"], base),

@@ -1,8 +1,8 @@
 """JSON answers in the CLI's ``--json`` conventions, and ETags.
 
-``jsonable`` turns decoded statistics (``Decimal``, ``datetime``, ``bytes``, NaN, numpy
-scalars) into JSON values with ``lakestats.stats.keys.to_json``, recursively, so the HTTP
-API and ``lakestats ... --json`` print the same values. ``etag`` names an answer by the
+Answers arrive as ``to_json()`` of the facade's answers (``lakestats.answers``), the
+same JSON ``lakestats ... --json`` prints; ``jsonable`` (from there) makes anything else
+JSON-ready. ``etag`` names an answer by the
 table, the statistics version (and snapshot) it came from: a new ``analyze`` changes it.
 ``render`` encodes with orjson (the strict JSON the standard library would write, faster);
 ``cached_answer`` answers from a rendered ``Answer`` (``cache``).
@@ -12,29 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 
 import orjson
 from fastapi import Request, Response
 
+from lakestats.answers import jsonable
 from lakestats.service.cache import Answer
-from lakestats.stats.keys import to_json
-
-
-def jsonable(value: object) -> object:
-    """A JSON-ready copy of ``value`` (dicts, lists, tuples and decoded leaves)."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return value  # the common leaves first: a wide answer has thousands
-    if kind is float:
-        return value if math.isfinite(value) else to_json(value)
-    if kind is dict:
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return to_json(value)
 
 
 def render(content: object) -> bytes:
@@ -46,15 +29,6 @@ def render(content: object) -> bytes:
         return json.dumps(
             content, ensure_ascii=False, allow_nan=False, separators=(",", ":")
         ).encode("utf-8")
-
-
-def column_row(row: dict[str, object]) -> dict[str, object]:
-    """A statistics row as the CLI prints it: ``name`` first, no ``column``/``column_path``."""
-    out: dict[str, object] = {"name": row.get("column", row.get("name"))}
-    for key, value in row.items():
-        if key not in ("column", "column_path", "name"):
-            out[key] = jsonable(value)
-    return out
 
 
 class LakestatsJSON(Response):

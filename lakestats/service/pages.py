@@ -21,11 +21,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from lakestats.answers import column_json
 from lakestats.errors import LakestatsError
 from lakestats.service import facade, views
 from lakestats.service.cache import Answer
 from lakestats.service.errors import status_of
-from lakestats.service.jsonio import LakestatsJSON, column_row
+from lakestats.service.jsonio import LakestatsJSON
 from lakestats.service.tables import TableSet
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -92,22 +93,22 @@ def table_context(
     top-value cells: the page loads those from ``/tables/{name}/cells`` after its first
     paint (``static/app.js``), so the statistics show at once even on wide tables."""
     handle = tables.get(name)
-    reader = handle.reader()
-    version = reader.version
-    columns = [c["name"] for c in reader.columns]
+    version = handle.summary()
+    columns = [c.name for c in version.columns]
     pages = max(1, -(-len(columns) // PER_PAGE))
     page = min(page, pages)
     names = columns[(page - 1) * PER_PAGE : page * PER_PAGE]
-    if partition is None and not version.table_files and version.partitions:
-        partition = version.partitions[0].name or None  # no table level: first partition
-    level = facade.staleness(tables, name, snapshot) if version.table_files else None
+    if partition is None and not version.table_level and version.partitions:
+        partition = version.partitions[0] or None  # no table level: first partition
+    level = facade.staleness(tables, name, snapshot) if version.table_level else None
     if partition is None:
-        level = facade.table_level(tables, name, snapshot, names)
-        rows, row_count, entry_name = level["columns"], level["row_count"], None
+        answer = facade.table_level(tables, name, snapshot, names)
+        level = answer.staleness
+        rows, row_count, entry_name = answer.to_json()["columns"], answer.row_count, None
     else:
-        entry = reader.partition(partition)
-        rows = [column_row(r) for r in handle.statistics(entry.name or None, names)]
-        row_count, entry_name = entry.row_count, entry.name
+        found = handle.partition_statistics(partition, names)
+        rows = found.to_json()["columns"]
+        row_count, entry_name = found.row_count, found.name
     cells = [
         {"row": row, "distinct": views.distinct(row), "nulls": views.null_share(row)}
         for row in rows
@@ -120,7 +121,7 @@ def table_context(
         "version": version,
         "level": level,
         "partition": entry_name,
-        "partitions": [p.name for p in version.partitions],
+        "partitions": list(version.partitions),
         "row_count": row_count,
         "cells": cells,
         "cells_url": f"/tables/{quote(name, safe='')}/cells?{urlencode(query)}",
@@ -172,11 +173,11 @@ def cells_of(
         row = cell["row"]
         bins = []
         if row.get("histogram_bins"):
-            bins = handle.histogram(row["name"], context["partition"], 0, None)
+            bins = handle.histogram(row["name"], context["partition"]).to_json()["bins"]
         top = []
         if not row.get("all_distinct"):
-            pairs = handle.frequencies(row["name"], context["partition"], TOP_ON_TABLE_PAGE)
-            top = [{"value": v, "frequency": f} for v, f in pairs]
+            found = handle.frequencies(row["name"], context["partition"], TOP_ON_TABLE_PAGE)
+            top = found.to_json()["frequencies"]
         out[row["name"]] = {
             "hist": str(macros.sparkline(views.bars(bins, 120, 24, 40), row)),
             "top": str(macros.top(views.top_values(top))),
@@ -212,19 +213,17 @@ def column_context(
     """Everything ``column.html`` shows: statistics, zoomable histogram, top values and
     the per-partition summary (``stats`` over the partition index)."""
     handle = tables.get(name)
-    reader = handle.reader()
-    reader.column_index(column)
-    version = reader.version
-    entry_name = reader.partition(partition).name or None if partition else None
-    if entry_name is None and not version.table_files and version.partitions:
-        entry_name = version.partitions[0].name or None
-    [row] = [column_row(r) for r in handle.statistics(entry_name, [column])]
+    version = handle.summary()
+    entry_name = handle.partition(partition).name or None if partition else None
+    if entry_name is None and not version.table_level and version.partitions:
+        entry_name = version.partitions[0] or None
+    [row] = [column_json(r) for r in handle.statistics(entry_name, [column])]
     histogram = None
     if row.get("histogram_bins"):
-        histogram = facade.histogram(handle, column, entry_name, start, stop)
+        histogram = handle.histogram(column, entry_name, start, stop).to_json()
     frequencies = None
     if not row.get("all_distinct"):
-        frequencies = facade.frequencies(handle, column, entry_name, TOP_ON_COLUMN_PAGE)
+        frequencies = handle.frequencies(column, entry_name, TOP_ON_COLUMN_PAGE).to_json()
     per_partition = tables.memo(
         name, ("column_partitions", column), lambda: _partition_rows(handle, column)
     )
@@ -233,7 +232,7 @@ def column_context(
         "column": column,
         "version": version,
         "partition": entry_name,
-        "partitions": [p.name for p in version.partitions],
+        "partitions": list(version.partitions),
         "row": row,
         "distinct": views.distinct(row),
         "nulls": views.null_share(row),
@@ -248,11 +247,12 @@ def column_context(
 
 
 def _partition_rows(handle, column: str) -> list[dict[str, object]]:  # noqa: ANN001
-    if not handle.reader().version.partitions:
+    if not handle.summary().partitions:
         return []
-    data = handle.stats([column], by_partition=True)
+    data = handle.stats([column], by_partition=True).to_json()
     out = []
     for part in data.get("partitions", []):
         [stats] = part["columns"]
-        out.append({"name": part["name"], "row_count": part["row_count"], **stats})
+        # the partition's name last: the column's statistics carry the column's ``name``
+        out.append({**stats, "name": part["name"], "row_count": part["row_count"]})
     return out

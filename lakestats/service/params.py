@@ -22,9 +22,7 @@ def column_list(text: str | None) -> list[str] | None:
 
 def check_columns(table: ls.LakestatsTable, names: list[str] | None) -> None:
     """Unknown columns are a 404 naming them (the facade's table level skips them)."""
-    reader = table.reader()
-    for name in names or ():
-        reader.column_index(name)
+    table.check_columns(names)
 
 
 def snapshot_of(table: ls.LakestatsTable, snapshot: int | None, as_of: str | None) -> int | None:

@@ -26,7 +26,6 @@ import lakestats.api as ls
 from lakestats.errors import LakestatsError, TableNotFoundError
 from lakestats.service.cache import Answer, AnswerCache
 from lakestats.service.config import TableConfig
-from lakestats.store import manifest
 
 T = TypeVar("T")
 MEMO_SIZE = 512
@@ -105,7 +104,7 @@ class TableSet:
             handle.table.forget_table_state()
             opened = now - random.uniform(0, self.reopen_seconds / 4)
             handle = _Handle(handle.table, handle.version, now, opened)
-        latest = manifest.latest_version_number(handle.table.stats_root, config.s3)
+        latest = handle.table.latest_version()
         if handle.version not in (-1, latest):
             handle = _Handle(_open(config), latest, now, now)  # a newer version
         handle = handles[name] = _Handle(handle.table, latest, now, handle.opened_at)

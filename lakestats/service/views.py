@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lakestats.stats.keys import to_json
+from lakestats.answers import jsonable as to_json
 
 CELL_CHARS = 32
 SPARK_BARS = 40

@@ -28,6 +28,9 @@ group's partition files into a part's rows, ``write_part`` encodes a part,
 has no directory: versions written before it, which estimate from the partition files) and
 ``PartitionHistograms.read`` (a column's rows for some partitions: per part holding any of
 them, one read of that column's row groups, parts on two threads).
+
+Over 400 lines because the write and read sides of one file format stay together (the
+layout they share is the contract).
 """
 
 from __future__ import annotations

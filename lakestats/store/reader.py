@@ -326,13 +326,18 @@ class StatisticsReader:
     def column_statistics(
         self, partition: str | dict | None, columns: list[str] | None = None
     ) -> list[dict[str, object]]:
-        """Decoded statistics (Python values) of ``columns`` of one partition."""
+        """Decoded statistics (Python values) of ``columns`` of one partition, with the
+        column's type as the table's format writes it (``table_type``, where the version
+        recorded it)."""
         table = self.statistics_table(partition, columns)
+        native = {c["name"]: c["table_type"] for c in self.version.columns if "table_type" in c}
         out = []
         for row in table.to_pylist():
             for name in KEY_COLUMNS:
                 if name in row:
                     row[name] = decode_value(row[name], row["type"])
+            if native:
+                row["table_type"] = native.get(row["column"])
             out.append(row)
         return out
 

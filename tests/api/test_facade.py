@@ -80,6 +80,8 @@ def test_cli_imports_only_the_facade() -> None:
     assert not [n for n in ours if n.split(".")[1] in below], sorted(ours)
     assert ours <= {
         "lakestats.api",
+        "lakestats.answers",  # the facade's typed answers, rendered here
+        "lakestats.display",  # how figures read in text
         "lakestats.config",  # settings: environment, file, flags
         "lakestats.errors",
         "lakestats.options",  # AnalyzeOptions/SampleOptions: the flags are derived from them
@@ -148,11 +150,11 @@ def test_expire_removes_only_orphans_the_versions_do_not_reference(analyzed) -> 
     old = time.time() - 3600
     os.utime(orphan, (old, old))
 
-    dry = table.expire(dry_run=True, orphan_age_minutes=1)
+    dry = table.expire(dry_run=True, orphan_age_minutes=1).to_json()
     assert orphan.exists() and dry["dry_run"] is True
     assert dry["files_removed"] == 1 and dry["versions_removed"] == []
 
-    done = table.expire(orphan_age_minutes=1)
+    done = table.expire(orphan_age_minutes=1).to_json()
     assert not orphan.exists()
     assert {k: v for k, v in done.items() if k != "dry_run"} == {
         k: v for k, v in dry.items() if k != "dry_run"

@@ -106,10 +106,11 @@ def test_cli_partition_lookups_stay_lean(analyzed) -> None:
     top, heavy = _cli("frequencies", root, "--column", "s", "--partition", "p=1", "--json")
     assert heavy == []
     expected = Counter(parts[1].column("s").to_pylist())
-    assert {row["value"]: row["frequency"] for row in top} == dict(expected)
+    assert {row["value"]: row["frequency"] for row in top["frequencies"]} == dict(expected)
 
     bins, heavy = _cli("histogram", root, "--column", "x", "--partition", "p=0", "--json")
     assert heavy == []
+    bins = bins["bins"]
     assert sum(b["count"] for b in bins) == len(x)
     last = len(bins) - 1
     assert [b["count"] for b in bins] == [
@@ -124,7 +125,9 @@ def test_cli_table_level_lookups_stay_lean(analyzed) -> None:
     expected = Counter(both.column("s").to_pylist())
     top, heavy = _cli("frequencies", root, "--column", "s", "--top", "3", "--json")
     assert heavy == []
-    assert [row["frequency"] for row in top] == sorted(expected.values(), reverse=True)[:3]
+    assert [row["frequency"] for row in top["frequencies"]] == sorted(
+        expected.values(), reverse=True
+    )[:3]
 
     holders, heavy = _cli("partitions-containing", root, "--column", "s", "--value", "v3", "--json")
     assert heavy == []
@@ -137,7 +140,7 @@ def test_cli_table_level_lookups_stay_lean(analyzed) -> None:
 
     listed, heavy = _cli("partitions", root, "--json")
     assert heavy == []
-    assert sorted(p["name"] for p in listed) == ["p=0", "p=1"]
+    assert sorted(p["name"] for p in listed["partitions"]) == ["p=0", "p=1"]
     history, heavy = _cli("history", root, "--json")
     assert heavy == [] and len(history) == 1
 
@@ -149,7 +152,7 @@ def test_python_lookups_stay_lean(analyzed) -> None:
         f"t = ls.open_table({root!r})\n"
         "[row] = t.statistics('p=1', columns=['y'])\n"
         "print(json.dumps([row['null_count'], row['row_count'], row['min'],"
-        " sum(b['count'] for b in t.histogram('y', 'p=1')), t.frequencies('s', 'p=1', top=1)]))"
+        " sum(t.histogram('y', 'p=1').counts), list(t.frequencies('s', 'p=1', top=1))]))"
     )
     stdout, heavy = _run(body)
     assert heavy == []

@@ -12,6 +12,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
+import lakestats.api as ls
 from lakestats import cli
 from lakestats.stats import keys
 from lakestats.store.reader import StatisticsReader
@@ -49,11 +50,12 @@ def test_analyze_and_look_up_every_partition(spark, parquet_table: Path, capsys)
     assert summary["row_count"] == 1500
 
     code, out, _ = _run(capsys, "partitions", str(parquet_table), "--json")
-    listing = json.loads(out)
+    listing = json.loads(out)["partitions"]
     assert sorted(p["partition"]["part"] for p in listing) == ["big", "empty", "single", "small"]
-    for entry in listing:
-        for kind in ("statistics", "frequencies", "histograms"):
-            assert Path(entry[f"{kind}_path"]).is_file()
+    for entry in ls.open_table(str(parquet_table)).partitions():
+        assert sorted(entry.files) == ["frequencies", "histograms", "statistics"]
+        for uri in entry.files.values():
+            assert Path(uri.removeprefix("file://")).is_file()
 
     dataset = pads.dataset(parquet_table, format="parquet", partitioning="hive")
     reader = StatisticsReader(str(parquet_table / "_lakestats"))
@@ -116,7 +118,7 @@ def test_show_json_follows_the_cli_contract(spark, parquet_table: Path, capsys) 
         "3",
         "--json",
     )
-    top = json.loads(out)
+    top = json.loads(out)["frequencies"]
     counts = pc.value_counts(table["ünï"].drop_null()).to_pylist()
     counts.sort(key=lambda d: (-d["counts"], d["values"].encode()))
     assert top == [{"value": d["values"], "frequency": d["counts"]} for d in counts[:3]]
@@ -131,7 +133,7 @@ def test_show_json_follows_the_cli_contract(spark, parquet_table: Path, capsys) 
         "day",
         "--json",
     )
-    bins = json.loads(out)
+    bins = json.loads(out)["bins"]
     assert sum(b["count"] for b in bins) == table["day"].drop_null().__len__()
     assert bins[0]["lower"] == str(pc.min(table["day"]).as_py())
 
@@ -180,8 +182,8 @@ def test_large_partition_is_sliced_and_merges_exactly(spark, tmp_path: Path) -> 
     check_partition(
         pa.Table.from_batches(pq.ParquetDataset(root).read().to_batches()),
         sliced_rows,
-        lambda c: handle.frequencies(c),
-        lambda c: handle.histogram(c),
+        lambda c: list(handle.frequencies(c)),
+        lambda c: handle.histogram(c).rows(),
     )
 
 

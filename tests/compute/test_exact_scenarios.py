@@ -21,7 +21,6 @@ import pytest
 
 import lakestats.api as ls
 from lakestats.errors import InvalidArgumentError
-from lakestats.service import facade
 from lakestats.store import expire, manifest
 from lakestats.store.reader import StatisticsReader
 
@@ -158,7 +157,7 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
                 f"count(*) FILTER ({column} > $1::{_sql_type(column)} AND {not_nan}) FROM t",
                 [probe],
             ).fetchone()
-            got = handle.rank(column, probe)
+            got = handle.rank(column, probe).to_json()
             assert (got["below"], got["equal"], got["above"]) == (below, equal, above), (
                 column,
                 probe,
@@ -170,7 +169,7 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
             (want,) = con.execute(
                 f"SELECT quantile_disc({column}, {p}) FROM t WHERE {not_nan}"
             ).fetchone()
-            assert _norm(handle.quantile(column, p)) == _norm(want), (column, p)
+            assert _norm(handle.quantile(column, p).value) == _norm(want), (column, p)
         if column in ("seq", "key", "u", "f", "d", "day"):
             assert row["percentiles_exact"] is True
             (median,) = con.execute(
@@ -204,14 +203,14 @@ def _check_duplicates_only(con, handle, row: dict, column: str, stored: dict) ->
     assert row["frequencies_truncated"] is bool(repeated), column
     assert row["frequencies_omitted"] == (once if repeated else 0), column
     assert row["frequencies_min"] == (min(repeated.values()) if repeated else None), column
-    listing = facade.frequencies(handle, column, None, None)
-    assert listing["duplicates_only"] is True and listing["omitted"] == row["frequencies_omitted"]
+    listing = handle.frequencies(column)
+    assert listing.duplicates_only is True and listing.omitted == row["frequencies_omitted"]
     (single, outside) = con.execute(
         f"SELECT min({column}) FILTER (WHERE n = 1), max({column}) + 1 FROM "
         f"(SELECT {column}, count(*) AS n FROM t WHERE {column} IS NOT NULL GROUP BY 1)"
     ).fetchone()
     for value, truth in ((single, 1), (outside, 0), *((v, c) for v, c in repeated.items())):
-        got = handle.estimate(f"{column} = {value}", table_level=True)
+        got = handle.estimate(f"{column} = {value}", table_level=True).to_json()
         assert got["lower"] <= truth <= got["upper"], (column, value, got)
         assert got["upper"] <= max(truth, 1), (column, value, got)
         assert got["exact"] is (truth != 1 or value in repeated), (column, value, got)
@@ -220,7 +219,7 @@ def _check_duplicates_only(con, handle, row: dict, column: str, stored: dict) ->
 def _check_histogram(con, handle, row: dict, column: str) -> None:
     """Exact table histogram: each reported bin's count equals DuckDB's count inside it."""
     assert row["histogram_exact"] is True, column
-    bins = handle.histogram(column)
+    bins = handle.histogram(column).rows()
     finite = f"NOT isnan({column})" if column == "f" else "true"
     sql_type = _sql_type(column)
     for i, b in enumerate(bins):

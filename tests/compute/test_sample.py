@@ -137,9 +137,9 @@ def test_analyze_from_sample(sales: Path, spark, capsys, monkeypatch) -> None:
     everything = pa.concat_tables(rows.values())
     assert result.row_count == everything.num_rows
     stats = table.table_statistics()
-    assert stats["kind"] == "sampled" and stats["sample"]["fraction"] == 0.2
-    assert stats["row_count"] == everything.num_rows
-    by_name = {c["column"]: c for c in stats["columns"]}
+    assert stats.kind == "sampled" and stats.sample["fraction"] == 0.2
+    assert stats.row_count == everything.num_rows
+    by_name = {c["column"]: c for c in stats.columns}
     amount = by_name["amount"]
     truth = float(np.mean(everything["amount"].to_numpy()))
     drawn_amounts = np.concatenate([t["amount"].to_numpy() for t in _sample_rows(table).values()])
@@ -164,11 +164,11 @@ def test_analyze_from_sample(sales: Path, spark, capsys, monkeypatch) -> None:
     assert item["min"] == min(everything["item"].to_pylist())
     # partitions: row counts exact; frequencies and histograms scaled to the partition
     for partition in table.partitions():
-        name = partition["path"]
-        assert partition["row_count"] == rows[name].num_rows
+        name = partition.path
+        assert partition.row_count == rows[name].num_rows
         [p_item] = table.statistics(name, columns=["item"])
         assert p_item["row_count"] == rows[name].num_rows
-        total = sum(b["count"] for b in table.histogram("amount", name))
+        total = sum(b["count"] for b in table.histogram("amount", name).rows())
         assert abs(total - rows[name].num_rows) <= 3  # rounding per bin
         freq = sum(f for _, f in table.frequencies("item", name))
         assert abs(freq - rows[name].num_rows) <= len(table.frequencies("item", name))
@@ -180,11 +180,11 @@ def test_analyze_from_sample(sales: Path, spark, capsys, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")
     assert cli.main(["show", str(sales)]) == 0
     text = " ".join(capsys.readouterr().out.split())  # the title may wrap
-    assert f"[sampled: {drawn} rows of snapshot None]" in text
+    assert f"[sampled: {drawn:,} rows of snapshot None]" in text
     # a later full analyze reuses nothing from the sampled version and is exact again
     full = table.analyze(spark=spark)
     assert full.partitions_reused == 0
-    [exact] = table.table_statistics(columns=["item"])["columns"]
+    [exact] = table.table_statistics(columns=["item"]).columns
     assert exact["distinct_count"] == true_items
 
 
@@ -294,7 +294,7 @@ def test_from_sample_reads_the_sample_once_in_the_tasks(sales: Path, spark, monk
         values = [v for t in drawn.values() for v in t[column].to_pylist()]
         n, big_n = len(values), sum(populations.values())
         name, estimate, (lower, upper) = select_estimator(_profile(values), n, big_n)
-        [stats] = table.table_statistics(columns=[column])["columns"]
+        [stats] = table.table_statistics(columns=[column]).columns
         assert stats["distinct_estimator"] == name, column
         assert stats["distinct_count"] == round(estimate), column
         assert (stats["distinct_count_lower"], stats["distinct_count_upper"]) == (

@@ -465,3 +465,76 @@ def test_refresh_rewrites_only_the_changed_partitions_of_the_sibling(
     rows = fmt.sibling_rows(record)
     assert {r: v.tolist() for r, v in _by_region(rows).items()} == _sample_ids(table)
     assert rows.num_rows == shown["sample_rows"]
+
+
+def _iceberg_table(tmp_path: Path) -> tuple[str, dict]:
+    from pyiceberg.transforms import IdentityTransform
+
+    from lakestats.formats.iceberg import load_catalog
+
+    warehouse = str(tmp_path / "warehouse")
+    catalog = load_catalog(warehouse=warehouse)
+    catalog.create_namespace("db")
+    base = catalog.create_table("db.sales", schema=_rows(0, 1, 0).schema)
+    with base.update_spec() as spec:
+        spec.add_field("region", IdentityTransform(), "region")
+    base.append(_rows(0, 3_000, 0))
+    return "db.sales", {"warehouse": warehouse}
+
+
+def _delta_table(tmp_path: Path) -> tuple[str, dict]:
+    from deltalake import write_deltalake
+
+    uri = str(tmp_path / "sales")
+    write_deltalake(uri, _rows(0, 3_000, 0), partition_by=["region"])
+    return uri, {}
+
+
+def _paimon_table(tmp_path: Path) -> tuple[str, dict]:
+    from pypaimon import CatalogFactory, Schema
+
+    catalog = CatalogFactory.create({"warehouse": str(tmp_path / "warehouse")})
+    catalog.create_database("default", True)
+    schema = Schema.from_pyarrow_schema(_rows(0, 1, 0).schema, ["region"])
+    catalog.create_table("default.sales", schema, False)
+    _paimon_commit(catalog.get_table("default.sales"), _rows(0, 3_000, 0))
+    return str(tmp_path / "warehouse" / "default.db" / "sales"), {}
+
+
+def _parquet_table(tmp_path: Path) -> tuple[str, dict]:
+    import pyarrow.dataset as ds
+
+    uri = tmp_path / "sales"
+    ds.write_dataset(
+        _rows(0, 3_000, 0), uri, format="parquet", partitioning=["region"],
+        partitioning_flavor="hive",
+    )
+    return str(uri), {}
+
+
+@pytest.mark.parametrize(
+    "make", [_iceberg_table, _delta_table, _paimon_table, _parquet_table]
+)
+def test_from_sample_keeps_column_identity(make, spark, tmp_path: Path, capsys) -> None:
+    """A sampled version describes the table's own columns (names, types and, where the
+    format has them, field ids) exactly as a full analyze records them, so it is not stale
+    and `show` prints every column (an Iceberg table once got no field ids: every column
+    'changed since the snapshot', `show` empty and marked stale)."""
+    name, where = make(tmp_path)
+    full = ls.open_table(name, str(tmp_path / "full"), **where)
+    full.analyze(spark=spark)
+    table = ls.open_table(name, str(tmp_path / "stats"), **where)
+    table.sample.create(fraction=0.5, seed=SEED, spark=spark)
+    table.analyze(from_sample=True, spark=spark)
+    assert table.reader().version.columns == full.reader().version.columns
+    answer = table.table_statistics()
+    assert not answer.stale, answer
+    assert answer.staleness.columns_not_inherited == ()
+    assert [c["column"] for c in answer.columns] == ["id", "amount", "region"]
+    capsys.readouterr()
+    argv = ["show", name, "--stats-root", str(tmp_path / "stats")]
+    assert cli.main(argv + [f"--warehouse={v}" for v in where.values()]) == 0
+    shown = capsys.readouterr().out
+    assert "stale" not in shown
+    for column in ("id", "amount", "region"):
+        assert column in shown

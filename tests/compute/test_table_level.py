@@ -91,7 +91,7 @@ def test_table_level_matches_duckdb(analyzed) -> None:
         values = sorted(v for (v,) in con.execute(f"SELECT {col} FROM t WHERE {where}").fetchall())
         if kind in (Kind.INTEGER, Kind.FLOATING, Kind.DECIMAL, Kind.TEMPORAL) and values:
             _check_percentiles(leaf.name, row, values)
-            _check_histogram(leaf.name, row, handle.histogram(leaf.name), values, kind)
+            _check_histogram(leaf.name, row, handle.histogram(leaf.name).rows(), values, kind)
         _check_frequencies(con, leaf.name, col, row, handle.frequencies(leaf.name))
         _check_upper_bounds(con, reader, leaf, col)
     assert n_exact >= 4 and n_bounded >= 4  # both roll-up paths were exercised
@@ -277,7 +277,7 @@ def test_exact_table_histogram_keeps_large_integers_exact(spark, tmp_path) -> No
     handle.analyze(spark=spark, bins=1000)
     [row] = handle.statistics(None, ["v"])
     assert row["histogram_exact"] is True and row["min"] == base
-    bins = handle.histogram("v")
+    bins = handle.histogram("v").rows()
     assert bins[0]["lower"] == base
     # base + 0, 1, 3, 4, ..., 12, 13, each twice: one bin per integer
     assert [b["count"] for b in bins] == [2, 2, 0] * 4 + [2, 2]

@@ -64,7 +64,7 @@ def test_thousand_columns(spark, tmp_path: Path) -> None:
     assert expected == []  # (sanity of the reference connection)
     counts = pc.value_counts(table.slice(0, 1000)["s500"].drop_null()).to_pylist()
     counts.sort(key=lambda d: (-d["counts"], d["values"]))
-    assert top == [(d["values"], d["counts"]) for d in counts[:2]]
+    assert list(top) == [(d["values"], d["counts"]) for d in counts[:2]]
 
 
 def test_user_defined_statistic_through_spark(spark, tmp_path: Path) -> None:

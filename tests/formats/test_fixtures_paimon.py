@@ -70,6 +70,14 @@ def test_fixture_matches_pypaimon(spark, fixtures_dir: Path, tmp_path: Path, cap
     )
     shown = check(capsys, path, str(tmp_path / "latest"))
     assert shown["row_count"] == pypaimon_read(path).num_rows > 0
+    # each column's type as Paimon wrote it in the table's schema file
+    schema = json.loads((Path(path) / "schema" / "schema-0").read_text())
+    written = {f["name"]: f["type"] for f in schema["fields"]}
+    table_types = {c["name"]: c["table_type"] for c in shown["columns"]}
+    assert table_types.keys() == written.keys()
+    for column, kind in written.items():  # a nested type is a JSON object in the file
+        expected = kind if isinstance(kind, str) else kind["type"]
+        assert table_types[column].startswith(expected), (column, kind)
     # an older snapshot that has rows (a level-0 commit is invisible with deletion vectors)
     older = (
         max(

@@ -86,7 +86,7 @@ def test_table_opened_by_path(spark, iceberg_table, tmp_path: Path, capsys) -> N
     assert cli.main(["analyze", location, "--stats-root", str(root), "--columns", "id,ünï"]) == 0
     capsys.readouterr()
     assert cli.main(["partitions", location, "--stats-root", str(root), "--json"]) == 0
-    listing = json.loads(capsys.readouterr().out)
+    listing = json.loads(capsys.readouterr().out)["partitions"]
     total = sum(p["row_count"] for p in listing)
     assert total == table.scan().to_arrow().num_rows
     assert {tuple(p["partition"]) for p in listing} == {("region", "day_year")}
@@ -96,4 +96,5 @@ def test_table_opened_by_path(spark, iceberg_table, tmp_path: Path, capsys) -> N
     assert cli.main(["analyze", metadata_file, "--stats-root", str(root), "--columns", "id"]) == 0
     capsys.readouterr()
     assert cli.main(["partitions", metadata_file, "--stats-root", str(root), "--json"]) == 0
-    assert sum(p["row_count"] for p in json.loads(capsys.readouterr().out)) == total
+    listed = json.loads(capsys.readouterr().out)["partitions"]
+    assert sum(p["row_count"] for p in listed) == total

@@ -139,7 +139,7 @@ def _check(handle, reference: pa.Table, partitions: list[str]) -> None:
             (d["values"], d["counts"]) for d in pc.value_counts(ts.drop_null()).to_pylist()
         )
         assert sorted(handle.frequencies("ts", partition)) == truth, partition
-        bins = handle.histogram("ts", partition)
+        bins = handle.histogram("ts", partition).rows()
         assert sum(b["count"] for b in bins) == len(ts) - ts.null_count, partition
         assert bins[0]["lower"] == expected["min"] and bins[-1]["upper"] == expected["max"]
 

@@ -130,7 +130,7 @@ def _check_every_partition(
 ) -> None:
     ls.open_table(table, stats_root=stats, s3=s3).analyze(spark=spark, bins=8)
     base = [table, "--stats-root", stats, "--json"]
-    listing = _out(capsys, ["partitions", *base])
+    listing = _out(capsys, ["partitions", *base])["partitions"]
     assert len(listing) == len(VALUES)
     assert len({p["path"] for p in listing}) == len(VALUES)  # no two share a directory
     by_value = {p["partition"]["p"]: p for p in listing}
@@ -159,12 +159,13 @@ def _check_every_partition(
             if value is not None:
                 assert p_column["min"] == value == p_column["max"]
             frequencies = _out(capsys, ["frequencies", *base, "--column", "s", "--partition", spec])
-            assert frequencies == want_frequencies, spec
+            assert frequencies["frequencies"] == want_frequencies, spec
             bins = _out(capsys, ["histogram", *base, "--column", "n", "--partition", spec])
+            bins = bins["bins"]
             assert sum(b["count"] for b in bins) == rows and bins[0]["lower"] == n_min
         for spec in (entry["name"], entry["path"], {"p": value}):
             assert api.statistics(spec, ["n"])[0]["max"] == n_max, spec
-            assert api.frequencies("s", spec, top=1) == [("common", 2)]
+            assert list(api.frequencies("s", spec, top=1)) == [("common", 2)]
         containing = ["partitions-containing", *base, "--column", "s"]
         holders = _out(capsys, [*containing, "--value", f"only{i}"])
         assert [(h["name"], h["path"], h["frequency"]) for h in holders] == [

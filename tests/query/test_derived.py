@@ -51,14 +51,14 @@ def table(spark, tmp_path_factory: pytest.TempPathFactory):
 
 def test_analyze_where_then_lookup(table, spark, capsys) -> None:
     path, handle, con = table
-    before = handle.history()
+    before = handle.history().to_json()
     result = handle.analyze(spark=spark, where=WHERE, bins=16, max_frequencies=30)
     # p0 holds u < 100000 only: pruned by max, never read
     assert (result.partitions_computed, result.partitions_reused) == (2, 0)
     true = con.execute(f"SELECT count(*) FROM t WHERE {WHERE}").fetchone()[0]
     assert result.row_count == true
     # the table's own statistics stay as they were; history lists the derived entry
-    after = ls.open_table(str(path)).history()
+    after = ls.open_table(str(path)).history().to_json()
     assert [v for v in after if v.get("kind") != "derived"] == before
     entries = [v for v in after if v.get("kind") == "derived"]
     assert len(entries) == 1 and entries[0]["row_count"] == true
@@ -66,7 +66,7 @@ def test_analyze_where_then_lookup(table, spark, capsys) -> None:
 
     fresh = ls.open_table(str(path))
     for where in (WHERE, SAME):
-        shown = fresh.stats(["i", "s", "f"], where=where)
+        shown = fresh.stats(["i", "s", "f"], where=where).to_json()
         assert shown["derived"] is True
         assert shown["table"]["row_count"] == true
         i, s, f = shown["table"]["columns"]
@@ -79,11 +79,11 @@ def test_analyze_where_then_lookup(table, spark, capsys) -> None:
         )
         got = {p["partition"]["part"]: p["row_count"] for p in shown["partitions"]}
         assert got == per_part
-        estimate = fresh.estimate(where)
+        estimate = fresh.estimate(where).to_json()
         assert estimate["derived"] and estimate["exact"]
         assert (estimate["row_count"], estimate["lower"], estimate["upper"]) == (true,) * 3
     # a predicate not analyzed is still pruned and estimated from the table's statistics
-    other = fresh.stats(["i"], where="u >= 100000")
+    other = fresh.stats(["i"], where="u >= 100000").to_json()
     assert "derived" not in other
     assert other["table"]["partitions_matched"] == 2
 
@@ -96,8 +96,8 @@ def test_analyze_where_then_lookup(table, spark, capsys) -> None:
     # the lookup starts no Spark: a fresh interpreter, no Java, pyspark never imported
     code = (
         "import json, sys; import lakestats.api as ls; "
-        f"r = ls.open_table({str(path)!r}).stats(['i'], where={SAME!r}); "
-        "e = ls.open_table(" + repr(str(path)) + f").estimate({WHERE!r}); "
+        f"r = ls.open_table({str(path)!r}).stats(['i'], where={SAME!r}).to_json(); "
+        "e = ls.open_table(" + repr(str(path)) + f").estimate({WHERE!r}).to_json(); "
         "print(json.dumps([r['derived'], r['table']['row_count'], e['row_count'], "
         "'pyspark' in sys.modules]))"
     )
@@ -113,8 +113,8 @@ def test_analyze_where_then_lookup(table, spark, capsys) -> None:
     assert derived.expire(stats_root, {before[-1]["snapshot_id"]}, None) == []
     removed = derived.expire(stats_root, {12345}, None)
     assert len(removed) == 1
-    assert ls.open_table(str(path)).stats(["i"], where=WHERE).get("derived") is None
-    assert not [v for v in ls.open_table(str(path)).history() if v.get("kind") == "derived"]
+    assert ls.open_table(str(path)).stats(["i"], where=WHERE).derived_predicate is None
+    assert not [v for v in ls.open_table(str(path)).history() if v.kind == "derived"]
     assert manifest.load_version(stats_root).version == before[-1]["version"]
 
 
@@ -163,4 +163,4 @@ def test_changed_partition_is_not_pruned_by_old_statistics(spark, tmp_path: Path
     assert result.partitions_computed == 2
     assert result.row_count == 6  # 10 to 13 in a (new data) + 10, 20 in b
     # no snapshots: the lookup returns the newest derived analysis
-    assert handle.stats(["x"], where="x >= 10")["table"]["row_count"] == 6
+    assert handle.stats(["x"], where="x >= 10").row_count == 6

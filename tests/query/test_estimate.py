@@ -167,7 +167,7 @@ def _true_counts(con: duckdb.DuckDBPyConnection, where: str) -> dict[str, int]:
 def test_estimate_holds_the_true_count(analyzed, where: str) -> None:
     root, con = analyzed
     truth = _true_counts(con, where)
-    result = ls.open_table(str(root)).estimate(where)
+    result = ls.open_table(str(root)).estimate(where).to_json()
     total = sum(truth.values())
     assert result["lower"] <= total <= result["upper"], (where, total, result)
     if result["exact"]:
@@ -224,7 +224,7 @@ def test_index_provider_equals_file_provider(analyzed, monkeypatch) -> None:
 
     monkeypatch.setattr(StatisticsReader, "parquet_file", spy)
     fresh = ls.open_table(str(root))
-    result = fresh.estimate("i > 99999 OR u IS NULL")
+    result = fresh.estimate("i > 99999 OR u IS NULL").to_json()
     assert (result["row_count"], result["exact"]) == (0, True)
     assert sum(_true_counts(con, "i > 99999 OR u IS NULL").values()) == 0
     assert opened == []  # every partition settled by the index's scalars
@@ -234,14 +234,14 @@ def test_index_provider_equals_file_provider(analyzed, monkeypatch) -> None:
 def test_exact_where_the_statistics_allow(analyzed, where: str) -> None:
     root, con = analyzed
     total = sum(_true_counts(con, where).values())
-    result = ls.open_table(str(root)).estimate(where)
+    result = ls.open_table(str(root)).estimate(where).to_json()
     assert result["exact"], (where, result)
     assert result["row_count"] == total
 
 
 def test_pruned_partitions_hold_no_match(analyzed) -> None:
     root, con = analyzed
-    result = ls.open_table(str(root)).estimate("u >= 200000 AND u < 200003")
+    result = ls.open_table(str(root)).estimate("u >= 200000 AND u < 200003").to_json()
     assert [p["partition"]["part"] for p in result["partitions"]] == ["p2"]
     assert set(_true_counts(con, "u >= 200000 AND u < 200003")) == {"p2"}
 
@@ -255,14 +255,16 @@ def test_single_column_estimates_are_close(analyzed) -> None:
     for where in ["i < 50", "i BETWEEN 10 AND 400", "f > 10.5", "d < 0", "u BETWEEN 1000 AND 2000",
                   "day >= DATE '2020-03-15'", "s = 'apple0'", "i IN (100, 101, 102, 5000)"]:
         truth = max(1, sum(_true_counts(con, where).values()))
-        est = max(1.0, table.estimate(where)["row_count"])
+        est = max(1.0, table.estimate(where).to_json()["row_count"])
         errors.append(max(est / truth, truth / est))
     assert float(np.median(errors)) <= 1.2, errors
 
 
 def test_detail_per_conjunct(analyzed) -> None:
     root, con = analyzed
-    result = ls.open_table(str(root)).estimate("i < 150 AND i >= 100 AND s LIKE 'apple%'")
+    result = ls.open_table(str(root)).estimate(
+        "i < 150 AND i >= 100 AND s LIKE 'apple%'"
+    ).to_json()
     texts = [d["predicate"] for d in result["detail"]]
     assert texts == ['"i" < 150 AND "i" >= 100', "\"s\" LIKE 'apple%'"]
     for d in result["detail"]:
@@ -274,7 +276,7 @@ def test_table_level_estimate_holds_bounds(analyzed) -> None:
     root, con = analyzed
     for where in ("i < 150", "small = 3", "s = 'apple0'", "f > 0 AND b = TRUE"):
         total = sum(_true_counts(con, where).values())
-        result = ls.open_table(str(root)).estimate(where, table_level=True)
+        result = ls.open_table(str(root)).estimate(where, table_level=True).to_json()
         assert result["lower"] <= total <= result["upper"], (where, result)
         if result["exact"]:
             assert result["row_count"] == total
@@ -312,7 +314,7 @@ def test_cli_json_keys(analyzed, capsys) -> None:
 def test_errors(analyzed, capsys, where: str, error: type, message: str) -> None:
     root, _ = analyzed
     with pytest.raises(error) as info:
-        ls.open_table(str(root)).estimate(where)
+        ls.open_table(str(root)).estimate(where).to_json()
     assert message in str(info.value)
     assert "\n" not in str(info.value)
     code = cli.main(["estimate", str(root), "--where", where, "--json"])
@@ -325,7 +327,7 @@ def test_never_analyzed(tmp_path: Path) -> None:
     (tmp_path / "t").mkdir()
     pq.write_table(pa.table({"a": [1]}), tmp_path / "t" / "x.parquet")
     with pytest.raises(StatisticsNotFoundError):
-        ls.open_table(str(tmp_path / "t")).estimate("a = 1")
+        ls.open_table(str(tmp_path / "t")).estimate("a = 1").to_json()
     assert issubclass(StatisticsNotFoundError, LakestatsError)
 
 
@@ -334,17 +336,17 @@ def test_column_without_statistics(spark, tmp_path: Path, capsys) -> None:
     pq.write_table(pa.table({"a": [1, 2, 2], "b": [1.0, None, 3.0]}), tmp_path / "t" / "x.parquet")
     table = ls.open_table(str(tmp_path / "t"))
     table.analyze(columns=["a"], spark=spark)
-    assert table.estimate("a = 2")["row_count"] == 2
+    assert table.estimate("a = 2").to_json()["row_count"] == 2
     with pytest.raises(StatisticsNotFoundError, match="column 'b' has no statistics: analyze it"):
-        table.estimate("a = 2 AND b > 1")
+        table.estimate("a = 2 AND b > 1").to_json()
     with pytest.raises(ColumnNotFoundError, match="unknown column 'c' in predicate"):
-        table.estimate("c > 1")
+        table.estimate("c > 1").to_json()
     # the same one-line errors for stats --where (CLI: one line, non-zero exit)
     with pytest.raises(StatisticsNotFoundError, match="column 'b' has no statistics: analyze it"):
         table.stats(["a"], where="b > 1")
     with pytest.raises(InvalidPredicateError, match="'x'"):
         table.stats(["a"], where="a = 'x'")
-    assert table.stats(["a"], where="a > 1")["table"]["partitions_matched"] == 1
+    assert table.stats(["a"], where="a > 1").to_json()["table"]["partitions_matched"] == 1
     for command in (["stats", "--columns", "a"], ["estimate"]):
         for where in ("b > 1", "c > 1", "a = 'x'"):
             code = cli.main([command[0], str(tmp_path / "t"), *command[1:], "--where", where])

@@ -57,11 +57,12 @@ def test_tables_and_versions(served) -> None:
     assert summary["partitions"] == len(REGIONS) and summary["table_level"] is True
     info = client.get("/api/tables/sales").json()
     assert [c["name"] for c in info["columns"]] == [*COLUMNS, "region"]
-    assert client.get("/api/tables/sales/versions").json() == table.history()
+    assert client.get("/api/tables/sales/versions").json() == table.history().to_json()
     parts = client.get("/api/tables/sales/partitions").json()["partitions"]
     counts = dict(con.execute("SELECT region, count(*) FROM sales GROUP BY 1").fetchall())
     assert {p["partition"]["region"]: p["row_count"] for p in parts} == counts
-    assert all(set(p) == {"partition", "name", "row_count"} for p in parts)  # no server paths
+    assert all(set(p) == {"partition", "name", "path", "row_count"} for p in parts)
+    assert all(p["path"] == p["name"] for p in parts)  # the partition's own path, not the server's
 
 
 def _expected(con, where: str = "TRUE") -> dict[str, dict[str, object]]:
@@ -152,7 +153,7 @@ def test_frequencies_histogram_and_holders(served) -> None:
     window = client.get("/api/tables/sales/columns/n/histogram?start=2&stop=5").json()
     assert (window["start"], window["stop"]) == (2, 5)
     assert [b["count"] for b in window["bins"]] == [
-        b["count"] for b in table.histogram("n", None, 2, 5)
+        b["count"] for b in table.histogram("n", None, 2, 5).rows()
     ]
     low, high = window["bins"][0]["lower"], window["bins"][-1]["upper"]
     [(inside,)] = con.execute(
@@ -179,12 +180,7 @@ def test_estimate_and_predicate_statistics(served) -> None:
     data = client.get("/api/tables/sales/estimate", params={"where": where}).json()
     [(truth,)] = con.execute(f"SELECT count(*) FROM sales WHERE {where}").fetchall()
     assert data["exact"] is True and data["row_count"] == truth
-    assert data == table.estimate(where) | {
-        "partitions": [
-            {**p, "partition": {k: str(v) for k, v in p["partition"].items()}}
-            for p in table.estimate(where)["partitions"]
-        ]
-    }
+    assert data == table.estimate(where).to_json()
     word = client.get("/api/tables/sales/estimate?where=word <> 'ant'").json()
     [(kept,)] = con.execute("SELECT count(*) FROM sales WHERE word <> 'ant'").fetchall()
     assert word["lower"] <= kept <= word["upper"]

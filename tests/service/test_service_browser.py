@@ -117,3 +117,37 @@ def test_table_page_column_page_and_partition(base_url: str, browser, tmp_path: 
     assert "bins 2–3 of" in page.inner_text("h2")
     page.screenshot(path=str(tmp_path / "column.png"), full_page=True)
     assert (tmp_path / "column.png").stat().st_size > 1000
+
+
+def _links_answer_200(page, api: httpx.Client) -> int:
+    """Every link on the page, resolved as the browser resolves it, answers 200."""
+    hrefs = page.eval_on_selector_all(  # an SVG link's .href is not a string: resolve it
+        "a[href]",
+        "links => links.map(a => new URL(a.getAttribute('href'), document.baseURI).href)",
+    )
+    for href in hrefs:
+        assert api.get(href).status_code == 200, href
+    return len(hrefs)
+
+
+def test_column_page_partition_rows_and_every_link(base_url: str, browser) -> None:
+    """The column page's partition table names each partition (it once showed the column's
+    name on every row, and every link answered 400); clicking a row opens that partition;
+    every link on the table and column pages answers 200."""
+    api = httpx.Client(base_url=base_url, timeout=30)
+    names = [p["name"] for p in api.get("/api/tables/sales/partitions").json()["partitions"]]
+    page = browser.new_page(viewport={"width": 1400, "height": 700})
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/tables/sales")
+    page.wait_for_selector('#columns-body[data-loaded="true"]')
+    assert _links_answer_200(page, api) > len(names)
+    page.goto(f"{base_url}/tables/sales/columns/n")
+    labels = page.locator("#partitions tbody tr td:first-child").all_inner_texts()
+    assert labels == names
+    stats = api.get("/api/tables/sales/stats?columns=n").json()
+    shown = page.locator("#partitions tbody tr td:nth-child(2)").all_inner_texts()
+    assert shown == [f"{p['row_count']:,}" for p in stats["partitions"]]
+    assert _links_answer_200(page, api) > len(names)
+    page.locator("#partitions tbody tr a").nth(1).click()
+    page.wait_for_url("**/tables/sales/columns/n?partition=**")
+    assert names[1] in page.inner_text("h1")

@@ -247,9 +247,9 @@ def test_estimates_equal_the_partition_files_and_hold_the_truth(analyzed: Path,
                                                                 where: str) -> None:
     opened: list[str] = []
     with _spy(opened):
-        via_file = ls.open_table(str(analyzed)).estimate(where)
+        via_file = ls.open_table(str(analyzed)).estimate(where).to_json()
     assert not {"histograms", "frequencies"} & set(opened), (where, opened)
-    via_partitions = ls.open_table(str(analyzed)).estimate(where, source="files")
+    via_partitions = ls.open_table(str(analyzed)).estimate(where, source="files").to_json()
     assert _close(via_file, via_partitions), (where, via_file, via_partitions)
     con = _con(analyzed)
     truth = dict(con.execute(f"SELECT p, count(*) FROM t WHERE {where} GROUP BY p").fetchall())
@@ -273,21 +273,21 @@ def test_a_version_without_the_file_answers_through_the_partition_files(
     shutil.copytree(analyzed, copy)
     stats = str(copy / "_lakestats")
     where = "i = 3 AND f > 0.5"
-    new = ls.open_table(str(analyzed)).estimate(where)
+    new = ls.open_table(str(analyzed)).estimate(where).to_json()
     version = manifest.load_version(stats)
     _, paths = _rows_of(copy / "_lakestats", version)
     # one part deleted (by hand, say): its partitions' files answer, the others' not
     os.remove(copy / "_lakestats" / paths[0])
     opened: list[str] = []
     with _spy(opened):
-        gone = ls.open_table(str(copy)).estimate(where)
+        gone = ls.open_table(str(copy)).estimate(where).to_json()
     assert {"histograms", "frequencies"} <= set(opened)
     assert _close(gone, new)
     # the directory deleted: the partition files answer
     os.remove(copy / "_lakestats" / version.partition_histogram_parts)
     opened.clear()
     with _spy(opened):
-        gone = ls.open_table(str(copy)).estimate(where)
+        gone = ls.open_table(str(copy)).estimate(where).to_json()
     assert {"histograms", "frequencies"} <= set(opened)
     assert _close(gone, new)
     # a version that never listed them (written before them)
@@ -295,7 +295,7 @@ def test_a_version_without_the_file_answers_through_the_partition_files(
     manifest.publish(stats, version)
     opened.clear()
     with _spy(opened):
-        old = ls.open_table(str(copy)).estimate(where)
+        old = ls.open_table(str(copy)).estimate(where).to_json()
     assert {"histograms", "frequencies"} <= set(opened)
     assert _close({**old, "version": 0}, {**new, "version": 0})
 

@@ -111,12 +111,12 @@ def _check_index(root: Path) -> manifest.Version:
     data = pads.dataset(root, format="parquet", partitioning="hive").to_table()
     con = duckdb.connect()
     con.register("t", data)
-    assert [p["name"] for p in answer["partitions"]] == [e.name for e in version.partitions]
-    for part in answer["partitions"]:
-        p = part["partition"]["p"]
+    assert [p.name for p in answer.partitions] == [e.name for e in version.partitions]
+    for part in answer.partitions:
+        p = part.partition["p"]
         (total,) = con.execute("SELECT count(*) FROM t WHERE p = ?", [p]).fetchone()
-        assert part["row_count"] == total
-        for column in part["columns"]:
+        assert part.row_count == total
+        for column in part.columns:
             col = column["name"]
             valid = f'"{col}" IS NOT NULL' + (f' AND NOT isnan("{col}")' if col == "x" else "")
             nulls, distinct = con.execute(
@@ -220,7 +220,7 @@ def test_stats_query_cli_where_and_fallback(spark, tmp_path: Path, capsys) -> No
         ("word IN ('zzz') OR x IS NULL", data["x"].isna()),
     ]:
         shown = handle.stats(["x"], where=where)
-        got = [p["partition"]["p"] for p in shown["partitions"]]
+        got = [p.partition["p"] for p in shown.partitions]
         assert got == sorted(set(data[keep]["p"])), where
     with pytest.raises(ColumnNotFoundError, match="unknown column 'nope' in predicate"):
         handle.stats(["x"], where="nope = 1")

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from lakestats.compute.outcome import TaskOutcome
 from lakestats.compute.progress import Clock
 from lakestats.compute.reduce import wire
 from lakestats.compute.reduce.cache import GroupCache
@@ -97,7 +98,7 @@ def _compute_and_reduce_task(
         with contextlib.suppress(Exception):
             reading.result()
     written, cache = 0, {}
-    if summary["kind"] == "done":
+    if summary["kind"] == TaskOutcome.DONE:
         with parallel():
             written, cache = reduce_locally(reduce_job, files, job.run_id, ahead)
     yield pa.RecordBatch.from_pylist(

@@ -1,0 +1,105 @@
+"""An analyze that would redo nothing, answered without Spark.
+
+When every partition of the snapshot to analyze has the files (fingerprints) the latest
+version describes, its statistics files are intact, and that version was made with the
+same columns and the options that shape the files (``AnalyzeOptions.partition_stats_key``,
+the table level and the exact step when asked for), there is nothing to compute:
+
+* the latest version already describes that snapshot: nothing is published, and the
+  result says so (``AnalyzeResult.unchanged``): five re-analyses no longer leave five
+  versions of one snapshot;
+* it describes an earlier snapshot (a commit that changed no data file: a metadata or
+  property change, an empty commit): a version for the new snapshot is published that
+  shares the earlier one's files (``extra["inherited_from"]``), with no Spark job.
+
+Spark does not start either way, so this costs a plan of the table and one manifest read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from lakestats import fs
+from lakestats.compute.analyze import (
+    AnalyzeResult,
+    _reusable_entries,
+    column_records,
+    publish_version,
+    select_columns,
+)
+from lakestats.errors import CorruptStatisticsError, StatisticsNotFoundError
+from lakestats.formats.base import TableFormat
+from lakestats.options import AnalyzeOptions
+from lakestats.stats.registry import registered_statistics
+from lakestats.store import layout, manifest, verify
+from lakestats.store.kinds import VersionKind
+
+
+def without_spark(
+    table: TableFormat, stats_root: str, options: AnalyzeOptions, s3: fs.S3Options | None
+) -> AnalyzeResult | None:
+    """The result of an analyze that has nothing to compute, or None when it has."""
+    if options.where is not None or options.from_sample or registered_statistics():
+        return None
+    try:
+        previous = manifest.load_version(stats_root, None, s3)
+    except (StatisticsNotFoundError, CorruptStatisticsError):
+        return None
+    if previous.kind != VersionKind.FULL or previous.skipped_versions:
+        return None
+    snapshot = options.snapshot_id if options.snapshot_id is not None else (
+        table.current_snapshot_id()
+    )
+    leaves, _ = select_columns(table.schema(snapshot), options.columns)
+    columns = column_records(table, snapshot, leaves)
+    reusable, damaged, _ = _reusable_entries(stats_root, s3, columns, options)
+    plans = table.plan(snapshot)
+    keys = {
+        (layout.partition_dir_of(list(plan.key), plan.values), plan.fingerprint())
+        for plan in plans
+    }
+    if damaged or len(keys) != len(previous.partitions) or not keys <= set(reusable):
+        return None
+    if not _table_level_ready(previous, options, stats_root, s3):
+        return None
+    if previous.snapshot_id == snapshot:
+        return AnalyzeResult(
+            previous.version, snapshot, 0, len(plans), previous.row_count, 0, stats_root,
+            unchanged=True,
+        )
+    timestamps = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
+    inherited = dataclasses.replace(
+        previous,
+        version=0,
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        snapshot_id=snapshot,
+        schema_id=table.schema_id(snapshot),
+        columns=columns,
+        partitions_computed=0,
+        partitions_reused=len(plans),
+        snapshot_timestamp_ms=timestamps.get(snapshot) if snapshot is not None else None,
+        extra={**previous.extra, "inherited_from": previous.version},
+        skipped_versions=[],
+    )
+    number = publish_version(stats_root, inherited, s3)
+    return AnalyzeResult(number, snapshot, 0, len(plans), previous.row_count, 0, stats_root)
+
+
+def _table_level_ready(
+    previous: manifest.Version,
+    options: AnalyzeOptions,
+    stats_root: str,
+    s3: fs.S3Options | None,
+) -> bool:
+    """The table level (and its exact ranks) this analyze asks for exist and are intact."""
+    if not options.table_level:
+        return True
+    files = previous.table_files or {}
+    if not files or (options.exact and "ranks" not in files and len(previous.partitions) > 1):
+        return False
+    recorded = dict(previous.extra.get("file_sizes", {}))
+    if not recorded:
+        return False  # a version from before sizes were recorded: recompute to be sure
+    sizes = verify.stored_sizes(stats_root, s3)
+    return verify.intact(files, recorded, sizes, parquet=False)
