@@ -141,7 +141,9 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type) -> None:
             continue
         target = p
         if flag.group:
-            target = groups.setdefault(flag.group, p.add_mutually_exclusive_group())
+            if flag.group not in groups:  # one group per name: an empty one breaks --help
+                groups[flag.group] = p.add_mutually_exclusive_group()
+            target = groups[flag.group]
         dest = _dest(flag.name)
         if flag.reads == opts.CLI_SWITCH:
             target.add_argument(flag.name, dest=dest, action="store_true", help=f.metadata["help"])
