@@ -63,6 +63,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = _positive(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a TCP port is 0 to 65535, got {text!r}")
+    return value
+
+
 def _table(args: argparse.Namespace) -> api.LakestatsTable:
     table = api.open_table(
         args.table, stats_root=args.stats_root, catalog=args.catalog, warehouse=args.warehouse
@@ -716,7 +723,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="the statistics service: HTTP API and web pages")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
+    p.add_argument("--port", type=_port, default=8080, help="port (default 8080)")
     p.add_argument(
         "--tables", help="TOML or JSON file: name -> table (default: the demo warehouse)"
     )

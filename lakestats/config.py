@@ -148,6 +148,20 @@ class Settings:
         env=("LAKESTATS_SERVE_TABLES",),
         help="set by `lakestats serve` for its uvicorn workers: the served tables",
     )
+    serve_request_seconds: float = setting(
+        10.0,
+        env=("LAKESTATS_SERVE_REQUEST_SECONDS",),
+        file="serve.request_seconds",
+        help="`serve`: a request not answered within this many seconds gets a JSON 503 "
+        "(0: no budget)",
+    )
+    serve_header_seconds: float = setting(
+        10.0,
+        env=("LAKESTATS_SERVE_HEADER_SECONDS",),
+        file="serve.header_seconds",
+        help="`serve`: a connection whose request line and headers take longer is closed "
+        "with a JSON 408",
+    )
     config_file: str | None = setting(
         None,
         env=(CONFIG_ENV,),
