@@ -37,6 +37,7 @@ from lakestats.formats import open_table as open_format
 from lakestats.options import AnalyzeOptions
 from lakestats.stats.keys import to_json  # noqa: F401 - the CLI's and service's JSON form of a value
 from lakestats.store import layout, manifest
+from lakestats.store.cleanup import as_it_was
 from lakestats.store.kinds import FileKind, VersionKind  # noqa: F401 - public names
 from lakestats.store.layout import probe_writable
 from lakestats.store.reader import StatisticsReader
@@ -107,20 +108,21 @@ class LakestatsTable:
             from lakestats.store.sample import load
 
             load(root, self.name, self.s3)  # no sample: one line, before Spark starts
-        probe_writable(root, self.s3)
-        subset = None
-        if options.where is not None:
-            root, subset = self._derived_job(options.where, options.snapshot_id)
-        if spark is None:
-            from lakestats.compute.session import get_spark
+        with as_it_was(root, self.s3):  # a failure leaves no directory it created
+            probe_writable(root, self.s3)
+            subset = None
+            if options.where is not None:
+                root, subset = self._derived_job(options.where, options.snapshot_id)
+            if spark is None:
+                from lakestats.compute.session import get_spark
 
-            spark = get_spark()
-        if options.from_sample:
-            from lakestats.compute.sample_analyze import analyze_from_sample
+                spark = get_spark()
+            if options.from_sample:
+                from lakestats.compute.sample_analyze import analyze_from_sample
 
-            self._reader = None
-            return analyze_from_sample(table, root, options, spark, self.s3)
-        result = analyze(table, root, options, spark, s3=self.s3, subset=subset)
+                self._reader = None
+                return analyze_from_sample(table, root, options, spark, self.s3)
+            result = analyze(table, root, options, spark, s3=self.s3, subset=subset)
         self._reader = None
         return result
 
