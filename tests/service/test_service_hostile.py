@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import threading
 import time
@@ -321,3 +322,39 @@ def test_hostile_mix_transport(base_url: str) -> None:
 def test_hostile_mix_predicates(base_url: str) -> None:
     """Deep and long predicates, huge literals and IN lists, as planners and probes send."""
     _hostile_mix(base_url, PREDICATES, rounds=1)
+
+
+# -- item 4: a manifest naming files outside its root ---------------------------------------
+
+
+def _manifest_pointing_at(victim: Path, base: Path) -> Path:
+    """A table whose statistics root holds one manifest: the victim's latest, with every
+    path it names rewritten as ``../../<victim>/_lakestats/<path>`` (another root)."""
+    [latest] = sorted((victim / "_lakestats" / "versions").glob("v*.json"))[-1:]
+    away = f"../../{victim.name}/_lakestats/"
+    text = re.sub(r'"(partitions|table)/', lambda m: f'"{away}{m.group(1)}/', latest.read_text())
+    assert text.count(away) >= 4
+    table = _slashed_table(base / "evil")
+    (table / "_lakestats" / "versions").mkdir(parents=True)
+    (table / "_lakestats" / "versions" / "v00000001.json").write_text(text)
+    return table
+
+
+def test_a_manifest_naming_another_root_is_refused_as_damaged(
+    tables, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from lakestats import cli
+
+    sales = Path(tables[0].table)
+    (tmp_path / sales.name).symlink_to(sales)  # ../../sales/_lakestats resolves from evil
+    evil = _manifest_pointing_at(tmp_path / sales.name, tmp_path)
+    with TestClient(create_app([TableConfig("evil", str(evil))])) as client:
+        for url in ("/api/tables/evil/statistics", "/api/tables/evil/partitions",
+                    "/api/tables/evil/columns/n/histogram"):
+            response = client.get(url)
+            assert 400 <= response.status_code < 500, (url, response.text[:300])
+            _is_error(response.json())
+            assert "outside its statistics root" in response.json()["error"]["message"]
+    assert cli.main(["show", str(evil)]) != 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("lakestats: error: ") and "outside its statistics root" in line
