@@ -101,6 +101,31 @@ class Settings:
         file="s3.secret_access_key",
         help="S3 secret access key",
     )
+    s3_connect_timeout: float = setting(
+        3.0,
+        env=("LAKESTATS_S3_CONNECT_TIMEOUT",),
+        file="s3.connect_timeout",
+        help="seconds to open a connection to the S3 endpoint",
+    )
+    s3_request_timeout: float = setting(
+        4.0,
+        env=("LAKESTATS_S3_REQUEST_TIMEOUT",),
+        file="s3.request_timeout",
+        help="seconds an S3 request of a lookup may take (times `s3.attempts`: ~15 s)",
+    )
+    s3_analyze_request_timeout: float = setting(
+        15.0,
+        env=("LAKESTATS_S3_ANALYZE_REQUEST_TIMEOUT",),
+        file="s3.analyze_request_timeout",
+        help="seconds an S3 request of `analyze` may take, on the driver and executors "
+        "(bigger reads and writes; times `s3.attempts`: under a minute)",
+    )
+    s3_attempts: int = setting(
+        3,
+        env=("LAKESTATS_S3_ATTEMPTS",),
+        file="s3.attempts",
+        help="tries of an S3 request before it fails (the first one included)",
+    )
     debug: bool = setting(
         False,
         env=("LAKESTATS_DEBUG",),

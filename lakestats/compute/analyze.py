@@ -137,7 +137,8 @@ def analyze(
 ) -> AnalyzeResult:
     """``_analyze`` as one run: a failure removes the files the run wrote (the root is
     left as it was, ``store/cleanup.py``)."""
-    s3 = s3 or fs.S3Options.from_env()  # executors use the driver's settings, not their env
+    # executors use the driver's settings, not their env; a job's requests get longer
+    s3 = (s3 or fs.S3Options.from_env()).with_limits(analyze=True)
     run = _Run(f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}", incremental,
                subset, hook)
     try:
