@@ -122,7 +122,15 @@ class LakestatsTable:
 
                 self._reader = None
                 return analyze_from_sample(table, root, options, spark, self.s3)
-            result = analyze(table, root, options, spark, s3=self.s3, subset=subset)
+            try:
+                result = analyze(table, root, options, spark, s3=self.s3, subset=subset)
+            except LakestatsError as exc:  # workers without lakestats (Spark Connect)?
+                from lakestats.compute.connect_workers import explain_failure
+
+                explained = explain_failure(spark, exc)
+                if explained is exc:
+                    raise
+                raise explained from exc
         self._reader = None
         return result
 

@@ -109,6 +109,13 @@ def _spark_flags(p: argparse.ArgumentParser) -> None:
         type=_remote_url,
         help="Spark Connect server, sc://host:port (default $LAKESTATS_SPARK_REMOTE)",
     )
+    p.add_argument(
+        "--ship-lakestats",
+        action="store_true",
+        default=None,
+        help="with --remote: send this lakestats package with the session (addArtifacts) "
+        "for a server whose Python workers lack it; see docs/deploy.md",
+    )
 
 
 def settings_of(args: argparse.Namespace) -> config.Settings:
@@ -120,6 +127,7 @@ def settings_of(args: argparse.Namespace) -> config.Settings:
             "spark_conf": config.parse_spark_conf(getattr(args, "spark_conf", None)),
             "spark_master": getattr(args, "master", None),
             "spark_remote": getattr(args, "remote", None),
+            "ship_lakestats": getattr(args, "ship_lakestats", None),
             "catalog": getattr(args, "catalog", None),
             "warehouse": getattr(args, "warehouse", None),
         }

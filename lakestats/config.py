@@ -65,6 +65,13 @@ class Settings:
         help="extra Spark settings (`--spark-conf k=v`, repeatable; file: `[spark.conf]` "
         "table), applied after lakestats' own",
     )
+    ship_lakestats: bool = setting(
+        False,
+        env=("LAKESTATS_SHIP_LAKESTATS",),
+        file="spark.ship_lakestats",
+        help="`--ship-lakestats`: send this lakestats package with a Spark Connect session "
+        "(addArtifacts), for servers whose workers lack it",
+    )
     spark_log: str | None = setting(
         None,
         env=("LAKESTATS_SPARK_LOG",),

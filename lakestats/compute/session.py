@@ -95,7 +95,12 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
     if remote is None and master is None:
         remote = chosen.spark_remote
     if remote is not None:
-        return connect_session(remote, chosen.spark_conf)
+        session = connect_session(remote, chosen.spark_conf)
+        if chosen.ship_lakestats:
+            from lakestats.compute.connect_workers import ship
+
+            ship(session)
+        return session
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
