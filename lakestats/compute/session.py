@@ -82,6 +82,17 @@ def _stderr_to(path: str) -> Iterator[None]:
 
 
 
+@contextlib.contextmanager
+def quiet_jvm() -> Iterator[str]:
+    """For a JVM started in the block (another builder than ``get_spark``'s): a new log
+    file (``spark_log_path``) takes its stderr (the launcher's ``Using incubator modules``)
+    and, through the yielded ``-D`` option for ``spark.driver.extraJavaOptions``, log4j."""
+    global _log_path
+    _log_path = _new_log_path()
+    with _stderr_to(_log_path):
+        yield f"-Dlog4j2.configurationFile=file:{_log4j2_config(_log_path)}"
+
+
 def get_spark(master: str | None = None, remote: str | None = None) -> SparkSession:
     """The active session, or a local one (setting ``spark_master``, default local[*]).
 
