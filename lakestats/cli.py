@@ -301,6 +301,8 @@ def cmd_partitions(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     table = _table(args)
+    if not args.partition and args.snapshot is None and _counts_only(table, args):
+        return 0
     if not args.partition and (args.snapshot is not None or table.has_table_statistics()):
         data = table.table_statistics(args.snapshot, _columns(args.columns))
         data["columns"] = [_jsonable_row(r) for r in data["columns"]]
@@ -341,6 +343,32 @@ def cmd_show(args: argparse.Namespace) -> int:
         histograms=_histograms(table, entry["name"] or None, rows),
     )
     return 0
+
+
+def _counts_only(table: api.LakestatsTable, args: argparse.Namespace) -> bool:
+    """A latest version that ``ANALYZE … NOSCAN`` wrote into a root without column
+    statistics: say what it recorded (rows, data size) and how to get the rest."""
+    version = table.reader().version
+    if version.kind != api.VersionKind.NOSCAN or version.partitions or version.table_files:
+        return False
+    data = {
+        "version": version.version,
+        "kind": str(version.kind),
+        "snapshot_id": version.snapshot_id,
+        "row_count": version.merged_record_count,
+        "size_in_bytes": version.merged_record_size,
+        "created_at": version.created_at,
+        "columns": [],
+    }
+    if args.json:
+        _print_json(data)
+        return True
+    print(
+        f"{args.table}: {data['row_count']} rows in {data['size_in_bytes']} bytes of data "
+        f"files (statistics version {data['version']}, ANALYZE ... NOSCAN: counts from the "
+        "table's metadata, no column statistics; `lakestats analyze` computes them)"
+    )
+    return True
 
 
 def _histograms(
