@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lakestats.errors import LakestatsError
 from lakestats.options import SampleOptions
 from lakestats.store import sample as store
 
@@ -54,7 +55,16 @@ class SampleOperations:
         root = self._table.stats_root
         with as_it_was(root, self._table.s3):  # a failure leaves no directory it created
             probe_writable(root, self._table.s3)
-            return create(table, root, self._spark(spark), options, self._table.s3)
+            session = self._spark(spark)
+            try:
+                return create(table, root, session, options, self._table.s3)
+            except LakestatsError as exc:  # workers without lakestats (Spark Connect)?
+                from lakestats.compute.connect_workers import explain_failure
+
+                explained = explain_failure(session, exc)
+                if explained is exc:
+                    raise
+                raise explained from exc
 
     def refresh(self, spark: SparkSession | None = None) -> SampleResult:
         """Update the sample to the table's current snapshot (changed partitions only)."""

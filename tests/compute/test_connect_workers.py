@@ -63,6 +63,8 @@ def test_workers_without_lakestats_are_named_and_shipping_fixes_it(tmp_path: Pat
     with connect_server(tmp_path / "server", PYTHONPATH=str(hide)) as url:
         failed = run_cli(["analyze", str(table), "--stats-root", str(tmp_path / "s1"),
                           "--remote", url], client)
+        sampled = run_cli(["sample", "create", str(table), "--stats-root",
+                           str(tmp_path / "s3"), "--remote", url], client)
         shipped = run_cli(["analyze", str(table), "--stats-root", str(tmp_path / "s2"),
                            "--remote", url, "--ship-lakestats", "--json"], client)
     assert failed.returncode != 0
@@ -71,7 +73,11 @@ def test_workers_without_lakestats_are_named_and_shipping_fixes_it(tmp_path: Pat
                            "cannot import lakestats"), line
     assert "No module named 'lakestats'" in line and "--ship-lakestats" in line, line
     assert "install lakestats==" in line, line
-    assert not (tmp_path / "s1" / "versions").exists()
+    assert not (tmp_path / "s1").exists()  # a failed command leaves no root behind
+    assert sampled.returncode != 0
+    [line] = sampled.stderr.splitlines()
+    assert "Python workers cannot import lakestats" in line and "--ship-lakestats" in line, line
+    assert not (tmp_path / "s3").exists()
     assert shipped.returncode == 0, shipped.stderr[-3000:]
     assert json.loads(shipped.stdout)["partitions_computed"] == 2
     shown = run_cli(["show", str(table), "--stats-root", str(tmp_path / "s2"), "--json"], client)

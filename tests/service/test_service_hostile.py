@@ -26,8 +26,11 @@ import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import schemathesis
 import uvicorn
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lakestats.api as ls
 from lakestats.service import facade
@@ -358,3 +361,57 @@ def test_a_manifest_naming_another_root_is_refused_as_damaged(
     assert cli.main(["show", str(evil)]) != 0
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("lakestats: error: ") and "outside its statistics root" in line
+
+
+# -- the Schemathesis run, with the deep-predicate and huge-literal strategies --------------
+
+DEPTHS = st.integers(min_value=40, max_value=700)
+DEEP_PREDICATES = st.one_of(
+    DEPTHS.map(lambda d: "(" * d + "n = 1" + ")" * d),
+    DEPTHS.map(lambda d: "NOT " * d + "n = 1"),
+    DEPTHS.map(lambda d: " OR ".join(f"n = {i}" for i in range(d))),
+    DEPTHS.map(lambda d: " AND ".join(["(n > 0 OR x < 1)"] * d)),
+)
+HUGE_LITERALS = st.one_of(
+    st.integers(min_value=300, max_value=1_000_000).map(lambda e: f"n = 1e{e}"),
+    st.integers(min_value=300, max_value=1_000_000).map(lambda e: f"x > -1e-{e}"),
+    st.integers(min_value=50, max_value=20_000).map(lambda k: "n = " + "9" * k),
+    st.integers(min_value=50, max_value=5_000).map(lambda k: "amount < 0." + "1" * k),
+    st.integers(min_value=1_000, max_value=20_000).map(
+        lambda k: "n IN (" + ",".join(["1"] * k) + ")"),
+    st.sampled_from(["day = DATE '99999999-01-01'", "word = '" + "w" * 60_000 + "'"]),
+)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 29 items 2 and 3 (predicate half) are another helper's: until they merge, "
+    "deep predicates answer 500 and huge literals take tens of seconds",
+)
+def test_fuzzed_predicates_never_5xx_nor_slow(tables) -> None:
+    """Schemathesis cases of the predicate routes, their ``where`` drawn from the deep and
+    huge strategies: each answer a 200 or a JSON 4xx, within the request budget."""
+    app = create_app(tables[:1], request_seconds=REQUEST_SECONDS)
+    openapi = schemathesis.openapi.from_asgi("/openapi.json", app)
+    routes = [("/api/tables/{table}/estimate", {}),
+              ("/api/tables/{table}/stats", {"columns": "n"}),
+              ("/api/tables/{table}/predicate-statistics", {})]
+
+    @given(where=st.one_of(DEEP_PREDICATES, HUGE_LITERALS), route=st.sampled_from(routes))
+    @settings(max_examples=30, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    def check(where: str, route: tuple[str, dict]) -> None:
+        path, extra = route
+        case = openapi[path]["GET"].Case(path_parameters={"table": "sales"},
+                                         query={"where": where, **extra})
+        started = time.monotonic()
+        response = case.call()
+        took = time.monotonic() - started
+        assert response.status_code == 200 or 400 <= response.status_code < 500, (
+            where[:80], response.status_code, response.text[:300])
+        if response.status_code != 200:
+            _is_error(response.json())
+        assert response.status_code != 503 and took < REQUEST_SECONDS, (where[:80], took)
+
+    check()
