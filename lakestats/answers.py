@@ -555,12 +555,18 @@ class TableSummary:
     table_level: bool
     created_at: str | None
     columns: tuple[ColumnInfo, ...]
+    kind: str = "full"
+    """``full`` (column statistics), ``noscan`` (counts from metadata), ``sampled``."""
+    size_in_bytes: int | None = None
+    """Bytes of the data files the rows live in."""
 
     def to_json(self) -> dict[str, object]:
         return {
             "version": self.version,
+            "kind": self.kind,
             "snapshot_id": self.snapshot_id,
             "row_count": self.row_count,
+            "size_in_bytes": self.size_in_bytes,
             "partitions": len(self.partitions),
             "table_level": self.table_level,
             "created_at": self.created_at,

@@ -56,6 +56,7 @@ from lakestats.fs import S3Options  # noqa: F401 - public: a table's object stor
 from lakestats.options import AnalyzeOptions
 from lakestats.stats.keys import to_json  # noqa: F401 - the CLI's and service's JSON form of a value
 from lakestats.store import layout, manifest
+from lakestats.store.cleanup import as_it_was
 from lakestats.store.kinds import FileKind, VersionKind  # noqa: F401 - public names
 from lakestats.store.layout import probe_writable
 from lakestats.store.reader import StatisticsReader
@@ -132,26 +133,35 @@ class LakestatsTable:
             from lakestats.store.sample import load
 
             load(root, self.name, self.s3)  # no sample: one line, before Spark starts
-        probe_writable(root, self.s3)
-        from lakestats.compute.unchanged import without_spark
+        with as_it_was(root, self.s3):  # a failure leaves no directory it created
+            probe_writable(root, self.s3)
+            from lakestats.compute.unchanged import without_spark
 
-        done = without_spark(table, root, options, self.s3)  # nothing changed: no Spark
-        if done is not None:
-            self._reader = None
-            return done
-        subset = None
-        if options.where is not None:
-            root, subset = self._derived_job(options.where, options.snapshot_id)
-        if spark is None:
-            from lakestats.compute.session import get_spark
+            done = without_spark(table, root, options, self.s3)  # nothing changed: no Spark
+            if done is not None:
+                self._reader = None
+                return done
+            subset = None
+            if options.where is not None:
+                root, subset = self._derived_job(options.where, options.snapshot_id)
+            if spark is None:
+                from lakestats.compute.session import get_spark
 
-            spark = get_spark()
-        if options.from_sample:
-            from lakestats.compute.sample_analyze import analyze_from_sample
+                spark = get_spark()
+            if options.from_sample:
+                from lakestats.compute.sample_analyze import analyze_from_sample
 
-            self._reader = None
-            return analyze_from_sample(table, root, options, spark, self.s3)
-        result = analyze(table, root, options, spark, s3=self.s3, subset=subset)
+                self._reader = None
+                return analyze_from_sample(table, root, options, spark, self.s3)
+            try:
+                result = analyze(table, root, options, spark, s3=self.s3, subset=subset)
+            except LakestatsError as exc:  # workers without lakestats (Spark Connect)?
+                from lakestats.compute.connect_workers import explain_failure
+
+                explained = explain_failure(spark, exc)
+                if explained is exc:
+                    raise
+                raise explained from exc
         self._reader = None
         return result
 
@@ -244,6 +254,8 @@ class LakestatsTable:
             table_level=bool(version.table_files),
             created_at=version.created_at,
             columns=tuple(ColumnInfo(c["name"], c["type"]) for c in version.columns),
+            kind=str(version.kind),
+            size_in_bytes=version.merged_record_size,
         )
 
     def check_columns(self, names: list[str] | None) -> None:

@@ -63,6 +63,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = _positive(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a TCP port is 0 to 65535, got {text!r}")
+    return value
+
+
 def _table(args: argparse.Namespace) -> api.LakestatsTable:
     table = api.open_table(
         args.table, stats_root=args.stats_root, catalog=args.catalog, warehouse=args.warehouse
@@ -102,6 +109,13 @@ def _spark_flags(p: argparse.ArgumentParser) -> None:
         type=_remote_url,
         help="Spark Connect server, sc://host:port (default $LAKESTATS_SPARK_REMOTE)",
     )
+    p.add_argument(
+        "--ship-lakestats",
+        action="store_true",
+        default=None,
+        help="with --remote: send this lakestats package with the session (addArtifacts) "
+        "for a server whose Python workers lack it; see docs/deploy.md",
+    )
 
 
 def settings_of(args: argparse.Namespace) -> config.Settings:
@@ -113,6 +127,7 @@ def settings_of(args: argparse.Namespace) -> config.Settings:
             "spark_conf": config.parse_spark_conf(getattr(args, "spark_conf", None)),
             "spark_master": getattr(args, "master", None),
             "spark_remote": getattr(args, "remote", None),
+            "ship_lakestats": getattr(args, "ship_lakestats", None),
             "catalog": getattr(args, "catalog", None),
             "warehouse": getattr(args, "warehouse", None),
         }
@@ -141,7 +156,7 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type) -> None:
             continue
         target = p
         if flag.group:
-            if flag.group not in groups:  # one group per name (an empty one breaks --help)
+            if flag.group not in groups:  # one group per name: an empty one breaks --help
                 groups[flag.group] = p.add_mutually_exclusive_group()
             target = groups[flag.group]
         dest = _dest(flag.name)
@@ -302,6 +317,8 @@ def cmd_partitions(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     table = _table(args)
     columns = _columns(args.columns)
+    if not args.partition and args.snapshot is None and _counts_only(table, args):
+        return 0
     if not args.partition and (args.snapshot is not None or table.has_table_statistics()):
         level = table.table_statistics(args.snapshot, columns)
         if args.json:
@@ -352,6 +369,25 @@ def _table_title(name: str, level: TableStatistics) -> str:
             f"{drawn.get('snapshot_id')}]"
         )
     return title
+
+
+def _counts_only(table: api.LakestatsTable, args: argparse.Namespace) -> bool:
+    """A latest version that ``ANALYZE … NOSCAN`` wrote into a root without column
+    statistics: say what it recorded (rows, data size) and how to get the rest."""
+    summary = table.summary()
+    if summary.kind != api.VersionKind.NOSCAN or summary.partitions or summary.table_level:
+        return False
+    data = {**summary.to_json(), "columns": []}
+    if args.json:
+        _print_json(data)
+        return True
+    print(
+        f"{args.table}: {display.count(summary.row_count)} rows in "
+        f"{display.count(summary.data_bytes)} bytes of data files (statistics version "
+        f"{summary.version}, ANALYZE ... NOSCAN: counts from the table's metadata, no column "
+        "statistics; `lakestats analyze` computes them)"
+    )
+    return True
 
 
 def _histograms(
@@ -764,7 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="the statistics service: HTTP API and web pages")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
+    p.add_argument("--port", type=_port, default=8080, help="port (default 8080)")
     p.add_argument(
         "--tables", help="TOML or JSON file: name -> table (default: the demo warehouse)"
     )

@@ -65,6 +65,13 @@ class Settings:
         help="extra Spark settings (`--spark-conf k=v`, repeatable; file: `[spark.conf]` "
         "table), applied after lakestats' own",
     )
+    ship_lakestats: bool = setting(
+        False,
+        env=("LAKESTATS_SHIP_LAKESTATS",),
+        file="spark.ship_lakestats",
+        help="`--ship-lakestats`: send this lakestats package with a Spark Connect session "
+        "(addArtifacts), for servers whose workers lack it",
+    )
     spark_log: str | None = setting(
         None,
         env=("LAKESTATS_SPARK_LOG",),
@@ -100,6 +107,31 @@ class Settings:
         env=("AWS_SECRET_ACCESS_KEY",),
         file="s3.secret_access_key",
         help="S3 secret access key",
+    )
+    s3_connect_timeout: float = setting(
+        3.0,
+        env=("LAKESTATS_S3_CONNECT_TIMEOUT",),
+        file="s3.connect_timeout",
+        help="seconds to open a connection to the S3 endpoint",
+    )
+    s3_request_timeout: float = setting(
+        4.0,
+        env=("LAKESTATS_S3_REQUEST_TIMEOUT",),
+        file="s3.request_timeout",
+        help="seconds an S3 request of a lookup may take (times `s3.attempts`: ~15 s)",
+    )
+    s3_analyze_request_timeout: float = setting(
+        15.0,
+        env=("LAKESTATS_S3_ANALYZE_REQUEST_TIMEOUT",),
+        file="s3.analyze_request_timeout",
+        help="seconds an S3 request of `analyze` may take, on the driver and executors "
+        "(bigger reads and writes; times `s3.attempts`: under a minute)",
+    )
+    s3_attempts: int = setting(
+        3,
+        env=("LAKESTATS_S3_ATTEMPTS",),
+        file="s3.attempts",
+        help="tries of an S3 request before it fails (the first one included)",
     )
     debug: bool = setting(
         False,
@@ -147,6 +179,20 @@ class Settings:
         None,
         env=("LAKESTATS_SERVE_TABLES",),
         help="set by `lakestats serve` for its uvicorn workers: the served tables",
+    )
+    serve_request_seconds: float = setting(
+        10.0,
+        env=("LAKESTATS_SERVE_REQUEST_SECONDS",),
+        file="serve.request_seconds",
+        help="`serve`: a request not answered within this many seconds gets a JSON 503 "
+        "(0: no budget)",
+    )
+    serve_header_seconds: float = setting(
+        10.0,
+        env=("LAKESTATS_SERVE_HEADER_SECONDS",),
+        file="serve.header_seconds",
+        help="`serve`: a connection whose request line and headers take longer is closed "
+        "with a JSON 408",
     )
     config_file: str | None = setting(
         None,

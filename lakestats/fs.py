@@ -18,7 +18,7 @@ import json
 import os
 import posixpath
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from urllib.parse import urlparse
 
@@ -36,6 +36,10 @@ class S3Options:
     region: str | None = None
     access_key: str | None = None
     secret_key: str | None = None
+    # None: the settings' (``s3.connect_timeout``, ``s3.request_timeout``, ``s3.attempts``)
+    connect_timeout: float | None = None
+    request_timeout: float | None = None
+    attempts: int | None = None
 
     @classmethod
     def from_env(cls) -> S3Options:
@@ -47,6 +51,30 @@ class S3Options:
             region=chosen.s3_region,
             access_key=chosen.s3_access_key,
             secret_key=chosen.s3_secret_key,
+        ).with_limits()
+
+    def with_limits(self, analyze: bool = False) -> S3Options:
+        """These options with every timeout set (the settings' for those not given): what
+        travels to executors, whose environment is not the driver's. ``analyze``: the
+        longer request timeout of a Spark job."""
+        chosen = config.settings()
+        request = chosen.s3_analyze_request_timeout if analyze else chosen.s3_request_timeout
+        return replace(
+            self,
+            connect_timeout=self.connect_timeout or chosen.s3_connect_timeout,
+            request_timeout=request if analyze else self.request_timeout or request,
+            attempts=self.attempts or chosen.s3_attempts,
+        )
+
+    def describe(self) -> str:
+        """Which endpoint and limits, for an error that says who did not answer."""
+        where = self.endpoint_url or f"AWS S3 ({self.region or 'default region'})"
+        limits = self.with_limits() if None in (
+            self.connect_timeout, self.request_timeout, self.attempts
+        ) else self
+        return (
+            f"{where} (connect timeout {limits.connect_timeout:g} s, request timeout "
+            f"{limits.request_timeout:g} s, {limits.attempts} attempts)"
         )
 
     def to_json(self) -> str:
@@ -75,19 +103,15 @@ def object_store_options(s3: S3Options | None) -> dict[str, str]:
     return options
 
 
-S3_CONNECT_TIMEOUT = 5.0  # seconds
-S3_REQUEST_TIMEOUT = 60.0
-S3_ATTEMPTS = 3
-
-
 @lru_cache(maxsize=16)
 def _s3(options: S3Options) -> pafs.FileSystem:
     """One filesystem per set of options (building one costs ~1 ms, and a lookup resolves
     several paths); pyarrow's S3 filesystem is safe to share between threads."""
+    limits = options.with_limits() if options.request_timeout is None else options
     kwargs: dict[str, object] = {
-        "connect_timeout": S3_CONNECT_TIMEOUT,
-        "request_timeout": S3_REQUEST_TIMEOUT,
-        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=S3_ATTEMPTS),
+        "connect_timeout": limits.connect_timeout,
+        "request_timeout": limits.request_timeout,
+        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=limits.attempts),
     }
     if options.endpoint_url:
         parsed = urlparse(options.endpoint_url)
@@ -137,15 +161,28 @@ def join(base: str, *parts: str) -> str:
     return os.path.join(base, *parts)
 
 
-def _unreachable(uri: str, exc: OSError) -> StorageError:
-    """One line for a store that cannot be reached or read (S3 errors are multi-line)."""
+def _unreachable(uri: str, exc: OSError, s3: S3Options | None = None) -> StorageError:
+    """One line for a store that cannot be reached or read (S3 errors are multi-line);
+    one that did not answer in time is named with its limits."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    hint = (
+    if not is_remote(uri):
+        return StorageError(f"cannot read {uri}: {text[:300]}; check the path and its permissions")
+    options = s3 or S3Options.from_env()
+    if _timed_out(text):
+        return StorageError(
+            f"cannot read {uri}: the S3 endpoint {options.describe()} did not answer; "
+            "check the endpoint (AWS_ENDPOINT_URL) and network, or raise "
+            "s3.request_timeout / s3.attempts (LAKESTATS_S3_REQUEST_TIMEOUT)"
+        )
+    return StorageError(
+        f"cannot read {uri} from {options.endpoint_url or 'AWS S3'}: {text[:300]}; "
         "check the endpoint (AWS_ENDPOINT_URL), credentials and network"
-        if is_remote(uri)
-        else "check the path and its permissions"
     )
-    return StorageError(f"cannot read {uri}: {text[:300]}; {hint}")
+
+
+def _timed_out(text: str) -> bool:
+    lowered = text.lower()
+    return "curlcode: 28" in lowered or "timeout" in lowered or "timed out" in lowered
 
 
 def file_info(uri: str, s3: S3Options | None = None) -> pafs.FileInfo:
@@ -153,7 +190,7 @@ def file_info(uri: str, s3: S3Options | None = None) -> pafs.FileInfo:
     try:
         return filesystem.get_file_info(path)
     except OSError as exc:
-        raise _unreachable(uri, exc) from exc
+        raise _unreachable(uri, exc, s3) from exc
 
 
 def exists(uri: str, s3: S3Options | None = None) -> bool:
@@ -177,7 +214,7 @@ def list_files(uri: str, s3: S3Options | None = None, recursive: bool = False) -
     except OSError as exc:
         if exc.errno in (errno.ENOTDIR, errno.ENOENT) or "not a directory" in str(exc).lower():
             return []
-        raise _unreachable(uri, exc) from exc
+        raise _unreachable(uri, exc, s3) from exc
 
 
 def check_directory(uri: str, s3: S3Options | None = None) -> None:
@@ -232,7 +269,7 @@ def read_bytes(uri: str, s3: S3Options | None = None) -> bytes:
             raise FileNotFoundError(uri) from exc
         if exc.errno == errno.EISDIR or "is a directory" in str(exc).lower():
             raise StorageError(f"cannot read {uri}: it is a directory, not a file") from exc
-        raise _unreachable(uri, exc) from exc
+        raise _unreachable(uri, exc, s3) from exc
 
 
 def write_bytes_atomic(uri: str, data: bytes, s3: S3Options | None = None) -> None:
@@ -301,6 +338,7 @@ def _s3_put_if_absent(path: str, data: bytes, s3: S3Options) -> bool | None:
     from botocore.exceptions import BotoCoreError, ClientError
 
     bucket, _, key = path.partition("/")
+    limits = s3.with_limits() if s3.request_timeout is None else s3
     client = boto3.client(
         "s3",
         endpoint_url=s3.endpoint_url,
@@ -308,9 +346,9 @@ def _s3_put_if_absent(path: str, data: bytes, s3: S3Options) -> bool | None:
         aws_access_key_id=s3.access_key,
         aws_secret_access_key=s3.secret_key,
         config=Config(
-            connect_timeout=S3_CONNECT_TIMEOUT,
-            read_timeout=S3_REQUEST_TIMEOUT,
-            retries={"max_attempts": S3_ATTEMPTS, "mode": "standard"},
+            connect_timeout=limits.connect_timeout,
+            read_timeout=limits.request_timeout,
+            retries={"max_attempts": limits.attempts, "mode": "standard"},
         ),
     )
     try:
@@ -318,8 +356,8 @@ def _s3_put_if_absent(path: str, data: bytes, s3: S3Options) -> bool | None:
         return True
     except BotoCoreError as exc:  # no connection, timeouts
         raise StorageError(
-            f"cannot write s3://{path}: {exc}; check the endpoint (AWS_ENDPOINT_URL), "
-            "credentials and network"
+            f"cannot write s3://{path}: {exc}; the S3 endpoint {limits.describe()}: check "
+            "the endpoint (AWS_ENDPOINT_URL), credentials and network"
         ) from exc
     except ClientError as exc:
         error = exc.response.get("Error", {})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lakestats.errors import LakestatsError
 from lakestats.options import SampleOptions
 from lakestats.store import sample as store
 
@@ -44,6 +45,7 @@ class SampleOperations:
         by field name: ``rows``, ``fraction``, 0.01 when neither is given, ``seed``) and
         store it under ``<stats root>/sample/``; returns a ``SampleResult``."""
         from lakestats.api import probe_writable
+        from lakestats.store.cleanup import as_it_was
 
         options = SampleOptions.build(options, overrides)  # bad input fails before Spark
         from lakestats.compute.sample import create
@@ -51,18 +53,32 @@ class SampleOperations:
         self._table._format = None
         table = self._table.format
         root = self._table.stats_root
-        probe_writable(root, self._table.s3)
-        return create(table, root, self._spark(spark), options, self._table.s3)
+        with as_it_was(root, self._table.s3):  # a failure leaves no directory it created
+            probe_writable(root, self._table.s3)
+            session = self._spark(spark)
+            try:
+                return create(table, root, session, options, self._table.s3)
+            except LakestatsError as exc:  # workers without lakestats (Spark Connect)?
+                from lakestats.compute.connect_workers import explain_failure
+
+                explained = explain_failure(session, exc)
+                if explained is exc:
+                    raise
+                raise explained from exc
 
     def refresh(self, spark: SparkSession | None = None) -> SampleResult:
         """Update the sample to the table's current snapshot (changed partitions only)."""
         from lakestats.compute.sample import refresh
+        from lakestats.store.cleanup import as_it_was
 
         self._table._format = None
         table = self._table.format
         # loaded (and its files checked) before Spark starts: a missing sample fails fast
         sample = store.load(self._table.stats_root, self._table.name, self._table.s3)
-        return refresh(table, self._table.stats_root, self._spark(spark), self._table.s3, sample)
+        with as_it_was(self._table.stats_root, self._table.s3):
+            return refresh(
+                table, self._table.stats_root, self._spark(spark), self._table.s3, sample
+            )
 
     def manifest(self) -> store.SampleManifest:
         return store.load(self._table.stats_root, self._table.name, self._table.s3)

@@ -40,14 +40,17 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import struct
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
+from pathlib import Path
 
 import numpy as np
 
 from lakestats.compute.errors import starting_spark
 from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
+from lakestats.options import MAX_BINS
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
@@ -106,13 +109,37 @@ class RegisteredStatistics:
     stale: bool = False
 
     def to_json(self) -> dict[str, object]:
+        """JSON-ready: bins as lists, ±infinity as Spark writes it (``Infinity``)."""
         out = asdict(self)
         for column in out["columns"]:
-            column["histogram_bins"] = [list(b) for b in column["histogram_bins"]]
+            column["histogram_bins"] = [
+                [_json_number(b[0]), _json_number(b[1]), b[2]] for b in column["histogram_bins"]
+            ]
         return out
 
 
+def _json_number(value: float) -> float | str:
+    if math.isfinite(value):
+        return value
+    return "Infinity" if value > 0 else "-Infinity" if value < 0 else "NaN"
+
+
 # -- the statistics, in plain Python ------------------------------------------------
+
+
+NAME_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # what Hive's metastore accepts
+
+
+def table_name(name: str) -> str:
+    """``name`` (``table`` or ``db.table``) as quoted identifiers for Spark's parser, or one
+    line saying what a Spark table name may be; names never reach Spark as SQL text."""
+    parts = name.split(".")
+    if not name or len(parts) > 2 or not all(NAME_PART.match(p) for p in parts):
+        raise InvalidArgumentError(
+            f"--name {name!r} is not a Spark table name: use table or db.table, each part "
+            "letters, digits and _ (not starting with a digit), e.g. --name sales.orders"
+        )
+    return ".".join(f"`{p}`" for p in parts)
 
 
 def spark_type_of(type_text: str) -> str | None:
@@ -155,8 +182,11 @@ def plan_statistics(
 
     ``spark_types`` (column -> Spark type, from the Spark table) decides which columns Spark
     has; by default every top-level column Spark's Parquet reader would show."""
-    if num_bins < 1:
-        raise InvalidArgumentError(f"histogram bins must be 1 or more, got {num_bins}")
+    if not 1 <= num_bins <= MAX_BINS:
+        raise InvalidArgumentError(
+            f"--bins (histogram bins) must be between 1 and {MAX_BINS}, got {num_bins}"
+        )
+    table_name(name)
     stats = table.table_statistics(snapshot_id)
     version = manifest.load_version(table.stats_root, stats.version, table.s3)
     reader = StatisticsReader(table.stats_root, version.version, s3=table.s3)
@@ -224,6 +254,7 @@ def _column(
     if spark_type in HISTOGRAM_TYPES and non_null > 0 and row["min"] is not None:
         pieces, source = _pieces(row, kind, spark_type, reader)
         if pieces is not None:
+            pieces = _infinities_as_points(pieces)
             out.histogram_height, out.histogram_bins = equi_height(pieces, num_bins)
             out.histogram_source = source
     return out
@@ -336,6 +367,18 @@ def _pieces(
     return Pieces(xs[:-1], xs[1:], counts, ndv), "percentiles"
 
 
+def _infinities_as_points(pieces: Pieces) -> Pieces:
+    """±infinity (a float column's, or a bin or percentile reaching it) as point masses at
+    ±infinity: rows cannot be spread over an infinite range (its arithmetic is NaN)."""
+    infinite = ~np.isfinite(pieces.lo) | ~np.isfinite(pieces.hi)
+    if not infinite.any():
+        return pieces
+    lo, hi, ndv = pieces.lo.copy(), pieces.hi.copy(), pieces.ndv.copy()
+    at = np.where(np.isfinite(lo), hi, lo)  # the infinite end (-inf first)
+    lo[infinite], hi[infinite], ndv[infinite] = at[infinite], at[infinite], 1.0
+    return Pieces(lo, hi, pieces.count, ndv)
+
+
 def equi_height(pieces: Pieces, num_bins: int) -> tuple[float, list[tuple[float, float, int]]]:
     """Spark's equi-height histogram of a distribution: ``num_bins`` bins of ``height`` rows,
     edges at the ``i / num_bins`` quantiles (nearest rank on point masses, linear inside a
@@ -347,7 +390,9 @@ def equi_height(pieces: Pieces, num_bins: int) -> tuple[float, list[tuple[float,
     targets = np.arange(1, num_bins) * (total / num_bins)
     index = np.minimum(np.searchsorted(cum, targets - 1e-9 * total, side="left"), len(cum) - 1)
     share = np.clip((targets - before[index]) / pieces.count[index], 0.0, 1.0)
-    inner = pieces.lo[index] + share * (pieces.hi[index] - pieces.lo[index])
+    low, high = pieces.lo[index], pieces.hi[index]
+    with np.errstate(invalid="ignore"):  # point masses (±inf among them) take no share
+        inner = np.where(low == high, low, low + share * (high - low))
     edges = np.concatenate([[pieces.lo[0]], inner, [pieces.hi[-1]]])
     edges = np.maximum.accumulate(edges)
     bins = []
@@ -364,9 +409,11 @@ def _ndv_between(pieces: Pieces, lo: float, hi: float, first: bool) -> int:
     at = pieces.lo
     inside = (at > lo) | (first & (at == lo))
     exact = float(pieces.ndv[points & inside & (at <= hi)].sum())
-    spread = ~points
-    width = np.where(spread, pieces.hi - pieces.lo, 1.0)
-    overlap = np.clip(np.minimum(hi, pieces.hi) - np.maximum(lo, pieces.lo), 0.0, None) / width
+    spread = ~points  # finite (``_infinities_as_points``); the points' NaNs are dropped
+    with np.errstate(invalid="ignore"):
+        width = np.where(spread, pieces.hi - pieces.lo, 1.0)
+        cover = np.minimum(hi, pieces.hi) - np.maximum(lo, pieces.lo)
+        overlap = np.clip(cover, 0.0, None) / width
     estimated = float((pieces.ndv * overlap)[spread].sum())
     return max(1, round(exact + estimated))
 
@@ -388,6 +435,7 @@ def register(
             "registering statistics needs a classic SparkSession (py4j); Spark Connect cannot "
             "set catalog statistics: use a classic session or lakestats' own lookups"
         )
+    table_name(name)
     fmt = check_registrable(table, snapshot_id)
     _create_table(spark, name, fmt.location)
     record = plan_statistics(
@@ -425,7 +473,8 @@ def _create_table(spark, name: str, location: str) -> None:  # noqa: ANN001
     """``CREATE TABLE name USING parquet LOCATION …`` and its partitions; an existing table
     over the same location is reused, one over another location refused."""
     jsession = spark._jsparkSession
-    ident = jsession.sessionState().sqlParser().parseTableIdentifier(name)
+    quoted = table_name(name)
+    ident = jsession.sessionState().sqlParser().parseTableIdentifier(quoted)
     catalog = jsession.sessionState().catalog()
     wanted = _spark_location(location).rstrip("/")
     if catalog.tableExists(ident):
@@ -437,10 +486,10 @@ def _create_table(spark, name: str, location: str) -> None:  # noqa: ANN001
                 "drop it or register under another name"
             )
         return
-    escaped = wanted.replace("'", "\\'")
-    spark.sql(f"CREATE TABLE {name} USING parquet LOCATION '{escaped}'")
+    escaped = wanted.replace("\\", "\\\\").replace("'", "\\'")
+    spark.sql(f"CREATE TABLE {quoted} USING parquet LOCATION '{escaped}'")
     if catalog.getTableMetadata(ident).partitionColumnNames().nonEmpty():
-        spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+        spark.sql(f"ALTER TABLE {quoted} RECOVER PARTITIONS")
 
 
 def _spark_types(spark, name: str) -> dict[str, str]:  # noqa: ANN001
@@ -452,7 +501,7 @@ def _spark_types(spark, name: str) -> dict[str, str]:  # noqa: ANN001
               T.TimestampNTZType: "timestamp_ntz", T.BooleanType: "boolean",
               T.StringType: "string", T.BinaryType: "binary"}  # fmt: skip
     out = {}
-    for spark_field in spark.table(name).schema.fields:
+    for spark_field in spark.table(table_name(name)).schema.fields:
         out[spark_field.name] = simple.get(type(spark_field.dataType))
     return {k: v for k, v in out.items() if v is not None}
 
@@ -463,7 +512,7 @@ def _set_statistics(spark, record: RegisteredStatistics) -> None:  # noqa: ANN00
     from parsing too, as py4j turns Scala ``BigInt`` into Python ``int``)."""
     jvm, jsession = spark._jvm, spark._jsparkSession
     catalog = jsession.sessionState().catalog()
-    ident = jsession.sessionState().sqlParser().parseTableIdentifier(record.name)
+    ident = jsession.sessionState().sqlParser().parseTableIdentifier(table_name(record.name))
     stat_class = jvm.org.apache.spark.sql.catalyst.catalog.CatalogColumnStat
     to_scala = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap
 
@@ -525,37 +574,55 @@ def hive_session(metastore: str):  # noqa: ANN201 - pyspark.sql.SparkSession
     table properties) for every later session pointed at the same directory."""
     import os
     import sys
-    from pathlib import Path
 
     from pyspark.sql import SparkSession
 
     from lakestats import config
+    from lakestats.compute.session import quiet_jvm
 
-    home = Path(metastore).resolve()
-    home.mkdir(parents=True, exist_ok=True)
+    home = metastore_dir(metastore)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master(config.settings().spark_master or "local[2]")
-        .appName("lakestats-spark-register")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.warehouse.dir", str(home / "warehouse"))
-        .config(
-            "spark.hadoop.javax.jdo.option.ConnectionURL",
-            f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
-        )
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
-    )
-    for key, value in config.settings().spark_conf:  # --spark-conf
-        builder = builder.config(key, value)
     hint = (
         "a Hive metastore needs Java 17; use --dry-run to see the statistics, or call "
         "lakestats.spark.register from your own session"
     )
-    with starting_spark(hint=hint):
+    # the JVM's warnings (launcher, log4j, Hive, Derby) go to Spark's log file, not the terminal
+    with quiet_jvm() as quiet, starting_spark(hint=hint):
+        builder = (
+            SparkSession.builder.master(config.settings().spark_master or "local[2]")
+            .appName("lakestats-spark-register")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.warehouse.dir", str(home / "warehouse"))
+            .config(
+                "spark.hadoop.javax.jdo.option.ConnectionURL",
+                f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+            )
+            .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home} {quiet}")
+        )
+        for key, value in config.settings().spark_conf:  # --spark-conf
+            builder = builder.config(key, value)
         spark = builder.enableHiveSupport().getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+        spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def metastore_dir(metastore: str) -> Path:
+    """The metastore's directory, created if missing; one line when it cannot be one."""
+    home = Path(metastore).resolve()
+    if home.exists() and not home.is_dir():
+        raise InvalidArgumentError(
+            f"--metastore {metastore} is a file: pass a directory for the Hive (Derby) "
+            "metastore (it is created if missing)"
+        )
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidArgumentError(
+            f"--metastore {metastore} cannot be created ({exc.strerror}): pass a writable "
+            "directory"
+        ) from None
+    return home
 
 
 def register_command(
@@ -569,9 +636,13 @@ def register_command(
 ) -> dict[str, object]:
     """``lakestats spark-register``: registers into the persistent metastore, or (dry) only
     works out the statistics, without Spark."""
+    table_name(name)
+    check_registrable(table, snapshot_id)  # what a real run refuses, a dry run refuses too
     if dry_run:
         return plan_statistics(table, name, snapshot_id=snapshot_id, num_bins=num_bins).to_json()
-    check_registrable(table, snapshot_id)  # before a JVM starts
+    if not 1 <= num_bins <= MAX_BINS:
+        raise InvalidArgumentError(f"--bins must be between 1 and {MAX_BINS}, got {num_bins}")
+    metastore_dir(metastore)  # before a JVM starts
     spark = hive_session(metastore)
     try:
         record = register(spark, table, name, snapshot_id=snapshot_id)

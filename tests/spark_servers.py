@@ -178,9 +178,11 @@ def executor_logs(log_dir: Path) -> list[Path]:
 
 
 @contextmanager
-def connect_server(log_dir: Path, master: str = "local[2]", timeout: float = 120) -> Iterator[str]:
-    """A Spark Connect server on 127.0.0.1 running its jobs on ``master``; yields its
-    ``sc://`` URL once it listens."""
+def connect_server(
+    log_dir: Path, master: str = "local[2]", timeout: float = 120, **env: str
+) -> Iterator[str]:
+    """A Spark Connect server on 127.0.0.1 running its jobs on ``master`` (``env`` over
+    ``spark_env``'s); yields its ``sc://`` URL once it listens."""
     processes = Processes(log_dir)
     port = free_port()
     try:
@@ -195,7 +197,7 @@ def connect_server(log_dir: Path, master: str = "local[2]", timeout: float = 120
              "--conf", "spark.ui.enabled=false",
              "--conf", "spark.python.unix.domain.socket.enabled=true",
              "--conf", "spark.sql.shuffle.partitions=8"],
-            spark_env(SPARK_CONNECT_MODE="0"),
+            spark_env(SPARK_CONNECT_MODE="0", **env),
         )
         processes.wait_until(lambda: _listening(port), timeout, "Spark Connect server")
         yield f"sc://127.0.0.1:{port}"

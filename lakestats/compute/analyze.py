@@ -13,6 +13,7 @@ parts share the job's state.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import uuid
@@ -41,7 +42,7 @@ from lakestats.formats.base import TableFormat
 from lakestats.options import AnalyzeOptions
 from lakestats.stats.leaves import Leaf, leaves_of
 from lakestats.stats.registry import registered_statistics
-from lakestats.store import layout, manifest, verify
+from lakestats.store import cleanup, layout, manifest, verify
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,45 @@ def analyze(
     subset: RowSubset | None = None,
     hook: object | None = None,
 ) -> AnalyzeResult:
+    """``_analyze`` as one run: a failure removes the files the run wrote (the root is
+    left as it was, ``store/cleanup.py``)."""
+    # executors use the driver's settings, not their env; a job's requests get longer
+    s3 = (s3 or fs.S3Options.from_env()).with_limits(analyze=True)
+    run = _Run(f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}", incremental,
+               subset, hook)
+    try:
+        return _analyze(table, stats_root, options, spark, s3, run)
+    except BaseException:
+        _remove_failed_run(stats_root, run.run_id, s3)
+        raise
+
+
+@dataclass(frozen=True)
+class _Run:
+    run_id: str
+    incremental: bool
+    subset: RowSubset | None
+    hook: object | None
+
+
+def _remove_failed_run(root: str, run_id: str, s3: fs.S3Options | None) -> None:
+    """What a failed run wrote, unless its version was published before the failure
+    (then those files are the version's)."""
+    with contextlib.suppress(LakestatsError):
+        if manifest.load_version(root, None, s3).run_id == run_id:
+            return
+    with contextlib.suppress(LakestatsError, OSError):
+        cleanup.remove_run(root, run_id, s3)
+
+
+def _analyze(
+    table: TableFormat,
+    stats_root: str,
+    options: AnalyzeOptions,
+    spark: SparkSession,
+    s3: fs.S3Options,
+    run: _Run,
+) -> AnalyzeResult:
     """Analyze the partitions that changed since the last version, reduce, publish.
 
     ``options`` were validated when built; ``options.where`` and ``options.from_sample``
@@ -161,7 +201,7 @@ def analyze(
     ``subset``: only some rows of some partitions (``RowSubset``). ``hook``: more work for
     each partition task on the rows it read (``compute/sample_tasks.SampleHook``; each
     partition is then one task)."""
-    s3 = s3 or fs.S3Options.from_env()  # executors use the driver's settings, not their env
+    run_id, incremental, subset, hook = run.run_id, run.incremental, run.subset, run.hook
     snapshot_id, progress, table_level = options.snapshot_id, options.progress, options.table_level
     row_filter = subset.row_filter if subset is not None else None
     keep_partition = subset.keep_partition if subset is not None else None
@@ -186,7 +226,6 @@ def analyze(
 
         top = {name.split(".")[0] for name in columns_of(row_filter)}  # type: ignore[arg-type]
         read_columns = [*read_columns, *sorted(n for n in top if n not in read_columns)]
-    run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     paths = [layout.partition_dir_of(list(plan.key), plan.values) for plan in plans]
     reusable, damaged, reduce_cache = (
         _reusable_entries(stats_root, s3, columns, options)

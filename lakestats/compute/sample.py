@@ -19,6 +19,7 @@ is the sample a fresh ``create`` at the sample's rate draws.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
@@ -47,7 +48,7 @@ from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.formats.base import PartitionPlan, SampleUnit, TableFormat
 from lakestats.formats.sample_sibling import write_sibling
 from lakestats.options import SampleOptions
-from lakestats.store import layout
+from lakestats.store import cleanup, layout
 from lakestats.store import sample as store
 
 
@@ -145,7 +146,24 @@ def create(
     options: SampleOptions,
     s3: fs.S3Options | None = None,
 ) -> SampleResult:
-    """Draw a new sample of the table's current snapshot and replace the stored one."""
+    """Draw a new sample of the table's current snapshot and replace the stored one; a
+    failure removes the files this run wrote."""
+    run_id = _run_id()
+    try:
+        return _create(table, stats_root, spark, options, s3, run_id)
+    except BaseException:
+        _remove_failed_run(stats_root, run_id, table.identifier, s3)
+        raise
+
+
+def _create(
+    table: TableFormat,
+    stats_root: str,
+    spark: SparkSession,
+    options: SampleOptions,
+    s3: fs.S3Options | None,
+    run_id: str,
+) -> SampleResult:
     rows, fraction = options.rows, options.drawn_fraction
     snapshot = table.current_snapshot_id()
     plans = table.plan(snapshot)
@@ -159,7 +177,6 @@ def create(
         targets = [size_for_fraction(fraction, n) for n in populations]
     else:
         targets = allocate(populations, rows or 0)
-    run_id = _run_id()
     directory = store.sample_dir(stats_root)
     tasks = [
         SampleTask(
@@ -249,6 +266,23 @@ def refresh(
     s3: fs.S3Options | None = None,
     sample: store.SampleManifest | None = None,
 ) -> SampleResult:
+    """``_refresh``; a failure removes the files this run wrote."""
+    run_id = _run_id()
+    try:
+        return _refresh(table, stats_root, spark, s3, sample, run_id)
+    except BaseException:
+        _remove_failed_run(stats_root, run_id, table.identifier, s3)
+        raise
+
+
+def _refresh(
+    table: TableFormat,
+    stats_root: str,
+    spark: SparkSession,
+    s3: fs.S3Options | None,
+    sample: store.SampleManifest | None,
+    run_id: str,
+) -> SampleResult:
     """Bring the stored sample (``sample``: its manifest, when the caller loaded it) to the
     table's current snapshot, reading only the units (data files, file groups) that changed
     since the sample's snapshot; a sample whose snapshot was expired is redrawn."""
@@ -283,7 +317,6 @@ def refresh(
             tasks.append(task)
             work.append(i)
     clock.lap("refresh: change log and read units")
-    run_id = _run_id()
     output = (store.sample_dir(stats_root), run_id)
     job = _job(table, snapshot, [plans[i] for i in work], SampleOptions(seed=old.seed), s3,
                output, tasks, old.rate)
@@ -400,6 +433,18 @@ def _entry(
         reserve_rows=int(summary["reserve_rows"] or 0),
         threshold=None if threshold is None else int(threshold),
     )
+
+
+def _remove_failed_run(
+    stats_root: str, run_id: str, identifier: str, s3: fs.S3Options | None
+) -> None:
+    """The sample files a failed run wrote (``store/cleanup.py``), unless its manifest was
+    saved before the failure (then they are the sample's)."""
+    with contextlib.suppress(LakestatsError, OSError):
+        if store.load(stats_root, identifier, s3, check_files=False).run_id == run_id:
+            return
+    with contextlib.suppress(LakestatsError, OSError):
+        cleanup.remove_run(stats_root, run_id, s3)
 
 
 def _run_id() -> str:

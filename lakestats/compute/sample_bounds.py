@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakestats import fs
+from lakestats.errors import DataFileError
 from lakestats.formats.base import PartitionPlan
 from lakestats.stats.keys import encode
 
@@ -36,12 +37,20 @@ def usable(format_name: str, plan: PartitionPlan) -> bool:
 
 def footer_rows(plan: PartitionPlan, s3: fs.S3Options | None = None) -> int:
     """A partition's rows from its files' Parquet footers (where ``usable``)."""
-    rows = 0
-    for data in plan.data_files:
-        filesystem, path = fs.resolve(data.path, s3)
+    return sum(_footer(plan, data.path, s3).num_rows for data in plan.data_files)
+
+
+def _footer(plan: PartitionPlan, uri: str, s3: fs.S3Options | None) -> pq.FileMetaData:
+    """One data file's footer; an unreadable file is one line naming it and its partition."""
+    filesystem, path = fs.resolve(uri, s3)
+    try:
         with filesystem.open_input_file(path) as handle:
-            rows += pq.ParquetFile(handle).metadata.num_rows
-    return rows
+            return pq.ParquetFile(handle).metadata
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise DataFileError(
+            f"cannot read the footer of data file {uri} of partition {plan.name or '(all)'}: "
+            f"{str(exc).splitlines()[0].rstrip('.')}; repair or remove the file"
+        ) from exc
 
 
 def footer_bounds(
@@ -54,9 +63,7 @@ def footer_bounds(
     highs: dict[str, list] = {c: [] for c in columns}
     missing: set[str] = set()
     for data in plan.data_files:
-        filesystem, path = fs.resolve(data.path, s3)
-        with filesystem.open_input_file(path) as handle:
-            metadata = pq.ParquetFile(handle).metadata
+        metadata = _footer(plan, data.path, s3)
         positions = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
         for name in columns:
             if name not in positions:

@@ -30,6 +30,7 @@ from lakestats import fs
 from lakestats.compute.sample_select import merge_candidates, row_hashes, size_for_fraction
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import PartitionReader, SampleUnit, Slice
+from lakestats.store import layout
 from lakestats.store.sample import HASH_COLUMN, UNIT_COLUMN, data_file
 
 SAMPLE_SUMMARY_SCHEMA = (
@@ -180,7 +181,7 @@ def _run_task(job: SampleJob, index: int, started: float) -> dict[str, object]:
     population, k, resampled = task.known_rows, 0, not task.state
     if task.state:
         for relative in task.state:
-            uri = fs.join(job.sample_dir, *relative.split("/"))
+            uri = layout.absolute(job.sample_dir, relative)  # named by the manifest
             filesystem, path = fs.resolve(uri, job.s3)
             with filesystem.open_input_file(path) as handle:
                 stored = pq.read_table(handle)

@@ -82,6 +82,17 @@ def _stderr_to(path: str) -> Iterator[None]:
 
 
 
+@contextlib.contextmanager
+def quiet_jvm() -> Iterator[str]:
+    """For a JVM started in the block (another builder than ``get_spark``'s): a new log
+    file (``spark_log_path``) takes its stderr (the launcher's ``Using incubator modules``)
+    and, through the yielded ``-D`` option for ``spark.driver.extraJavaOptions``, log4j."""
+    global _log_path
+    _log_path = _new_log_path()
+    with _stderr_to(_log_path):
+        yield f"-Dlog4j2.configurationFile=file:{_log4j2_config(_log_path)}"
+
+
 def get_spark(master: str | None = None, remote: str | None = None) -> SparkSession:
     """The active session, or a local one (setting ``spark_master``, default local[*]).
 
@@ -95,7 +106,12 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
     if remote is None and master is None:
         remote = chosen.spark_remote
     if remote is not None:
-        return connect_session(remote, chosen.spark_conf)
+        session = connect_session(remote, chosen.spark_conf)
+        if chosen.ship_lakestats:
+            from lakestats.compute.connect_workers import ship
+
+            ship(session)
+        return session
     active = SparkSession.getActiveSession()
     if active is not None:
         return active

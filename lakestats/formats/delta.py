@@ -72,7 +72,14 @@ class DeltaMergingReader(PartitionReader):
             return pa.table(result.read_all() if hasattr(result, "read_all") else result)
         except Exception as exc:
             from lakestats.errors import DataFileError
+            from lakestats.formats.parquet_dir import unreadable_file
 
+            bad = unreadable_file([f.path for f in part.files])
+            if bad is not None:  # name the file, not only its partition
+                raise DataFileError(
+                    f"cannot read data file {bad} (partition "
+                    f"{part.partition.name or '(all)'}); repair or remove the file"
+                ) from exc
             raise DataFileError(
                 f"delta-rs could not read partition {part.partition.name or '(all)'} of "
                 f"{self.uri}: {str(exc).splitlines()[0]}"

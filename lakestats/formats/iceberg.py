@@ -153,9 +153,13 @@ class IcebergReader(PartitionReader):
                 rows = sum(t.file.record_count for t in tasks)  # no deletes: planned exact
                 table = pa.table({})
         except (OSError, pa.ArrowInvalid) as exc:
+            from lakestats.formats.parquet_dir import unreadable_file
+
+            bad = unreadable_file([t.file.file_path for t in tasks])
+            where = f"data file {bad}" if bad else f"a data file: {str(exc).splitlines()[0]}"
             raise DataFileError(
-                f"cannot read a data file of partition {part.partition.name or '(all)'}: "
-                f"{str(exc).splitlines()[0]}; repair or remove the file"
+                f"cannot read {where} (partition {part.partition.name or '(all)'}); "
+                "repair or remove the file"
             ) from exc
         if not constant_ids:
             return table

@@ -22,7 +22,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakestats import fs
-from lakestats.errors import DataFileError, NotATableError
+from lakestats.errors import DataFileError, LakestatsError, NotATableError
 from lakestats.formats.base import (
     DataFile,
     PartitionPlan,
@@ -74,6 +74,20 @@ def read_data_file(
             f"cannot read data file {uri} of partition {part.partition.name or '(all)'}: "
             f"{str(exc).splitlines()[0]}; repair or remove the file"
         ) from exc
+
+
+def unreadable_file(uris: list[str], s3: fs.S3Options | None = None) -> str | None:
+    """``"<uri>: <why>"`` of the first of ``uris`` whose Parquet footer cannot be read (a
+    truncated or damaged file), None when every footer reads: for readers (delta-rs,
+    pyiceberg, hudi-rs) whose own error names only the partition or the table."""
+    for uri in uris:
+        try:
+            filesystem, path = fs.resolve(uri, s3)
+            with filesystem.open_input_file(path) as handle:
+                pq.ParquetFile(handle).metadata  # noqa: B018 - reading it is the check
+        except (OSError, pa.ArrowInvalid, LakestatsError) as exc:
+            return f"{uri}: {str(exc).splitlines()[0].rstrip('.')}"
+    return None
 
 
 @dataclass(frozen=True)

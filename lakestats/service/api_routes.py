@@ -34,7 +34,9 @@ ERRORS = {
 router = APIRouter(prefix="/api", responses=ERRORS)
 
 TableName = Annotated[str, Path(description="a served table's name (see /api/tables)")]
-ColumnName = Annotated[str, Path(description="a column name (struct leaves: a.b)")]
+ColumnName = Annotated[
+    str, Path(description="a column name (struct leaves: a.b); may hold /, sent as is or %2F")
+]
 Columns = Annotated[str | None, Query(description="comma-separated column names")]
 Partition = Annotated[
     str | None, Query(description="k=v[,k2=v2]; omit for table level", max_length=4096)
@@ -145,7 +147,9 @@ def stats(
     return _answer(request, table, compute)
 
 
-@router.get("/tables/{table}/columns/{column}/frequencies", summary="top-k value frequencies")
+@router.get(
+    "/tables/{table}/columns/{column:path}/frequencies", summary="top-k value frequencies"
+)
 def frequencies(
     request: Request,
     table: TableName,
@@ -161,7 +165,9 @@ def frequencies(
     return _answer(request, table, compute)
 
 
-@router.get("/tables/{table}/columns/{column}/histogram", summary="histogram bins [start, stop)")
+@router.get(
+    "/tables/{table}/columns/{column:path}/histogram", summary="histogram bins [start, stop)"
+)
 def histogram(
     request: Request,
     table: TableName,
@@ -179,7 +185,7 @@ def histogram(
 
 
 @router.get(
-    "/tables/{table}/columns/{column}/partitions-containing",
+    "/tables/{table}/columns/{column:path}/partitions-containing",
     summary="partitions that hold a value (table-level frequencies)",
 )
 def partitions_containing(

@@ -16,8 +16,10 @@ import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from lakestats import config as settings
 from lakestats.api import S3Options
 from lakestats.service import api_docs, api_routes, errors, pages
+from lakestats.service.budget import TimeBudget
 from lakestats.service.config import TableConfig, demo_tables, load_tables
 from lakestats.service.tables import TableSet
 
@@ -26,9 +28,15 @@ CONFIG_ENV = "LAKESTATS_SERVE_TABLES"
 THREADS = 8
 
 
-def create_app(configs: list[TableConfig] | None = None, warm_up: bool = False) -> FastAPI:
+def create_app(
+    configs: list[TableConfig] | None = None,
+    warm_up: bool = False,
+    request_seconds: float | None = None,
+) -> FastAPI:
     """The service over ``configs`` (default: the demo warehouse's lineitem);
-    ``warm_up`` opens every table at startup instead of on its first request."""
+    ``warm_up`` opens every table at startup instead of on its first request;
+    ``request_seconds`` is each request's time budget (default: the setting
+    ``serve.request_seconds``; see ``budget``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -53,6 +61,9 @@ def create_app(configs: list[TableConfig] | None = None, warm_up: bool = False) 
     app.include_router(api_routes.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    if request_seconds is None:
+        request_seconds = settings.settings().serve_request_seconds
+    app.add_middleware(TimeBudget, seconds=request_seconds)
     return app
 
 

@@ -3,7 +3,8 @@
 ``LakestatsError`` subclasses map to statuses by what the client got wrong: unknown
 table, column, partition or statistics -> 404; a bad predicate, value or option -> 400;
 FastAPI's request validation -> 400 (one line naming the parameter); unknown routes and
-methods keep their 404/405. Anything else is a bug: logged with its traceback on the
+methods keep their 404/405. Messages name tables, never where they live on the server
+(``TableSet.redact``). Anything else is a bug: logged with its traceback on the
 server, answered with a JSON 500 that says only that.
 """
 
@@ -61,7 +62,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(le.LakestatsError)
     async def lakestats_error(request: Request, exc: le.LakestatsError) -> LakestatsJSON:
-        return error_response(status_of(exc), type(exc).__name__, exc.message)
+        message = request.app.state.tables.redact(exc.message)
+        return error_response(status_of(exc), type(exc).__name__, message)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> LakestatsJSON:

@@ -21,7 +21,7 @@ def table_summary(tables: TableSet, name: str, strict: bool = False) -> dict[str
     except LakestatsError as exc:
         if strict:
             raise
-        return {"name": name, "version": None, "error": exc.message}
+        return {"name": name, "version": None, "error": tables.redact(exc.message)}
     return {"name": name, **summary.to_json()}
 
 

@@ -49,7 +49,7 @@ def _render(
 
 
 def _error(request: Request, exc: LakestatsError) -> HTMLResponse:
-    context = {"kind": type(exc).__name__, "message": exc.message}
+    context = {"kind": type(exc).__name__, "message": request.app.state.tables.redact(exc.message)}
     return _render(request, "error.html", context, status_of(exc))
 
 
@@ -185,7 +185,7 @@ def cells_of(
     return out
 
 
-@router.get("/tables/{table}/columns/{column}")
+@router.get("/tables/{table}/columns/{column:path}")
 def column_page(
     request: Request,
     table: str,

@@ -2,19 +2,67 @@
 
 One worker serves from the process's own app; more workers (``--workers N``) start
 ``app.app_from_env`` in each, the table config passed as JSON in the environment. uvicorn
-runs with httptools and uvloop and without an access log: per request, h11, asyncio's
-pure-Python loop and log formatting cost more CPU than a cached lookup.
+runs with httptools (through ``protocol.JsonErrorsProtocol``: JSON refusals, a header
+timeout) and uvloop and without an access log: per request, h11, asyncio's pure-Python loop
+and log formatting cost more CPU than a cached lookup.
+
+The listening socket is bound here, before anything is printed, so a port in use or an
+address this machine does not have is one ``lakestats: error:`` line, not uvicorn's log.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
+from typing import Any
 
+from lakestats import config
+from lakestats.errors import InvalidArgumentError
 from lakestats.service.app import CONFIG_ENV, config_to_json, create_app
 from lakestats.service.config import TableConfig
+from lakestats.service.protocol import JsonErrorsProtocol
 
-FAST = {"http": "httptools", "loop": "uvloop", "access_log": False, "log_level": "warning"}
+FAST = {"loop": "uvloop", "access_log": False, "log_level": "warning"}
+
+
+def protocol_class(header_seconds: float) -> type[JsonErrorsProtocol]:
+    """The HTTP protocol with this header deadline (uvicorn takes a class)."""
+    return type("ServiceProtocol", (JsonErrorsProtocol,), {"header_seconds": header_seconds})
+
+
+def uvicorn_options(header_seconds: float | None = None) -> dict[str, Any]:
+    """uvicorn's settings for the service (also the tests' server); the header deadline
+    is the setting's unless given."""
+    chosen = config.settings().serve_header_seconds if header_seconds is None else header_seconds
+    return {**FAST, "http": protocol_class(chosen)}
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, or one line saying why it cannot be."""
+    if not 0 <= port <= 65535:
+        raise InvalidArgumentError(f"--port must be between 0 and 65535, got {port}")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM
+        )[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InvalidArgumentError(
+            f"--host {host!r} is not an address of this machine ({reason}): pass an IP "
+            "address or host name such as 127.0.0.1 or 0.0.0.0"
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise InvalidArgumentError(
+            f"cannot listen on {host}:{port} ({exc.strerror}): choose another --port or --host"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve(
@@ -22,10 +70,16 @@ def serve(
 ) -> None:
     import uvicorn
 
-    print(f"lakestats: serving {', '.join(c.name for c in configs)} at http://{host}:{port}/")
+    sock = listen(host, port)
+    shown = sock.getsockname()[1]
+    print(f"lakestats: serving {', '.join(c.name for c in configs)} at http://{host}:{shown}/")
     if workers <= 1:
-        uvicorn.run(create_app(configs, warm_up=True), host=host, port=port, **FAST)
+        server = uvicorn.Server(
+            uvicorn.Config(create_app(configs, warm_up=True), **uvicorn_options())
+        )
+        server.run(sockets=[sock])
         return
+    sock.close()  # uvicorn's supervisor binds its own socket for the workers
     os.environ[CONFIG_ENV] = json.dumps([config_to_json(c) for c in configs])
     uvicorn.run(
         "lakestats.service.app:app_from_env",
@@ -34,6 +88,7 @@ def serve(
         port=port,
         workers=workers,
         **FAST,
+        http=JsonErrorsProtocol,  # a class the workers can import (reads the setting)
         # a busy worker answers the supervisor's ping late; the 5 s default kills it mid-request
         timeout_worker_healthcheck=60,
     )

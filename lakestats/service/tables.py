@@ -15,11 +15,14 @@ keeps rendered API answers the same way (``cache.AnswerCache``). An unknown name
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import lakestats.api as ls
@@ -60,9 +63,19 @@ class TableSet:
         self._local = threading.local()
         self._memos: dict[str, _Memo] = {}
         self.answers = AnswerCache(reopen_seconds)
+        self._locations: list[tuple[str, str]] | None = None
 
     def names(self) -> list[str]:
         return list(self.configs)
+
+    def redact(self, message: str) -> str:
+        """``message`` as a client may read it: where a served table and its statistics live
+        on the server becomes the table's name, and any other server path ``<path>``."""
+        if self._locations is None:
+            self._locations = _locations(self.configs.values())
+        for location, name in self._locations:
+            message = message.replace(location, name)
+        return _SERVER_PATH.sub("<path>", message)
 
     def warm_up(self) -> None:
         """Open every table (its format's libraries load on first use: seconds) and its
@@ -71,7 +84,7 @@ class TableSet:
             with contextlib.suppress(LakestatsError):  # not analyzed: pages and API say so
                 table = self.get(name)
                 table.format.schema(None)
-                table.reader()
+                table.summary()  # opens the latest version
 
     def _handles(self) -> dict[str, _Handle]:
         handles = getattr(self._local, "handles", None)
@@ -137,6 +150,39 @@ class TableSet:
                 memo.answers.clear()
             memo.answers[full_key] = compute()
         return memo.answers[full_key]
+
+
+# a URI, or an absolute path of two or more parts (not a route such as /docs, not a/b)
+_SERVER_PATH = re.compile(
+    r"\b(?:file|s3a?|gs|abfss?|hdfs|oss)://[^\s'\"]+|(?<![\w.~/>])/(?:[^\s'\"/]+/)+[^\s'\",;)]*"
+)
+
+
+def _locations(configs: Iterable[TableConfig]) -> list[tuple[str, str]]:
+    """(location, what to say instead) for every served table, longest location first."""
+    pairs: dict[str, str] = {}
+    for config in configs:
+        for where, said in (
+            (config.stats_root, f"<statistics of {config.name}>"),
+            (config.table, f"<table {config.name}>"),
+            (config.warehouse, f"<warehouse of {config.name}>"),
+        ):
+            if not where or not ("/" in where or "\\" in where):
+                continue  # a catalog identifier (db.table) is no location
+            for form in _forms(where):
+                pairs.setdefault(form, said)
+    return sorted(pairs.items(), key=lambda pair: -len(pair[0]))
+
+
+def _forms(where: str) -> set[str]:
+    """A location as messages may spell it: as given, absolute, as a file URI."""
+    forms = {where.rstrip("/")}
+    if "://" not in where:
+        absolute = os.path.abspath(where)
+        forms |= {absolute, Path(absolute).as_uri(), "file://" + absolute}
+        with contextlib.suppress(OSError):
+            forms.add(os.path.realpath(where))
+    return {f for f in forms if len(f) > 1}
 
 
 def _open(config: TableConfig) -> ls.LakestatsTable:

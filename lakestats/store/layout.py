@@ -32,6 +32,7 @@ from __future__ import annotations
 from urllib.parse import quote, unquote
 
 from lakestats import fs
+from lakestats.errors import CorruptStatisticsError
 from lakestats.store.kinds import FileKind
 
 STATISTICS_FILE = "statistics.parquet"
@@ -161,7 +162,30 @@ def staging_dir(root: str, run_id: str) -> str:
     return fs.join(root, "_staging", run_id)
 
 
+def outside_root(relative: object) -> bool:
+    """Whether a path a manifest names would leave its statistics root: absolute, a URI,
+    ``..`` or an empty part (files of a root are only ever named relative to it)."""
+    if not isinstance(relative, str) or not relative:
+        return True
+    parts = relative.split("/")
+    return (
+        relative.startswith(("/", "~"))
+        or "\\" in relative
+        or "://" in relative
+        or ":" in parts[0]  # a drive (C:) or a scheme without slashes
+        or any(part in ("", ".", "..") for part in parts)
+    )
+
+
 def absolute(root: str, relative: str) -> str:
+    """The URI of ``relative`` under ``root``; a path that would lead outside the root
+    (``outside_root``) is refused as damage, never followed."""
+    if outside_root(relative):
+        raise CorruptStatisticsError(
+            f"the statistics under {root} name the file {relative!r}, which is outside "
+            "that root: a manifest was edited or damaged; run `lakestats analyze` to "
+            "publish a new version (or `lakestats expire` to remove the damaged one)"
+        )
     return fs.join(root, *relative.split("/"))
 
 

@@ -130,7 +130,28 @@ class Version:
         version = cls(**data)
         if not isinstance(version.version, int) or not isinstance(version.columns, list):
             raise ValueError("version or columns has the wrong type")
+        outside = [p for p in version.named_paths() if layout.outside_root(p)]
+        if outside:
+            raise ValueError(f"it names {outside[0]!r}, a path outside its statistics root")
         return version
+
+    def named_paths(self) -> list[object]:
+        """Every path this manifest names, relative to its root (each must stay inside)."""
+        named: list[object] = []
+        for entry in self.partitions:
+            named += [entry.path, *entry.files.values()]
+        extra = self.extra if isinstance(self.extra, dict) else {}
+        named += list((self.table_files or {}).values())
+        named += list(dict(extra.get("reduce_cache") or {}).values())
+        named += list(dict(extra.get("file_sizes") or {}))
+        named += list(dict(extra.get("exact") or {}).get("files") or [])
+        named += [
+            p
+            for p in (self.partition_index, self.partition_histograms,
+                      self.partition_histogram_parts)
+            if p is not None
+        ]
+        return named
 
 
 class NewerFormatError(UnsupportedFeatureError):

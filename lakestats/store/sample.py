@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from lakestats import fs
 from lakestats.errors import StatisticsNotFoundError
+from lakestats.store import layout
 
 SAMPLE_DIR = "sample"
 MANIFEST = "sample.json"
@@ -168,7 +169,7 @@ def delete_unreferenced(
 
 def read_file(stats_root: str, relative: str, s3: fs.S3Options | None = None) -> pa.Table:
     """One of the sample's own Parquet files (sample or reserve rows, hidden columns kept)."""
-    filesystem, path = fs.resolve(fs.join(sample_dir(stats_root), *relative.split("/")), s3)
+    filesystem, path = fs.resolve(layout.absolute(sample_dir(stats_root), relative), s3)
     with filesystem.open_input_file(path) as handle:
         return pq.read_table(handle)
 

@@ -233,6 +233,7 @@ CASES = [
     ("serve --port abc", "--port"),
     ("serve --tables {MISSING}", "cannot read the tables config"),
     ("serve --tables {DATAFILE}", "not text"),
+    ("serve --port 70000", "0 to 65535"),
     ("partitions-containing {T} --stats-root {S} --column nope --value 1", "'nope'"),
     ("partitions-containing {T} --stats-root {S} --column n --value abc", "not a value"),
     ("partitions-containing {T} --stats-root {S} --column n", "--value"),

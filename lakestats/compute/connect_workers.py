@@ -1,0 +1,134 @@
+"""Whether a Spark Connect server's Python workers can run lakestats' job, and shipping it.
+
+Under Spark Connect the job's tasks are lakestats functions, unpickled by reference in the
+server's Python workers: a server whose workers lack lakestats fails the first task with
+``ModuleNotFoundError: No module named 'lakestats'``, which reaches the client only as
+``SQLSTATE: 38000``. ``explain_failure`` then asks the workers with a probe pickled by
+value (it imports nothing of lakestats to be unpickled) and says in one line what to
+install where, or which option ships it. ``ship`` sends this client's lakestats package with
+the session (``spark.addArtifacts(zip, pyfile=True)``); the workers still need lakestats'
+dependencies (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lakestats.errors import InvalidArgumentError, LakestatsError
+
+PACKAGE = Path(__file__).resolve().parents[1]  # this client's lakestats package
+
+
+def client_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lakestats")
+    except PackageNotFoundError:
+        return "unknown"
+
+_PROBE_SOURCE = '''
+def probe(_):
+    import sys
+    try:
+        import lakestats
+        return "ok " + getattr(lakestats, "__version__", "?")
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc} (worker Python {sys.executable})"
+'''
+
+
+def _probe():  # noqa: ANN202 - a function the workers unpickle by value
+    """``probe`` defined in a module that does not exist, so that cloudpickle sends its
+    code (by value), not a reference the workers would have to import from lakestats."""
+    namespace: dict[str, object] = {"__name__": "lakestats_worker_probe"}
+    exec(compile(_PROBE_SOURCE, "<lakestats worker probe>", "exec"), namespace)
+    return namespace["probe"]
+
+
+def workers_lakestats(spark: SparkSession) -> str:
+    """What the session's Python workers answer when they import lakestats: ``ok
+    <version>``, or the error (one line)."""
+    from pyspark.sql import functions as F
+
+    probe = F.udf(_probe(), "string")
+    [row] = spark.range(1).select(probe(F.col("id")).alias("answer")).collect()
+    return str(row["answer"])
+
+
+def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsError:
+    """``failure`` of a job on ``spark``, or, when the session is Spark Connect and its
+    workers cannot import lakestats, one line saying so and what to do."""
+    from lakestats.compute.session import is_connect
+
+    if not is_connect(spark):
+        return failure
+    text = str(failure)
+    if "No module named 'lakestats" in text:
+        answer = text
+    else:
+        try:
+            answer = workers_lakestats(spark)
+        except Exception:  # noqa: BLE001 - the probe failed too: the job's own error stands
+            return failure
+    if answer.startswith("ok"):
+        if answer.split()[-1] != client_version():
+            return LakestatsError(
+                f"{failure} (the Spark Connect server's Python workers run lakestats "
+                f"{answer.split()[-1]}, this client {client_version()}: install the "
+                "same version on the server, or pass --ship-lakestats)"
+            )
+        return failure
+    reason, _, where = answer.partition(" (worker Python ")
+    where = where.rstrip(")") or "unknown"
+    return LakestatsError(
+        f"the Spark Connect server's Python workers cannot import lakestats ({reason}; "
+        f"their Python is {where}): install lakestats=={client_version()} into that "
+        "Python on every node of the server, or pass --ship-lakestats (setting "
+        "spark.ship_lakestats) to send this client's copy with the job; see docs/deploy.md"
+    )
+
+
+def ship(spark: SparkSession) -> str:
+    """Add this client's lakestats package to ``spark``'s Python path on the server (a
+    Connect session only); the zip's path. Its dependencies must already be there."""
+    from lakestats.compute.session import is_connect
+
+    if not is_connect(spark):
+        raise InvalidArgumentError(
+            "--ship-lakestats is for Spark Connect sessions (--remote sc://...): a classic "
+            "session's executors import lakestats from their own Python"
+        )
+    path = package_zip()
+    spark.addArtifacts(path, pyfile=True)
+    return path
+
+
+def package_zip() -> str:
+    """This client's ``lakestats`` package as a zip (cached by content under the temp
+    directory): every file of the package but bytecode caches."""
+    package = PACKAGE
+    files = sorted(
+        p for p in package.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(package)).encode())
+        digest.update(path.read_bytes())
+    directory = Path(tempfile.gettempdir()) / "lakestats-ship"
+    directory.mkdir(exist_ok=True)
+    target = directory / f"lakestats-{client_version()}-{digest.hexdigest()[:12]}.zip"
+    if not target.exists():
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in files:
+                archive.write(path, str(Path("lakestats") / path.relative_to(package)))
+        os.replace(partial, target)
+    return str(target)

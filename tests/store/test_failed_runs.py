@@ -1,0 +1,112 @@
+"""Issue 29 item 8: a failed analyze, publish or sample create leaves the root as it was.
+
+Each case lists the statistics root (every file and directory, files by content) before
+the command and after it failed: a data file cut in half, a file whose column type
+conflicts with the others', a disk that fills up while the version manifest or the
+sample's manifest is written. Also on a root that did not exist: it still does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lakestats.api as ls
+from lakestats.errors import LakestatsError, StorageError
+from tests.store.test_store_reliability import _disk_full_under
+
+pytestmark = pytest.mark.spark
+
+
+def _listing(root: Path) -> dict[str, str]:
+    """Every path under ``root``: directories as ``dir``, files by their SHA-256."""
+    out = {}
+    for directory, names, files in os.walk(root):
+        for name in names:
+            out[os.path.relpath(os.path.join(directory, name), root)] = "dir"
+        for name in files:
+            path = os.path.join(directory, name)
+            out[os.path.relpath(path, root)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return out
+
+
+def _table(base: Path) -> Path:
+    table = base / "t"
+    for part, values in {"p=a": range(50), "p=b": range(50, 120), "p=c": range(5)}.items():
+        (table / part).mkdir(parents=True)
+        pq.write_table(pa.table({"n": list(values), "s": [str(v) for v in values]}),
+                       table / part / "0.parquet")
+    return table
+
+
+@pytest.fixture
+def analyzed(tmp_path: Path, spark) -> tuple[ls.LakestatsTable, Path]:
+    table = _table(tmp_path)
+    handle = ls.open_table(str(table))
+    handle.analyze(spark=spark, exact=True)
+    return handle, table / "_lakestats"
+
+
+def _fails_and_leaves(root: Path, run, error: type, text: str) -> None:
+    before = _listing(root) if root.exists() else None
+    with pytest.raises(error) as info:
+        run()
+    assert text in str(info.value), info.value
+    if before is None:
+        assert not root.exists(), sorted(_listing(root))
+    else:
+        after = _listing(root)
+        assert after == before, sorted(set(after) ^ set(before))
+
+
+def test_a_truncated_data_file_leaves_the_root_as_it_was(analyzed, spark) -> None:
+    handle, root = analyzed
+    table = Path(handle.format.location.removeprefix("file://"))
+    pq.write_table(pa.table({"n": [7] * 40, "s": ["x"] * 40}), table / "p=a" / "1.parquet")
+    data = (table / "p=b" / "0.parquet").read_bytes()
+    (table / "p=b" / "1.parquet").write_bytes(data[: len(data) // 2])
+    _fails_and_leaves(root, lambda: handle.analyze(spark=spark, exact=True), LakestatsError,
+                      "p=b/1.parquet")
+    # and a root that did not exist is not created
+    fresh = table.parent / "fresh-root"
+    other = ls.open_table(str(table), stats_root=str(fresh))
+    _fails_and_leaves(fresh, lambda: other.analyze(spark=spark), LakestatsError, "1.parquet")
+
+
+def test_a_schema_conflict_leaves_the_root_as_it_was(analyzed, spark) -> None:
+    handle, root = analyzed
+    table = Path(handle.format.location.removeprefix("file://"))
+    pq.write_table(pa.table({"n": [1.5, 2.5], "s": ["x", "y"]}).cast(
+        pa.schema([("n", pa.string()), ("s", pa.string())])), table / "p=c" / "1.parquet")
+    pq.write_table(pa.table({"n": [1, 2], "s": ["x", "y"]}), table / "p=a" / "1.parquet")
+    _fails_and_leaves(root, lambda: handle.analyze(spark=spark), LakestatsError, "1.parquet")
+
+
+def test_a_full_disk_while_publishing_leaves_the_root_as_it_was(
+    analyzed, spark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Partition, table-level and exact files are written, then the manifest does not fit:
+    every file of the run goes again, the previous version stands."""
+    handle, root = analyzed
+    table = Path(handle.format.location.removeprefix("file://"))
+    pq.write_table(pa.table({"n": [1, 2], "s": ["x", "y"]}), table / "p=a" / "1.parquet")
+    _disk_full_under(monkeypatch, "versions")
+    _fails_and_leaves(root, lambda: handle.analyze(spark=spark, exact=True), StorageError,
+                      "no space left on device")
+    monkeypatch.undo()
+    assert handle.analyze(spark=spark, exact=True).version == 2
+
+
+def test_a_failed_sample_create_leaves_the_root_as_it_was(
+    analyzed, spark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample's data files are written by the tasks, then its manifest does not fit."""
+    handle, root = analyzed
+    _disk_full_under(monkeypatch, "sample.json")
+    _fails_and_leaves(root, lambda: handle.sample.create(spark=spark, rows=20), StorageError,
+                      "no space left on device")
