@@ -316,12 +316,6 @@ def test_hostile_mix_transport(base_url: str) -> None:
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 29 items 2 and 3 (predicate half, lakestats/query/predicates.py) are another "
-    "helper's: deep predicates answer 500 and n = 1e1000000 holds the GIL for ~40 s until "
-    "they merge; strict, so the merge turns this into a failure to un-mark",
-)
 def test_hostile_mix_predicates(base_url: str) -> None:
     """Deep and long predicates, huge literals and IN lists, as planners and probes send."""
     _hostile_mix(base_url, PREDICATES, rounds=1)
@@ -384,11 +378,6 @@ HUGE_LITERALS = st.one_of(
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 29 items 2 and 3 (predicate half) are another helper's: until they merge, "
-    "deep predicates answer 500 and huge literals take tens of seconds",
-)
 def test_fuzzed_predicates_never_5xx_nor_slow(tables) -> None:
     """Schemathesis cases of the predicate routes, their ``where`` drawn from the deep and
     huge strategies: each answer a 200 or a JSON 4xx, within the request budget."""
