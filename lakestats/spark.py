@@ -48,7 +48,6 @@ from pathlib import Path
 
 import numpy as np
 
-from lakestats.compute.errors import starting_spark
 from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
 from lakestats.options import MAX_BINS
 from lakestats.stats.kinds import Kind, kind_of
@@ -572,39 +571,24 @@ def hive_session(metastore: str):  # noqa: ANN201 - pyspark.sql.SparkSession
     """A local session whose catalog is a Hive metastore in Derby under ``metastore``: unlike
     the in-memory catalog, it keeps tables and their statistics (as ``spark.sql.statistics.*``
     table properties) for every later session pointed at the same directory."""
-    import os
-    import sys
-
-    from pyspark.sql import SparkSession
-
     from lakestats import config
-    from lakestats.compute.session import quiet_jvm
+    from lakestats.compute.session import local_session
 
     home = metastore_dir(metastore)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    hint = (
-        "a Hive metastore needs Java 17; use --dry-run to see the statistics, or call "
-        "lakestats.spark.register from your own session"
+    return local_session(
+        config.settings().spark_master or "local[2]",
+        app_name="lakestats-spark-register",
+        settings={
+            "spark.sql.warehouse.dir": str(home / "warehouse"),
+            "spark.hadoop.javax.jdo.option.ConnectionURL": (
+                f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
+            ),
+        },
+        java_options=f"-Dderby.system.home={home}",
+        hive=True,
+        hint="a Hive metastore needs Java 17; use --dry-run to see the statistics, or call "
+        "lakestats.spark.register from your own session",
     )
-    # the JVM's warnings (launcher, log4j, Hive, Derby) go to Spark's log file, not the terminal
-    with quiet_jvm() as quiet, starting_spark(hint=hint):
-        builder = (
-            SparkSession.builder.master(config.settings().spark_master or "local[2]")
-            .appName("lakestats-spark-register")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.warehouse.dir", str(home / "warehouse"))
-            .config(
-                "spark.hadoop.javax.jdo.option.ConnectionURL",
-                f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
-            )
-            .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home} {quiet}")
-        )
-        for key, value in config.settings().spark_conf:  # --spark-conf
-            builder = builder.config(key, value)
-        spark = builder.enableHiveSupport().getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 def metastore_dir(metastore: str) -> Path:

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from lakestats import config
-from lakestats.compute.errors import spark_start_error
+from lakestats.compute.errors import starting_spark
 from lakestats.errors import InvalidArgumentError
 
 _LOG4J2 = """\
@@ -84,9 +84,9 @@ def _stderr_to(path: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def quiet_jvm() -> Iterator[str]:
-    """For a JVM started in the block (another builder than ``get_spark``'s): a new log
-    file (``spark_log_path``) takes its stderr (the launcher's ``Using incubator modules``)
-    and, through the yielded ``-D`` option for ``spark.driver.extraJavaOptions``, log4j."""
+    """For a JVM started in the block: a new log file (``spark_log_path``) takes its stderr
+    (the launcher's ``Using incubator modules``, the Python worker daemons' tracebacks) and,
+    through the yielded ``-D`` option for ``spark.driver.extraJavaOptions``, log4j."""
     global _log_path
     _log_path = _new_log_path()
     with _stderr_to(_log_path):
@@ -115,33 +115,48 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    return local_session(master or chosen.spark_master or "local[*]")
+
+
+def local_session(
+    master: str,
+    *,
+    app_name: str = "lakestats",
+    settings: dict[str, str] | None = None,
+    java_options: str = "",
+    hive: bool = False,
+    hint: str = "lakestats needs Java 17",
+) -> SparkSession:
+    """The one place lakestats builds a local (or standalone-master) session: its own
+    settings (no UI, Unix sockets to the Python workers, the driver's interpreter on the
+    workers), a quiet JVM (log4j and the JVM's stderr into ``spark_log_path()``), then
+    ``settings`` of the caller (``spark-register``'s Hive metastore), then ``--spark-conf``.
+    A JVM that does not start is one line naming the log, with ``hint``."""
+    chosen = config.settings()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.pop("SPARK_PRINT_LAUNCH_COMMAND", None)
-    global _log_path
-    _log_path = _new_log_path()
-    quiet = f"-Dlog4j2.configurationFile=file:{_log4j2_config(_log_path)}"
-    builder = (
-        SparkSession.builder.master(master or chosen.spark_master or "local[*]")
-        .appName("lakestats")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.memory", chosen.driver_memory)
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
-        .config("spark.python.worker.reuse", "true")
-        # TCP between executor and Python worker stalls 40 ms per task (Nagle + delayed ACK
-        # on the small input batch); Unix sockets do not, and workers are always local
-        .config("spark.python.unix.domain.socket.enabled", str(os.name == "posix").lower())
-        .config("spark.driver.extraJavaOptions", quiet)
-    )
-    for key, value in chosen.spark_conf:
-        builder = builder.config(key, value)
-    try:
-        with _stderr_to(_log_path):
+    with quiet_jvm() as quiet:
+        builder = (
+            SparkSession.builder.master(master)
+            .appName(app_name)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.driver.memory", chosen.driver_memory)
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
+            .config("spark.python.worker.reuse", "true")
+            # TCP between executor and Python worker stalls 40 ms per task (Nagle + delayed
+            # ACK on the small input batch); Unix sockets do not, and workers are local
+            .config("spark.python.unix.domain.socket.enabled", str(os.name == "posix").lower())
+            .config("spark.driver.extraJavaOptions", f"{java_options} {quiet}".strip())
+        )
+        for key, value in [*(settings or {}).items(), *chosen.spark_conf]:
+            builder = builder.config(key, value)
+        if hive:
+            builder = builder.enableHiveSupport()
+        with starting_spark(_log_path, hint):
             spark = builder.getOrCreate()
-    except Exception as exc:
-        raise spark_start_error(exc, _log_path) from exc
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
