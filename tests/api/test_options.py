@@ -111,7 +111,7 @@ def test_cli_flags_and_defaults_are_the_dataclass(command: list[str], cls: type)
             assert f"(default {action.default})" in action.help
     # what is left are the commands' own flags, none of them an option of the dataclass
     others = {"-h", "--help", "--stats-root", "--catalog", "--warehouse", "--json", "--verbose",
-              "--master", "--remote", "--as-of"}
+              "--master", "--remote", "--ship-lakestats", "--as-of"}
     assert set(actions) <= others
     parsed = parser.parse_args([*command, "t"])
     assert cli.options_from_args(parsed, cls) == cls()
