@@ -149,7 +149,7 @@ class LakestatsTable:
 
                 spark = get_spark()
             if options.from_sample:
-                from lakestats.compute.sample_analyze import analyze_from_sample
+                from lakestats.compute.sample.analyze import analyze_from_sample
 
                 self._reader = None
                 return analyze_from_sample(table, root, options, spark, self.s3)

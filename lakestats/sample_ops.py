@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lakestats.api import LakestatsTable
-    from lakestats.compute.sample import SampleResult
+    from lakestats.compute.sample.create import SampleResult
 
 
 class SampleOperations:
@@ -48,7 +48,7 @@ class SampleOperations:
         from lakestats.store.cleanup import as_it_was
 
         options = SampleOptions.build(options, overrides)  # bad input fails before Spark
-        from lakestats.compute.sample import create
+        from lakestats.compute.sample.create import create
 
         self._table._format = None
         table = self._table.format
@@ -68,7 +68,7 @@ class SampleOperations:
 
     def refresh(self, spark: SparkSession | None = None) -> SampleResult:
         """Update the sample to the table's current snapshot (changed partitions only)."""
-        from lakestats.compute.sample import refresh
+        from lakestats.compute.sample.create import refresh
         from lakestats.store.cleanup import as_it_was
 
         self._table._format = None

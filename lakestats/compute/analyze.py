@@ -199,7 +199,7 @@ def _analyze(
     ``options`` were validated when built; ``options.where`` and ``options.from_sample``
     are the facade's to turn into ``subset`` (derived statistics) or a sample's table.
     ``subset``: only some rows of some partitions (``RowSubset``). ``hook``: more work for
-    each partition task on the rows it read (``compute/sample_tasks.SampleHook``; each
+    each partition task on the rows it read (``compute/sample/tasks.SampleHook``; each
     partition is then one task)."""
     run_id, incremental, subset, hook = run.run_id, run.incremental, run.subset, run.hook
     snapshot_id, progress, table_level = options.snapshot_id, options.progress, options.table_level

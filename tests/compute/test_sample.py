@@ -276,7 +276,7 @@ def test_from_sample_reads_the_sample_once_in_the_tasks(sales: Path, spark, monk
     workers are other processes); every partition's and the table's distinct estimates
     equal ``select_estimator`` on the profiles computed here from the sample's rows, so the
     tasks' profiles and the Spark aggregation of their value hashes are the sample's."""
-    from lakestats.compute.sample_scale import PARTITION_REPLICATES
+    from lakestats.compute.sample.scale import PARTITION_REPLICATES
     from lakestats.formats.sample import SampleReader
     from lakestats.stats.ndv import select_estimator
 

@@ -1,4 +1,4 @@
-"""Footer bounds for ``analyze --from-sample`` (``compute/sample_bounds.py``) against the
+"""Footer bounds for ``analyze --from-sample`` (``compute/sample/bounds.py``) against the
 files' own values, for files written by DuckDB (decimals as INT64, as Spark and Trino
 write them up to 18 digits; Arrow cannot convert those statistics) and by pyarrow
 (decimals as fixed-length bytes)."""
@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from lakestats.compute.sample_bounds import footer_bounds
+from lakestats.compute.sample.bounds import footer_bounds
 from lakestats.formats.base import DataFile, PartitionPlan
 from lakestats.stats.keys import encode
 

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakestats.compute.sample_scale import frequency_interval, scale_row
-from lakestats.compute.sample_select import (
+from lakestats.compute.sample.scale import frequency_interval, scale_row
+from lakestats.compute.sample.select import (
     allocate,
     bottom_k,
     merge_candidates,

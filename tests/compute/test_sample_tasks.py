@@ -1,4 +1,4 @@
-"""``compute/sample_tasks.value_hashes``: a column's distinct values and their counts as
+"""``compute/sample/tasks.value_hashes``: a column's distinct values and their counts as
 64-bit hashes, compared with NumPy's ``unique`` on the same values."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lakestats.compute.sample_tasks import value_hashes
+from lakestats.compute.sample.tasks import value_hashes
 
 
 def test_counts_equal_numpy_unique_nulls_dropped_nan_one_value():

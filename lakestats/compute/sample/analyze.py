@@ -1,13 +1,13 @@
 """``analyze --from-sample``: statistics estimated from the stored sample.
 
 1. The driver looks up what the table's metadata knows exactly (null counts, min, max from
-   data file footers: ``compute/sample_bounds.py``; row counts are the sample's recorded
+   data file footers: ``compute/sample/bounds.py``; row counts are the sample's recorded
    populations).
 2. The normal analyze job runs over the sample (``formats.sample.SampleTableFormat``) into
    ``<stats root>/sample/analysis``, one task per sample partition, with a
-   ``compute/sample_tasks.SampleHook``: each task, on the rows it read, also computes each
+   ``compute/sample/tasks.SampleHook``: each task, on the rows it read, also computes each
    column's sample profile and writes its partition's **scaled** files into the statistics
-   root (``compute/sample_files.py``, ``compute/sample_scale.py``: estimates with
+   root (``compute/sample/files.py``, ``compute/sample/scale.py``: estimates with
    intervals, distinct counts by ``select_estimator``), and emits its distinct values'
    hashes, which one Spark aggregation turns into the whole sample's profiles. The sample
    is read once, by the tasks; the driver neither reads it nor rewrites partition files.
@@ -33,9 +33,9 @@ from pyspark.sql import SparkSession
 from lakestats import fs
 from lakestats.compute.analyze import AnalyzeResult, analyze, column_records, publish_version
 from lakestats.compute.progress import Clock
-from lakestats.compute.sample_bounds import footer_bounds, usable
-from lakestats.compute.sample_files import Scaling, scale_files
-from lakestats.compute.sample_tasks import SampleHook
+from lakestats.compute.sample.bounds import footer_bounds, usable
+from lakestats.compute.sample.files import Scaling, scale_files
+from lakestats.compute.sample.tasks import SampleHook
 from lakestats.errors import InvalidArgumentError
 from lakestats.formats.base import TableFormat
 from lakestats.formats.sample import SampleTableFormat

@@ -4,8 +4,8 @@ again or rewrites every partition's files.
 
 ``SampleHook.run`` (on the executor, right after the task wrote the sample partition's
 three files into the analysis scratch root): each column's frequency of frequencies in the
-partition's sample (``sample_files.profile_of``), then the partition's **scaled** files
-written into the statistics root (``sample_files.scale_files``: distinct counts by
+partition's sample (``sample.files.profile_of``), then the partition's **scaled** files
+written into the statistics root (``sample.files.scale_files``: distinct counts by
 ``select_estimator`` on that profile, counts × N/n, bounds from the table's metadata that
 the driver looked up before the job), and each column's distinct values as rows
 ``(column, value_hash, value_count)`` (a 64-bit hash of the value's order-preserving key,
@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats import fs
-from lakestats.compute.sample_files import Scaling, profile_of, scale_files
+from lakestats.compute.sample.files import Scaling, profile_of, scale_files
 from lakestats.stats.hashing import hash_binary
 from lakestats.stats.keys import encode
 from lakestats.stats.leaves import leaf_array

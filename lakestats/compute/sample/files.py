@@ -2,9 +2,9 @@
 
 ``scale_files`` reads one partition's (or the table's) three files computed on the sample
 (``statistics``, ``frequencies``, ``histograms``) and writes their scaled copies
-(``sample_scale.scale_row`` per statistics row, counts × N/n, table-level partition counts
+(``sample.scale.scale_row`` per statistics row, counts × N/n, table-level partition counts
 by each partition's own N/n). Spark-free: executors call it for their partition
-(``sample_tasks.SampleHook``), the driver once for the table level.
+(``sample.tasks.SampleHook``), the driver once for the table level.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakestats import fs
-from lakestats.compute.sample_scale import (
+from lakestats.compute.sample.scale import (
     PARTITION_REPLICATES,
     SAMPLED_FIELDS,
     apply_bounds,

@@ -2,7 +2,7 @@
 
 A task owns one partition. It reads the partition's read units (``SampleUnit``: a data
 file with its deletes, a Hudi file group, Paimon's merged files) one at a time, hashes
-every row's identity (``compute/sample_select.py``: the unit's key and the row's ordinal in
+every row's identity (``compute/sample/select.py``: the unit's key and the row's ordinal in
 the unit's read) and keeps a running set of candidates, the rows with the smallest hashes:
 the first ``k`` are the partition's sample, the next ``reserve_size(k)`` its reserve. It
 writes both as Parquet files straight to the sample directory.
@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakestats import fs
-from lakestats.compute.sample_select import merge_candidates, row_hashes, size_for_fraction
+from lakestats.compute.sample.select import merge_candidates, row_hashes, size_for_fraction
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import PartitionReader, SampleUnit, Slice
 from lakestats.store import layout

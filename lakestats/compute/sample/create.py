@@ -1,9 +1,9 @@
 """``sample create`` and ``sample refresh``: the Spark side of stored samples.
 
 The driver plans the table's partitions, allocates the sample's rows to them (exact
-proportional allocation, ``sample_select.allocate``; a count job first when the format's
+proportional allocation, ``sample.select.allocate``; a count job first when the format's
 metadata does not know a partition's rows), and runs one ``mapInArrow`` task per partition
-(``sample_job.run_sample_task``), which writes its partition's sample and reserve files.
+(``sample.job.run_sample_task``), which writes its partition's sample and reserve files.
 Then the sample is written as a sibling table of the table's format
 (``formats/sample_sibling.py``; after a refresh only the partitions whose sample changed)
 and only then is the manifest replaced, so a failed run leaves the previous sample as it was.
@@ -34,15 +34,15 @@ from pyspark.sql import SparkSession
 from lakestats import fs
 from lakestats.compute.errors import translated
 from lakestats.compute.progress import Clock
-from lakestats.compute.sample_bounds import footer_rows, usable
-from lakestats.compute.sample_job import (
+from lakestats.compute.sample.bounds import footer_rows, usable
+from lakestats.compute.sample.job import (
     SAMPLE_SUMMARY_SCHEMA,
     SUMMARY_ARROW,
     SampleJob,
     SampleTask,
     run_sample_task,
 )
-from lakestats.compute.sample_select import allocate, size_for_fraction
+from lakestats.compute.sample.select import allocate, size_for_fraction
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.formats.base import PartitionPlan, SampleUnit, TableFormat
