@@ -383,7 +383,7 @@ def _counts_only(table: api.LakestatsTable, args: argparse.Namespace) -> bool:
         return True
     print(
         f"{args.table}: {display.count(summary.row_count)} rows in "
-        f"{display.count(summary.data_bytes)} bytes of data files (statistics version "
+        f"{display.count(summary.size_in_bytes)} bytes of data files (statistics version "
         f"{summary.version}, ANALYZE ... NOSCAN: counts from the table's metadata, no column "
         "statistics; `lakestats analyze` computes them)"
     )
