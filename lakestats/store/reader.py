@@ -88,6 +88,10 @@ class StatisticsReader:
         self._open = open_file or (lambda filesystem, path: filesystem.open_input_file(path))
         self.version = manifest.load_version(self.root, version, s3)
         self._column_index = {c["name"]: i for i, c in enumerate(self.version.columns)}
+        # each column's type as the table's format writes it, where the version recorded it
+        self._table_types = {
+            c["name"]: c["table_type"] for c in self.version.columns if "table_type" in c
+        }
         self._files: dict[str, pq.ParquetFile] = {}
         self._last_uri: str | None = None
 
@@ -330,7 +334,7 @@ class StatisticsReader:
         column's type as the table's format writes it (``table_type``, where the version
         recorded it)."""
         table = self.statistics_table(partition, columns)
-        native = {c["name"]: c["table_type"] for c in self.version.columns if "table_type" in c}
+        native = self._table_types
         out = []
         for row in table.to_pylist():
             for name in KEY_COLUMNS:
