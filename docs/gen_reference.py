@@ -205,10 +205,18 @@ def _key_type(value: object, declared: str | None) -> str:
     return _json_type(value) + optional
 
 
+def _options(hint: object) -> tuple[bool, list[object]]:
+    """Whether ``hint`` is optional (``X | None``), and the types it may be besides None."""
+    import types
+    import typing
+
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return union, [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
+
+
 def _declared_json_types(cls: type) -> dict[str, str]:
     """Field name -> JSON type from the field's annotation (``or null`` when optional);
     ``object`` annotations (a column's value) read as a value of the column's type."""
-    import types
     import typing
 
     import lakestats.answers as answers
@@ -216,8 +224,7 @@ def _declared_json_types(cls: type) -> dict[str, str]:
     names = {bool: "boolean", int: "number", float: "number", str: "string", tuple: "array"}
     out = {}
     for name, hint in typing.get_type_hints(cls, vars(answers)).items():
-        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
-        options = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
+        union, options = _options(hint)
         kind = typing.get_origin(options[0]) or options[0]
         text = names.get(kind) or (
             "a value of the column's type" if kind is object else "object"
@@ -231,7 +238,6 @@ def _declared_json_types(cls: type) -> dict[str, str]:
 def _example(cls: type) -> object:
     """An instance of answer class ``cls`` with empty values of each field's type, for its
     ``to_json()`` keys."""
-    import types
     import typing
 
     import lakestats.answers as answers
@@ -240,8 +246,7 @@ def _example(cls: type) -> object:
     values = {}
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
-        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
-        options = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
+        union, options = _options(hint)
         kind = typing.get_origin(options[0]) or options[0]
         if union and f.default is not dataclasses.MISSING:
             values[f.name] = f.default  # an optional part: the keys it adds are named below

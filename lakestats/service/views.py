@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lakestats.answers import jsonable as to_json
+from lakestats.answers import jsonable
 
 CELL_CHARS = 32
 SPARK_BARS = 40
@@ -17,7 +17,7 @@ SPARK_BARS = 40
 
 def short(value: object, limit: int = CELL_CHARS) -> str:
     """A JSON value as display text, cut at ``limit`` characters."""
-    value = to_json(value)
+    value = jsonable(value)
     if value is None:
         return ""
     if isinstance(value, float):
@@ -30,7 +30,7 @@ def short(value: object, limit: int = CELL_CHARS) -> str:
 
 
 def full(value: object) -> str:
-    value = to_json(value)
+    value = jsonable(value)
     return "" if value is None else str(value)
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -18,6 +16,7 @@ import pytest
 
 from lakestats.service.app import create_app
 from tests.service.test_service_fixture import analyzed_sales
+from tests.service.uvicorn_thread import serving
 
 pytestmark = pytest.mark.spark
 CHROMIUM = "/usr/bin/chromium"
@@ -45,16 +44,9 @@ def base_url(tmp_path_factory: pytest.TempPathFactory, spark):
     server = uvicorn.Server(
         uvicorn.Config(create_app([config]), host="127.0.0.1", port=port, log_level="warning")
     )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start within 30 s"
-        time.sleep(0.05)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(server):
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,6 @@ from __future__ import annotations
 import re
 import shutil
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lakestats.service.app import create_app
+from tests.service.uvicorn_thread import serving
 
 PAGES = ("/docs", "/redoc")
 CHROMIUM = "/usr/bin/chromium"
@@ -75,15 +74,8 @@ def base_url() -> Iterator[str]:
     server = uvicorn.Server(
         uvicorn.Config(create_app([]), host="127.0.0.1", port=port, log_level="warning")
     )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start within 30 s"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(server):
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ from lakestats.service.config import TableConfig
 from lakestats.service.protocol import MAX_URL_BYTES
 from lakestats.service.server import listen, uvicorn_options
 from tests.service.test_service_fixture import analyzed_sales
+from tests.service.uvicorn_thread import serving
 
 pytestmark = pytest.mark.spark
 HEADER_SECONDS = 1.0
@@ -70,15 +71,8 @@ def base_url(tables: list[TableConfig]):
     port = sock.getsockname()[1]
     app = create_app(tables, warm_up=True, request_seconds=REQUEST_SECONDS)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(HEADER_SECONDS)))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start within 30 s"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(server, sockets=[sock]):
+        yield f"http://127.0.0.1:{port}"
 
 
 def _raw(base_url: str, request: bytes, timeout: float = 30) -> tuple[int, dict, float]:
