@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from lakestats import fs
 from lakestats.answers import (
+    AnalyzeResult,
     BatchStatistics,
     Bin,
     ColumnInfo,
@@ -30,12 +31,16 @@ from lakestats.answers import (
     ExpireReport,
     Frequencies,
     Histogram,
+    Holder,
     Partition,
     PartitionColumns,
     Partitions,
+    PartitionsContaining,
     PartitionStatistics,
     Quantile,
     Rank,
+    SqlResult,
+    TableProfile,
     TableStatistics,
     TableSummary,
     VersionInfo,
@@ -68,10 +73,14 @@ from lakestats.versions import (  # noqa: F401 - public names of the facade
     version_for_snapshot,
 )
 
+# the flags that say whether a column's figures are exact (True) or estimated (False)
+EXACTNESS_FLAGS = ("distinct_count_exact", "percentiles_exact", "histogram_exact",
+                   "frequencies_exact")
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakestats.compute.analyze import AnalyzeResult, RowSubset
+    from lakestats.compute.analyze import RowSubset
 
 
 @dataclass
@@ -258,6 +267,56 @@ class LakestatsTable:
             size_in_bytes=version.merged_record_size,
         )
 
+    def profile(self, snapshot: int | None = None) -> TableProfile:
+        """The table at a glance: size, freshness, how many figures are exact, and the
+        alerts its statistics raise (``lakestats.alerts``), all without reading data.
+        Needs table-level statistics (not ``--partitions-only``)."""
+        from lakestats.alerts import column_alerts, drift_alerts, staleness_alert
+        from lakestats.store.verify import version_bytes
+
+        level = self.table_statistics(snapshot)
+        reader = self._reader_of_version(level.version)
+        version = reader.version
+        alerts = list(staleness_alert(level.staleness))
+        parts = version.partitions
+        last = parts[-1] if len(parts) > 1 and parts[-1].name else None
+        last_rows = {}
+        if last is not None:
+            last_rows = {r["column"]: r for r in reader.column_statistics(last.name, None)}
+        exact = estimated = 0
+        for row in level.columns:
+            for flag in EXACTNESS_FLAGS:
+                exact += row.get(flag) is True
+                estimated += row.get(flag) is False
+            top = None
+            if (row.get("distinct_count") or 0) > 1 and not row.get("all_distinct"):
+                pairs = reader.frequencies(None, row["column"], 1)
+                top = tuple(pairs[0]) if pairs else None
+            alerts += column_alerts(row, top)
+            if last is not None and row["column"] in last_rows and row["column"] not in last.values:
+                # a partition key differs between partitions by construction: not drift
+                alerts += drift_alerts(row, last_rows[row["column"]], last.name, len(parts))
+        return TableProfile(
+            version=version.version,
+            snapshot_id=version.snapshot_id,
+            row_count=level.row_count,
+            columns=len(level.columns),
+            partitions=len(parts),
+            data_bytes=version.merged_record_size or None,
+            statistics_bytes=version_bytes(reader.root, version, self.s3),
+            created_at=version.created_at,
+            staleness=level.staleness,
+            exact_figures=exact,
+            estimated_figures=estimated,
+            alerts=tuple(alerts),
+        )
+
+    def _reader_of_version(self, number: int) -> StatisticsReader:
+        reader = self.reader()
+        if reader.version.version == number:
+            return reader
+        return StatisticsReader(self.stats_root, number, s3=self.s3)
+
     def check_columns(self, names: list[str] | None) -> None:
         """Unknown column names are a ``ColumnNotFoundError`` naming them, with the
         analyzed columns nearest in spelling."""
@@ -305,14 +364,20 @@ class LakestatsTable:
             damaged_versions_skipped=tuple(version.skipped_versions or ()),
         )
 
-    def partitions_containing(self, column: str, value: str) -> list[dict[str, object]]:
+    def partitions_containing(self, column: str, value: str) -> PartitionsContaining:
         """Partitions holding ``value`` (given as text, parsed with the column's type)."""
         from lakestats.stats.literals import parse_value
         from lakestats.stats.type_codec import parse_type
 
         reader = self.reader()
         dtype = parse_type(reader.columns[reader.column_index(column)]["type"])
-        return reader.partitions_containing(column, parse_value(value, column, dtype))
+        holders = reader.partitions_containing(column, parse_value(value, column, dtype))
+        return PartitionsContaining(
+            column=column,
+            value=value,
+            version=reader.version.version,
+            partitions=tuple(Holder(**h) for h in holders),
+        )
 
     def _check_path(self) -> None:
         """A lookup of a table path that does not exist is an error, not empty statistics."""
@@ -738,23 +803,20 @@ def sql(
     catalog: str | None = None,
     warehouse: str | None = None,
     stats_root: str | None = None,
-) -> dict[str, object]:
+) -> SqlResult:
     """Run ``ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN | FOR COLUMNS a, b | FOR ALL
     COLUMNS]`` (``lakestats.compute.sql``): ``FOR`` analyzes those columns (Spark); without
-    it, a counts-only version from metadata. Returns ``{kind, version, snapshot_id,
-    message}`` (``merged_record_count`` too for counts only)."""
+    it, a counts-only version from metadata."""
     from lakestats.compute.sql import count_only, parse
 
     parsed = parse(statement)
     table = open_table(parsed.table, stats_root=stats_root, catalog=catalog, warehouse=warehouse)
     if not parsed.scan:
-        return count_only(table.format, table.stats_root, parsed.table, table.s3)
+        return SqlResult(**count_only(table.format, table.stats_root, parsed.table, table.s3))
     result = table.analyze(columns=parsed.columns)
-    return {
-        "kind": VersionKind.FULL,
-        "version": result.version,
-        "snapshot_id": result.snapshot_id,
-        "message": f"analyzed {parsed.table}: statistics version {result.version}",
-    }
-
-
+    return SqlResult(
+        kind=VersionKind.FULL,
+        version=result.version,
+        snapshot_id=result.snapshot_id,
+        message=f"analyzed {parsed.table}: statistics version {result.version}",
+    )

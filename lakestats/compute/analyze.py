@@ -24,6 +24,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from lakestats import fs
+from lakestats.answers import AnalyzeResult
 from lakestats.compute.errors import spark_call as _spark_call
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.outcome import TaskOutcome
@@ -43,19 +44,6 @@ from lakestats.options import AnalyzeOptions
 from lakestats.stats.leaves import Leaf, leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import cleanup, layout, manifest, verify
-
-
-@dataclass(frozen=True)
-class AnalyzeResult:
-    version: int
-    snapshot_id: int | None
-    partitions_computed: int
-    partitions_reused: int
-    row_count: int
-    bytes_written: int
-    stats_root: str
-    partitions_repaired: int = 0  # reusable but a file was missing or damaged: recomputed
-    unchanged: bool = False  # the latest version already described this: nothing published
 
 
 @dataclass(frozen=True)

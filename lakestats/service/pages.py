@@ -101,6 +101,9 @@ def table_context(
     if partition is None and not version.table_level and version.partitions:
         partition = version.partitions[0] or None  # no table level: first partition
     level = facade.staleness(tables, name, snapshot) if version.table_level else None
+    profile = None
+    if partition is None and version.table_level:
+        profile = facade.profile(tables, name, snapshot)
     if partition is None:
         answer = facade.table_level(tables, name, snapshot, names)
         level = answer.staleness
@@ -120,6 +123,7 @@ def table_context(
         "name": name,
         "version": version,
         "level": level,
+        "profile": profile,
         "partition": entry_name,
         "partitions": list(version.partitions),
         "row_count": row_count,

@@ -230,14 +230,17 @@ class StatisticsReader:
             stats = handle.read_row_group(group, columns=fields).slice(offset, 1).to_pylist()[0]
             if is_nan:
                 if stats["nan_count"]:
-                    holder = {"partition": entry.values, "name": entry.name}
+                    holder = {"partition": entry.values, "name": entry.name, "path": entry.path}
                     out.append({**holder, "frequency": stats["nan_count"]})
                 continue
             if stats["min"] is None or not stats["min"] <= key <= stats["max"]:
                 continue
             count = self._partition_frequency(entry, index, key)
             if count:
-                out.append({"partition": entry.values, "name": entry.name, "frequency": count})
+                out.append(
+                    {"partition": entry.values, "name": entry.name, "path": entry.path,
+                     "frequency": count}
+                )
             elif stats["all_distinct"] or stats["frequencies_truncated"]:
                 undecided.append(entry.name)
         if undecided:

@@ -173,8 +173,11 @@ def test_sql_noscan_counts_rows_from_metadata(tmp_path: Path) -> None:
     whole = _write_parquet_dir(path)
     root = tmp_path / "stats"
     result = ls.sql(f"ANALYZE TABLE `{path}` COMPUTE STATISTICS NOSCAN", stats_root=str(root))
-    assert result["merged_record_count"] == whole.num_rows
-    stored = _manifest(str(root), result["version"])
+    assert result.merged_record_count == whole.num_rows
+    assert result.to_json() == {"kind": "noscan", "version": result.version,
+                                "snapshot_id": None, "message": result.message,
+                                "merged_record_count": whole.num_rows}
+    stored = _manifest(str(root), result.version)
     assert stored["kind"] == "noscan" == VersionKind.NOSCAN
     assert stored["merged_record_count"] == whole.num_rows
     with pytest.raises(LakestatsError, match="only ANALYZE TABLE"):

@@ -143,3 +143,33 @@ def test_column_page_partition_rows_and_every_link(base_url: str, browser) -> No
     page.locator("#partitions tbody tr a").nth(1).click()
     page.wait_for_url("**/tables/sales/columns/n?partition=**")
     assert names[1] in page.inner_text("h1")
+
+
+def test_overview_and_alerts_link_to_their_columns(base_url: str, browser) -> None:
+    """The table page's overview and alerts are the profile's (the JSON API), each alert
+    opens its column's page, and the columns show null and distinct shares."""
+    api = httpx.Client(base_url=base_url, timeout=30)
+    profile = api.get("/api/tables/sales/profile").json()
+    level = api.get("/api/tables/sales/statistics").json()
+    page = browser.new_page(viewport={"width": 1400, "height": 700})
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/tables/sales")
+    assert page.inner_text("#columns-count") == str(profile["columns"])
+    assert page.inner_text("#figures").startswith(f"{profile['exact_figures']} exact")
+    shown = page.locator("#alerts li").evaluate_all(
+        "items => items.map(li => [li.dataset.kind, li.dataset.column || null])"
+    )
+    assert shown == [[a["kind"], a["column"]] for a in profile["alerts"]]
+    for column in level["columns"]:
+        row = page.locator(f'#columns tr[data-column="{column["name"]}"]')
+        nulls = 100 * column["null_count"] / column["row_count"]
+        assert row.locator(".null-share").inner_text() == f"{nulls:.1f} %"
+    for i, alert in enumerate(profile["alerts"]):
+        if alert["column"] is None:
+            continue
+        page.goto(f"{base_url}/tables/sales")
+        page.locator("#alerts li a").nth(
+            sum(1 for a in profile["alerts"][:i] if a["column"] is not None)
+        ).click()
+        page.wait_for_url(f"**/tables/sales/columns/{alert['column']}")
+        assert alert["column"] in page.inner_text("h1")
