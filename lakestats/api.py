@@ -284,14 +284,14 @@ class LakestatsTable:
         if last is not None:
             last_rows = {r["column"]: r for r in reader.column_statistics(last.name, None)}
         exact = estimated = 0
+        tops = reader.most_frequent() if version.table_files else {}
         for row in level.columns:
             for flag in EXACTNESS_FLAGS:
                 exact += row.get(flag) is True
                 estimated += row.get(flag) is False
             top = None
             if (row.get("distinct_count") or 0) > 1 and not row.get("all_distinct"):
-                pairs = reader.frequencies(None, row["column"], 1)
-                top = tuple(pairs[0]) if pairs else None
+                top = tops.get(row["column"])
             alerts += column_alerts(row, top)
             if last is not None and row["column"] in last_rows and row["column"] not in last.values:
                 # a partition key differs between partitions by construction: not drift

@@ -72,6 +72,8 @@ class Bar:
     title: str
     start: int
     stop: int
+    count: int = 0
+    """The rows of the bar's bins (what its tooltip says)."""
 
 
 def bars(
@@ -105,6 +107,7 @@ def bars(
                 title=f"[{full(lower)}, {full(upper)}): {count:,}",
                 start=first_bin + i,
                 stop=first_bin + j,
+                count=count,
             )
         )
     return out
@@ -115,17 +118,17 @@ def top_values(pairs: list[dict[str, object]]) -> list[tuple[str, str, str]]:
     return [(short(p["value"], 20), full(p["value"]), short(p["frequency"])) for p in pairs]
 
 
-def log_bars(bars_: list[Bar], height: float, counts: list[int]) -> list[Bar]:
+def log_bars(bars_: list[Bar], height: float) -> list[Bar]:
     """The same bars on a log scale (``log(1 + count)``): a skewed column's histogram is
     one spike on a linear scale, and every bin shows on this one."""
     import math
 
-    peak = math.log1p(max(counts, default=0)) or 1.0
+    peak = math.log1p(max((b.count for b in bars_), default=0)) or 1.0
     out = []
-    for bar, count in zip(bars_, counts, strict=True):
-        h = height * math.log1p(count) / peak
+    for bar in bars_:
+        h = height * math.log1p(bar.count) / peak
         out.append(Bar(bar.x, round(height - h, 2), bar.width, round(h, 2), bar.title,
-                       bar.start, bar.stop))
+                       bar.start, bar.stop, bar.count))
     return out
 
 

@@ -382,6 +382,30 @@ class StatisticsReader:
                 break
         return out if top is None else out[:top]
 
+    def most_frequent(self, partition: str | dict | None = None) -> dict[str, tuple[object, int]]:
+        """Every column's most frequent stored value and its count, in one pass over the
+        frequencies file (rows are by column, then by decreasing count: each column's first
+        row), reading values only for those rows: what ``profile`` asks of a wide table."""
+        entry = self.partition(partition)
+        handle = self.parquet_file(entry, "frequencies")
+        out: dict[str, tuple[object, int]] = {}
+        for g in range(handle.metadata.num_row_groups):
+            owners = handle.read_row_group(g, columns=["column_index"]).column(0).to_numpy()
+            if not len(owners):
+                continue
+            first = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+            rows = handle.read_row_group(g, columns=["value", "frequency"]).take(first)
+            for index, key, count in zip(
+                owners[first].tolist(),
+                rows.column("value").to_pylist(),
+                rows.column("frequency").to_pylist(),
+                strict=True,
+            ):
+                column = self.version.columns[index]
+                if column["name"] not in out:  # a column split over row groups: the first
+                    out[column["name"]] = (decode_value(key, column["type"]), count)
+        return out
+
     def _ranks(self, column: str) -> tuple[int, object]:
         """The column's index and the exact rank index of the version (``analyze --exact``)."""
         from lakestats.store.ranks import RankIndex
