@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from lakestats.answers import Alert, Staleness
+from lakestats.display import number
 
 Row = Mapping[str, object]
 
@@ -39,6 +40,10 @@ class Thresholds:
         0.5, "`skewed`: the most frequent value holds at least this share of the non-null "
         "values, in a column with more than two distinct values"
     )
+    imbalance_share: float = _limit(
+        0.8, "`skewed`, for a column of two distinct values: the more frequent one holds at "
+        "least this share of the non-null values"
+    )
     dominant_share: float = _limit(
         0.5, "`zeros` / `empty`: zero or the empty string holds at least this share of the "
         "non-null values"
@@ -53,7 +58,9 @@ class Thresholds:
     )
     drift_mean_stddevs: float = _limit(
         1.0, "`drift`: the latest partition's mean lies at least this many standard "
-        "deviations (of the other partitions' values) from their mean"
+        "deviations (of the other partitions' values) from their mean (not judged for a "
+        "unique integer or text column, an identifier: new keys move its mean by "
+        "construction)"
     )
     drift_min_partitions: int = _limit(  # type: ignore[assignment]
         3, "`drift` is judged only with at least this many partitions"
@@ -67,6 +74,12 @@ class Thresholds:
 THRESHOLDS = Thresholds()
 
 TEXT_TYPES = ("string", "large_string", "string_view", "binary", "large_binary")
+FLOAT_TYPES = ("float", "double", "halffloat")
+
+
+def _shown(value: object) -> str:
+    """A value in a message: text quoted, numbers with six significant digits."""
+    return repr(value) if isinstance(value, str) else number(value)
 
 
 def _share(part: float, whole: float) -> float:
@@ -107,7 +120,8 @@ def column_alerts(
     if null_share >= limits.high_null_share:
         alert("high_nulls", f"{null_share:.0%} of the rows are null", null_share)
     if distinct == 1:
-        alert("constant", f"one value: {row.get('min')!r}" + (" (and nulls)" if nulls else ""))
+        also = " (and nulls)" if nulls else ""
+        alert("constant", f"one value: {_shown(row.get('min'))}{also}")
         return out
     if _unique(row, non_null):
         key = "a candidate key" if nulls == 0 else "unique apart from nulls"
@@ -127,8 +141,10 @@ def column_alerts(
             alert("zeros", f"{share:.0%} of the values are zero", share)
         elif value == "" and share >= limits.dominant_share:
             alert("empty", f"{share:.0%} of the values are the empty string", share)
-        elif (distinct or 0) > 2 and share >= limits.skew_top_share:
-            alert("skewed", f"{value!r} holds {share:.0%} of the values", share)
+        elif ((distinct or 0) > 2 and share >= limits.skew_top_share) or (
+            distinct == 2 and share >= limits.imbalance_share
+        ):
+            alert("skewed", f"{_shown(value)} holds {share:.0%} of the values", share)
     out.extend(_outliers(name, row, limits))
     return out
 
@@ -158,9 +174,9 @@ def _outliers(name: str, row: Row, limits: Thresholds) -> list[Alert]:
     far = limits.outlier_iqr * iqr
     found = []
     if high > q3 + far:
-        found.append(f"max {row['max']!r} is {(high - q3) / iqr:.0f} IQR above p75")
+        found.append(f"max {_shown(row['max'])} is {(high - q3) / iqr:,.0f} IQR above p75")
     if low < q1 - far:
-        found.append(f"min {row['min']!r} is {(q1 - low) / iqr:.0f} IQR below p25")
+        found.append(f"min {_shown(row['min'])} is {(q1 - low) / iqr:,.0f} IQR below p25")
     if not found:
         return []
     return [Alert(kind="outliers", column=name, message="; ".join(found))]
@@ -191,14 +207,16 @@ def drift_alerts(
     nan_t, nan_l = int(table.get("nan_count") or 0), int(last.get("nan_count") or 0)
     n_t, n_l = rows_t - nulls_t - nan_t, rows_l - nulls_l - nan_l
     n_r = n_t - n_l
-    if None not in (mean_t, mean_l, var_t, var_l) and n_r > 0 and n_l > 0:
+    # an identifier's mean moves by construction (new ids): unique and not a measurement
+    key = _unique(table, rows_t - nulls_t) and str(table.get("type")) not in FLOAT_TYPES
+    if not key and None not in (mean_t, mean_l, var_t, var_l) and n_r > 0 and n_l > 0:
         mean_r = (n_t * mean_t - n_l * mean_l) / n_r  # type: ignore[operator]
         delta = mean_l - mean_r  # type: ignore[operator]
         m2_r = var_t * n_t - var_l * n_l - delta * delta * n_r * n_l / n_t  # type: ignore[operator]
         spread = math.sqrt(max(m2_r, 0.0) / n_r)
         if spread > 0 and abs(delta) >= limits.drift_mean_stddevs * spread:
             found.append(
-                f"mean {mean_r:.4g} → {mean_l:.4g} "
+                f"mean {number(mean_r)} → {number(mean_l)} "
                 f"({abs(delta) / spread:.1f} standard deviations of the rest)"
             )
     if not found:

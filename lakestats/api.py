@@ -78,6 +78,7 @@ EXACTNESS_FLAGS = ("distinct_count_exact", "percentiles_exact", "histogram_exact
                    "frequencies_exact")
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
     from lakestats.compute.analyze import RowSubset
@@ -311,6 +312,12 @@ class LakestatsTable:
             alerts=tuple(alerts),
         )
 
+    def analyze_options(self, version: int | None = None) -> AnalyzeOptions | None:
+        """The options the latest statistics version (or ``version``) was analyzed with
+        (None: a version that records none, e.g. counts only)."""
+        reader = self.reader() if version is None else self._reader_of_version(version)
+        return reader.version.analyze_options
+
     def _reader_of_version(self, number: int) -> StatisticsReader:
         reader = self.reader()
         if reader.version.version == number:
@@ -522,10 +529,14 @@ class LakestatsTable:
         columns: list[str] | None = None,
         *,
         snapshot: int | None = None,
+        version: int | None = None,
     ) -> list[dict[str, object]]:
         """Decoded statistics rows of ``partition`` (default: the table level) in the
-        latest version, or in the version describing ``snapshot`` (at table level without
-        the columns changed since; ``table_statistics`` adds how stale it is)."""
+        latest version, in statistics version ``version``, or in the version describing
+        ``snapshot`` (at table level without the columns changed since;
+        ``table_statistics`` adds how stale it is)."""
+        if version is not None:
+            return self._reader_of_version(version).column_statistics(partition, columns)
         if snapshot is None:
             return self.reader().column_statistics(partition, columns)
         if partition is None:
@@ -565,11 +576,17 @@ class LakestatsTable:
         return bool(self.reader().version.table_files)
 
     def frequencies(
-        self, column: str, partition: str | dict | None = None, top: int | None = None
+        self,
+        column: str,
+        partition: str | dict | None = None,
+        top: int | None = None,
+        *,
+        version: int | None = None,
     ) -> Frequencies:
         """The ``top`` most frequent values of ``column`` (all stored when None), of the
-        table level or of ``partition``, with the flags that say how whole the list is."""
-        reader = self.reader()
+        table level or of ``partition`` (in the latest statistics version, or ``version``),
+        with the flags that say how whole the list is."""
+        reader = self.reader() if version is None else self._reader_of_version(version)
         entry = reader.partition(partition or None)
         [row] = reader.column_statistics(entry.name or None, [column])
         pairs = reader.frequencies(entry.name or None, column, top)
@@ -610,16 +627,19 @@ class LakestatsTable:
         partition: str | dict | None = None,
         start: int = 0,
         stop: int | None = None,
+        *,
+        version: int | None = None,
     ) -> Histogram:
         """Bins ``[start, stop)`` of ``column``'s histogram (all when ``stop`` is None),
-        of the table level or of ``partition``."""
+        of the table level or of ``partition`` (in the latest statistics version, or
+        ``version``)."""
         if start < 0 or (stop is not None and stop < start):
             raise InvalidArgumentError(
                 f"bins {start} to {stop} are not a range: bins are numbered from 0, --start is "
                 "the first bin and --stop the bin after the last, so 0 <= start <= stop "
                 "(e.g. --start 0 --stop 10 for the first ten)"
             )
-        reader = self.reader()
+        reader = self.reader() if version is None else self._reader_of_version(version)
         entry = reader.partition(partition or None)
         bins = reader.histogram(entry.name or None, column, start, stop)
         [row] = reader.column_statistics(entry.name or None, [column])
@@ -764,6 +784,13 @@ class _TableColumns:
         except LakestatsError:
             return False
         return name in {leaf.name for leaf in leaves_of(schema)}
+
+
+def arrow_type(type_text: str) -> pa.DataType | str:
+    """The Arrow type a statistics row's ``type`` names (a nested type stays its text)."""
+    from lakestats.stats.type_codec import parse_type
+
+    return parse_type(type_text)
 
 
 def check_root(root: str, s3: fs.S3Options | None = None) -> None:

@@ -25,7 +25,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakestats import fs
 from lakestats.answers import AnalyzeResult
-from lakestats.compute.errors import spark_call as _spark_call
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.compute.progress import Clock, run_with_progress
@@ -41,6 +40,7 @@ from lakestats.errors import (
 )
 from lakestats.formats.base import TableFormat
 from lakestats.options import AnalyzeOptions
+from lakestats.spark_errors import spark_call as _spark_call
 from lakestats.stats.leaves import Leaf, leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import cleanup, layout, manifest, verify

@@ -32,7 +32,6 @@ from pyspark.sql import SparkSession
 
 from lakestats import fs
 from lakestats.answers import SampleResult
-from lakestats.compute.errors import translated
 from lakestats.compute.progress import Clock
 from lakestats.compute.sample.bounds import footer_rows, usable
 from lakestats.compute.sample.job import (
@@ -48,6 +47,7 @@ from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.formats.base import PartitionPlan, SampleUnit, TableFormat
 from lakestats.formats.sample_sibling import write_sibling
 from lakestats.options import SampleOptions
+from lakestats.spark_errors import translated
 from lakestats.store import cleanup, layout
 from lakestats.store import sample as store
 
