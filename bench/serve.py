@@ -7,7 +7,8 @@ separate load-generator process send a fixed number of requests over a mix of en
 Prints p50/p99 per endpoint class, requests/s and errors (must be 0), the CPU seconds of
 the server (all workers) and of the load generator, the median with one client at a time
 (HTTP cost without queueing) and the same calls in-process; plus the first (uncached)
-load of the 1,000-column table page, its overview (profile and alerts) and two column pages; then an open-loop run at ``--rate`` requests/s (latency
+load of the 1,000-column table page, its overview (profile and alerts) and two column
+pages; then an open-loop run at ``--rate`` requests/s (latency
 counted from each request's due time: what a caller sees below saturation, whereas the
 closed loop's latency is ``clients / throughput`` by Little's law). ``--compare DIR``
 serves the same mix from another checkout (e.g. ``/work/main``) in the same run and prints
