@@ -27,7 +27,7 @@ pytestmark = pytest.mark.spark
 PARTS, ROWS = 5, 1_000
 
 
-def _planted(root: Path, seed: int = 5) -> None:
+def planted_table(root: Path, seed: int = 5) -> None:
     """Five partitions, one column per alert, plus a clean one."""
     rng = np.random.default_rng(seed)
     ids = rng.permutation(PARTS * ROWS)
@@ -143,7 +143,7 @@ def _expected(root: Path, limits: Thresholds) -> set[tuple[str, str]]:
 
 def test_profile_raises_the_alerts_the_data_calls_for(spark, tmp_path: Path, capsys) -> None:
     root = tmp_path / "t"
-    _planted(root)
+    planted_table(root)
     table = ls.open_table(str(root))
     table.analyze(spark=spark)
     profile = table.profile()

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import lakestats.api as ls
 from lakestats.service.app import create_app
 from tests.service.test_service_fixture import analyzed_sales, duck
 from tests.service.uvicorn_thread import serving
@@ -39,15 +40,27 @@ def sales(tmp_path_factory: pytest.TempPathFactory, spark):
 
 
 @pytest.fixture(scope="module")
-def base_url(sales):
+def planted(tmp_path_factory: pytest.TempPathFactory, spark):
+    """``tests/api/test_profile.py``'s table: one column per alert."""
+    from lakestats.service.config import TableConfig
+    from tests.api.test_profile import planted_table
+
+    root = tmp_path_factory.mktemp("planted") / "t"
+    planted_table(root)
+    ls.open_table(str(root)).analyze(spark=spark)
+    return TableConfig(name="planted", table=str(root))
+
+
+@pytest.fixture(scope="module")
+def base_url(sales, planted):
     import uvicorn
 
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.fail("chromium is not installed: run `make browser` (apt-get install chromium)")
-    config = sales
+    configs = [sales, planted]
     port = _free_port()
     server = uvicorn.Server(
-        uvicorn.Config(create_app([config]), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(create_app(configs), host="127.0.0.1", port=port, log_level="warning")
     )
     url = f"http://127.0.0.1:{port}"
     with serving(server):
@@ -229,3 +242,28 @@ def test_charts_carry_their_numbers(base_url: str, browser, sales) -> None:
     shaded = page.locator("#partitions td[style]")
     assert shaded.count() == 5 * len(partitions)
     assert _links_answer_200(page, api) > len(partitions)
+
+
+def test_planted_alerts_show_and_open_their_columns(base_url: str, browser) -> None:
+    """Every alert planted in the profile test's table (one column per kind) is on its page,
+    as the API lists it, and its link opens that column."""
+    api = httpx.Client(base_url=base_url, timeout=30)
+    alerts = api.get("/api/tables/planted/profile").json()["alerts"]
+    planted = {"unique", "constant", "all_null", "high_nulls", "skewed", "zeros", "nan",
+               "outliers", "drift", "high_cardinality"}
+    assert planted <= {a["kind"] for a in alerts}
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/tables/planted")
+    page.wait_for_selector('#overview[data-loaded="true"]')
+    shown = page.locator("#alerts li").evaluate_all(
+        "items => items.map(li => [li.dataset.kind, li.dataset.column || null])"
+    )
+    assert shown == [[a["kind"], a["column"]] for a in alerts]
+    for kind in sorted(planted):
+        first = next(a for a in alerts if a["kind"] == kind)
+        page.goto(f"{base_url}/tables/planted")
+        page.wait_for_selector('#overview[data-loaded="true"]')
+        page.click(f'#alerts li[data-kind="{kind}"][data-column="{first["column"]}"] a')
+        page.wait_for_url(f"**/tables/planted/columns/{first['column']}")
+        assert first["column"] in page.inner_text("h1")
