@@ -179,6 +179,11 @@ CASES = [
     ("show {T} --stats-root {NEVER}", "no statistics"),
     ("show {T} --stats-root {FILE}", "is not a directory"),
     ("show {MISSING}", "does not exist"),
+    ("profile {MISSING}", "does not exist"),
+    ("profile {T} --stats-root {NEVER}", "no statistics"),
+    ("profile {T} --stats-root {S} --snapshot 5", "not a snapshot"),
+    ("profile {T} --stats-root {S} --as-of 2020-01-01T00:00:00Z", "no snapshot at or before"),
+    ("profile {T} --stats-root {S} --snapshot 1 --as-of 2020-01-01T00:00:00Z", "not both"),
     ("show", "required: table"),
     # frequencies
     ("frequencies {T} --stats-root {S} --column nope", "'nope'"),
