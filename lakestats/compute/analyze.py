@@ -28,6 +28,7 @@ from lakestats.compute.errors import spark_call as _spark_call
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.compute.progress import Clock, run_with_progress
+from lakestats.compute.puffin import theta_types
 from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.compute.tasks import SUMMARY_SCHEMA, Job, merge_partition, run_slice
@@ -43,6 +44,7 @@ from lakestats.options import AnalyzeOptions
 from lakestats.stats.leaves import Leaf, leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import cleanup, layout, manifest, verify
+from lakestats.threads import prefetch
 
 
 @dataclass(frozen=True)
@@ -258,6 +260,7 @@ def _analyze(
         partition_paths=[paths[i] for i in todo],
         row_filter=row_filter,
         hook=hook,
+        theta_types=theta_types(table, snapshot) if _with_puffin(table, options, subset) else None,
     )
     _plan_slices(job, table, [plans[i] for i in todo])
     for i in todo:
@@ -388,6 +391,9 @@ def _analyze(
             **({"exact": exact_report} if exact_report else {}),
         },
     )
+    if _with_puffin(table, options, subset) and table_files and final:
+        version.extra["puffin"] = publish_puffin(table, stats_root, version, s3)
+        clock.lap("Puffin statistics committed to the Iceberg table")
     number = publish_version(stats_root, version, s3)
     clock.lap(f"version {number} published")
     return AnalyzeResult(
@@ -400,6 +406,28 @@ def _analyze(
         stats_root,
         repaired,
     )
+
+
+def _with_puffin(table: TableFormat, options: AnalyzeOptions, subset: RowSubset | None) -> bool:
+    """Whether this analyze publishes an Iceberg Puffin file (the whole table's statistics
+    at table level, not a ``--where`` subset's)."""
+    return (
+        options.puffin and table.format_name == "iceberg" and subset is None
+        and options.table_level
+    )
+
+
+def publish_puffin(
+    table: TableFormat, root: str, version: manifest.Version, s3: fs.S3Options | None
+) -> dict[str, object]:
+    """The version's Puffin file written and committed (``compute/puffin.py``); what the
+    version records of it."""
+    from lakestats.compute import puffin
+
+    record = puffin.publish(
+        table, root, version, s3, lambda f, items: prefetch(f, list(items))
+    )
+    return record.to_json()
 
 
 def _write_empty_table(

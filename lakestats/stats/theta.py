@@ -226,6 +226,20 @@ def iceberg_type_of(dtype: pa.DataType) -> str | None:
     return None
 
 
+SUPPORTED = frozenset(
+    {"int", "date", "long", "time", "timestamp", "timestamptz", "float", "double", "boolean",
+     "string", "binary", "fixed", "uuid", "decimal"}
+)
+"""Iceberg types whose single-value serialization is defined here (not ``timestamp_ns``,
+``variant``, nested types)."""
+
+
+def supported(iceberg_type: str | None) -> bool:
+    return iceberg_type is not None and (
+        iceberg_type.split("(")[0].split("[")[0].strip() in SUPPORTED
+    )
+
+
 def hashes_of(values: pa.Array, iceberg_type: str) -> np.ndarray:
     """The theta hashes (63-bit, as uint64) of the non-null, non-empty values, as Java's
     ``UpdateSketch.update(ByteBuffer)`` computes them; zero (rejected by Java) left out."""
