@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean browser docs docs-gen
+.PHONY: setup demo test lint bench clean browser docs docs-gen jars
 
 setup: $(STAMP)
 
@@ -42,6 +42,22 @@ bench: setup
 	$(BIN)/python -m bench.lookup
 	$(BIN)/python -m bench.reduce --incremental --scales 1,10
 	$(BIN)/python -m bench.keep_factor
+
+# Iceberg's Spark runtime (for interop checks of the Puffin files analyze commits), fetched with
+# Maven into the ignored build/jars. It supports Spark 3.5, 4.0 and 4.1, not this venv's PySpark
+# 4.3: it needs a PySpark 4.1 beside the default one to load.
+ICEBERG_VERSION := 1.12.0
+ICEBERG_SPARK := 4.1
+ICEBERG_SCALA := 2.13
+JARS := build/jars
+ICEBERG_JAR := $(JARS)/iceberg-spark-runtime-$(ICEBERG_SPARK)_$(ICEBERG_SCALA)-$(ICEBERG_VERSION).jar
+
+jars: $(ICEBERG_JAR)
+
+$(ICEBERG_JAR):
+	mvn -q -B dependency:copy \
+		-Dartifact=org.apache.iceberg:iceberg-spark-runtime-$(ICEBERG_SPARK)_$(ICEBERG_SCALA):$(ICEBERG_VERSION) \
+		-DoutputDirectory=$(JARS)
 
 clean:
 	rm -rf $(VENV) warehouse .pytest_cache site
