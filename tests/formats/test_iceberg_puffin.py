@@ -179,3 +179,15 @@ def test_option_off_writes_nothing(spark, table, capsys) -> None:
     assert loaded.metadata.statistics == []
     metadata = Path(loaded.location().removeprefix("file://")) / "metadata"
     assert not list(metadata.glob("*.stats"))
+
+
+def test_reanalysis_of_the_same_snapshot_replaces_its_file(spark, table, capsys) -> None:
+    warehouse, catalog = table
+    _analyze(warehouse, capsys)
+    first = catalog.load_table("db.events").metadata.statistics
+    _analyze(warehouse, capsys, "--bins", "20")  # other options: a new version, same snapshot
+    second = catalog.load_table("db.events").metadata.statistics
+    assert [s.snapshot_id for s in second] == [s.snapshot_id for s in first]
+    assert second[0].statistics_path != first[0].statistics_path
+    assert not fs.exists(first[0].statistics_path)  # lakestats' own file, replaced: deleted
+    assert fs.exists(second[0].statistics_path)
