@@ -142,7 +142,8 @@ class AnalyzeOptions:
         help="Iceberg tables: publish no Puffin statistics file (theta sketches, ndv) "
         "for the snapshot in the table's metadata",
         record=RECORD_WHEN_SET,
-        affects_partition_stats=True,  # partitions store theta sketches for it
+        # Iceberg partitions store theta sketches for it: a version says so
+        # (``extra["theta_sketches"]``), and reuse compares that, on Iceberg tables only
     )
     progress: bool = option(
         False, help="a progress bar on stderr (the CLI: when stderr is a terminal, no --json)"

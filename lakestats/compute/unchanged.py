@@ -25,6 +25,7 @@ from lakestats import fs
 from lakestats.compute.analyze import (
     AnalyzeResult,
     _reusable_entries,
+    _theta_sketches,
     _with_puffin,
     column_records,
     publish_puffin,
@@ -56,7 +57,8 @@ def without_spark(
     )
     leaves, _ = select_columns(table.schema(snapshot), options.columns)
     columns = column_records(table, snapshot, leaves)
-    reusable, damaged, _ = _reusable_entries(stats_root, s3, columns, options)
+    thetas = _theta_sketches(table, options, None)
+    reusable, damaged, _ = _reusable_entries(stats_root, s3, columns, options, thetas)
     plans = table.plan(snapshot)
     keys = {
         (layout.partition_dir_of(list(plan.key), plan.values), plan.fingerprint())

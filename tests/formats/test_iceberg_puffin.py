@@ -179,6 +179,12 @@ def test_option_off_writes_nothing(spark, table, capsys) -> None:
     assert loaded.metadata.statistics == []
     metadata = Path(loaded.location().removeprefix("file://")) / "metadata"
     assert not list(metadata.glob("*.stats"))
+    # turned on again: partitions without theta sketches are not reused
+    summary = _analyze(warehouse, capsys)
+    assert summary["partitions_computed"] == 2 and summary["partitions_reused"] == 0
+    loaded = catalog.load_table("db.events")
+    snapshot = loaded.current_snapshot().snapshot_id
+    _check_blobs(loaded, snapshot, loaded.scan().to_arrow(), exact=False)
 
 
 def test_reanalysis_of_the_same_snapshot_replaces_its_file(spark, table, capsys) -> None:
