@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean browser docs docs-gen jars
+.PHONY: setup demo test lint bench clean browser docs docs-gen jars interop
 
 setup: $(STAMP)
 
@@ -31,7 +31,7 @@ docs: setup
 docs-gen: setup
 	$(BIN)/python docs/gen_reference.py
 
-test: setup browser
+test: setup browser jars interop
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 	$(BIN)/ruff check lakestats tests bench docs
 	$(BIN)/lint-imports  # the layers contract in pyproject.toml: imports point down only
@@ -54,10 +54,23 @@ ICEBERG_JAR := $(JARS)/iceberg-spark-runtime-$(ICEBERG_SPARK)_$(ICEBERG_SCALA)-$
 
 jars: $(ICEBERG_JAR)
 
+# the PySpark Iceberg's runtime supports, beside this venv's: tests run Spark with Iceberg's
+# own runtime in it (tests/formats/test_iceberg_spark_interop.py), nothing of lakestats there
+INTEROP_VENV := .venv-interop
+INTEROP_PYSPARK := 4.1.4
+INTEROP_STAMP := $(INTEROP_VENV)/.installed-$(INTEROP_PYSPARK)
+
+interop: $(INTEROP_STAMP)
+
+$(INTEROP_STAMP):
+	$(PYTHON) -m venv $(INTEROP_VENV)
+	$(INTEROP_VENV)/bin/pip install --quiet --disable-pip-version-check pyspark==$(INTEROP_PYSPARK)
+	touch $(INTEROP_STAMP)
+
 $(ICEBERG_JAR):
 	mvn -q -B dependency:copy \
 		-Dartifact=org.apache.iceberg:iceberg-spark-runtime-$(ICEBERG_SPARK)_$(ICEBERG_SCALA):$(ICEBERG_VERSION) \
 		-DoutputDirectory=$(JARS)
 
 clean:
-	rm -rf $(VENV) warehouse .pytest_cache site
+	rm -rf $(VENV) $(INTEROP_VENV) warehouse .pytest_cache site
