@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean browser docs docs-gen screenshots
+.PHONY: setup demo test lint bench clean browser docs docs-gen screenshots jars interop
 
 setup: $(STAMP)
 
@@ -35,7 +35,7 @@ docs-gen: setup
 screenshots: setup browser
 	$(BIN)/python docs/screenshots.py
 
-test: setup browser
+test: setup browser jars interop
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 	$(BIN)/ruff check lakestats tests bench docs
 	$(BIN)/lint-imports  # the layers contract in pyproject.toml: imports point down only
@@ -47,5 +47,34 @@ bench: setup
 	$(BIN)/python -m bench.reduce --incremental --scales 1,10
 	$(BIN)/python -m bench.keep_factor
 
+# Iceberg's Spark runtime (for interop checks of the Puffin files analyze commits), fetched with
+# Maven into the ignored build/jars. It supports Spark 3.5, 4.0 and 4.1, not this venv's PySpark
+# 4.3: it needs a PySpark 4.1 beside the default one to load.
+ICEBERG_VERSION := 1.12.0
+ICEBERG_SPARK := 4.1
+ICEBERG_SCALA := 2.13
+JARS := build/jars
+ICEBERG_JAR := $(JARS)/iceberg-spark-runtime-$(ICEBERG_SPARK)_$(ICEBERG_SCALA)-$(ICEBERG_VERSION).jar
+
+jars: $(ICEBERG_JAR)
+
+# the PySpark Iceberg's runtime supports, beside this venv's: tests run Spark with Iceberg's
+# own runtime in it (tests/formats/test_iceberg_spark_interop.py), nothing of lakestats there
+INTEROP_VENV := .venv-interop
+INTEROP_PYSPARK := 4.1.4
+INTEROP_STAMP := $(INTEROP_VENV)/.installed-$(INTEROP_PYSPARK)
+
+interop: $(INTEROP_STAMP)
+
+$(INTEROP_STAMP):
+	$(PYTHON) -m venv $(INTEROP_VENV)
+	$(INTEROP_VENV)/bin/pip install --quiet --disable-pip-version-check pyspark==$(INTEROP_PYSPARK)
+	touch $(INTEROP_STAMP)
+
+$(ICEBERG_JAR):
+	mvn -q -B dependency:copy \
+		-Dartifact=org.apache.iceberg:iceberg-spark-runtime-$(ICEBERG_SPARK)_$(ICEBERG_SCALA):$(ICEBERG_VERSION) \
+		-DoutputDirectory=$(JARS)
+
 clean:
-	rm -rf $(VENV) warehouse .pytest_cache site
+	rm -rf $(VENV) $(INTEROP_VENV) warehouse .pytest_cache site

@@ -680,6 +680,11 @@ class LakestatsTable:
         )
         if not dry_run:
             apply_expiry(root, plan, self.s3)
+            if plan.puffin_files and self.format.format_name == "iceberg":
+                from lakestats.compute.puffin import remove
+
+                for snapshot_id, path in plan.puffin_files:
+                    remove(self.format, snapshot_id, path, self.s3)
         kept = {manifest.load_version(root, n, self.s3).snapshot_id for n in plan.versions_kept}
         removed = derived.expire(root, kept, self.s3, dry_run=dry_run)
         self._reader = None

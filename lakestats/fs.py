@@ -372,6 +372,12 @@ def _s3_put_if_absent(path: str, data: bytes, s3: S3Options) -> bool | None:
         raise StorageError(f"cannot create {path} on S3: {error.get('Message', exc)}") from exc
 
 
+def delete_file(uri: str, s3: S3Options | None = None) -> None:
+    """Delete one file (``FileNotFoundError`` when there is none)."""
+    filesystem, path = resolve(uri, s3)
+    filesystem.delete_file(path)
+
+
 def delete_dir(uri: str, s3: S3Options | None = None) -> None:
     fs, path = resolve(uri, s3)
     with contextlib.suppress(FileNotFoundError, OSError):

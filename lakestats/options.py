@@ -136,6 +136,15 @@ class AnalyzeOptions:
         flag=Flag("--from-sample", CLI_SWITCH),
         help="estimate the statistics from the stored sample (`lakestats sample create`)",
     )
+    puffin: bool = option(
+        True,
+        flag=Flag("--no-puffin", CLI_SWITCH, negate=True),
+        help="Iceberg tables: publish no Puffin statistics file (theta sketches, ndv) "
+        "for the snapshot in the table's metadata",
+        record=RECORD_WHEN_SET,
+        # Iceberg partitions store theta sketches for it: a version says so
+        # (``extra["theta_sketches"]``), and reuse compares that, on Iceberg tables only
+    )
     progress: bool = option(
         False, help="a progress bar on stderr (the CLI: when stderr is a terminal, no --json)"
     )
@@ -159,7 +168,7 @@ class AnalyzeOptions:
             _check_int(flag_of(AnalyzeOptions, name), getattr(self, name))
         if self.snapshot_id is not None:
             _check_int("--snapshot", self.snapshot_id)
-        for name in ("exact", "table_level", "from_sample", "progress"):
+        for name in ("exact", "table_level", "from_sample", "puffin", "progress"):
             _check_bool(flag_of(AnalyzeOptions, name), getattr(self, name))
         if self.where is not None and not isinstance(self.where, str):
             raise InvalidArgumentError(f"--where must be SQL text, got {self.where!r}")

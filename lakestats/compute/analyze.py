@@ -28,6 +28,7 @@ from lakestats.answers import AnalyzeResult
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.compute.progress import Clock, run_with_progress
+from lakestats.compute.puffin import theta_types
 from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.compute.tasks import SUMMARY_SCHEMA, Job, merge_partition, run_slice
@@ -44,6 +45,7 @@ from lakestats.spark_errors import spark_call as _spark_call
 from lakestats.stats.leaves import Leaf, leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import cleanup, layout, manifest, verify
+from lakestats.threads import prefetch
 
 
 @dataclass(frozen=True)
@@ -215,8 +217,9 @@ def _analyze(
         top = {name.split(".")[0] for name in columns_of(row_filter)}  # type: ignore[arg-type]
         read_columns = [*read_columns, *sorted(n for n in top if n not in read_columns)]
     paths = [layout.partition_dir_of(list(plan.key), plan.values) for plan in plans]
+    thetas = _theta_sketches(table, options, subset)
     reusable, damaged, reduce_cache = (
-        _reusable_entries(stats_root, s3, columns, options)
+        _reusable_entries(stats_root, s3, columns, options, thetas)
         if incremental
         else ({}, set(), {})
     )
@@ -246,6 +249,7 @@ def _analyze(
         partition_paths=[paths[i] for i in todo],
         row_filter=row_filter,
         hook=hook,
+        theta_types=theta_types(table, snapshot) if thetas else None,
     )
     _plan_slices(job, table, [plans[i] for i in todo])
     for i in todo:
@@ -374,8 +378,12 @@ def _analyze(
             **({"partitions_repaired": repaired} if repaired else {}),
             **(extra or {}),
             **({"exact": exact_report} if exact_report else {}),
+            **({THETA_MARK: True} if thetas else {}),
         },
     )
+    if _with_puffin(table, options, subset) and table_files and final:
+        version.extra["puffin"] = publish_puffin(table, stats_root, version, s3)
+        clock.lap("Puffin statistics committed to the Iceberg table")
     number = publish_version(stats_root, version, s3)
     clock.lap(f"version {number} published")
     return AnalyzeResult(
@@ -388,6 +396,33 @@ def _analyze(
         stats_root,
         repaired,
     )
+
+
+def _theta_sketches(
+    table: TableFormat, options: AnalyzeOptions, subset: RowSubset | None
+) -> bool:
+    """Whether partitions store theta sketches for an Iceberg Puffin file (the whole
+    table's partitions, not a ``--where`` subset's; with --partitions-only too, so a later
+    table-level analyze reuses them)."""
+    return options.puffin and table.format_name == "iceberg" and subset is None
+
+
+def _with_puffin(table: TableFormat, options: AnalyzeOptions, subset: RowSubset | None) -> bool:
+    """Whether this analyze publishes an Iceberg Puffin file (table level only)."""
+    return _theta_sketches(table, options, subset) and options.table_level
+
+
+def publish_puffin(
+    table: TableFormat, root: str, version: manifest.Version, s3: fs.S3Options | None
+) -> dict[str, object]:
+    """The version's Puffin file written and committed (``compute/puffin.py``); what the
+    version records of it."""
+    from lakestats.compute import puffin
+
+    record = puffin.publish(
+        table, root, version, s3, lambda f, items: prefetch(f, list(items))
+    )
+    return record.to_json()
 
 
 def _write_empty_table(
@@ -413,8 +448,16 @@ def _write_empty_table(
     return files, writer.write_partition(results, custom, options.bins, uris, s3)
 
 
+THETA_MARK = "theta_sketches"
+"""``Version.extra`` key: its partitions store theta sketches (``compute/puffin.py``)."""
+
+
 def _reusable_entries(
-    root: str, s3: fs.S3Options | None, columns: list[dict[str, str]], options: AnalyzeOptions
+    root: str,
+    s3: fs.S3Options | None,
+    columns: list[dict[str, str]],
+    options: AnalyzeOptions,
+    thetas: bool = False,
 ) -> tuple[dict[tuple[str, str], manifest.PartitionEntry], set[tuple[str, str]], dict[str, str]]:
     """Partition entries of the latest readable version that are still valid for this
     analyze and whose files are intact (``store/verify.py``), the keys of those whose files
@@ -429,6 +472,8 @@ def _reusable_entries(
         earlier.partition_stats_key() == options.partition_stats_key()
     )  # fields that do not change a partition's files (the slice size) may differ
     if previous.kind != "full" or previous.columns != columns or not same:
+        return {}, set(), {}
+    if thetas != bool(previous.extra.get(THETA_MARK)):  # with or without theta sketches
         return {}, set(), {}
     sizes = verify.stored_sizes(root, s3)
     entries, damaged = {}, set()

@@ -48,6 +48,8 @@ class Job:
     # extra work on each partition's rows (``compute/sample/tasks.SampleHook``); its rows
     # travel in the summary under "extra", its bytes count in "bytes_written"
     hook: object | None = None
+    # leaf name -> Iceberg type: store each partition column's theta sketch (Puffin)
+    theta_types: dict[str, str] | None = None
 
     def files(self, partition: int) -> dict[str, str]:
         return layout.partition_files(self.partition_paths[partition], self.run_id)
@@ -77,7 +79,11 @@ def _summary(
 
 
 def _finalize_and_write(job: Job, partition: int, accumulators: list[ColumnAccumulator]) -> int:
-    results = [a.finalize(job.options.bins, job.options.max_frequencies) for a in accumulators]
+    thetas = job.theta_types or {}
+    results = [
+        a.finalize(job.options.bins, job.options.max_frequencies, thetas.get(a.leaf.name))
+        for a in accumulators
+    ]
     uris = {k: layout.absolute(job.root, v) for k, v in job.files(partition).items()}
     custom = [(s.name, s.result_type) for s in job.statistics]
     written = writer.write_partition(results, custom, job.options.bins, uris, job.s3)

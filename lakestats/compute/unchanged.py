@@ -10,7 +10,8 @@ the table level and the exact step when asked for), there is nothing to compute:
   versions of one snapshot;
 * it describes an earlier snapshot (a commit that changed no data file: a metadata or
   property change, an empty commit): a version for the new snapshot is published that
-  shares the earlier one's files (``extra["inherited_from"]``), with no Spark job.
+  shares the earlier one's files (``extra["inherited_from"]``), with no Spark job; an
+  Iceberg table gets the new snapshot's Puffin file (``compute/puffin.py``) too.
 
 Spark does not start either way, so this costs a plan of the table and one manifest read.
 """
@@ -24,7 +25,10 @@ from lakestats import fs
 from lakestats.compute.analyze import (
     AnalyzeResult,
     _reusable_entries,
+    _theta_sketches,
+    _with_puffin,
     column_records,
+    publish_puffin,
     publish_version,
     select_columns,
 )
@@ -53,7 +57,8 @@ def without_spark(
     )
     leaves, _ = select_columns(table.schema(snapshot), options.columns)
     columns = column_records(table, snapshot, leaves)
-    reusable, damaged, _ = _reusable_entries(stats_root, s3, columns, options)
+    thetas = _theta_sketches(table, options, None)
+    reusable, damaged, _ = _reusable_entries(stats_root, s3, columns, options, thetas)
     plans = table.plan(snapshot)
     keys = {
         (layout.partition_dir_of(list(plan.key), plan.values), plan.fingerprint())
@@ -79,9 +84,15 @@ def without_spark(
         partitions_computed=0,
         partitions_reused=len(plans),
         snapshot_timestamp_ms=timestamps.get(snapshot) if snapshot is not None else None,
-        extra={**previous.extra, "inherited_from": previous.version},
+        extra={
+            **{k: v for k, v in previous.extra.items() if k != "puffin"},
+            "inherited_from": previous.version,
+        },
         skipped_versions=[],
     )
+    if _with_puffin(table, options, None) and inherited.table_files and inherited.partitions:
+        # the new snapshot's own Puffin file (engines read statistics of the exact snapshot)
+        inherited.extra["puffin"] = publish_puffin(table, stats_root, inherited, s3)
     number = publish_version(stats_root, inherited, s3)
     return AnalyzeResult(number, snapshot, 0, len(plans), previous.row_count, 0, stats_root)
 

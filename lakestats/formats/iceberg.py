@@ -563,6 +563,70 @@ class IcebergTableFormat(TableFormat):
                             overwrite.append_data_file(data_file)
             return self._sibling_record(catalog, location)
 
+    # -- table statistics files (Puffin), committed through pyiceberg ----------------
+    def statistics_commit_refusal(self) -> str | None:
+        """Why statistics cannot be committed to this table (None: they can)."""
+        from pyiceberg.table import StaticTable
+
+        if isinstance(self._table, StaticTable):
+            return "the table was opened by path, without a catalog to commit to"
+        return None
+
+    def raw_location(self) -> str:
+        """The table location as its metadata spells it (``file:///…``, ``s3://…``)."""
+        return self._table.location().rstrip("/")
+
+    def sequence_number(self, snapshot_id: int) -> int:
+        snapshot = self._table.metadata.snapshot_by_id(snapshot_id)
+        return int(snapshot.sequence_number or 0) if snapshot is not None else 0
+
+    def statistics_files(self) -> dict[int, str]:
+        """Snapshot id -> the statistics file the table metadata lists for it."""
+        return {s.snapshot_id: s.statistics_path for s in self._table.metadata.statistics}
+
+    def _commit_statistics(self, change) -> None:  # noqa: ANN001 - an UpdateStatistics step
+        from pyiceberg.exceptions import CommitFailedException
+
+        for attempt in range(3):  # another writer committed meanwhile: reload and redo
+            try:
+                with self._table.update_statistics() as update:
+                    change(update)
+                return
+            except CommitFailedException:
+                if attempt == 2:
+                    raise
+                self._table = self._table.refresh()
+
+    def set_statistics_file(
+        self, snapshot_id: int, path: str, size: int, footer_size: int, blobs: list[dict]
+    ) -> None:
+        """Register a Puffin file for ``snapshot_id`` (replacing the one it had)."""
+        from pyiceberg.table.statistics import BlobMetadata, StatisticsFile
+
+        statistics = StatisticsFile(
+            snapshot_id=snapshot_id,
+            statistics_path=path,
+            file_size_in_bytes=size,
+            file_footer_size_in_bytes=footer_size,
+            blob_metadata=[
+                BlobMetadata(
+                    type=b["type"],
+                    snapshot_id=b["snapshot-id"],
+                    sequence_number=b["sequence-number"],
+                    fields=b["fields"],
+                    properties=b.get("properties"),
+                )
+                for b in blobs
+            ],
+        )
+        self._commit_statistics(lambda update: update.set_statistics(statistics))
+
+    def remove_statistics_file(self, snapshot_id: int) -> None:
+        """Unregister the statistics file of ``snapshot_id`` (one operation per commit:
+        pyiceberg's ``remove_statistics`` replaces the queued updates)."""
+        if snapshot_id in self.statistics_files():
+            self._commit_statistics(lambda update: update.remove_statistics(snapshot_id))
+
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         tasks, equality = self._tasks(snapshot_id)
         native = {t.file.file_path: t for t in tasks}

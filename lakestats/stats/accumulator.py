@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from lakestats.stats import histogram as hist
-from lakestats.stats import keys, sketches
+from lakestats.stats import keys, sketches, theta
 from lakestats.stats.derived_sketches import frequencies_complete
 from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, VALUE_KINDS, Kind, kind_of
 from lakestats.stats.leaves import Leaf
@@ -159,7 +159,12 @@ class ColumnAccumulator:
             self._counts = [grouped.column("c_sum").combine_chunks()]
         return self._values[0], self._counts[0].to_numpy(zero_copy_only=False)
 
-    def finalize(self, bins: int, max_frequencies: int) -> ColumnResult:
+    def finalize(
+        self, bins: int, max_frequencies: int, theta_type: str | None = None
+    ) -> ColumnResult:
+        """The partition's statistics of this column. ``theta_type``: the column's Iceberg
+        type, to store the theta sketch of its values where the frequencies are not
+        complete (``stats/theta.py``)."""
         kind = self.kind
         row: dict[str, object] = {
             "column": self.leaf.name,
@@ -208,6 +213,8 @@ class ColumnAccumulator:
             # complete frequencies hold every value: the reduction rebuilds the sketches
             with_sketches = not frequencies_complete(distinct, row["frequencies_count"])
             self._summaries(row, result, kind, values, counts_ordered, bins, with_sketches)
+            if with_sketches and theta.supported(theta_type):
+                row["theta_sketch"] = theta.column_sketch(self.value_counts()[0], theta_type)
         return result
 
     def _summaries(

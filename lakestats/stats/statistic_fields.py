@@ -38,6 +38,10 @@ STATISTIC_FIELDS: tuple[pa.Field, ...] = (
     pa.field("histogram_bins", pa.int32()),
     pa.field("hll_sketch", pa.binary()),
     pa.field("kll_sketch", pa.binary()),
+    # Iceberg tables (analyze --puffin, the default): the compact theta sketch of the
+    # values hashed as Iceberg does (``stats/theta.py``), where the frequencies are not
+    # complete (complete ones determine it); the Puffin blob is their union
+    pa.field("theta_sketch", pa.binary()),
     # table level only (null in partition files): how exact the roll-up is
     pa.field("distinct_count_exact", pa.bool_()),
     pa.field("distinct_count_lower", pa.int64()),

@@ -26,6 +26,9 @@ class ExpirePlan:
     versions_kept: list[int] = field(default_factory=list)
     files_removed: list[str] = field(default_factory=list)  # relative to the root
     damaged_versions: list[int] = field(default_factory=list)  # unreadable manifests
+    # Iceberg: the Puffin files (snapshot id, path) of removed versions that no kept
+    # version records; ``compute/puffin.remove`` unregisters and deletes them
+    puffin_files: list[tuple[int, str]] = field(default_factory=list)
 
 
 def plan_expiry(
@@ -44,6 +47,7 @@ def plan_expiry(
     keep_newest = set(numbers[-retain_last:]) if retain_last > 0 else set()
     referenced: set[str] = set()
     removed_refs: set[str] = set()
+    puffin_kept: set[str] = set()
     for number in numbers:
         try:
             version = manifest.load_version(root, number, s3)
@@ -69,12 +73,18 @@ def plan_expiry(
             and version.snapshot_id is not None
             and version.snapshot_id not in live_snapshots
         )
+        puffin = version.extra.get("puffin") or {}
         if gone and number not in keep_newest:
             plan.versions_removed.append(number)
             removed_refs |= refs
+            if puffin.get("path"):
+                plan.puffin_files.append((int(puffin["snapshot_id"]), puffin["path"]))
         else:
             plan.versions_kept.append(number)
             referenced |= refs
+            if puffin.get("path"):
+                puffin_kept.add(puffin["path"])
+    plan.puffin_files = [(s, p) for s, p in plan.puffin_files if p not in puffin_kept]
     _, base = fs.resolve(root, s3)
     now = time.time()
 

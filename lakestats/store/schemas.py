@@ -45,7 +45,7 @@ HISTOGRAMS_ZSTD_LEVEL = 3
 STATISTICS_SCHEMA = pa.schema(STATISTIC_FIELDS)
 """``statistics.parquet`` (the built-in columns are ``lakestats.stats.statistic_fields``)."""
 
-SKETCH_COLUMNS = ("hll_sketch", "kll_sketch")
+SKETCH_COLUMNS = ("hll_sketch", "kll_sketch", "theta_sketch")
 """Large columns a lookup does not read unless asked."""
 
 STATISTICS_ROW_GROUP = 1024

@@ -146,7 +146,7 @@ def test_facade_overrides_are_field_names(tmp_path: Path) -> None:
     assert str(info.value) == (
         "unknown AnalyzeOptions option 'binz'; the options are: columns, bins, "
         "max_frequencies, max_slice_bytes, exact, snapshot_id, table_level, where, "
-        "from_sample, progress"
+        "from_sample, puffin, progress"
     )
     with pytest.raises(InvalidArgumentError, match="--bins must be between 1 and 100000"):
         table.analyze(AnalyzeOptions(bins=5), bins=0)  # overrides are validated too

@@ -146,6 +146,7 @@ def scale_row(
         out["frequencies_exact"] = exact if out.get("frequencies_exact") is not None else None
     out["hll_sketch"] = None
     out["kll_sketch"] = None
+    out["theta_sketch"] = None
     out["bounds_from"], out["bounds_exact"] = "sample", exact
     return out
 

@@ -1,0 +1,255 @@
+"""Iceberg table statistics: the Puffin file of a version, committed for its snapshot.
+
+Every engine that reads Iceberg table statistics (Spark with Iceberg ≥ 1.7, Trino, Presto,
+Impala, StarRocks) reads the ``ndv`` property of ``apache-datasketches-theta-v1`` blobs in
+a Puffin file the table metadata lists for the snapshot. ``publish`` writes one such file
+per analyzed snapshot, one blob per top-level column whose Iceberg type has a single-value
+serialization, beside the table's metadata (``<location>/metadata/<snapshot>-<uuid>-
+lakestats.stats``), and commits it through pyiceberg.
+
+Each blob is the union of the partitions' theta sketches (``stats/theta.py``), built from
+what the partition tasks stored, with no scan of the data: a partition column stores its
+sketch (``theta_sketch``) unless its frequency rows list every value, in which case the
+sketch is rebuilt from them here. An incremental analyze computes only the changed
+partitions' sketches and unions them with the stored ones of the others. A column some
+partition has no sketch for (computed before sketches were stored, or with
+``--no-puffin``) gets no blob rather than a wrong one. ``ndv`` is lakestats' table-level
+distinct count: exact when the version's is (``distinct_count_exact``), else its estimate.
+
+Nothing but the standard blob type goes into the table metadata. The file is lakestats'
+own by name (``OWN_SUFFIX``): only such files are ever replaced or removed here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakestats import fs
+from lakestats.compute.connect_workers import client_version
+from lakestats.errors import LakestatsError
+from lakestats.formats.puffin import THETA_BLOB, Blob, write_puffin
+from lakestats.stats import keys, sketches, theta
+from lakestats.stats.derived_sketches import frequencies_complete
+from lakestats.stats.type_codec import parse_type
+from lakestats.store import layout
+from lakestats.store.manifest import PartitionEntry, Version
+
+OWN_SUFFIX = "-lakestats.stats"
+CREATED_BY = "lakestats"
+_FIELDS = ["row_count", "null_count", "distinct_count", "frequencies_count", "theta_sketch"]
+
+
+class PuffinPublishError(LakestatsError):
+    """The Puffin statistics file could not be written or committed to the table."""
+
+
+@dataclass(frozen=True)
+class PuffinRecord:
+    """What a version records of its Puffin file (``extra["puffin"]``)."""
+
+    snapshot_id: int
+    path: str | None  # None: nothing committed (see ``skipped``)
+    columns: list[str]
+    skipped: dict[str, str]  # column (or "*") -> why it has no blob
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "snapshot_id": self.snapshot_id,
+            "path": self.path,
+            "columns": self.columns,
+            **({"skipped": self.skipped} if self.skipped else {}),
+        }
+
+
+def theta_types(table: object, snapshot_id: int | None) -> dict[str, str]:
+    """Leaf name -> Iceberg type of the top-level columns a theta blob can cover."""
+    native = table.native_types(snapshot_id)  # type: ignore[attr-defined]
+    top = set(table.schema(snapshot_id).names)  # type: ignore[attr-defined]
+    return {n: t for n, t in native.items() if n in top and theta.supported(t)}
+
+
+def _read(root: str, relative: str, s3: fs.S3Options | None, columns: list[str]) -> pa.Table:
+    filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
+    with filesystem.open_input_file(path) as handle:
+        parquet = pq.ParquetFile(handle)
+        present = [c for c in columns if c in parquet.schema_arrow.names]
+        return parquet.read(columns=present, use_threads=False)
+
+
+def _rebuilt(frequencies: pa.Table, index: int, dtype: pa.DataType, iceberg_type: str) -> bytes:
+    """A complete column's sketch from its frequency rows (grouped by column, in order)."""
+    column_index = frequencies.column("column_index").to_numpy(zero_copy_only=False)
+    start, stop = np.searchsorted(column_index, [index, index + 1])
+    rows = frequencies.column("value").slice(int(start), int(stop - start)).combine_chunks()
+    values = keys.decode_array(rows, sketches.value_type(dtype))
+    return theta.column_sketch(values, iceberg_type)
+
+
+def partition_sketches(
+    root: str,
+    entry: PartitionEntry,
+    s3: fs.S3Options | None,
+    wanted: dict[int, str],
+    dtypes: list[pa.DataType],
+) -> dict[int, bytes | None]:
+    """Column position -> one partition's theta sketch (None: it has none, and its
+    frequencies do not determine one)."""
+    rows = _read(root, entry.files["statistics"], s3, _FIELDS).to_pylist()
+    out: dict[int, bytes | None] = {}
+    rebuild: list[int] = []
+    for c in wanted:
+        row = rows[c]
+        stored = row.get("theta_sketch")
+        if stored is not None:
+            out[c] = stored
+        elif (row["row_count"] or 0) - (row["null_count"] or 0) == 0:
+            out[c] = theta.sketch_of(np.zeros(0, np.uint64))  # no value: the empty sketch
+        elif frequencies_complete(row.get("distinct_count"), row.get("frequencies_count")):
+            rebuild.append(c)
+        else:
+            out[c] = None
+    if rebuild:
+        frequencies = _read(
+            root, entry.files["frequencies"], s3, ["column_index", "value", "frequency"]
+        )
+        for c in rebuild:
+            out[c] = _rebuilt(frequencies, c, dtypes[c], wanted[c])
+    return out
+
+
+def _distinct_counts(root: str, version: Version, s3: fs.S3Options | None) -> list[dict]:
+    if not version.table_files:
+        return [{} for _ in version.columns]
+    fields = ["distinct_count", "distinct_count_exact"]
+    return _read(root, version.table_files["statistics"], s3, fields).to_pylist()
+
+
+def blobs_of(
+    root: str,
+    version: Version,
+    s3: fs.S3Options | None,
+    types: dict[str, str],
+    sequence_number: int,
+    map_partitions: Callable = map,
+) -> tuple[list[Blob], dict[str, str]]:
+    """The theta blobs of a version's columns, and why the others have none."""
+    assert version.snapshot_id is not None
+    wanted: dict[int, str] = {}
+    skipped: dict[str, str] = {}
+    for c, column in enumerate(version.columns):
+        name = column["name"]
+        if name not in types:
+            continue
+        if "field_id" not in column:
+            skipped[name] = "no Iceberg field id recorded"
+            continue
+        wanted[c] = types[name]
+    dtypes = [parse_type(column["type"]) for column in version.columns]
+    gathered: dict[int, list[bytes]] = {c: [] for c in wanted}
+    missing: set[int] = set()
+    for sketches_of in map_partitions(
+        lambda e: partition_sketches(root, e, s3, wanted, dtypes), version.partitions
+    ):
+        for c, sketch in sketches_of.items():
+            if sketch is None:
+                missing.add(c)
+            else:
+                gathered[c].append(sketch)
+    counts = _distinct_counts(root, version, s3)
+    blobs = []
+    for c in wanted:
+        name = version.columns[c]["name"]
+        if c in missing:
+            skipped[name] = "a partition has no theta sketch (analyzed without them)"
+            continue
+        merged = theta.union(gathered[c])
+        distinct = counts[c].get("distinct_count") if c < len(counts) else None
+        ndv = int(distinct) if distinct is not None else round(theta.estimate(merged))
+        blobs.append(
+            Blob(
+                THETA_BLOB,
+                [int(version.columns[c]["field_id"])],
+                version.snapshot_id,
+                sequence_number,
+                merged,
+                {"ndv": str(ndv)},
+            )
+        )
+    return blobs, skipped
+
+
+def publish(
+    table: object,
+    root: str,
+    version: Version,
+    s3: fs.S3Options | None,
+    map_partitions: Callable = map,
+) -> PuffinRecord:
+    """Write and commit the Puffin file of ``version`` (an Iceberg table's, whole table)."""
+    snapshot = version.snapshot_id
+    assert snapshot is not None
+    refusal = table.statistics_commit_refusal()  # type: ignore[attr-defined]
+    if refusal is not None:
+        return PuffinRecord(snapshot, None, [], {"*": refusal})
+    types = theta_types(table, snapshot)
+    sequence = table.sequence_number(snapshot)  # type: ignore[attr-defined]
+    blobs, skipped = blobs_of(root, version, s3, types, sequence, map_partitions)
+    if not blobs:
+        return PuffinRecord(snapshot, None, [], skipped or {"*": "no column has a theta blob"})
+    written = write_puffin(blobs, f"{CREATED_BY} {client_version()}")
+    location = table.raw_location()  # type: ignore[attr-defined]
+    path = f"{location}/metadata/{snapshot}-{uuid.uuid4()}{OWN_SUFFIX}"
+    previous = table.statistics_files().get(snapshot)  # type: ignore[attr-defined]
+    try:
+        fs.write_bytes_atomic(path, written.data, s3)
+        table.set_statistics_file(  # type: ignore[attr-defined]
+            snapshot, path, len(written.data), written.footer_size, written.blobs
+        )
+    except Exception as exc:  # any commit failure: one lakestats error
+        with contextlib.suppress(Exception):
+            fs.delete_file(path, s3)
+        raise PuffinPublishError(
+            f"the Puffin statistics file for snapshot {snapshot} could not be committed to "
+            f"the table ({type(exc).__name__}: {exc}); analyze again, or pass --no-puffin"
+        ) from exc
+    if previous is not None and previous != path and is_own(previous):
+        with contextlib.suppress(Exception):  # replaced: the table lists it no more
+            fs.delete_file(previous, s3)
+    names = [version.columns[c]["name"] for c, _ in _positions(version, blobs)]
+    return PuffinRecord(snapshot, path, names, skipped)
+
+
+def _positions(version: Version, blobs: list[Blob]) -> list[tuple[int, Blob]]:
+    ids = {int(c["field_id"]): i for i, c in enumerate(version.columns) if "field_id" in c}
+    return [(ids[b.fields[0]], b) for b in blobs]
+
+
+def is_own(path: str) -> bool:
+    return posixpath.basename(path).endswith(OWN_SUFFIX)
+
+
+def remove(table: object, snapshot_id: int, path: str, s3: fs.S3Options | None) -> None:
+    """Unregister lakestats' Puffin file of an expired snapshot and delete it (a file the
+    table still lists and cannot unregister is kept)."""
+    if not is_own(path):
+        return
+    if table.statistics_files().get(snapshot_id) == path:  # type: ignore[attr-defined]
+        if table.statistics_commit_refusal() is not None:  # type: ignore[attr-defined]
+            return
+        try:
+            table.remove_statistics_file(snapshot_id)  # type: ignore[attr-defined]
+        except Exception as exc:  # any commit failure: one lakestats error
+            raise PuffinPublishError(
+                f"the Puffin statistics file of expired snapshot {snapshot_id} could not be "
+                f"removed from the table metadata ({type(exc).__name__}: {exc})"
+            ) from exc
+    with contextlib.suppress(FileNotFoundError):
+        fs.delete_file(path, s3)
