@@ -13,12 +13,13 @@ also when user-defined statistics disable the rest of the cache).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import pickle
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -308,6 +309,39 @@ class GroupCache:
         count = len(job.partitions)
         self._save(key, lambda: partition_histograms.write_part(rows, count), always=True)
         return self.written[key]
+
+    def first_pass_kinds(self, members: list[int]) -> list[str]:
+        """The partition files a staged reduction's first pass reads for this group (its
+        scalar states, then the ``prepare`` steps): read once each, whole, and shared by
+        them (``holding``) instead of once per step."""
+        kinds = []
+        states = not self.enabled or self._states_key(members) not in self.job.cache
+        index = self.enabled and self.index_key(members) not in self.job.cache
+        parts = self.partition_histograms_key(members) not in self.job.cache
+        if states or index or parts:
+            kinds.append("statistics")
+        if parts and partition_histograms.held_columns(self.job.columns):
+            kinds += ["histograms", "frequencies"]
+        return kinds
+
+    @contextlib.contextmanager
+    def holding(self, members: list[int], kinds: list[str]) -> Iterator[None]:
+        """The members' ``kinds`` files read whole (on threads) and kept for reads inside
+        the block (``ReadAhead.read`` answers from them); dropped after it."""
+        job, ahead = self.job, self.ahead
+        paths = [
+            job.partitions[p].files[kind]
+            for p in members
+            for kind in kinds
+            if job.partitions[p].files[kind] not in ahead.tables
+        ]
+        try:
+            for path, table in zip(paths, prefetch(job.read_file, paths), strict=True):
+                ahead.tables[path] = table
+            yield
+        finally:
+            for path in paths:
+                ahead.tables.pop(path, None)
 
     def ensure_partition_histograms_part(self, members: list[int]) -> None:
         """``ensure_index_part`` for the partition histograms (written whatever the cache
