@@ -159,28 +159,35 @@ def histograms_part(
         }))
     rows = pa.concat_tables(keyed, promote_options="permissive")
     value = rows.column("value").combine_chunks()
-    if len(value) and pc.all(pc.equal(pc.binary_length(value), 8)).as_py():
-        # 8-byte keys (almost every column): their byte order is keys_as_ints' order
-        order = np.lexsort((keys_as_ints(value), rows.column("key").to_numpy()))
-        rows = rows.take(pa.array(order))
-    else:
-        rows = rows.sort_by([("key", "ascending"), ("value", "ascending")])
+    frequency = rows.column("frequency").to_numpy()
     key = rows.column("key").to_numpy()
+    eight_wide = pc.equal(pc.binary_length(value), 8).to_numpy(zero_copy_only=False)
+    if eight_wide.all():
+        # 8-byte keys (almost every column): their byte order is keys_as_ints' order
+        as_int = keys_as_ints(value)
+        order = np.lexsort((as_int, key))
+        as_int = as_int[order]
+    else:
+        order = pc.sort_indices(
+            pa.table({"key": key, "value": value}),
+            sort_keys=[("key", "ascending"), ("value", "ascending")],
+        ).to_numpy()
+    key, frequency, eight_wide = key[order], frequency[order], eight_wide[order]
     sizes = np.bincount(key, minlength=cells)
-    value = rows.column("value").combine_chunks()
     # 8-byte keys as ints (a key of another width, never written today, keeps the column
     # binary), the others as binary; each row has one of the two lists, the other null
-    odd = np.bincount(
-        key,
-        weights=pc.not_equal(pc.binary_length(value), 8).to_numpy(zero_copy_only=False) * 1.0,
-        minlength=cells,
-    )
+    odd = np.bincount(key, weights=(~eight_wide) * 1.0, minlength=cells)
     as_ints = np.repeat(eight, count) & (odd == 0)
     in_ints = as_ints[key]
-    values = _lists(sizes * ~as_ints, value.filter(pa.array(~in_ints)), ~as_ints)
-    ints = _lists(sizes * as_ints, pa.array(keys_as_ints(value.filter(pa.array(in_ints)))),
-                  as_ints)
-    counts = _lists(sizes, rows.column("frequency").combine_chunks())
+    if eight_wide.all():
+        binary = value.take(pa.array(order[~in_ints])) if not in_ints.all() else value.slice(0, 0)
+        ints_flat = as_int[in_ints]
+    else:
+        sorted_value = value.take(pa.array(order))
+        binary = sorted_value.filter(pa.array(~in_ints))
+        ints_flat = keys_as_ints(sorted_value.filter(pa.array(in_ints)))
+    values = _lists(sizes * ~as_ints, binary, ~as_ints)
+    ints = _lists(sizes * as_ints, pa.array(ints_flat, pa.int64()), as_ints)
     # histograms: the first histogram_bins counts of the column (nulls as 0); a column
     # with bins but no column in the file (lower set) keeps a null list: read from the file
     lowers = stats.column("histogram_lower").is_valid().to_numpy(zero_copy_only=False)
@@ -197,14 +204,12 @@ def histograms_part(
             chunks.extend(column.chunks)
             lengths[r], valid[r] = len(column), True
     flat = (
-        pc.fill_null(pa.chunked_array(chunks, pa.int64()).combine_chunks(), 0)
-        if chunks else pa.array([], pa.int64())
+        pc.fill_null(pa.chunked_array(chunks, pa.int64()).combine_chunks(), 0).to_numpy()
+        if chunks else np.zeros(0, np.int64)
     )
-    histogram_counts = pa.ListArray.from_arrays(
-        pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)),
-        flat,
-        mask=pa.array(~valid),
-    )
+    wide = max(_top(frequency), _top(flat)) > INT32_MAX
+    count_type = np.int64 if wide else np.int32
+    schema = part_schema(wide)
     arrays = {
         "member": pa.array(np.tile(np.arange(count, dtype=np.int32), width)),
         "column_index": pa.array(np.repeat(np.asarray(held, np.int32), count)),
@@ -213,19 +218,22 @@ def histograms_part(
         "frequencies_min": stats.column("frequencies_min"),
         "frequency_values": values,
         "frequency_ints": ints,
-        "frequency_counts": counts,
+        "frequency_counts": _lists(sizes, pa.array(frequency.astype(count_type))),
         "histogram_lower": stats.column("histogram_lower"),
         "histogram_width": stats.column("histogram_width"),
-        "histogram_counts": histogram_counts,
+        "histogram_counts": pa.ListArray.from_arrays(
+            pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)),
+            pa.array(flat.astype(count_type)),
+            mask=pa.array(~valid),
+        ),
     }
-    table = pa.table(arrays).cast(part_schema(wide=True))
-    wide = any(_largest(table.column(name)) > INT32_MAX for name in COUNT_LISTS)
-    return table.cast(part_schema(wide))
+    return pa.table(
+        [arrays[f.name].cast(f.type) for f in schema], schema=schema
+    )
 
 
-def _largest(column: pa.ChunkedArray) -> int:
-    values = pc.list_flatten(column)
-    return int(pc.max(values).as_py() or 0) if len(values) else 0
+def _top(values: np.ndarray) -> int:
+    return int(values.max()) if len(values) else 0
 
 
 def _lists(sizes: np.ndarray, values: pa.Array, valid: np.ndarray | None = None) -> pa.Array:
