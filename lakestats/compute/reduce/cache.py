@@ -7,8 +7,11 @@ reused by the next reduction whose group has the same key. ``GroupCache`` answer
 group's partial results from the cache, from what the task read ahead, or by folding the
 group (``fold.py``). A group's part of the partition histograms (``phist-`` entries) is
 itself published: the version's directory lists it, and later versions whose group has
-the same members list the same file (never read back by the reduction, always written,
-also when user-defined statistics disable the rest of the cache).
+the same members list the same file (always written, also when user-defined statistics
+disable the rest of the cache). It is also what the histograms stage re-bins from (one
+read of the part instead of one ``histograms.parquet`` per member), and a staged
+reduction's first pass reads each member's files once for the states, the index part and
+the histograms part (``holding``).
 """
 
 from __future__ import annotations
