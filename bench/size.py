@@ -1,17 +1,26 @@
 """Statistics bytes against data bytes, per file and per statistic column.
 
-    python -m bench.size [--tables lineitem,wide1000,wide10000,store_sales] [--tag NAME]
-                         [--dir bench/data/<branch>]
+    python -m bench.size [--tables lineitem,skewed,wide2000,wide1000,wide10000,store_sales]
+                         [--tag NAME] [--dir bench/data/<branch>] [--scale 1.0]
 
 Tables (generated once under bench/data; data bytes = the table's Parquet files):
 
 * ``lineitem``: TPC-H lineitem scale 1 (tpchgen-cli), hive-partitioned by ship year+month;
+* ``skewed``: a skewed narrow table nobody tuned for (issue 27): 400,000 rows x 7 columns
+  (a Zipf key, a Zipf-named category, log-normal amounts, dates clustered on recent days,
+  a near-unique id, a small status code, a Zipf word), by a skewed 4-valued region (about
+  60/25/10/5 % of the rows); target: statistics <= 25 % of the data;
+* ``wide2000``: 2,000 columns of the ``wide*`` mix in partitions of 2,000 rows (issue 27:
+  a histogram of 1,000 bins for 2,000 values), 4 partitions; target <= 100 %;
 * ``wide1000``: 1,000 columns (integers, doubles, 50-value strings, unique ids) in 3
   partitions of 3,000 rows;
 * ``wide10000``: 10,000 columns of the same mix in 2 partitions of 1,000 rows;
 * ``store_sales``: TPC-DS store_sales scale 1 (2,880,404 rows, 23 columns) by
   ``ss_store_sk`` (12 stores and the null store: 13 partitions of ~220,000 rows; only when
   ``bench/data/tpcds-sf1/store_sales.parquet`` exists; DuckDB's tpcds extension makes it).
+
+``--scale`` scales the rows of ``skewed`` and the partitions and columns of ``wide2000``
+(never the rows per partition: the ratio is a partition's) for a quick run.
 
 Generated tables (all but lineitem) and the statistics roots go under ``--dir`` (default
 ``bench/data``); each table is analyzed into ``<dir>/<table>_stats_<tag>`` (reused when
@@ -99,6 +108,38 @@ def _wide(name: str, columns: int, rows: int, partitions: int) -> Path:
     return table_dir
 
 
+def _skewed(rows: int) -> Path:
+    table_dir = OUT / f"size_skewed_{rows}"
+    if (table_dir / "_SUCCESS").exists():
+        return table_dir
+    rng = np.random.default_rng(27)
+    words = np.array([f"w{i:05d}" for i in range(20_000)])
+    categories = np.array([f"category-{i:04d}" for i in range(2_000)])
+    region = rng.choice(4, rows, p=[0.6, 0.25, 0.1, 0.05])
+    days = np.minimum(rng.exponential(90, rows).astype(np.int64), 3_000)
+    data = pa.table(
+        {
+            "key": rng.zipf(1.3, rows) % 1_000_000,
+            "category": pa.array(categories[(rng.zipf(1.5, rows) - 1) % len(categories)]),
+            "amount": np.round(rng.lognormal(3, 1.2, rows), 2),
+            "day": pa.array(
+                (np.datetime64("2024-12-31") - days).astype("datetime64[D]"), pa.date32()
+            ),
+            "id": rng.permutation(rows).astype(np.int64) * 13 + 1_000_000,
+            "status": pa.array(rng.choice(6, rows, p=[0.7, 0.2, 0.05, 0.03, 0.015, 0.005]),
+                               pa.int8()),
+            "word": pa.array(words[(rng.zipf(1.2, rows) - 1) % len(words)]),
+        }
+    )
+    for r in range(4):
+        (table_dir / f"region={r}").mkdir(parents=True, exist_ok=True)
+        pq.write_table(
+            data.filter(pa.array(region == r)), table_dir / f"region={r}" / "data.parquet"
+        )
+    (table_dir / "_SUCCESS").touch()
+    return table_dir
+
+
 def _store_sales() -> Path | None:
     source = DATA / "tpcds-sf1" / "store_sales.parquet"
     out = OUT / "store_sales_by_store"
@@ -119,11 +160,16 @@ def _store_sales() -> Path | None:
     return out
 
 
-def tables(names: list[str]) -> dict[str, Path]:
+def tables(names: list[str], scale: float = 1.0) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for name in names:
         if name == "lineitem":
             out[name] = partitioned(tpch_lineitem(1), "month")
+        elif name == "skewed":
+            out[name] = _skewed(round(400_000 * scale))
+        elif name == "wide2000":
+            columns = round(2000 * scale) // 4 * 4
+            out[name] = _wide(f"size_wide{columns}x2000", columns, 2000, max(2, round(4 * scale)))
         elif name == "wide1000":
             out[name] = _wide("size_wide1000", 1000, 3000, 3)
         elif name == "wide10000":
@@ -249,7 +295,11 @@ def _grouped(by_column: dict[str, int]) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tables", default="lineitem,wide1000,wide10000,store_sales")
+    parser.add_argument(
+        "--tables", default="lineitem,skewed,wide2000,wide1000,wide10000,store_sales"
+    )
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="rows of skewed, columns and partitions of wide2000")
     parser.add_argument("--tag", default="current", help="names the statistics roots")
     parser.add_argument("--dir", type=Path, default=DATA, help="generated tables and roots")
     args = parser.parse_args()
@@ -258,8 +308,9 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     print(f"# size  {dt.date.today()}  tag {args.tag}  {machine()}")
     spark = None
-    for name, table_dir in tables(args.tables.split(",")).items():
-        root = OUT / f"{name}_stats_{args.tag}"
+    for name, table_dir in tables(args.tables.split(","), args.scale).items():
+        label = name if args.scale == 1 else f"{name}x{args.scale:g}"
+        root = OUT / f"{label}_stats_{args.tag}"
         if not (root / "latest.json").exists():
             import lakestats.api as ls
             from lakestats.compute.session import get_spark

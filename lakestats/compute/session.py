@@ -112,10 +112,25 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
 
             ship(session)
         return session
+    running = running_session()
+    if running is not None:
+        return running
+    return local_session(master or chosen.spark_master or "local[*]")
+
+
+def running_session() -> SparkSession | None:
+    """A session this process already runs, used as it is (no builder, no settings: a
+    10-row analyze from Python costs its job, not another session's start): this thread's
+    active session, else the default session another thread built (PySpark's
+    ``getActiveSession`` is per thread); None when there is none or it was stopped."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    return local_session(master or chosen.spark_master or "local[*]")
+    default = getattr(SparkSession, "_instantiatedSession", None)
+    context = getattr(default, "_sc", None)
+    if default is None or context is None or getattr(context, "_jsc", None) is None:
+        return None
+    return default
 
 
 def local_session(

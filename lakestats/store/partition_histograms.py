@@ -119,7 +119,11 @@ def histograms_part(
     """One group's part rows, sorted by column then member: per member (in order), its
     ``statistics.parquet`` rows (``SOURCE_FIELDS``, one per version column), its
     ``histograms.parquet`` and its ``frequencies.parquet`` (``column``, ``value``,
-    ``frequency``, and ``column_index`` when the file has it)."""
+    ``frequency``, and ``column_index`` when the file has it).
+
+    Built for the whole group at once (one sort of every member's frequency rows, the
+    histogram counts gathered in NumPy): row ``j * members + m`` is held column ``j`` of
+    member ``m``."""
     held = held_columns(columns)
     if not statistics or not held:
         return part_schema().empty_table()
@@ -127,96 +131,109 @@ def histograms_part(
     eight = np.array(
         [kind_of(parse_type(columns[i]["type"])) in EIGHT_BYTE_KINDS for i in held], bool
     )
-    members = [
-        _member_rows(m, held, names, eight, s, h, f)
-        for m, (s, h, f) in enumerate(zip(statistics, histograms, frequencies, strict=True))
-    ]
-    rows = pa.concat_tables(members)
-    wide = any(_largest(rows.column(name)) > INT32_MAX for name in COUNT_LISTS)
-    rows = rows.cast(part_schema(wide))
-    order = np.lexsort(
-        (rows.column("member").to_numpy(), rows.column("column_index").to_numpy())
+    count, width = len(statistics), len(held)
+    cells = count * width
+    # the rows in (column, member) order: member m's held column j is row m * width + j
+    # of the members' statistics rows concatenated
+    stats = pa.concat_tables(
+        [s.select(SOURCE_FIELDS).take(pa.array(held, pa.int64())) for s in statistics],
+        promote_options="permissive",
     )
-    return rows.take(pa.array(order))
-
-
-def _largest(column: pa.ChunkedArray) -> int:
-    values = pc.list_flatten(column)
-    return int(pc.max(values).as_py() or 0) if len(values) else 0
-
-
-def _member_rows(
-    member: int,
-    held: list[int],
-    names: list[str],
-    eight: np.ndarray,
-    statistics: pa.Table,
-    histograms: pa.Table,
-    frequencies: pa.Table,
-) -> pa.Table:
-    stats = statistics.take(pa.array(held, pa.int64()))
-    # frequency rows of the held columns, by column (held order) then increasing value
-    if "column_index" in frequencies.column_names:
-        position = pc.index_in(frequencies.column("column_index"),
-                               value_set=pa.array(held, pa.int32()))
-    else:  # files written before the column existed
-        position = pc.index_in(frequencies.column("column"), value_set=pa.array(names))
-    rows = pa.table(
-        {"pos": position, "value": frequencies.column("value"),
-         "frequency": frequencies.column("frequency")}
-    ).filter(pc.is_valid(position))
-    rows = rows.sort_by([("pos", "ascending"), ("value", "ascending")])
-    pos = rows.column("pos").to_numpy(zero_copy_only=False).astype(np.int64)
-    sizes = np.bincount(pos, minlength=len(held))
+    order = (np.arange(count)[None, :] * width + np.arange(width)[:, None]).ravel()
+    stats = stats.take(pa.array(order))
+    # frequency rows of the held columns keyed by their row, sorted by row then value
+    keyed = []
+    for m, table in enumerate(frequencies):
+        if "column_index" in table.column_names:
+            position = pc.index_in(table.column("column_index"),
+                                   value_set=pa.array(held, pa.int32()))
+        else:  # files written before the column existed
+            position = pc.index_in(table.column("column"), value_set=pa.array(names))
+        position = position.to_numpy(zero_copy_only=False) if len(table) else np.zeros(0)
+        valid = ~np.isnan(position.astype(np.float64))
+        keys = position[valid].astype(np.int64) * count + m
+        keyed.append(pa.table({
+            "key": pa.array(keys, pa.int64()),
+            "value": table.column("value").filter(pa.array(valid)),
+            "frequency": table.column("frequency").filter(pa.array(valid)).cast(pa.int64()),
+        }))
+    rows = pa.concat_tables(keyed, promote_options="permissive")
     value = rows.column("value").combine_chunks()
+    frequency = rows.column("frequency").to_numpy()
+    key = rows.column("key").to_numpy()
+    eight_wide = pc.equal(pc.binary_length(value), 8).to_numpy(zero_copy_only=False)
+    if eight_wide.all():
+        # 8-byte keys (almost every column): their byte order is keys_as_ints' order
+        as_int = keys_as_ints(value)
+        order = np.lexsort((as_int, key))
+        as_int = as_int[order]
+    else:
+        order = pc.sort_indices(
+            pa.table({"key": key, "value": value}),
+            sort_keys=[("key", "ascending"), ("value", "ascending")],
+        ).to_numpy()
+    key, frequency, eight_wide = key[order], frequency[order], eight_wide[order]
+    sizes = np.bincount(key, minlength=cells)
     # 8-byte keys as ints (a key of another width, never written today, keeps the column
     # binary), the others as binary; each row has one of the two lists, the other null
-    odd = np.bincount(
-        pos,
-        weights=pc.not_equal(pc.binary_length(value), 8).to_numpy(zero_copy_only=False) * 1.0,
-        minlength=len(held),
-    )
-    as_ints = eight & (odd == 0)
-    in_ints = as_ints[pos]
-    values = _lists(sizes * ~as_ints, value.filter(pa.array(~in_ints)), ~as_ints)
-    ints = _lists(sizes * as_ints, pa.array(keys_as_ints(value.filter(pa.array(in_ints)))),
-                  as_ints)
-    counts = _lists(sizes, rows.column("frequency").combine_chunks().cast(pa.int64()))
+    odd = np.bincount(key, weights=(~eight_wide) * 1.0, minlength=cells)
+    as_ints = np.repeat(eight, count) & (odd == 0)
+    in_ints = as_ints[key]
+    if eight_wide.all():
+        binary = value.take(pa.array(order[~in_ints])) if not in_ints.all() else value.slice(0, 0)
+        ints_flat = as_int[in_ints]
+    else:
+        sorted_value = value.take(pa.array(order))
+        binary = sorted_value.filter(pa.array(~in_ints))
+        ints_flat = keys_as_ints(sorted_value.filter(pa.array(in_ints)))
+    values = _lists(sizes * ~as_ints, binary, ~as_ints)
+    ints = _lists(sizes * as_ints, pa.array(ints_flat, pa.int64()), as_ints)
     # histograms: the first histogram_bins counts of the column (nulls as 0); a column
     # with bins but no column in the file (lower set) keeps a null list: read from the file
     lowers = stats.column("histogram_lower").is_valid().to_numpy(zero_copy_only=False)
     bins = stats.column("histogram_bins").to_pylist()
-    present = set(histograms.column_names)
-    pieces, lengths, valid = [], np.zeros(len(held), np.int64), np.zeros(len(held), bool)
+    lengths, valid = np.zeros(cells, np.int64), np.zeros(cells, bool)
+    chunks: list[pa.Array] = []  # in row order: by column, then member
+    present = [set(table.column_names) for table in histograms]
     for j, name in enumerate(names):
-        if bins[j] is None or not lowers[j] or name not in present:
-            continue
-        pieces.append(histograms.column(name).slice(0, bins[j]).cast(pa.int64()))
-        lengths[j], valid[j] = bins[j], True
+        for m, table in enumerate(histograms):
+            r = j * count + m
+            if bins[r] is None or not lowers[r] or name not in present[m]:
+                continue
+            column = table.column(name).slice(0, bins[r])
+            chunks.extend(column.chunks)
+            lengths[r], valid[r] = len(column), True
     flat = (
-        pa.chunked_array([c for p in pieces for c in p.chunks], pa.int64())
-        .combine_chunks().fill_null(0)
-        if pieces else pa.array([], pa.int64())
+        pc.fill_null(pa.chunked_array(chunks, pa.int64()).combine_chunks(), 0).to_numpy()
+        if chunks else np.zeros(0, np.int64)
     )
-    histogram_counts = pa.ListArray.from_arrays(
-        pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)),
-        flat,
-        mask=pa.array(~valid),
-    )
+    wide = max(_top(frequency), _top(flat)) > INT32_MAX
+    count_type = np.int64 if wide else np.int32
+    schema = part_schema(wide)
     arrays = {
-        "member": pa.array(np.full(len(held), member, np.int32)),
-        "column_index": pa.array(held, pa.int32()),
+        "member": pa.array(np.tile(np.arange(count, dtype=np.int32), width)),
+        "column_index": pa.array(np.repeat(np.asarray(held, np.int32), count)),
         "frequencies_count": stats.column("frequencies_count"),
         "frequencies_truncated": stats.column("frequencies_truncated"),
         "frequencies_min": stats.column("frequencies_min"),
         "frequency_values": values,
         "frequency_ints": ints,
-        "frequency_counts": counts,
+        "frequency_counts": _lists(sizes, pa.array(frequency.astype(count_type))),
         "histogram_lower": stats.column("histogram_lower"),
         "histogram_width": stats.column("histogram_width"),
-        "histogram_counts": histogram_counts,
+        "histogram_counts": pa.ListArray.from_arrays(
+            pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)),
+            pa.array(flat.astype(count_type)),
+            mask=pa.array(~valid),
+        ),
     }
-    return pa.table(arrays).cast(part_schema(wide=True))
+    return pa.table(
+        [arrays[f.name].cast(f.type) for f in schema], schema=schema
+    )
+
+
+def _top(values: np.ndarray) -> int:
+    return int(values.max()) if len(values) else 0
 
 
 def _lists(sizes: np.ndarray, values: pa.Array, valid: np.ndarray | None = None) -> pa.Array:

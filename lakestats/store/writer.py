@@ -146,6 +146,7 @@ def write_partition(
             row_group_size=schemas.FREQUENCIES_ROW_GROUP,
             write_statistics=["column_index"],
             use_dictionary=["column"],
+            column_encoding=schemas.FREQUENCY_VALUE_ENCODING,
             compression_level=schemas.FREQUENCIES_ZSTD_LEVEL,
         )
 

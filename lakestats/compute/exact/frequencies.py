@@ -157,6 +157,7 @@ def write_frequencies(
         schemas.TABLE_FREQUENCIES_SCHEMA,
         write_statistics=["column_index"],
         use_dictionary=["column"],
+        column_encoding=schemas.FREQUENCY_VALUE_ENCODING,
     ) as parquet:
         for column, name in enumerate(job.names):
             if column in job.runs:

@@ -7,23 +7,28 @@ reused by the next reduction whose group has the same key. ``GroupCache`` answer
 group's partial results from the cache, from what the task read ahead, or by folding the
 group (``fold.py``). A group's part of the partition histograms (``phist-`` entries) is
 itself published: the version's directory lists it, and later versions whose group has
-the same members list the same file (never read back by the reduction, always written,
-also when user-defined statistics disable the rest of the cache).
+the same members list the same file (always written, also when user-defined statistics
+disable the rest of the cache). It is also what the histograms stage re-bins from (one
+read of the part instead of one ``histograms.parquet`` per member), and a staged
+reduction's first pass reads each member's files once for the states, the index part and
+the histograms part (``holding``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import pickle
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakestats import fs
 from lakestats.compute.reduce.fold import (
@@ -228,7 +233,8 @@ class GroupCache:
         if rows is None:
             cached = self._load(states_key, this_run=True)
             rows = pickle.loads(cached)["histogram_rows"] if cached else None
-        sums = fold_histograms(self.job, self.ahead, members, grids, rows)
+        part = self.part_histograms(members, sorted(grids))
+        sums = fold_histograms(self.job, self.ahead, members, grids, rows, part)
         if self.enabled:
             self._save(key, pickle.dumps({i: s.tobytes() for i, s in sums.items()}, protocol=5))
         return sums
@@ -280,13 +286,43 @@ class GroupCache:
         """The group's part of the partition histograms (``store/partition_histograms``),
         relative to the root: the previous version's file or this run's when it exists
         (they depend on the group's partition files only), else computed and written."""
+        relative = self._existing_part(members)
+        if relative is None:
+            self._new_part(members)
+            relative = self.written[self.partition_histograms_key(members)]
+        return relative
+
+    def part_histograms(self, members: list[int], columns: list[int]) -> pa.Table:
+        """``member``, ``column_index`` and ``histogram_counts`` of the group's part rows
+        of ``columns``: one read of the part (made now when it does not exist yet) instead
+        of one ``histograms.parquet`` per member."""
+        relative = self._existing_part(members)
+        fields = ["member", "column_index", "histogram_counts"]
+        if relative is None:
+            rows = self._new_part(members).select(fields)
+        else:
+            rows = self.job.read_file(relative, fields)
+        wanted = pc.is_in(rows.column("column_index"), value_set=pa.array(columns, pa.int32()))
+        return rows.filter(wanted)
+
+    def _existing_part(self, members: list[int]) -> str | None:
+        """The group's part if it exists: listed already, the previous version's or this
+        run's (written in the background: waited for)."""
         key = self.partition_histograms_key(members)
         if key in self.written:
+            if self._writer is not None:
+                for pending in self._pending:
+                    pending.result()
             return self.written[key]
         for relative in filter(None, [self.job.cache.get(key), f"{self.cache_dir}/{key}"]):
             if fs.exists(layout.absolute(self.job.root, relative), self.job.s3):
                 self.written[key] = relative
                 return relative
+        return None
+
+    def _new_part(self, members: list[int]) -> pa.Table:
+        """The group's part computed from its members' files and written; its rows."""
+        key = self.partition_histograms_key(members)
         job, ahead = self.job, self.ahead
         held = partition_histograms.held_columns(job.columns)
 
@@ -307,7 +343,40 @@ class GroupCache:
         del read
         count = len(job.partitions)
         self._save(key, lambda: partition_histograms.write_part(rows, count), always=True)
-        return self.written[key]
+        return rows
+
+    def first_pass_kinds(self, members: list[int]) -> list[str]:
+        """The partition files a staged reduction's first pass reads for this group (its
+        scalar states, then the ``prepare`` steps): read once each, whole, and shared by
+        them (``holding``) instead of once per step."""
+        kinds = []
+        states = not self.enabled or self._states_key(members) not in self.job.cache
+        index = self.enabled and self.index_key(members) not in self.job.cache
+        parts = self.partition_histograms_key(members) not in self.job.cache
+        if states or index or parts:
+            kinds.append("statistics")
+        if parts and partition_histograms.held_columns(self.job.columns):
+            kinds += ["histograms", "frequencies"]
+        return kinds
+
+    @contextlib.contextmanager
+    def holding(self, members: list[int], kinds: list[str]) -> Iterator[None]:
+        """The members' ``kinds`` files read whole (on threads) and kept for reads inside
+        the block (``ReadAhead.read`` answers from them); dropped after it."""
+        job, ahead = self.job, self.ahead
+        paths = [
+            job.partitions[p].files[kind]
+            for p in members
+            for kind in kinds
+            if job.partitions[p].files[kind] not in ahead.tables
+        ]
+        try:
+            for path, table in zip(paths, prefetch(job.read_file, paths), strict=True):
+                ahead.tables[path] = table
+            yield
+        finally:
+            for path in paths:
+                ahead.tables.pop(path, None)
 
     def ensure_partition_histograms_part(self, members: list[int]) -> None:
         """``ensure_index_part`` for the partition histograms (written whatever the cache

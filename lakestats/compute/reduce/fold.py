@@ -230,18 +230,45 @@ def fold_histograms(
     members: list[int],
     grids: dict[int, Grid],
     histogram_rows: dict[int, pa.Table] | None,
+    part: pa.Table | None = None,
 ) -> dict[int, np.ndarray]:
     """The group's partition histograms re-binned onto ``grids`` and summed per column;
-    ``histogram_rows`` (from ``fold_states``) saves reading ``statistics.parquet`` again."""
+    ``histogram_rows`` (from ``fold_states``) saves reading ``statistics.parquet`` again,
+    ``part`` (the group's partition histograms rows of the grids' columns: ``member``,
+    ``column_index``, ``histogram_counts``) reading every member's ``histograms.parquet``.
+    Either way each column's members are added in member order (the same sums)."""
     sums = {i: np.zeros(g.bins) for i, g in grids.items()}
     names = [job.columns[i]["name"] for i in grids]
+    fields: dict[int, list[dict]] = {}
+
+    def rows_of(position: int) -> list[dict]:
+        if position not in fields:
+            fields[position] = (
+                histogram_rows[position]
+                if histogram_rows is not None and position in histogram_rows
+                else files.read(job.partitions[members[position]], "statistics",
+                                HISTOGRAM_FIELDS)
+            ).to_pylist()
+        return fields[position]
+
+    if part is not None:
+        lists = part.column("histogram_counts").combine_chunks()
+        offsets = lists.offsets.to_numpy()
+        values = lists.values.to_numpy(zero_copy_only=False).astype(np.float64)
+        valid = lists.is_valid().to_numpy(zero_copy_only=False)
+        column = part.column("column_index").to_numpy()
+        member = part.column("member").to_numpy()
+        for k in np.lexsort((member, column)):
+            i, position = int(column[k]), int(member[k])
+            row = rows_of(position)[i]
+            if not valid[k] or not row["histogram_bins"] or i not in grids:
+                continue
+            counts = values[offsets[k] : offsets[k + 1]]
+            sums[i] += rebin(row, counts, grids[i], job.dtype(i))
+        return sums
     for position, partition in enumerate(members):
         entry = job.partitions[partition]
-        rows = (
-            histogram_rows[position]
-            if histogram_rows is not None and position in histogram_rows
-            else files.read(entry, "statistics", HISTOGRAM_FIELDS)
-        ).to_pylist()
+        rows = rows_of(position)
         wanted = [n for i, n in zip(grids, names, strict=True) if rows[i]["histogram_bins"]]
         counts = files.read(entry, "histograms", wanted)
         present = set(counts.column_names)

@@ -57,7 +57,7 @@ def preload(ahead: ReadAhead, computing: set[str]) -> None:
     unreadable = (OSError, LakestatsError, pa.ArrowException)
     for key, relative in job.cache.items():
         if key.startswith(PARTS_PREFIX):
-            continue  # published parts: listed as they are, never read back
+            continue  # published parts: read back only where a group is re-binned anew
         with contextlib.suppress(*unreadable):
             data = fs.read_bytes(layout.absolute(job.root, relative), job.s3)
             if is_rows(data):  # frequency rows: decoded here too

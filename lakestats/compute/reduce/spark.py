@@ -115,12 +115,17 @@ def _contributions(
         merged: dict[int, object] = {}
         for group in batch.column(0).to_pylist():
             members = groups.members[group]
-            for index, value in stage.group(reduction, members).items():
-                merged[index] = (
-                    stage.merge(reduction.job, merged[index], value) if index in merged else value
-                )
-            for step in prepare:
-                step(groups, members)
+            # the first pass reads each partition file once for the stage and its prepares
+            kinds = groups.first_pass_kinds(members) if prepare else []
+            with groups.holding(members, kinds):
+                for index, value in stage.group(reduction, members).items():
+                    merged[index] = (
+                        stage.merge(reduction.job, merged[index], value)
+                        if index in merged
+                        else value
+                    )
+                for step in prepare:
+                    step(groups, members)
         if merged:
             yield wire.per_column_batch(stage.codec, merged)
 

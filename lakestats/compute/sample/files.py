@@ -101,6 +101,7 @@ def scale_files(
         frequencies, target_root, target["frequencies"], s3,
         row_group_size=schemas.FREQUENCIES_ROW_GROUP, write_statistics=["column_index"],
         use_dictionary=["column"],
+        column_encoding=schemas.FREQUENCY_VALUE_ENCODING,
     )
     histograms = _read(source_root, source["histograms"], s3)
     for i, name in enumerate(histograms.column_names):
