@@ -160,6 +160,37 @@ def parse(
         ) from exc
 
 
+_SIMPLE = re.compile(
+    r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<>|!=|<=|>=|=|<|>)\s*"
+    r"(?:(-?)(\d+(?:\.\d+)?)|'((?:[^'\\]|'')*)')\s*"
+)
+
+
+def simple_comparison(text: str):  # noqa: ANN202 - a sqlglot expression or None
+    """``column op literal`` (an unquoted name that is no keyword, a comparison, a
+    plain decimal number or a string without backslashes) as the tree
+    ``sqlglot.parse_one`` returns for it, built without parsing (a planner's predicates
+    are mostly these); None for any other text, which sqlglot then parses."""
+    match = _SIMPLE.fullmatch(text)
+    if match is None:
+        return None
+    name, op, minus, number, string = match.groups()
+    from sqlglot import exp
+    from sqlglot.tokens import Tokenizer
+
+    if name.upper() in Tokenizer.KEYWORDS:
+        return None
+    if number is not None:
+        value = exp.Literal.number(number)
+        value = exp.Neg(this=value) if minus else value
+    else:
+        value = exp.Literal.string(string.replace("''", "'"))
+    kind = {"=": exp.EQ, "<>": exp.NEQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE,
+            ">": exp.GT, ">=": exp.GTE}[op]
+    column = exp.Column(this=exp.Identifier(this=name, quoted=False))
+    return kind(this=column, expression=value)
+
+
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _NEGATE = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
@@ -174,6 +205,9 @@ class _Parser:
         import sqlglot
         from sqlglot.errors import ParseError, TokenError
 
+        simple = simple_comparison(text)
+        if simple is not None:  # column op literal: the tree sqlglot would build
+            return self.node(simple, negate)
         try:
             tree = sqlglot.parse_one(text)
         except (ParseError, TokenError) as exc:
@@ -439,6 +473,26 @@ def _timestamp_with_zone(text: str, dtype: pa.TimestampType) -> object:
 
 
 def _make_literal(value: object, dtype: pa.DataType, text: str | None = None) -> Literal:
+    """The typed ``Literal`` of ``value``, remembered per value, type and text (a
+    planner repeats literals; a value that does not fit is refused each time)."""
+    try:
+        key = (type(value), value, dtype, text)
+        hash(key)
+    except TypeError:
+        return _build_literal(value, dtype, text)
+    found = _LITERALS.get(key)
+    if found is None:
+        found = _build_literal(value, dtype, text)
+        if len(_LITERALS) >= 4096:
+            _LITERALS.clear()
+        _LITERALS[key] = found
+    return found
+
+
+_LITERALS: dict[tuple, Literal] = {}
+
+
+def _build_literal(value: object, dtype: pa.DataType, text: str | None) -> Literal:
     try:
         array = pa.array([value], type=dtype)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
@@ -957,10 +1011,18 @@ def _estimate_batched(
                        else _estimate(term, part))
         return out
 
-    with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
-        estimates = dict(
-            zip(survivors.tolist(), prefetch(full, survivors.tolist()), strict=True)
-        )
+    visited = getattr(partitions, "visited", None)
+    if callable(visited) and visited(columns_of(pred), survivors):
+        # a resident estimator visited these before: their statistics are in memory,
+        # threads would only add their overhead
+        estimates = {i: full(i) for i in survivors.tolist()}
+    else:
+        with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
+            estimates = dict(
+                zip(survivors.tolist(), prefetch(full, survivors.tolist()), strict=True)
+            )
+        if callable(visited):
+            partitions.mark_visited(columns_of(pred), survivors)
     for i, conjuncts in estimates.items():
         for j, e in enumerate(conjuncts):
             rows[j, i], lower[j, i], upper[j, i] = e.rows, e.lower, e.upper
