@@ -738,7 +738,24 @@ def _is_set(pred: Predicate) -> bool:
 
 
 def column_set(pred: Predicate) -> ColumnSet:
-    """The ColumnSet of a predicate over one column without general LIKE leaves."""
+    """The ColumnSet of a predicate over one column without general LIKE leaves
+    (remembered per predicate: an estimate asks it once per partition)."""
+    try:
+        found = _COLUMN_SETS.get(pred)
+    except TypeError:  # an unhashable literal value: computed each time
+        return _column_set(pred)
+    if found is None:
+        found = _column_set(pred)
+        if len(_COLUMN_SETS) >= 4096:
+            _COLUMN_SETS.clear()
+        _COLUMN_SETS[pred] = found
+    return found
+
+
+_COLUMN_SETS: dict[Predicate, ColumnSet] = {}
+
+
+def _column_set(pred: Predicate) -> ColumnSet:
     if isinstance(pred, Not):
         return column_set(pred.child).negate()
     if isinstance(pred, And | Or):
