@@ -1,7 +1,8 @@
 """Estimates at planner speed (issue 25): in-process estimate latency of an open table.
 
     python -m bench.planner [--out DIR] [--partitions 48] [--rows 400000] [--seed 25]
-                            [--lineitem SCALE] [--fanout-root DIR] [--calls 300]
+                            [--lineitem SCALE] [--fanout-root DIR [--fanout-only]]
+                            [--calls 300]
 
 A planner asks for many selectivities while it plans one query, so what counts is the
 latency of ``LakestatsTable.estimate`` on a handle that is already open, and of its first
@@ -253,6 +254,7 @@ def main() -> None:
     parser.add_argument("--fanout-root", default=None,
                         help="bench/lookup.py's fan-out statistics root (10,000 partitions)")
     parser.add_argument("--fanout-runs", type=int, default=30)
+    parser.add_argument("--fanout-only", action="store_true", help="only the fan-out root")
     args = parser.parse_args()
     print(f"# bench/planner.py on {machine()}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -267,10 +269,12 @@ def main() -> None:
         return spark
 
     rng = np.random.default_rng(args.seed)
-    skewed = analyzed(skewed_table(args.out, args.partitions, args.rows, args.seed), spark_of)
     count = 50 + args.calls + 100
-    run_table("skewed", skewed, skewed_predicates(rng, count, args.partitions), args.calls)
-    if args.lineitem is not None:
+    if not args.fanout_only:
+        skewed = skewed_table(args.out, args.partitions, args.rows, args.seed)
+        run_table("skewed", analyzed(skewed, spark_of),
+                  skewed_predicates(rng, count, args.partitions), args.calls)
+    if args.lineitem is not None and not args.fanout_only:
         from bench.common import partitioned, tpch_lineitem
 
         lineitem = analyzed(partitioned(tpch_lineitem(args.lineitem), "month"), spark_of)

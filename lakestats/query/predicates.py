@@ -139,25 +139,62 @@ def parse(
     unanalyzed: Container[str] = (),
 ) -> Predicate:
     """Parse ``text`` against ``columns`` (name -> Arrow type of analyzed columns);
-    ``unanalyzed`` names table columns that exist but have no statistics."""
+    ``unanalyzed`` names table columns that exist but have no statistics.
+
+    A conjunction of simple comparisons (``a = 1 AND b > 'x'``, see
+    ``simple_comparison``; a planner's usual question) is split without tokenizing it:
+    the tree is the one the general path (``predicate_text.Skeleton``) builds."""
     if not text or not text.strip():
         raise InvalidPredicateError("the predicate is empty: pass --where 'column = value'")
     parser = _Parser(columns, unanalyzed)
+    conditions = simple_conjuncts(text)
+    if conditions is not None:
+        items = [parser.condition(c, False) for c in conditions]
+        return items[0] if len(items) == 1 else _join("and", items)
+    return _parse_general(text, parser)
 
-    def join(kind: str, children: list[Predicate]) -> Predicate:
-        node = And if kind == "and" else Or
-        flat: list[Predicate] = []
-        for child in children:  # (a OR b) OR c is one OR: the tree stays shallow
-            flat.extend(child.children if isinstance(child, node) else (child,))
-        return node(tuple(flat))
 
+def _join(kind: str, children: list[Predicate]) -> Predicate:
+    node = And if kind == "and" else Or
+    flat: list[Predicate] = []
+    for child in children:  # (a OR b) OR c is one OR: the tree stays shallow
+        flat.extend(child.children if isinstance(child, node) else (child,))
+    return node(tuple(flat))
+
+
+def _parse_general(text: str, parser: _Parser) -> Predicate:
     try:
-        return predicate_text.Skeleton(text, parser.condition, join).parse()
+        return predicate_text.Skeleton(text, parser.condition, _join).parse()
     except RecursionError as exc:  # sqlglot within one condition, e.g. n = ((((1))))
         raise PredicateTooLargeError(
             f"the predicate is nested too deeply to read: at most {predicate_text.MAX_NESTING}"
             " levels of parentheses, fewer inside one condition; remove redundant ones"
         ) from exc
+
+
+_AND = re.compile(r"AND\s+", re.IGNORECASE)
+
+
+def simple_conjuncts(text: str) -> list[str] | None:
+    """The conditions of ``text`` when it is one or more ``simple_comparison``s joined
+    by AND (whitespace around each AND), else None (the general path reads it)."""
+    if len(text) > predicate_text.MAX_PREDICATE_CHARS:
+        return None
+    out: list[str] = []
+    pos = 0
+    while True:
+        match = _SIMPLE.match(text, pos)
+        if match is None or simple_comparison(match.group(0)) is None:
+            return None
+        out.append(match.group(0).strip())
+        pos = match.end()
+        if pos == len(text):
+            break
+        joined = _AND.match(text, pos)
+        if joined is None or not text[pos - 1].isspace():
+            return None
+        pos = joined.end()
+    return out if len(out) <= predicate_text.MAX_CONDITIONS else None
 
 
 _SIMPLE = re.compile(

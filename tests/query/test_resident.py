@@ -5,11 +5,12 @@ answers each predicate."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 import sqlglot
 
 import lakestats.api as ls
-from lakestats.errors import InvalidArgumentError, InvalidPredicateError
+from lakestats.errors import InvalidArgumentError, InvalidPredicateError, LakestatsError
 from lakestats.query import predicates
 from tests.query import test_estimate_batched as batched
 
@@ -128,3 +129,34 @@ def test_simple_comparison_is_sqlglots_tree(text: str) -> None:
 @pytest.mark.parametrize("text", NOT_SIMPLE)
 def test_other_conditions_go_to_sqlglot(text: str) -> None:
     assert predicates.simple_comparison(text) is None
+
+
+TYPES = {"a": pa.int64(), "b": pa.float64(), "s": pa.string(), "d": pa.decimal128(12, 2)}
+CONJUNCTIONS_OF_SIMPLE = [
+    "a = 1", "a = 1 AND b > 2.5", "a=1 and b<=-3 AND s = 'x AND y'", "s <> 'it''s'",
+    "a = 1  AND  b != 0  ", "d >= 12.34 AND a < 7 AND s > ''", "a = -0 AND b = -0.0",
+]
+GENERAL = ["a = 1AND b = 2", "a = 1 AND", "a = 1 AND NOT b = 2", "a = 1 OR b = 2",
+           "(a = 1) AND b = 2", "a = 1 AND b IN (1, 2)", "a = 1 AND s LIKE 'x%'"]
+
+
+@pytest.mark.parametrize("text", CONJUNCTIONS_OF_SIMPLE)
+def test_simple_conjunctions_parse_as_the_general_path(text: str) -> None:
+    assert predicates.simple_conjuncts(text) is not None
+    general = predicates._parse_general(text, predicates._Parser(TYPES, ()))
+    assert predicates.parse(text, TYPES) == general
+
+
+@pytest.mark.parametrize("text", GENERAL)
+def test_other_predicates_take_the_general_path(text: str) -> None:
+    assert predicates.simple_conjuncts(text) is None
+
+
+def test_simple_conjunction_errors_are_the_general_paths() -> None:
+    for text in ["a = 1 AND nope = 2", "a = 'x'", "a = 1 AND a = 99999999999999999999"]:
+        with pytest.raises(LakestatsError) as fast:
+            predicates.parse(text, TYPES)
+        with pytest.raises(LakestatsError) as general:
+            predicates._parse_general(text, predicates._Parser(TYPES, ()))
+        assert type(fast.value) is type(general.value)
+        assert str(fast.value) == str(general.value)
