@@ -418,10 +418,14 @@ def _bin_of(s: ColumnSummary, hist: Histogram, value: int | float) -> int:
         return 0
     if _integral(s):
         return min(max(int((value - int(hist.lower)) // int(hist.width)), 0), nbins - 1)
-    with np.errstate(invalid="ignore", over="ignore"):
-        raw = np.floor((np.float64(value) - np.float64(hist.lower)) / np.float64(hist.width))
-    raw = np.nan_to_num(raw, nan=0.0, posinf=nbins - 1, neginf=0)
-    return int(np.clip(raw, 0, nbins - 1))
+    # IEEE double arithmetic as NumPy's float64 (Python floats are doubles): NaN to the
+    # first bin, infinities to the ends
+    raw = (float(value) - float(hist.lower)) / float(hist.width)
+    if math.isnan(raw):
+        return 0
+    if math.isinf(raw):
+        return nbins - 1 if raw > 0 else 0
+    return min(max(math.floor(raw), 0), nbins - 1)
 
 
 def _bin_span_int(s: ColumnSummary, hist: Histogram, b: int) -> tuple[int, int]:
