@@ -187,6 +187,7 @@ class _Held:
         self.generation = 0  # bumped when ``expected`` grows (point counts depend on it)
         self.frequencies = _HeldPart(source, column_index, self.expected, FREQUENCY_FIELDS)
         self.histograms = _HeldPart(source, column_index, self.expected, HISTOGRAM_FIELDS)
+        self._flat: dict[int, tuple[np.ndarray, list[tuple]]] = {}
 
     def expect(self, positions: np.ndarray) -> None:
         if not self.expected[positions].all():
@@ -201,26 +202,38 @@ class _Held:
         out = np.full(len(self.expected), -1, dtype=np.int64)
         binary = pa.array(list(keys), pa.binary())
         eight = pa.array(keys_as_ints(binary.filter(pc.equal(pc.binary_length(binary), 8))))
-        for table, _ in part.tables:
+        for k, (table, _) in enumerate(part.tables):
             if not table.num_rows:
                 continue
+            ids, flat = self._flattened(k, table)
+            sums = np.zeros(table.num_rows, dtype=np.int64)
+            for (values, rows, counts), wanted in zip(flat, (binary, eight), strict=True):
+                hit = pc.is_in(values, wanted).to_numpy(zero_copy_only=False)
+                np.add.at(sums, rows[hit], counts[hit])
+            out[ids] = sums
+        return out
+
+    def _flattened(self, k: int, table: pa.Table) -> tuple[np.ndarray, list[tuple]]:
+        """The ``k``-th loaded table of frequency rows, flattened once: its partition ids
+        and, per value list (binary values, 8-byte ints), the values, their rows and
+        their counts (a resident estimator counts new keys in the same rows)."""
+        if k not in self._flat:
             ids = table.column("partition_id").to_numpy(zero_copy_only=False)
             counts = table.column("frequency_counts").chunk(0)
             listed = np.asarray(pc.list_flatten(counts).to_numpy(zero_copy_only=False),
                                 dtype=np.int64)
             lengths = pc.list_value_length(counts).fill_null(0).to_numpy(zero_copy_only=False)
             starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-            sums = np.zeros(table.num_rows, dtype=np.int64)
-            for name, wanted in (("frequency_values", binary), ("frequency_ints", eight)):
+            flat = []
+            for name in ("frequency_values", "frequency_ints"):
                 lists = table.column(name).chunk(0)
-                hit = pc.is_in(pc.list_flatten(lists), wanted).to_numpy(zero_copy_only=False)
                 rows = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
                 # each key's count: its row's first count + its place in the row
                 within = np.arange(len(rows)) - np.searchsorted(rows, rows)
                 at = starts[rows] + within
-                np.add.at(sums, rows[hit], listed[at[hit]])
-            out[ids] = sums
-        return out
+                flat.append((pc.list_flatten(lists), rows, listed[at]))
+            self._flat[k] = (ids, flat)
+        return self._flat[k]
 
 
 class HeldRow:

@@ -122,7 +122,7 @@ class ColumnSummary:
         source = self.histogram_source
         return source() if callable(source) else source
 
-    @property
+    @cached_property
     def kind(self) -> Kind:
         return kind_of(self.dtype)
 
