@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean browser docs docs-gen
+.PHONY: setup demo test lint bench clean browser docs docs-gen screenshots
 
 setup: $(STAMP)
 
@@ -30,6 +30,10 @@ docs: setup
 # rewrite docs/reference/ from the parser, config.py and options.py (a test compares them)
 docs-gen: setup
 	$(BIN)/python docs/gen_reference.py
+
+# docs/screenshots/: a wide, a skewed and a time-series table, analyzed and captured
+screenshots: setup browser
+	$(BIN)/python docs/screenshots.py
 
 test: setup browser
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site

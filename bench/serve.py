@@ -7,7 +7,8 @@ separate load-generator process send a fixed number of requests over a mix of en
 Prints p50/p99 per endpoint class, requests/s and errors (must be 0), the CPU seconds of
 the server (all workers) and of the load generator, the median with one client at a time
 (HTTP cost without queueing) and the same calls in-process; plus the first (uncached)
-load of the 1,000-column table page; then an open-loop run at ``--rate`` requests/s (latency
+load of the 1,000-column table page, its overview (profile and alerts) and two column
+pages; then an open-loop run at ``--rate`` requests/s (latency
 counted from each request's due time: what a caller sees below saturation, whereas the
 closed loop's latency is ``clients / throughput`` by Little's law). ``--compare DIR``
 serves the same mix from another checkout (e.g. ``/work/main``) in the same run and prints
@@ -232,6 +233,12 @@ def run_server(label: str, source: Path, config: Path, args: argparse.Namespace)
         cold = time.perf_counter() - started
         print(f"[{label}] first load of /tables/wide?page=3 (100 of 1,000 columns, uncached): "
               f"{cold * 1000:.0f} ms, {len(first.content) / 1024:.0f} KiB", flush=True)
+        for page in ("/tables/wide/overview", "/tables/wide/columns/c0500",
+                     "/tables/lineitem/columns/l_quantity?scale=log"):
+            started = time.perf_counter()  # the pages' later parts, each uncached once
+            found = httpx.get(f"{base}{page}", timeout=60)
+            print(f"[{label}] first load of {page}: {found.status_code}, "
+                  f"{(time.perf_counter() - started) * 1000:.0f} ms", flush=True)
         sequential = one_client(base)
         generate_load(base, 2000, args.clients, seed=1)  # warm up
         cpu = tree_cpu(server.pid)

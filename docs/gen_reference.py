@@ -298,11 +298,31 @@ def answers_page() -> str:
     return "".join(out)
 
 
+def alerts_page() -> str:
+    from lakestats.alerts import THRESHOLDS
+
+    out = [
+        NOTICE.format(source="lakestats/alerts.py"),
+        "# Alerts\n\n",
+        "`lakestats profile`, `GET /api/tables/{table}/profile` and the top of a table's page "
+        "list the alerts a table's statistics raise, reading no data: `all_null`, "
+        "`high_nulls`, `constant`, `unique`, `high_cardinality`, `nan`, `zeros`, `empty`, "
+        "`skewed`, `outliers`, `drift` (the last partition in key order against the rest; "
+        "partition keys are not judged) and `stale` (the table moved on since the "
+        "statistics). See [Previews](../preview.md). They fire at these thresholds:\n\n",
+        "| threshold | value | when |\n| --- | --- | --- |\n",
+    ]
+    for name, value, meaning in THRESHOLDS.rows():
+        out.append(f"| `{name}` | {value} | {_cell(meaning)} |\n")
+    return "".join(out)
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "cli.md": cli_page,
     "configuration.md": configuration_page,
     "analyze-options.md": options_page,
     "answers.md": answers_page,
+    "alerts.md": alerts_page,
 }
 
 

@@ -12,7 +12,8 @@ The public surface, as deltalake and sqlglot re-export theirs::
         print(exc)
 
 The errors are imported eagerly (they are small); the facade (``open_table``,
-``LakestatsTable``, ``sql``, ``FileKind``, ``VersionKind``) and ``AnalyzeResult`` on
+``LakestatsTable``, ``sql``, ``FileKind``, ``VersionKind``), the options
+(``AnalyzeOptions``, ``SampleOptions``) and results (``AnalyzeResult``, ``SampleResult``) on
 first use, so importing a ``lakestats`` module on an executor, or a lookup, loads no
 more than it needs (``tests/test_lean_imports.py``).
 """
@@ -41,21 +42,25 @@ from lakestats.errors import (
 )
 
 if TYPE_CHECKING:
+    from lakestats.answers import AnalyzeResult, SampleResult
     from lakestats.api import FileKind, LakestatsTable, VersionKind, open_table, sql
-    from lakestats.compute.analyze import AnalyzeResult
+    from lakestats.options import AnalyzeOptions, SampleOptions
 
 # name -> the module it is imported from on first use
-# (the lead adds "AnalyzeOptions": "lakestats.options" once options.py is merged)
 _LAZY = {
     "open_table": "lakestats.api",
     "LakestatsTable": "lakestats.api",
     "sql": "lakestats.api",
     "FileKind": "lakestats.api",
     "VersionKind": "lakestats.api",
-    "AnalyzeResult": "lakestats.compute.analyze",
+    "AnalyzeResult": "lakestats.answers",
+    "SampleResult": "lakestats.answers",
+    "AnalyzeOptions": "lakestats.options",
+    "SampleOptions": "lakestats.options",
 }
 
 __all__ = [
+    "AnalyzeOptions",
     "AnalyzeResult",
     "ColumnNotFoundError",
     "ConflictError",
@@ -68,6 +73,8 @@ __all__ = [
     "LakestatsTable",
     "NotATableError",
     "PartitionNotFoundError",
+    "SampleOptions",
+    "SampleResult",
     "SnapshotNotFoundError",
     "StatisticsNotFoundError",
     "StorageError",

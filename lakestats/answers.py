@@ -604,3 +604,200 @@ class TableSummary:
             "table_level": self.table_level,
             "created_at": self.created_at,
         }
+
+
+@dataclass(frozen=True)
+class AnalyzeResult:
+    """What an analyze published: a new statistics version, or nothing (``unchanged``:
+    the latest version already describes the snapshot, and ``version`` is that one)."""
+
+    version: int
+    snapshot_id: int | None
+    partitions_computed: int
+    partitions_reused: int
+    row_count: int
+    bytes_written: int
+    stats_root: str
+    partitions_repaired: int = 0
+    """Reusable, but a file was missing or damaged: recomputed."""
+    unchanged: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": self.version,
+            "snapshot_id": jsonable(self.snapshot_id),
+            "partitions_computed": self.partitions_computed,
+            "partitions_reused": self.partitions_reused,
+            "partitions_repaired": self.partitions_repaired,
+            "row_count": self.row_count,
+            "bytes_written": self.bytes_written,
+            "stats_root": self.stats_root,
+            "unchanged": self.unchanged,
+        }
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """What ``sample create`` or ``sample refresh`` drew and read."""
+
+    snapshot_id: int | None
+    population: int
+    sample_rows: int
+    partitions_sampled: int
+    """Partitions a task worked on (units read, or resampled)."""
+    partitions_kept: int
+    partitions_removed: int
+    bytes_read: int
+    """Bytes of the table's data files read."""
+    resampled_because: str | None = None
+    files_read: int = 0
+    """The table's data files read."""
+    partitions_resampled: int = 0
+    """Read in full: new, rewritten wholesale, or their reserve used up."""
+    state_bytes_read: int = 0
+    """Bytes of the sample's own files read (refresh)."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "snapshot_id": jsonable(self.snapshot_id),
+            "population": self.population,
+            "sample_rows": self.sample_rows,
+            "partitions_sampled": self.partitions_sampled,
+            "partitions_kept": self.partitions_kept,
+            "partitions_removed": self.partitions_removed,
+            "bytes_read": self.bytes_read,
+            "resampled_because": self.resampled_because,
+            "files_read": self.files_read,
+            "partitions_resampled": self.partitions_resampled,
+            "state_bytes_read": self.state_bytes_read,
+        }
+
+
+@dataclass(frozen=True)
+class SqlResult:
+    """``ANALYZE TABLE …`` run by ``lakestats sql``: the version it published."""
+
+    kind: str
+    version: int
+    snapshot_id: int | None
+    message: str
+    merged_record_count: int | None = None
+    """The row count, for a counts-only (``NOSCAN``) version."""
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "kind": self.kind,
+            "version": self.version,
+            "snapshot_id": jsonable(self.snapshot_id),
+            "message": self.message,
+        }
+        if self.merged_record_count is not None:
+            out["merged_record_count"] = self.merged_record_count
+        return out
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A partition holding a value, and how many times."""
+
+    partition: Mapping[str, object]
+    name: str
+    path: str
+    frequency: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "partition": jsonable(self.partition),
+            "name": self.name,
+            "path": self.path,
+            "frequency": self.frequency,
+        }
+
+
+@dataclass(frozen=True)
+class PartitionsContaining:
+    """The partitions whose rows hold ``value`` in ``column`` (from stored frequencies)."""
+
+    column: str
+    value: str
+    """The value as it was asked, as text."""
+    version: int
+    partitions: tuple[Holder, ...]
+
+    def __iter__(self) -> Iterator[Holder]:
+        return iter(self.partitions)
+
+    def __len__(self) -> int:
+        return len(self.partitions)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "column": self.column,
+            "value": self.value,
+            "version": self.version,
+            "partitions": [h.to_json() for h in self.partitions],
+        }
+
+    def to_arrow(self) -> pa.Table:
+        return table_of([h.to_json() for h in self.partitions])
+
+
+@dataclass(frozen=True)
+class Alert:
+    """Something a profiler would flag, found in the statistics alone (``lakestats.alerts``
+    says when each kind fires). ``column`` is None for the table (``stale``)."""
+
+    kind: str
+    column: str | None
+    message: str
+    value: float | None = None
+    """The share or count that fired it, where there is one."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "column": self.column,
+            "message": self.message,
+            "value": jsonable(self.value),
+        }
+
+
+@dataclass(frozen=True)
+class TableProfile:
+    """A table at a glance (``lakestats profile``, the top of its page): its size, how
+    fresh and how exact its statistics are, and the alerts."""
+
+    version: int
+    snapshot_id: int | None
+    row_count: int | None
+    columns: int
+    partitions: int
+    data_bytes: int | None
+    """Bytes of the table's data files."""
+    statistics_bytes: int
+    """Bytes of the files of this statistics version."""
+    created_at: str | None
+    staleness: Staleness
+    exact_figures: int
+    """Distinct counts, percentiles, histograms and frequency lists that are exact."""
+    estimated_figures: int
+    alerts: tuple[Alert, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": self.version,
+            "snapshot_id": self.snapshot_id,
+            "row_count": self.row_count,
+            "columns": self.columns,
+            "partitions": self.partitions,
+            "data_bytes": self.data_bytes,
+            "statistics_bytes": self.statistics_bytes,
+            "created_at": self.created_at,
+            "staleness": self.staleness.to_json(),
+            "exact_figures": self.exact_figures,
+            "estimated_figures": self.estimated_figures,
+            "alerts": [a.to_json() for a in self.alerts],
+        }
+
+    def to_arrow(self) -> pa.Table:
+        return table_of([a.to_json() for a in self.alerts])

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from lakestats import fs
 from lakestats.answers import (
+    AnalyzeResult,
     BatchStatistics,
     Bin,
     ColumnInfo,
@@ -32,12 +33,16 @@ from lakestats.answers import (
     ExpireReport,
     Frequencies,
     Histogram,
+    Holder,
     Partition,
     PartitionColumns,
     Partitions,
+    PartitionsContaining,
     PartitionStatistics,
     Quantile,
     Rank,
+    SqlResult,
+    TableProfile,
     TableStatistics,
     TableSummary,
     VersionInfo,
@@ -70,10 +75,15 @@ from lakestats.versions import (  # noqa: F401 - public names of the facade
     version_for_snapshot,
 )
 
+# the flags that say whether a column's figures are exact (True) or estimated (False)
+EXACTNESS_FLAGS = ("distinct_count_exact", "percentiles_exact", "histogram_exact",
+                   "frequencies_exact")
+
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
-    from lakestats.compute.analyze import AnalyzeResult, RowSubset
+    from lakestats.compute.analyze import RowSubset
     from lakestats.query.resident import Resident
 
 
@@ -88,7 +98,7 @@ class LakestatsTable:
     s3: fs.S3Options | None = None
     _format: TableFormat | None = field(default=None, repr=False)
     _reader: StatisticsReader | None = field(default=None, repr=False)
-    _residents: dict[int, Resident] = field(default_factory=dict, repr=False)
+    _residents: dict[int, Resident] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def format(self) -> TableFormat:
@@ -268,6 +278,62 @@ class LakestatsTable:
             size_in_bytes=version.merged_record_size,
         )
 
+    def profile(self, snapshot: int | None = None) -> TableProfile:
+        """The table at a glance: size, freshness, how many figures are exact, and the
+        alerts its statistics raise (``lakestats.alerts``), all without reading data.
+        Needs table-level statistics (not ``--partitions-only``)."""
+        from lakestats.alerts import column_alerts, drift_alerts, staleness_alert
+        from lakestats.store.verify import version_bytes
+
+        level = self.table_statistics(snapshot)
+        reader = self._reader_of_version(level.version)
+        version = reader.version
+        alerts = list(staleness_alert(level.staleness))
+        parts = version.partitions
+        last = parts[-1] if len(parts) > 1 and parts[-1].name else None
+        last_rows = {}
+        if last is not None:
+            last_rows = {r["column"]: r for r in reader.column_statistics(last.name, None)}
+        exact = estimated = 0
+        tops = reader.most_frequent() if version.table_files else {}
+        for row in level.columns:
+            for flag in EXACTNESS_FLAGS:
+                exact += row.get(flag) is True
+                estimated += row.get(flag) is False
+            top = None
+            if (row.get("distinct_count") or 0) > 1 and not row.get("all_distinct"):
+                top = tops.get(row["column"])
+            alerts += column_alerts(row, top)
+            if last is not None and row["column"] in last_rows and row["column"] not in last.values:
+                # a partition key differs between partitions by construction: not drift
+                alerts += drift_alerts(row, last_rows[row["column"]], last.name, len(parts))
+        return TableProfile(
+            version=version.version,
+            snapshot_id=version.snapshot_id,
+            row_count=level.row_count,
+            columns=len(level.columns),
+            partitions=len(parts),
+            data_bytes=version.merged_record_size or None,
+            statistics_bytes=version_bytes(reader.root, version, self.s3),
+            created_at=version.created_at,
+            staleness=level.staleness,
+            exact_figures=exact,
+            estimated_figures=estimated,
+            alerts=tuple(alerts),
+        )
+
+    def analyze_options(self, version: int | None = None) -> AnalyzeOptions | None:
+        """The options the latest statistics version (or ``version``) was analyzed with
+        (None: a version that records none, e.g. counts only)."""
+        reader = self.reader() if version is None else self._reader_of_version(version)
+        return reader.version.analyze_options
+
+    def _reader_of_version(self, number: int) -> StatisticsReader:
+        reader = self.reader()
+        if reader.version.version == number:
+            return reader
+        return StatisticsReader(self.stats_root, number, s3=self.s3)
+
     def check_columns(self, names: list[str] | None) -> None:
         """Unknown column names are a ``ColumnNotFoundError`` naming them, with the
         analyzed columns nearest in spelling."""
@@ -315,14 +381,20 @@ class LakestatsTable:
             damaged_versions_skipped=tuple(version.skipped_versions or ()),
         )
 
-    def partitions_containing(self, column: str, value: str) -> list[dict[str, object]]:
+    def partitions_containing(self, column: str, value: str) -> PartitionsContaining:
         """Partitions holding ``value`` (given as text, parsed with the column's type)."""
         from lakestats.stats.literals import parse_value
         from lakestats.stats.type_codec import parse_type
 
         reader = self.reader()
         dtype = parse_type(reader.columns[reader.column_index(column)]["type"])
-        return reader.partitions_containing(column, parse_value(value, column, dtype))
+        holders = reader.partitions_containing(column, parse_value(value, column, dtype))
+        return PartitionsContaining(
+            column=column,
+            value=value,
+            version=reader.version.version,
+            partitions=tuple(Holder(**h) for h in holders),
+        )
 
     def _check_path(self) -> None:
         """A lookup of a table path that does not exist is an error, not empty statistics."""
@@ -522,10 +594,14 @@ class LakestatsTable:
         columns: list[str] | None = None,
         *,
         snapshot: int | None = None,
+        version: int | None = None,
     ) -> list[dict[str, object]]:
         """Decoded statistics rows of ``partition`` (default: the table level) in the
-        latest version, or in the version describing ``snapshot`` (at table level without
-        the columns changed since; ``table_statistics`` adds how stale it is)."""
+        latest version, in statistics version ``version``, or in the version describing
+        ``snapshot`` (at table level without the columns changed since;
+        ``table_statistics`` adds how stale it is)."""
+        if version is not None:
+            return self._reader_of_version(version).column_statistics(partition, columns)
         if snapshot is None:
             return self.reader().column_statistics(partition, columns)
         if partition is None:
@@ -565,11 +641,17 @@ class LakestatsTable:
         return bool(self.reader().version.table_files)
 
     def frequencies(
-        self, column: str, partition: str | dict | None = None, top: int | None = None
+        self,
+        column: str,
+        partition: str | dict | None = None,
+        top: int | None = None,
+        *,
+        version: int | None = None,
     ) -> Frequencies:
         """The ``top`` most frequent values of ``column`` (all stored when None), of the
-        table level or of ``partition``, with the flags that say how whole the list is."""
-        reader = self.reader()
+        table level or of ``partition`` (in the latest statistics version, or ``version``),
+        with the flags that say how whole the list is."""
+        reader = self.reader() if version is None else self._reader_of_version(version)
         entry = reader.partition(partition or None)
         [row] = reader.column_statistics(entry.name or None, [column])
         pairs = reader.frequencies(entry.name or None, column, top)
@@ -610,16 +692,19 @@ class LakestatsTable:
         partition: str | dict | None = None,
         start: int = 0,
         stop: int | None = None,
+        *,
+        version: int | None = None,
     ) -> Histogram:
         """Bins ``[start, stop)`` of ``column``'s histogram (all when ``stop`` is None),
-        of the table level or of ``partition``."""
+        of the table level or of ``partition`` (in the latest statistics version, or
+        ``version``)."""
         if start < 0 or (stop is not None and stop < start):
             raise InvalidArgumentError(
                 f"bins {start} to {stop} are not a range: bins are numbered from 0, --start is "
                 "the first bin and --stop the bin after the last, so 0 <= start <= stop "
                 "(e.g. --start 0 --stop 10 for the first ten)"
             )
-        reader = self.reader()
+        reader = self.reader() if version is None else self._reader_of_version(version)
         entry = reader.partition(partition or None)
         bins = reader.histogram(entry.name or None, column, start, stop)
         [row] = reader.column_statistics(entry.name or None, [column])
@@ -766,6 +851,13 @@ class _TableColumns:
         return name in {leaf.name for leaf in leaves_of(schema)}
 
 
+def arrow_type(type_text: str) -> pa.DataType | str:
+    """The Arrow type a statistics row's ``type`` names (a nested type stays its text)."""
+    from lakestats.stats.type_codec import parse_type
+
+    return parse_type(type_text)
+
+
 def check_root(root: str, s3: fs.S3Options | None = None) -> None:
     """A statistics root that is a file is a mistake to report, not an empty history; an
     unreachable store is one line (``fs.check_directory``)."""
@@ -803,23 +895,20 @@ def sql(
     catalog: str | None = None,
     warehouse: str | None = None,
     stats_root: str | None = None,
-) -> dict[str, object]:
+) -> SqlResult:
     """Run ``ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN | FOR COLUMNS a, b | FOR ALL
     COLUMNS]`` (``lakestats.compute.sql``): ``FOR`` analyzes those columns (Spark); without
-    it, a counts-only version from metadata. Returns ``{kind, version, snapshot_id,
-    message}`` (``merged_record_count`` too for counts only)."""
+    it, a counts-only version from metadata."""
     from lakestats.compute.sql import count_only, parse
 
     parsed = parse(statement)
     table = open_table(parsed.table, stats_root=stats_root, catalog=catalog, warehouse=warehouse)
     if not parsed.scan:
-        return count_only(table.format, table.stats_root, parsed.table, table.s3)
+        return SqlResult(**count_only(table.format, table.stats_root, parsed.table, table.s3))
     result = table.analyze(columns=parsed.columns)
-    return {
-        "kind": VersionKind.FULL,
-        "version": result.version,
-        "snapshot_id": result.snapshot_id,
-        "message": f"analyzed {parsed.table}: statistics version {result.version}",
-    }
-
-
+    return SqlResult(
+        kind=VersionKind.FULL,
+        version=result.version,
+        snapshot_id=result.snapshot_id,
+        message=f"analyzed {parsed.table}: statistics version {result.version}",
+    )

@@ -202,18 +202,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         args, AnalyzeOptions, progress=not args.json and sys.stderr.isatty()
     )
     result = table.analyze(options)
-    summary = {
-        "version": result.version,
-        "snapshot_id": result.snapshot_id,
-        "partitions_computed": result.partitions_computed,
-        "partitions_reused": result.partitions_reused,
-        "partitions_repaired": result.partitions_repaired,
-        "row_count": result.row_count,
-        "bytes_written": result.bytes_written,
-        "stats_root": result.stats_root,
-    }
     if args.json:
-        _print_json({**summary, "unchanged": result.unchanged})
+        _print_json(result.to_json())
     elif result.unchanged:
         print(
             f"nothing to analyze: statistics version {result.version} already describes "
@@ -268,9 +258,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
         result = table.sample.create(options_from_args(args, SampleOptions))
     else:
         result = table.sample.refresh()
-    data = dict(result.__dict__)
     if args.json:
-        _print_json(data)
+        _print_json(result.to_json())
     else:
         if result.resampled_because:
             print(f"lakestats: {result.resampled_because}", file=sys.stderr)
@@ -347,6 +336,17 @@ def cmd_show(args: argparse.Namespace) -> int:
         histograms=_histograms(table, found.name or None, rows),
     )
     return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    found = _table(args).profile(args.snapshot)
+
+    def text() -> None:
+        from lakestats.preview import render_profile
+
+        render_profile(found, args.table)
+
+    return _answer(args, found, text)
 
 
 def _table_title(name: str, level: TableStatistics) -> str:
@@ -449,12 +449,12 @@ def cmd_histogram(args: argparse.Namespace) -> int:
 
 def cmd_partitions_containing(args: argparse.Namespace) -> int:
     holders = _table(args).partitions_containing(args.column, args.value)
-    if args.json:
-        _print_json(holders)
-    else:
-        for item in holders:
-            print(f"{display.count(item['frequency']):>14}  {item['name']}")
-    return 0
+
+    def text() -> None:
+        for holder in holders:
+            print(f"{display.count(holder.frequency):>14}  {holder.name}")
+
+    return _answer(args, holders, text)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -570,11 +570,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     result = api.sql(
         args.statement, catalog=args.catalog, warehouse=args.warehouse, stats_root=args.stats_root
     )
-    if args.json:
-        _print_json(result)
-    else:
-        print(result["message"])
-    return 0
+    return _answer(args, result, lambda: print(result.message))
 
 
 def cmd_spark_register(args: argparse.Namespace) -> int:
@@ -684,6 +680,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--columns", help="only these columns, comma-separated")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser(
+        "profile",
+        help="the table at a glance: size, freshness, exact figures and alerts (no data read)",
+    )
+    common(p)
+    p.add_argument("--snapshot", type=int, help="table snapshot (default: current)")
+    p.add_argument(
+        "--as-of", type=_timestamp_ms, help="the snapshot current at this time (ISO-8601)"
+    )
+    p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("frequencies", help="value frequencies of one column")
     common(p)

@@ -71,3 +71,15 @@ def _edge(value: object, digits: int) -> str:
     if isinstance(value, float) and math.isfinite(value):
         return f"{value:.{digits}g}"
     return "" if value is None else str(value)
+
+
+def size(value: int | None) -> str:
+    """Bytes as ``204.1 MB`` (decimal units, as file browsers and cloud consoles show)."""
+    if value is None:
+        return ""
+    amount = float(value)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if amount < 1000 or unit == "TB":
+            return f"{int(amount)} B" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1000
+    return f"{value} B"  # pragma: no cover - the loop always returns

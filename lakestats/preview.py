@@ -10,14 +10,19 @@ only an explicit ``False`` marks a value (partition statistics are exact).
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from lakestats.display import count, cut, number
+from lakestats.display import count, cut, number, size
+
+if TYPE_CHECKING:
+    from lakestats.answers import TableProfile
 
 ESTIMATE = "≈"
 
@@ -218,3 +223,44 @@ def sparkline(counts: list[int], width: int = 20) -> str:
     grouped = [sum(counts[i : i + step]) for i in range(0, len(counts), step)]
     peak = max(grouped) or 1
     return "".join(bars[min(8, round(8 * g / peak))] for g in grouped)
+
+
+ALERT_KIND_WIDTH = 16
+
+
+def render_profile(profile: TableProfile, name: str, console: Console | None = None) -> None:
+    """``lakestats profile``: the overview in a few lines, then one line per alert."""
+    console = console or Console()
+    info = profile.staleness
+    share = (
+        f" ({profile.statistics_bytes / profile.data_bytes:.1%} of the data)"
+        if profile.data_bytes
+        else ""
+    )
+    behind = [f"{info.snapshots_behind} snapshot(s) behind"] if info.snapshots_behind else []
+    behind += [f"{info.partitions_changed} partition(s) changed"] if info.partitions_changed else []
+    freshness = "stale: " + ", ".join(behind or ["the table changed"]) if info.stale else "current"
+    of_snapshot = (
+        f" of snapshot {info.statistics_snapshot_id}"
+        if info.statistics_snapshot_id is not None
+        else ""
+    )
+    figures = profile.exact_figures + profile.estimated_figures
+    overview = [
+        f"{name}: {count(profile.row_count)} rows, {profile.columns} columns, "
+        f"{count(profile.partitions)} partitions",
+        f"data {size(profile.data_bytes) or 'size unknown'}, statistics "
+        f"{size(profile.statistics_bytes)}{share}",
+        f"statistics version {profile.version}{of_snapshot}, analyzed {profile.created_at}: "
+        f"{freshness}",
+        f"figures: {profile.exact_figures} of {figures} exact, "
+        f"{profile.estimated_figures} estimated (≈)",
+    ]
+    lines = [w for line in overview for w in textwrap.wrap(line, console.width) or [line]]
+    lines.append(f"alerts: {len(profile.alerts)}" if profile.alerts else "alerts: none")
+    indent = " " * (ALERT_KIND_WIDTH + 3)
+    for alert in profile.alerts:
+        text = f"  {alert.kind:<{ALERT_KIND_WIDTH}} {alert.column or '(table)'}: {alert.message}"
+        lines += textwrap.wrap(text, console.width, subsequent_indent=indent) or [text]
+    for line in lines:  # wrapped here: a pipe gets the same 80-column lines as a terminal
+        console.print(escape(line), soft_wrap=True, highlight=False)

@@ -19,8 +19,8 @@ from lakestats.store import sample as store
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from lakestats.answers import SampleResult
     from lakestats.api import LakestatsTable
-    from lakestats.compute.sample.create import SampleResult
 
 
 class SampleOperations:

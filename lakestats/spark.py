@@ -47,13 +47,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.types as pat
 
+from lakestats.api import arrow_type
 from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
 from lakestats.options import MAX_BINS
-from lakestats.stats.kinds import Kind, kind_of
-from lakestats.stats.type_codec import parse_type
-from lakestats.store import manifest
-from lakestats.store.reader import StatisticsReader
 
 DEFAULT_BINS = 254  # spark.sql.statistics.histogram.numBins
 INTEGRAL = {"byte": 1, "short": 2, "int": 4, "long": 8}
@@ -147,7 +146,7 @@ def spark_type_of(type_text: str) -> str | None:
     import pyarrow as pa
     import pyarrow.types as pat
 
-    dtype = parse_type(type_text)
+    dtype = arrow_type(type_text)
     if not isinstance(dtype, pa.DataType):
         return None
     if pat.is_dictionary(dtype):
@@ -187,8 +186,7 @@ def plan_statistics(
         )
     table_name(name)
     stats = table.table_statistics(snapshot_id)
-    version = manifest.load_version(table.stats_root, stats.version, table.s3)
-    reader = StatisticsReader(table.stats_root, version.version, s3=table.s3)
+    reader = _VersionLookups(table, stats.version)
     columns, skipped = [], {}
     for row in stats.columns:
         column = row["column"]
@@ -210,14 +208,46 @@ def plan_statistics(
     return RegisteredStatistics(
         name=name,
         location=table.format.location,
-        version=version.version,
+        version=stats.version,
         snapshot_id=stats.staleness.snapshot_id,
-        size_in_bytes=version.merged_record_size,
+        size_in_bytes=reader.data_bytes(),
         row_count=stats.row_count,
         columns=columns,
         skipped=skipped,
         stale=stats.stale,
     )
+
+
+@dataclass(frozen=True)
+class _VersionLookups:
+    """One statistics version's frequencies and histograms, through the facade."""
+
+    table: object  # lakestats.api.LakestatsTable
+    version: int
+
+    def frequencies(self, column: str) -> list[tuple[object, int]]:
+        return list(self.table.frequencies(column, version=self.version))  # type: ignore[attr-defined]
+
+    def histogram(self, column: str) -> list[dict[str, object]]:
+        found = self.table.histogram(column, version=self.version)  # type: ignore[attr-defined]
+        return [{"lower": b.lower, "upper": b.upper, "count": b.count} for b in found]
+
+    def configured_bins(self) -> int:
+        options = self.table.analyze_options(self.version)  # type: ignore[attr-defined]
+        return int(options.bins or 0) if options is not None else 0
+
+    def data_bytes(self) -> int:
+        for info in self.table.history():  # type: ignore[attr-defined]
+            if info.version == self.version:
+                return int(info.merged_record_size or 0)
+        return 0
+
+
+def _floating(type_text: str) -> bool:
+    dtype = arrow_type(type_text)
+    if isinstance(dtype, pa.DataType) and pat.is_dictionary(dtype):
+        dtype = dtype.value_type
+    return isinstance(dtype, pa.DataType) and pat.is_floating(dtype)
 
 
 def _compatible(ours: str, theirs: str) -> bool:
@@ -227,9 +257,9 @@ def _compatible(ours: str, theirs: str) -> bool:
 
 
 def _column(
-    row: dict, spark_type: str, reader: StatisticsReader, num_bins: int
+    row: dict, spark_type: str, reader: _VersionLookups, num_bins: int
 ) -> ColumnStatistics:
-    kind = kind_of(parse_type(row["type"]))
+    floating = _floating(row["type"])
     non_null = row["row_count"] - row["null_count"]
     if spark_type in ("string", "binary"):
         # Spark's ANALYZE: ceil(avg(length)), max(length); min/max are not kept for these
@@ -251,7 +281,7 @@ def _column(
         max_len=max_len,
     )
     if spark_type in HISTOGRAM_TYPES and non_null > 0 and row["min"] is not None:
-        pieces, source = _pieces(row, kind, spark_type, reader)
+        pieces, source = _pieces(row, floating, spark_type, reader)
         if pieces is not None:
             pieces = _infinities_as_points(pieces)
             out.histogram_height, out.histogram_bins = equi_height(pieces, num_bins)
@@ -260,7 +290,7 @@ def _column(
 
 
 def _wide(type_text: str) -> bool:
-    dtype = parse_type(type_text)
+    dtype = arrow_type(type_text)
     return getattr(dtype, "precision", 0) > 18  # Spark's DecimalType.defaultSize: 8 or 16
 
 
@@ -320,7 +350,7 @@ class Pieces:
 
 
 def _pieces(
-    row: dict, kind: Kind, spark_type: str, reader: StatisticsReader
+    row: dict, floating: bool, spark_type: str, reader: _VersionLookups
 ) -> tuple[Pieces | None, str | None]:
     column = row["column"]
     distinct = row.get("distinct_count") or 1
@@ -329,7 +359,7 @@ def _pieces(
     if complete and not row.get("all_distinct"):
         pairs = [
             (_double(v, spark_type), c)
-            for v, c in reader.frequencies(None, column)
+            for v, c in reader.frequencies(column)
             if not (isinstance(v, float) and math.isnan(v))
         ]
         if pairs:
@@ -337,7 +367,7 @@ def _pieces(
             values = np.array([p[0] for p in pairs])
             counts = np.array([p[1] for p in pairs], dtype=np.float64)
             return Pieces(values, values, counts, np.ones(len(values))), "frequencies"
-    bins = reader.histogram(None, column) if row.get("histogram_bins") else []
+    bins = reader.histogram(column) if row.get("histogram_bins") else []
     if bins:
         top = _double(row["max"], spark_type)
         lo = np.array([_double(b["lower"], spark_type) for b in bins])
@@ -345,8 +375,8 @@ def _pieces(
         counts = np.array([b["count"] for b in bins], dtype=np.float64)
         lo, hi = np.minimum(lo, hi), hi
         # one lattice point per bin (integer widths, fewer points than bins): a point mass
-        configured = int(reader.version.options.get("bins") or 0)
-        if kind != Kind.FLOATING and row.get("histogram_exact") and len(bins) < configured:
+        configured = reader.configured_bins()
+        if not floating and row.get("histogram_exact") and len(bins) < configured:
             hi = lo.copy()
         total = counts.sum()
         ndv = np.where(hi == lo, 1.0, np.minimum(counts, distinct * counts / max(total, 1)))

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
+from lakestats.answers import jsonable
 from lakestats.api import LakestatsTable
-from lakestats.compute.errors import translated
-from lakestats.stats.keys import to_json
-from lakestats.store import manifest
-from lakestats.store.reader import StatisticsReader
+from lakestats.errors import StatisticsNotFoundError
+from lakestats.spark_errors import translated
 
 VIEW_SCHEMA = (
     "version int, snapshot_id long, schema_id int, merged_record_count long, "
@@ -29,19 +28,20 @@ def statistics_dataframe(spark: SparkSession, table: LakestatsTable) -> DataFram
         if item.damaged is not None or item.derived is not None:
             continue  # an unreadable manifest has no statistics; derived entries are not
             # versions of the table's statistics (their numbers are their own)
-        version = manifest.load_version(table.stats_root, item.version, table.s3)
         col_stats = {}
-        if version.table_files:
-            reader = StatisticsReader(table.stats_root, version.version, s3=table.s3)
-            for row in reader.column_statistics(None):
-                col_stats[row["column"]] = {
-                    "distinct_count": row.get("distinct_count"),
-                    "min": None if row.get("min") is None else str(to_json(row["min"])),
-                    "max": None if row.get("max") is None else str(to_json(row["max"])),
-                    "null_count": row.get("null_count"),
-                    "avg_len": row.get("avg_length"),
-                    "max_len": row.get("max_length"),
-                }
+        try:
+            columns = table.statistics(version=item.version)
+        except StatisticsNotFoundError:  # partition level only (--partitions-only)
+            columns = []
+        for row in columns:
+            col_stats[row["column"]] = {
+                "distinct_count": row.get("distinct_count"),
+                "min": None if row.get("min") is None else str(jsonable(row["min"])),
+                "max": None if row.get("max") is None else str(jsonable(row["max"])),
+                "null_count": row.get("null_count"),
+                "avg_len": row.get("avg_length"),
+                "max_len": row.get("max_length"),
+            }
         rows.append({**item.to_json(), "col_stats": col_stats})
     with translated("cannot build the statistics view on Spark"):
         return spark.createDataFrame(rows, VIEW_SCHEMA)

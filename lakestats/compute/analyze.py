@@ -24,7 +24,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from lakestats import fs
-from lakestats.compute.errors import spark_call as _spark_call
+from lakestats.answers import AnalyzeResult
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.compute.progress import Clock, run_with_progress
@@ -40,22 +40,10 @@ from lakestats.errors import (
 )
 from lakestats.formats.base import TableFormat
 from lakestats.options import AnalyzeOptions
+from lakestats.spark_errors import spark_call as _spark_call
 from lakestats.stats.leaves import Leaf, leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import cleanup, layout, manifest, verify
-
-
-@dataclass(frozen=True)
-class AnalyzeResult:
-    version: int
-    snapshot_id: int | None
-    partitions_computed: int
-    partitions_reused: int
-    row_count: int
-    bytes_written: int
-    stats_root: str
-    partitions_repaired: int = 0  # reusable but a file was missing or damaged: recomputed
-    unchanged: bool = False  # the latest version already described this: nothing published
 
 
 @dataclass(frozen=True)

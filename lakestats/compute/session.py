@@ -22,8 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from lakestats import config
-from lakestats.compute.errors import starting_spark
 from lakestats.errors import InvalidArgumentError
+from lakestats.spark_errors import starting_spark
 
 _LOG4J2 = """\
 status = error

@@ -123,6 +123,21 @@ def statistics(
     return _answer(request, table, compute)
 
 
+@router.get("/tables/{table}/profile", summary="the table at a glance, with its alerts")
+def profile(
+    request: Request, table: TableName, snapshot: Snapshot = None, as_of: AsOf = None
+) -> Response:
+    """As ``lakestats profile --json``: size, freshness, exact figures and alerts."""
+    tables = request.app.state.tables
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        snapshot_id = snapshot_of(handle, snapshot, as_of)
+        found = facade.profile(tables, table, snapshot_id)
+        return found.to_json(), etag(table, found.version, found.staleness.snapshot_id, "p")
+
+    return _answer(request, table, compute)
+
+
 @router.get("/tables/{table}/stats", summary="some columns, table and every partition (batched)")
 def stats(
     request: Request,
@@ -197,10 +212,8 @@ def partitions_containing(
 ) -> Response:
 
     def compute(handle: ls.LakestatsTable) -> Computed:
-        version = handle.summary().version
         holders = handle.partitions_containing(column, value)
-        data = {"column": column, "value": value, "version": version, "partitions": holders}
-        return data, etag(table, version, column, value)
+        return holders.to_json(), etag(table, holders.version, column, value)
 
     return _answer(request, table, compute)
 

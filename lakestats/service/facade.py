@@ -8,7 +8,7 @@ the statistics are.
 from __future__ import annotations
 
 import lakestats.api as ls
-from lakestats.answers import Staleness, TableStatistics
+from lakestats.answers import Staleness, TableProfile, TableStatistics
 from lakestats.errors import LakestatsError
 from lakestats.service.tables import TableSet
 
@@ -43,6 +43,13 @@ def staleness(tables: TableSet, name: str, snapshot_id: int | None) -> Staleness
     """How stale the table-level statistics are for ``snapshot_id``, without columns."""
     first = tables.get(name).summary().columns[:1]
     return table_level(tables, name, snapshot_id, [c.name for c in first]).staleness
+
+
+def profile(tables: TableSet, name: str, snapshot_id: int | None) -> TableProfile:
+    """``profile``, memoized per version and snapshot: the API route and the table page's
+    overview share it (it reads every column's statistics once)."""
+    handle = tables.get(name)
+    return tables.memo(name, ("profile", snapshot_id), lambda: handle.profile(snapshot_id))
 
 
 def derived_entry(

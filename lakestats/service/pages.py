@@ -14,13 +14,14 @@ the same status the JSON API would give.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from lakestats import display
 from lakestats.answers import column_json
 from lakestats.errors import LakestatsError
 from lakestats.service import facade, views
@@ -40,6 +41,7 @@ PER_PAGE = 100
 TOP_ON_TABLE_PAGE = 3
 TOP_ON_COLUMN_PAGE = 100
 COLUMN_PAGE_BARS = 200
+PARTITION_BARS = 400  # rows per partition: more partitions than this share bars
 
 
 def _render(
@@ -101,6 +103,18 @@ def table_context(
     if partition is None and not version.table_level and version.partitions:
         partition = version.partitions[0] or None  # no table level: first partition
     level = facade.staleness(tables, name, snapshot) if version.table_level else None
+    partition_bars = []
+    overview_url = None
+    if partition is None and version.table_level:
+        overview = {"snapshot": snapshot} if snapshot is not None else {}
+        overview_url = f"/tables/{quote(name, safe='')}/overview?{urlencode(overview)}"
+        if len(version.partitions) > 1:
+            rows_of = tables.memo(
+                name,
+                ("partition_rows",),
+                lambda: [(p.name, p.row_count) for p in handle.partitions()],
+            )
+            partition_bars = views.partition_bars(rows_of, 800, 80, PARTITION_BARS)
     if partition is None:
         answer = facade.table_level(tables, name, snapshot, names)
         level = answer.staleness
@@ -120,6 +134,8 @@ def table_context(
         "name": name,
         "version": version,
         "level": level,
+        "overview_url": overview_url,
+        "partition_bars": partition_bars,
         "partition": entry_name,
         "partitions": list(version.partitions),
         "row_count": row_count,
@@ -131,6 +147,19 @@ def table_context(
         "first": (page - 1) * PER_PAGE + 1,
         "snapshot": snapshot,
     }
+
+
+@router.get("/tables/{table}/overview")
+def table_overview(request: Request, table: str, snapshot: int | None = None) -> HTMLResponse:
+    """The profile's overview and alerts as an HTML fragment, for ``app.js`` to put into
+    the table page after its first paint: the profile reads every column's statistics
+    (half a second on a 1,000-column table), the page's first screen does not wait."""
+    tables: TableSet = request.app.state.tables
+    try:
+        found = facade.profile(tables, table, snapshot)
+    except LakestatsError as exc:
+        return _error(request, exc)
+    return _render(request, "_overview.html", {"profile": found, "name": table})
 
 
 @router.get("/tables/{table}/cells")
@@ -193,10 +222,11 @@ def column_page(
     partition: Annotated[str | None, Query(max_length=4096)] = None,
     start: Annotated[int, Query(ge=0, le=2**31)] = 0,
     stop: Annotated[int | None, Query(ge=0, le=2**31)] = None,
+    scale: Annotated[Literal["linear", "log"], Query()] = "linear",
 ) -> HTMLResponse:
     tables: TableSet = request.app.state.tables
     try:
-        context = column_context(tables, table, column, partition or None, start, stop)
+        context = column_context(tables, table, column, partition or None, start, stop, scale)
     except LakestatsError as exc:
         return _error(request, exc)
     return _render(request, "column.html", context)
@@ -209,9 +239,11 @@ def column_context(
     partition: str | None,
     start: int,
     stop: int | None,
+    scale: str = "linear",
 ) -> dict[str, object]:
-    """Everything ``column.html`` shows: statistics, zoomable histogram, top values and
-    the per-partition summary (``stats`` over the partition index)."""
+    """Everything ``column.html`` shows: statistics, zoomable histogram (linear or log
+    scale) with its axes, top values with their shares, and the per-partition summary
+    (``stats`` over the partition index) shaded as a heat map."""
     handle = tables.get(name)
     version = handle.summary()
     entry_name = handle.partition(partition).name or None if partition else None
@@ -224,6 +256,11 @@ def column_context(
     frequencies = None
     if not row.get("all_distinct"):
         frequencies = handle.frequencies(column, entry_name, TOP_ON_COLUMN_PAGE).to_json()
+    bars = []
+    if histogram:
+        bars = views.bars(histogram["bins"], 800, 200, COLUMN_PAGE_BARS, histogram["start"])
+        if scale == "log":
+            bars = views.log_bars(bars, 200)
     per_partition = tables.memo(
         name, ("column_partitions", column), lambda: _partition_rows(handle, column)
     )
@@ -237,13 +274,42 @@ def column_context(
         "distinct": views.distinct(row),
         "nulls": views.null_share(row),
         "histogram": histogram,
-        "bars": views.bars(
-            histogram["bins"], 800, 200, COLUMN_PAGE_BARS, histogram["start"]
-        ) if histogram else [],
+        "bars": bars,
+        "scale": scale,
+        "axis": _axis(histogram, bars),
         "top": views.top_values(frequencies["frequencies"]) if frequencies else [],
+        "top_shares": _shares(frequencies, row),
         "frequencies": frequencies,
         "per_partition": per_partition,
+        "heat": {
+            k: views.heat([p.get(k) for p in per_partition])
+            for k in ("row_count", "null_share", "distinct_count", "min", "max")
+        },
     }
+
+
+def _axis(histogram: dict | None, bars: list[views.Bar]) -> dict[str, str] | None:  # type: ignore[type-arg]
+    """The histogram's axes: its value range left to right, the tallest bar's count."""
+    if not histogram or not histogram["bins"]:
+        return None
+    bins = histogram["bins"]
+    low, high = (views.full(bins[0]["lower"]), views.full(bins[-1]["upper"]))
+    edges = [e for e in (bins[0]["lower"], bins[-1]["upper"]) if isinstance(e, float)]
+    if len(edges) == 2:
+        digits = display.edge_digits(edges)
+        low, high = (f"{e:.{digits}g}" for e in edges)
+    return {"low": low, "high": high, "peak": display.count(max(b.count for b in bars))}
+
+
+def _shares(frequencies: dict | None, row: dict) -> list[str]:  # type: ignore[type-arg]
+    """Each top value's share of the non-null values, as the column page shows it."""
+    if not frequencies:
+        return []
+    values = (row.get("row_count") or 0) - (row.get("null_count") or 0)
+    return [
+        f"{100 * f['frequency'] / values:.1f} %" if values else ""
+        for f in frequencies["frequencies"]
+    ]
 
 
 def _partition_rows(handle, column: str) -> list[dict[str, object]]:  # noqa: ANN001
@@ -254,5 +320,7 @@ def _partition_rows(handle, column: str) -> list[dict[str, object]]:  # noqa: AN
     for part in data.get("partitions", []):
         [stats] = part["columns"]
         # the partition's name last: the column's statistics carry the column's ``name``
-        out.append({**stats, "name": part["name"], "row_count": part["row_count"]})
+        rows, nulls = part["row_count"], stats.get("null_count") or 0
+        out.append({**stats, "name": part["name"], "row_count": rows,
+                    "null_share": nulls / rows if rows else 0.0})
     return out

@@ -230,14 +230,17 @@ class StatisticsReader:
             stats = handle.read_row_group(group, columns=fields).slice(offset, 1).to_pylist()[0]
             if is_nan:
                 if stats["nan_count"]:
-                    holder = {"partition": entry.values, "name": entry.name}
+                    holder = {"partition": entry.values, "name": entry.name, "path": entry.path}
                     out.append({**holder, "frequency": stats["nan_count"]})
                 continue
             if stats["min"] is None or not stats["min"] <= key <= stats["max"]:
                 continue
             count = self._partition_frequency(entry, index, key)
             if count:
-                out.append({"partition": entry.values, "name": entry.name, "frequency": count})
+                out.append(
+                    {"partition": entry.values, "name": entry.name, "path": entry.path,
+                     "frequency": count}
+                )
             elif stats["all_distinct"] or stats["frequencies_truncated"]:
                 undecided.append(entry.name)
         if undecided:
@@ -378,6 +381,30 @@ class StatisticsReader:
             if top is not None and len(out) >= top:
                 break
         return out if top is None else out[:top]
+
+    def most_frequent(self, partition: str | dict | None = None) -> dict[str, tuple[object, int]]:
+        """Every column's most frequent stored value and its count, in one pass over the
+        frequencies file (rows are by column, then by decreasing count: each column's first
+        row), reading values only for those rows: what ``profile`` asks of a wide table."""
+        entry = self.partition(partition)
+        handle = self.parquet_file(entry, "frequencies")
+        out: dict[str, tuple[object, int]] = {}
+        for g in range(handle.metadata.num_row_groups):
+            owners = handle.read_row_group(g, columns=["column_index"]).column(0).to_numpy()
+            if not len(owners):
+                continue
+            first = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+            rows = handle.read_row_group(g, columns=["value", "frequency"]).take(first)
+            for index, key, count in zip(
+                owners[first].tolist(),
+                rows.column("value").to_pylist(),
+                rows.column("frequency").to_pylist(),
+                strict=True,
+            ):
+                column = self.version.columns[index]
+                if column["name"] not in out:  # a column split over row groups: the first
+                    out[column["name"]] = (decode_value(key, column["type"]), count)
+        return out
 
     def _ranks(self, column: str) -> tuple[int, object]:
         """The column's index and the exact rank index of the version (``analyze --exact``)."""

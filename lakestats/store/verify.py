@@ -10,8 +10,13 @@ One listing of the root answers for every file.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lakestats import fs
 from lakestats.threads import thread_map
+
+if TYPE_CHECKING:
+    from lakestats.store.manifest import Version
 
 MIN_PARQUET_BYTES = 12  # "PAR1" + footer length + "PAR1"
 PER_FILE_LIMIT = 64  # more files than this: one recursive listing beats one request each
@@ -57,3 +62,20 @@ def intact(
         if want is None and parquet and have < MIN_PARQUET_BYTES:
             return False
     return True
+
+
+def version_bytes(root: str, version: Version, s3: fs.S3Options | None = None) -> int:
+    """Bytes of a statistics version's files (partition and table level): the sizes the
+    manifest records, and a listing only for files it records none for."""
+    recorded: dict[str, int] = dict(version.extra.get("file_sizes") or {})
+    files: set[str] = set(recorded)
+    for entry in version.partitions:
+        for kind, relative in entry.files.items():
+            files.add(relative)
+            if kind in entry.file_sizes:
+                recorded[relative] = entry.file_sizes[kind]
+    files |= set((version.table_files or {}).values())
+    missing = sorted(files - set(recorded))
+    if missing:
+        recorded |= sizes_of(root, missing, s3)
+    return sum(recorded.get(f, 0) for f in files)

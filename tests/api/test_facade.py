@@ -7,7 +7,7 @@
   catalog registration, previews), never ``store``/``compute``/``formats``/``stats``/``query``.
 * The stored vocabularies (``FileKind``, ``VersionKind``, ``TaskOutcome``) are the strings
   on disk; the ``FORMATS`` registry opens every format; Spark errors are one line
-  (``compute/errors.py``); a missing snapshot is ``SnapshotNotFoundError`` in every format.
+  (``spark_errors.py``); a missing snapshot is ``SnapshotNotFoundError`` in every format.
 """
 
 from __future__ import annotations
@@ -173,8 +173,11 @@ def test_sql_noscan_counts_rows_from_metadata(tmp_path: Path) -> None:
     whole = _write_parquet_dir(path)
     root = tmp_path / "stats"
     result = ls.sql(f"ANALYZE TABLE `{path}` COMPUTE STATISTICS NOSCAN", stats_root=str(root))
-    assert result["merged_record_count"] == whole.num_rows
-    stored = _manifest(str(root), result["version"])
+    assert result.merged_record_count == whole.num_rows
+    assert result.to_json() == {"kind": "noscan", "version": result.version,
+                                "snapshot_id": None, "message": result.message,
+                                "merged_record_count": whole.num_rows}
+    stored = _manifest(str(root), result.version)
     assert stored["kind"] == "noscan" == VersionKind.NOSCAN
     assert stored["merged_record_count"] == whole.num_rows
     with pytest.raises(LakestatsError, match="only ANALYZE TABLE"):
@@ -333,7 +336,7 @@ def test_a_spark_metastore_that_does_not_start_is_one_line(analyzed, tmp_path: P
 
 @pytest.mark.spark
 def test_a_failed_spark_job_is_one_line(spark) -> None:
-    from lakestats.compute.errors import spark_call
+    from lakestats.spark_errors import spark_call
 
     with pytest.raises(LakestatsError) as caught:
         spark_call("the query failed", lambda: spark.sql("SELECT * FROM no_such_t").collect())

@@ -134,7 +134,7 @@ def test_cli_table_level_lookups_stay_lean(analyzed) -> None:
     counts = {
         f"p={p}": t.column("s").to_pylist().count("v3") for p, t in parts.items()
     }
-    assert {h["name"]: h["frequency"] for h in holders} == {
+    assert {h["name"]: h["frequency"] for h in holders["partitions"]} == {
         k: v for k, v in counts.items() if v
     }
 

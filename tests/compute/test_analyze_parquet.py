@@ -48,6 +48,11 @@ def test_analyze_and_look_up_every_partition(spark, parquet_table: Path, capsys)
     summary = json.loads(out)
     assert summary["partitions_computed"] == 4
     assert summary["row_count"] == 1500
+    assert summary["version"] == ls.open_table(str(parquet_table)).latest_version()
+    assert (summary["unchanged"], summary["bytes_written"] > 0) == (False, True)
+    again = ls.open_table(str(parquet_table)).analyze(bins=64, spark=spark)  # nothing changed
+    assert again.to_json() == {**summary, "partitions_computed": 0, "partitions_reused": 4,
+                               "bytes_written": 0, "unchanged": True}
 
     code, out, _ = _run(capsys, "partitions", str(parquet_table), "--json")
     listing = json.loads(out)["partitions"]

@@ -169,7 +169,7 @@ def test_partitions_containing_and_bounds(analyzed, capsys) -> None:
         )
         == 0
     )
-    holders = json.loads(capsys.readouterr().out)
+    holders = json.loads(capsys.readouterr().out)["partitions"]
     expected = {}
     for part in range(6):
         mask = pc.and_(pc.equal(whole["part"], part), pc.equal(whole["city"], "rome"))
@@ -177,7 +177,12 @@ def test_partitions_containing_and_bounds(analyzed, capsys) -> None:
         if count:
             expected[f"part={part}"] = count
     assert {h["name"]: h["frequency"] for h in holders} == expected
-    assert handle.partitions_containing("city", "nowhere") == []
+    assert len(handle.partitions_containing("city", "nowhere")) == 0
+    typed = handle.partitions_containing("city", "rome")
+    assert {h.name: h.frequency for h in typed} == expected
+    assert typed.to_json() == {"column": "city", "value": "rome",
+                               "version": handle.latest_version(),
+                               "partitions": holders}
     top = handle.frequencies("small int")
     assert top and all(isinstance(v, int) for v, _ in top)
 

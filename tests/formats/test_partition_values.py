@@ -167,11 +167,13 @@ def _check_every_partition(
             assert api.statistics(spec, ["n"])[0]["max"] == n_max, spec
             assert list(api.frequencies("s", spec, top=1)) == [("common", 2)]
         containing = ["partitions-containing", *base, "--column", "s"]
-        holders = _out(capsys, [*containing, "--value", f"only{i}"])
+        holders = _out(capsys, [*containing, "--value", f"only{i}"])["partitions"]
         assert [(h["name"], h["path"], h["frequency"]) for h in holders] == [
             (entry["name"], entry["path"], 1)
         ]
-    holders = _out(capsys, ["partitions-containing", *base, "--column", "s", "--value", "common"])
+    holders = _out(
+        capsys, ["partitions-containing", *base, "--column", "s", "--value", "common"]
+    )["partitions"]
     assert sorted(h["path"] for h in holders) == sorted(p["path"] for p in listing)
     assert {h["frequency"] for h in holders} == {2}
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+import lakestats.api as ls
 from lakestats.service.app import create_app
-from tests.service.test_service_fixture import analyzed_sales
+from tests.service.test_service_fixture import analyzed_sales, duck
 from tests.service.uvicorn_thread import serving
 
 pytestmark = pytest.mark.spark
@@ -34,15 +35,32 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory, spark):
+def sales(tmp_path_factory: pytest.TempPathFactory, spark):
+    return analyzed_sales(tmp_path_factory.mktemp("browser"), spark)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory, spark):
+    """``tests/api/test_profile.py``'s table: one column per alert."""
+    from lakestats.service.config import TableConfig
+    from tests.api.test_profile import planted_table
+
+    root = tmp_path_factory.mktemp("planted") / "t"
+    planted_table(root)
+    ls.open_table(str(root)).analyze(spark=spark)
+    return TableConfig(name="planted", table=str(root))
+
+
+@pytest.fixture(scope="module")
+def base_url(sales, planted):
     import uvicorn
 
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.fail("chromium is not installed: run `make browser` (apt-get install chromium)")
-    config = analyzed_sales(tmp_path_factory.mktemp("browser"), spark)
+    configs = [sales, planted]
     port = _free_port()
     server = uvicorn.Server(
-        uvicorn.Config(create_app([config]), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(create_app(configs), host="127.0.0.1", port=port, log_level="warning")
     )
     url = f"http://127.0.0.1:{port}"
     with serving(server):
@@ -132,6 +150,7 @@ def test_column_page_partition_rows_and_every_link(base_url: str, browser) -> No
     page.set_default_timeout(30_000)
     page.goto(f"{base_url}/tables/sales")
     page.wait_for_selector('#columns-body[data-loaded="true"]')
+    page.wait_for_selector('#overview[data-loaded="true"]')  # the alerts' links too
     assert _links_answer_200(page, api) > len(names)
     page.goto(f"{base_url}/tables/sales/columns/n")
     labels = page.locator("#partitions tbody tr td:first-child").all_inner_texts()
@@ -143,3 +162,108 @@ def test_column_page_partition_rows_and_every_link(base_url: str, browser) -> No
     page.locator("#partitions tbody tr a").nth(1).click()
     page.wait_for_url("**/tables/sales/columns/n?partition=**")
     assert names[1] in page.inner_text("h1")
+
+
+def test_overview_and_alerts_link_to_their_columns(base_url: str, browser) -> None:
+    """The table page's overview and alerts are the profile's (the JSON API), each alert
+    opens its column's page, and the columns show null and distinct shares."""
+    api = httpx.Client(base_url=base_url, timeout=30)
+    profile = api.get("/api/tables/sales/profile").json()
+    level = api.get("/api/tables/sales/statistics").json()
+    page = browser.new_page(viewport={"width": 1400, "height": 700})
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/tables/sales")
+    page.wait_for_selector('#overview[data-loaded="true"]')
+    assert page.inner_text("#columns-count") == str(profile["columns"])
+    assert page.inner_text("#figures").startswith(f"{profile['exact_figures']} exact")
+    shown = page.locator("#alerts li").evaluate_all(
+        "items => items.map(li => [li.dataset.kind, li.dataset.column || null])"
+    )
+    assert shown == [[a["kind"], a["column"]] for a in profile["alerts"]]
+    for column in level["columns"]:
+        row = page.locator(f'#columns tr[data-column="{column["name"]}"]')
+        nulls = 100 * column["null_count"] / column["row_count"]
+        assert row.locator(".null-share").inner_text() == f"{nulls:.1f} %"
+    for i, alert in enumerate(profile["alerts"]):
+        if alert["column"] is None:
+            continue
+        page.goto(f"{base_url}/tables/sales")
+        page.wait_for_selector('#overview[data-loaded="true"]')
+        page.locator("#alerts li a").nth(
+            sum(1 for a in profile["alerts"][:i] if a["column"] is not None)
+        ).click()
+        page.wait_for_url(f"**/tables/sales/columns/{alert['column']}")
+        assert alert["column"] in page.inner_text("h1")
+
+
+def test_charts_carry_their_numbers(base_url: str, browser, sales) -> None:
+    """The column page's histogram has axes, each bar's tooltip count is DuckDB's count of
+    its value range, the log toggle keeps every non-empty bin visible, the partition
+    heat map shades every statistic, and the table page draws one bar per partition with
+    its row count."""
+    api = httpx.Client(base_url=base_url, timeout=30)
+    con = duck(sales.table)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/tables/sales")
+    partitions = api.get("/api/tables/sales/partitions").json()["partitions"]
+    bars = page.locator("#partition-rows rect")
+    assert bars.count() == len(partitions)
+    shown = bars.evaluate_all("rs => rs.map(r => [r.dataset.partition, +r.dataset.rows])")
+    assert shown == [[p["name"], p["row_count"]] for p in partitions]
+    for name, rows in shown:
+        [(truth,)] = con.execute(
+            "SELECT count(*) FROM sales WHERE region = ?", [name.split("=", 1)[1]]
+        ).fetchall()
+        assert rows == truth
+
+    page.goto(f"{base_url}/tables/sales/columns/n")
+    bins = api.get("/api/tables/sales/columns/n/histogram").json()["bins"]
+    assert page.text_content("#axis-peak") == f"{max(b['count'] for b in bins):,}"
+    rects = page.locator("#histogram rect")
+    assert rects.count() == len(bins)  # fewer bins than bars: one bar per bin
+    for i in (0, len(bins) // 2, len(bins) - 1):
+        rects.nth(i).hover()
+        title = rects.nth(i).locator("title").text_content()
+        low, high = bins[i]["lower"], bins[i]["upper"]
+        last = i == len(bins) - 1
+        [(truth,)] = con.execute(
+            f"SELECT count(*) FROM sales WHERE n >= ? AND n {'<=' if last else '<'} ?",
+            [low, high],
+        ).fetchall()
+        assert title.endswith(f": {truth:,}"), (title, truth)
+    page.click("#scale a")
+    page.wait_for_url("**scale=log**")
+    assert page.get_attribute("#histogram", "data-scale") == "log"
+    heights = page.locator("#histogram rect").evaluate_all(
+        "rs => rs.map(r => [+r.dataset.count, +r.getAttribute('height')])"
+    )
+    assert all(h > 0 for c, h in heights if c > 0)
+    shaded = page.locator("#partitions td[style]")
+    assert shaded.count() == 5 * len(partitions)
+    assert _links_answer_200(page, api) > len(partitions)
+
+
+def test_planted_alerts_show_and_open_their_columns(base_url: str, browser) -> None:
+    """Every alert planted in the profile test's table (one column per kind) is on its page,
+    as the API lists it, and its link opens that column."""
+    api = httpx.Client(base_url=base_url, timeout=30)
+    alerts = api.get("/api/tables/planted/profile").json()["alerts"]
+    planted = {"unique", "constant", "all_null", "high_nulls", "skewed", "zeros", "nan",
+               "outliers", "drift", "high_cardinality"}
+    assert planted <= {a["kind"] for a in alerts}
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/tables/planted")
+    page.wait_for_selector('#overview[data-loaded="true"]')
+    shown = page.locator("#alerts li").evaluate_all(
+        "items => items.map(li => [li.dataset.kind, li.dataset.column || null])"
+    )
+    assert shown == [[a["kind"], a["column"]] for a in alerts]
+    for kind in sorted(planted):
+        first = next(a for a in alerts if a["kind"] == kind)
+        page.goto(f"{base_url}/tables/planted")
+        page.wait_for_selector('#overview[data-loaded="true"]')
+        page.click(f'#alerts li[data-kind="{kind}"][data-column="{first["column"]}"] a')
+        page.wait_for_url(f"**/tables/planted/columns/{first['column']}")
+        assert first["column"] in page.inner_text("h1")

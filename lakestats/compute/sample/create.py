@@ -26,13 +26,12 @@ import functools
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
-from lakestats.compute.errors import translated
+from lakestats.answers import SampleResult
 from lakestats.compute.progress import Clock
 from lakestats.compute.sample.bounds import footer_rows, usable
 from lakestats.compute.sample.job import (
@@ -48,23 +47,9 @@ from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.formats.base import PartitionPlan, SampleUnit, TableFormat
 from lakestats.formats.sample_sibling import write_sibling
 from lakestats.options import SampleOptions
+from lakestats.spark_errors import translated
 from lakestats.store import cleanup, layout
 from lakestats.store import sample as store
-
-
-@dataclass(frozen=True)
-class SampleResult:
-    snapshot_id: int | None
-    population: int
-    sample_rows: int
-    partitions_sampled: int  # partitions a task worked on (read units or resampled)
-    partitions_kept: int
-    partitions_removed: int
-    bytes_read: int  # the table's data files read
-    resampled_because: str | None = None
-    files_read: int = 0  # the table's data files read
-    partitions_resampled: int = 0  # read in full (new, rewritten wholesale, reserve used up)
-    state_bytes_read: int = 0  # the sample's own files read (refresh)
 
 
 def _tasks(job: SampleJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -1,10 +1,24 @@
 // lakestats pages, no framework, no CDN:
 // - the partition selector submits itself when it changes;
-// - the table page fills its histogram and top-value cells from /tables/{name}/cells
-//   after the first paint (the statistics themselves are in the HTML already).
+// - the table page fills its histogram and top-value cells from /tables/{name}/cells,
+//   and its overview and alerts from /tables/{name}/overview, after the first paint (the
+//   statistics themselves are in the HTML already).
 document.addEventListener("DOMContentLoaded", () => {
   for (const select of document.querySelectorAll("select.autosubmit")) {
     select.addEventListener("change", () => select.form.submit());
+  }
+  const overview = document.getElementById("overview");
+  if (overview && overview.dataset.src) {
+    fetch(overview.dataset.src)
+      .then((response) => (response.ok ? response.text() : Promise.reject(response.status)))
+      .then((html) => {
+        overview.innerHTML = html; // server-escaped fragment
+        overview.dataset.loaded = "true";
+      })
+      .catch((status) => {
+        overview.dataset.loaded = "error";
+        console.warn("lakestats: overview not loaded", status);
+      });
   }
   const body = document.getElementById("columns-body");
   if (!body || !body.dataset.cells) return;
