@@ -402,6 +402,39 @@ class Estimate:
 
 
 @dataclass(frozen=True)
+class EstimateBatch:
+    """Several predicates' ``Estimate``s against one statistics version
+    (``LakestatsTable.estimate_many``), in the order asked."""
+
+    estimates: tuple[Estimate, ...]
+    version: int
+    snapshot_id: int | None
+
+    def __len__(self) -> int:
+        return len(self.estimates)
+
+    def __iter__(self) -> Iterator[Estimate]:
+        return iter(self.estimates)
+
+    def __getitem__(self, i: int) -> Estimate:
+        return self.estimates[i]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "estimates": [e.to_json() for e in self.estimates],
+            "version": self.version,
+            "snapshot_id": self.snapshot_id,
+        }
+
+    def to_arrow(self) -> pa.Table:
+        """One row per predicate: its estimate and bounds."""
+        return table_of([
+            {k: v for k, v in e.to_json().items() if k not in ("partitions", "detail")}
+            for e in self.estimates
+        ])
+
+
+@dataclass(frozen=True)
 class PartitionColumns:
     partition: Mapping[str, object]
     name: str

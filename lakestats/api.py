@@ -18,6 +18,7 @@ here); each method only checks its request and calls the layer below that answer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ from lakestats.answers import (
     Bin,
     ColumnInfo,
     Estimate,
+    EstimateBatch,
     ExpireReport,
     Frequencies,
     Histogram,
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lakestats.compute.analyze import RowSubset
+    from lakestats.query.resident import Resident
 
 
 @dataclass
@@ -95,6 +98,7 @@ class LakestatsTable:
     s3: fs.S3Options | None = None
     _format: TableFormat | None = field(default=None, repr=False)
     _reader: StatisticsReader | None = field(default=None, repr=False)
+    _residents: dict[int, Resident] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def format(self) -> TableFormat:
@@ -149,7 +153,7 @@ class LakestatsTable:
 
             done = without_spark(table, root, options, self.s3)  # nothing changed: no Spark
             if done is not None:
-                self._reader = None
+                self._forget_reader()
                 return done
             subset = None
             if options.where is not None:
@@ -161,7 +165,7 @@ class LakestatsTable:
             if options.from_sample:
                 from lakestats.compute.sample.analyze import analyze_from_sample
 
-                self._reader = None
+                self._forget_reader()
                 return analyze_from_sample(table, root, options, spark, self.s3)
             try:
                 result = analyze(table, root, options, spark, s3=self.s3, subset=subset)
@@ -172,7 +176,7 @@ class LakestatsTable:
                 if explained is exc:
                     raise
                 raise explained from exc
-        self._reader = None
+        self._forget_reader()
         return result
 
     def _derived_job(self, where: str, snapshot_id: int | None) -> tuple[str, RowSubset]:
@@ -246,6 +250,12 @@ class LakestatsTable:
         files: a long-running service's refresh when no newer statistics version exists
         but the table may have a new snapshot (``stale`` must see it)."""
         self._format = None
+
+    def _forget_reader(self) -> None:
+        """Re-read the statistics on next use (after this handle wrote some): the open
+        version and the resident estimators (``estimate``) with it."""
+        self._reader = None
+        self._residents.clear()
 
     def reader(self) -> StatisticsReader:
         if self._reader is None:
@@ -496,32 +506,87 @@ class LakestatsTable:
         with sound bounds (see README "Selectivity estimates"); ``table_level`` uses the
         table-level files as one partition instead. ``source``: ``"index"`` (the version's
         partition index, falling back to the files without one) or ``"files"`` (every
-        partition's files). Never starts Spark."""
-        from lakestats.query import estimate_source, index_source, predicates
+        partition's files). Never starts Spark.
+
+        The handle is a resident estimator (``lakestats.query.resident``): what an
+        estimate read (index rows, frequencies, histograms, table-level rows) stays in
+        memory for the statistics version, the predicate is parsed once per text, and the
+        answer is kept per normalized predicate, so repeated estimates answer from memory."""
+        resident = self._resident(snapshot_id)
+        return self._estimate_with(resident, where, snapshot_id, table_level, source)
+
+    def estimate_many(
+        self,
+        wheres: Sequence[str],
+        snapshot_id: int | None = None,
+        table_level: bool = False,
+        source: str = "index",
+    ) -> EstimateBatch:
+        """``estimate`` of each of ``wheres`` against one statistics version (a planner's
+        many selectivities in one call): the answers in order, each the one ``estimate``
+        gives. An empty list or a bad predicate is an error naming it."""
+        if isinstance(wheres, str) or not isinstance(wheres, Sequence):
+            raise InvalidArgumentError("wheres: a list of predicates, e.g. ['a = 1', 'b > 2']")
+        if not wheres:
+            raise InvalidArgumentError("wheres: the list of predicates is empty")
+        resident = self._resident(snapshot_id)
+        answers = []
+        for i, where in enumerate(wheres):
+            if not isinstance(where, str):
+                raise InvalidArgumentError(f"wheres[{i}]: a predicate is a string, not {where!r}")
+            try:
+                answers.append(
+                    self._estimate_with(resident, where, snapshot_id, table_level, source)
+                )
+            except LakestatsError as exc:
+                raise type(exc)(f"predicate {i + 1} of {len(wheres)}: {exc}") from exc
+        return EstimateBatch(
+            estimates=tuple(answers), version=resident.version, snapshot_id=resident.snapshot_id
+        )
+
+    def _resident(self, snapshot_id: int | None) -> Resident:
+        """The resident estimator of the version ``snapshot_id`` reads (default: the
+        latest this handle reads), made on first use (see ``estimate``)."""
+        from lakestats.query.resident import Resident
 
         reader = self._version_reader(snapshot_id)
-        found = self.derived_reader(where, snapshot_id)
+        number = reader.version.version
+        found = self._residents.get(number)
+        if found is None:
+            if len(self._residents) >= 2:  # the latest and one other
+                self._residents.pop(next(iter(self._residents)))
+            found = self._residents[number] = Resident(reader)
+        return found
+
+    def _estimate_with(
+        self,
+        resident: Resident,
+        where: str,
+        snapshot_id: int | None,
+        table_level: bool,
+        source: str,
+    ) -> Estimate:
+        from lakestats.query import predicates
+        from lakestats.store import derived
+
+        pred = resident.parse(where, _TableColumns(self, snapshot_id))
+        normalized = predicates.normalize(pred)
+        found = resident.derived(
+            normalized,
+            lambda: derived.find(self.stats_root, normalized, resident.snapshot_id, self.s3),
+        )
         if found is not None:  # analyzed with --where: the exact count
             return Estimate.of(
-                _derived_estimate(reader, found), reader.version.version,
-                reader.version.snapshot_id,
+                _derived_estimate(resident.reader, found), resident.version,
+                resident.snapshot_id,
             )
-        pred = predicates.parse(
-            where, estimate_source.column_types(reader), _TableColumns(self, snapshot_id)
+        return resident.answer(
+            (normalized, bool(table_level), source),
+            lambda: Estimate.of(
+                resident.estimate(pred, table_level, source), resident.version,
+                resident.snapshot_id,
+            ),
         )
-        columns = predicates.columns_of(pred)
-        parts = (
-            estimate_source.table_level(reader, columns)
-            if table_level
-            else index_source.partitions_of(reader, columns)
-            if source == "index"
-            else estimate_source.partitions_of(reader, columns)
-        )
-        table = None
-        if not table_level and reader.version.table_files:
-            table = estimate_source.table_level(reader, columns)[0]
-        result = predicates.estimate(pred, parts, table)
-        return Estimate.of(result, reader.version.version, reader.version.snapshot_id)
 
     def statistics(
         self,
@@ -687,7 +752,7 @@ class LakestatsTable:
                     remove(self.format, snapshot_id, path, self.s3)
         kept = {manifest.load_version(root, n, self.s3).snapshot_id for n in plan.versions_kept}
         removed = derived.expire(root, kept, self.s3, dry_run=dry_run)
-        self._reader = None
+        self._forget_reader()
         return ExpireReport(
             dry_run=dry_run,
             versions_removed=tuple(plan.versions_removed),

@@ -65,6 +65,14 @@ class ReaderPartition:
         self._rows: dict[str, dict] | None = None
         self._summaries: dict[str, ColumnSummary] = {}
 
+    def add_columns(self, columns: Sequence[str]) -> None:
+        """Answer ``columns`` too (a resident estimator's next predicate): the statistics
+        rows are read again on next need, the summaries already made are kept."""
+        new = [c for c in columns if c not in self.columns]
+        if new:
+            self.columns = [*self.columns, *new]
+            self._rows = None
+
     def _statistics_rows(self) -> dict[str, dict]:
         if self._rows is None:
             handle = self.reader.parquet_file(self.entry, "statistics")

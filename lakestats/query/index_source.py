@@ -184,11 +184,15 @@ class _Held:
 
     def __init__(self, source: PartitionHistograms, column_index: int, partitions: int) -> None:
         self.expected = np.zeros(partitions, dtype=bool)
+        self.generation = 0  # bumped when ``expected`` grows (point counts depend on it)
         self.frequencies = _HeldPart(source, column_index, self.expected, FREQUENCY_FIELDS)
         self.histograms = _HeldPart(source, column_index, self.expected, HISTOGRAM_FIELDS)
+        self._flat: dict[int, tuple[np.ndarray, list[tuple]]] = {}
 
     def expect(self, positions: np.ndarray) -> None:
-        self.expected[positions] = True
+        if not self.expected[positions].all():
+            self.expected[positions] = True
+            self.generation += 1
 
     def point_counts(self, keys: Sequence[bytes], positions: np.ndarray) -> np.ndarray:
         """Per partition, the listed count of ``keys`` summed (0 when none is listed) for
@@ -198,26 +202,38 @@ class _Held:
         out = np.full(len(self.expected), -1, dtype=np.int64)
         binary = pa.array(list(keys), pa.binary())
         eight = pa.array(keys_as_ints(binary.filter(pc.equal(pc.binary_length(binary), 8))))
-        for table, _ in part.tables:
+        for k, (table, _) in enumerate(part.tables):
             if not table.num_rows:
                 continue
+            ids, flat = self._flattened(k, table)
+            sums = np.zeros(table.num_rows, dtype=np.int64)
+            for (values, rows, counts), wanted in zip(flat, (binary, eight), strict=True):
+                hit = pc.is_in(values, wanted).to_numpy(zero_copy_only=False)
+                np.add.at(sums, rows[hit], counts[hit])
+            out[ids] = sums
+        return out
+
+    def _flattened(self, k: int, table: pa.Table) -> tuple[np.ndarray, list[tuple]]:
+        """The ``k``-th loaded table of frequency rows, flattened once: its partition ids
+        and, per value list (binary values, 8-byte ints), the values, their rows and
+        their counts (a resident estimator counts new keys in the same rows)."""
+        if k not in self._flat:
             ids = table.column("partition_id").to_numpy(zero_copy_only=False)
             counts = table.column("frequency_counts").chunk(0)
             listed = np.asarray(pc.list_flatten(counts).to_numpy(zero_copy_only=False),
                                 dtype=np.int64)
             lengths = pc.list_value_length(counts).fill_null(0).to_numpy(zero_copy_only=False)
             starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-            sums = np.zeros(table.num_rows, dtype=np.int64)
-            for name, wanted in (("frequency_values", binary), ("frequency_ints", eight)):
+            flat = []
+            for name in ("frequency_values", "frequency_ints"):
                 lists = table.column(name).chunk(0)
-                hit = pc.is_in(pc.list_flatten(lists), wanted).to_numpy(zero_copy_only=False)
                 rows = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
                 # each key's count: its row's first count + its place in the row
                 within = np.arange(len(rows)) - np.searchsorted(rows, rows)
                 at = starts[rows] + within
-                np.add.at(sums, rows[hit], listed[at[hit]])
-            out[ids] = sums
-        return out
+                flat.append((pc.list_flatten(lists), rows, listed[at]))
+            self._flat[k] = (ids, flat)
+        return self._flat[k]
 
 
 class HeldRow:
@@ -278,6 +294,8 @@ class IndexPartition:
             self._files = estimate_source.ReaderPartition(
                 self.reader, self.entry, list(self._columns)
             )
+        else:  # a resident estimator may have added columns since
+            self._files.add_columns(list(self._columns))
         return self._files
 
     def summary(self, column: str) -> ColumnSummary:
@@ -338,9 +356,36 @@ class IndexPartitions(Sequence):
         self.entries = reader.version.partitions
         self._columns = columns
         self._made: dict[int, IndexPartition] = {}
-        self._point_counts: dict[tuple[str, tuple[bytes, ...]], np.ndarray | None] = {}
+        self._point_counts: dict[tuple, np.ndarray | None] = {}
         self._held: dict[str, _Held | None] = {}
         self._held_lock = threading.Lock()
+        self._row_counts: np.ndarray | None = None
+        self._visited: dict[str, np.ndarray] = {}
+
+    def add_columns(self, columns: Sequence[str]) -> None:
+        """Answer ``columns`` too: the index rows of those not yet read, one read (a
+        resident estimator keeps one ``IndexPartitions`` per statistics version and adds
+        each predicate's columns; the partitions made so far see them)."""
+        missing = [c for c in dict.fromkeys(columns) if c not in self._columns]
+        if missing:
+            self._columns.update(column_data(self.reader, missing))
+
+    def columns(self) -> list[str]:
+        return list(self._columns)
+
+    def visited(self, columns: Sequence[str], positions: np.ndarray) -> bool:
+        """Whether every partition at ``positions`` was estimated with all the
+        statistics of ``columns`` before (``mark_visited``): they are in memory."""
+        for column in columns:
+            seen = self._visited.get(column)
+            if seen is None or not seen[positions].all():
+                return False
+        return True
+
+    def mark_visited(self, columns: Sequence[str], positions: np.ndarray) -> None:
+        for column in columns:
+            seen = self._visited.setdefault(column, np.zeros(len(self.entries), dtype=bool))
+            seen[positions] = True
 
     def held(self, column: str) -> _Held | None:
         """The column's rows of the partition histograms (None when the version
@@ -383,7 +428,12 @@ class IndexPartitions(Sequence):
         return (self[i] for i in range(len(self.entries)))
 
     def row_counts(self) -> np.ndarray:
-        return np.fromiter((e.row_count for e in self.entries), np.int64, len(self.entries))
+        if self._row_counts is None:
+            self._row_counts = np.fromiter(
+                (e.row_count for e in self.entries), np.int64, len(self.entries)
+            )
+            self._row_counts.setflags(write=False)
+        return self._row_counts
 
     def vectors(self, column: str) -> Vectors | None:
         """The column's scalars per partition, or None when the index misses some."""
@@ -396,7 +446,10 @@ class IndexPartitions(Sequence):
         from the partition histograms (the expected partitions' frequency rows, one
         read, counted with Arrow), else from the table-level frequencies' per-partition
         counts (categorical columns), read once; None when neither records them."""
-        key = (column, tuple(point_keys))
+        held = self.held(column)
+        # the held path counts the expected partitions: a resident estimator's expected
+        # set grows, so its counts are re-read when it did
+        key = (column, tuple(point_keys), held.generation if held is not None else -1)
         if key not in self._point_counts:
             self._point_counts[key] = self._read_point_counts(column, list(point_keys))
         return self._point_counts[key]
@@ -465,6 +518,12 @@ def partitions_of(
     columns = list(dict.fromkeys(columns))
     if reader.partition_index() is None:
         return list(estimate_source.partitions_of(reader, columns))
+    return IndexPartitions(reader, column_data(reader, columns))
+
+
+def column_data(reader: StatisticsReader, columns: Sequence[str]) -> dict[str, _Columns]:
+    """The index rows of ``columns`` (the version has an index), one read."""
+    columns = list(dict.fromkeys(columns))
     rows = partition_summaries(reader, columns, FIELDS)
     entries = reader.version.partitions
     column_index = rows.column("column_index").to_numpy(zero_copy_only=False)
@@ -475,7 +534,7 @@ def partitions_of(
         chunk = rows.slice(int(start), int(stop - start))
         dtype = parse_type(reader.columns[index]["type"])
         data[name] = _Columns(dtype, chunk, len(entries))
-    return IndexPartitions(reader, data)
+    return data
 
 
 __all__ = ["FIELDS", "IndexPartition", "IndexPartitions", "partitions_of"]

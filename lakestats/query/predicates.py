@@ -139,25 +139,93 @@ def parse(
     unanalyzed: Container[str] = (),
 ) -> Predicate:
     """Parse ``text`` against ``columns`` (name -> Arrow type of analyzed columns);
-    ``unanalyzed`` names table columns that exist but have no statistics."""
+    ``unanalyzed`` names table columns that exist but have no statistics.
+
+    A conjunction of simple comparisons (``a = 1 AND b > 'x'``, see
+    ``simple_comparison``; a planner's usual question) is split without tokenizing it:
+    the tree is the one the general path (``predicate_text.Skeleton``) builds."""
     if not text or not text.strip():
         raise InvalidPredicateError("the predicate is empty: pass --where 'column = value'")
     parser = _Parser(columns, unanalyzed)
+    conditions = simple_conjuncts(text)
+    if conditions is not None:
+        items = [parser.condition(c, False) for c in conditions]
+        return items[0] if len(items) == 1 else _join("and", items)
+    return _parse_general(text, parser)
 
-    def join(kind: str, children: list[Predicate]) -> Predicate:
-        node = And if kind == "and" else Or
-        flat: list[Predicate] = []
-        for child in children:  # (a OR b) OR c is one OR: the tree stays shallow
-            flat.extend(child.children if isinstance(child, node) else (child,))
-        return node(tuple(flat))
 
+def _join(kind: str, children: list[Predicate]) -> Predicate:
+    node = And if kind == "and" else Or
+    flat: list[Predicate] = []
+    for child in children:  # (a OR b) OR c is one OR: the tree stays shallow
+        flat.extend(child.children if isinstance(child, node) else (child,))
+    return node(tuple(flat))
+
+
+def _parse_general(text: str, parser: _Parser) -> Predicate:
     try:
-        return predicate_text.Skeleton(text, parser.condition, join).parse()
+        return predicate_text.Skeleton(text, parser.condition, _join).parse()
     except RecursionError as exc:  # sqlglot within one condition, e.g. n = ((((1))))
         raise PredicateTooLargeError(
             f"the predicate is nested too deeply to read: at most {predicate_text.MAX_NESTING}"
             " levels of parentheses, fewer inside one condition; remove redundant ones"
         ) from exc
+
+
+_AND = re.compile(r"AND\s+", re.IGNORECASE)
+
+
+def simple_conjuncts(text: str) -> list[str] | None:
+    """The conditions of ``text`` when it is one or more ``simple_comparison``s joined
+    by AND (whitespace around each AND), else None (the general path reads it)."""
+    if len(text) > predicate_text.MAX_PREDICATE_CHARS:
+        return None
+    out: list[str] = []
+    pos = 0
+    while True:
+        match = _SIMPLE.match(text, pos)
+        if match is None or simple_comparison(match.group(0)) is None:
+            return None
+        out.append(match.group(0).strip())
+        pos = match.end()
+        if pos == len(text):
+            break
+        joined = _AND.match(text, pos)
+        if joined is None or not text[pos - 1].isspace():
+            return None
+        pos = joined.end()
+    return out if len(out) <= predicate_text.MAX_CONDITIONS else None
+
+
+_SIMPLE = re.compile(
+    r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<>|!=|<=|>=|=|<|>)\s*"
+    r"(?:(-?)(\d+(?:\.\d+)?)|'((?:[^'\\]|'')*)')\s*"
+)
+
+
+def simple_comparison(text: str):  # noqa: ANN202 - a sqlglot expression or None
+    """``column op literal`` (an unquoted name that is no keyword, a comparison, a
+    plain decimal number or a string without backslashes) as the tree
+    ``sqlglot.parse_one`` returns for it, built without parsing (a planner's predicates
+    are mostly these); None for any other text, which sqlglot then parses."""
+    match = _SIMPLE.fullmatch(text)
+    if match is None:
+        return None
+    name, op, minus, number, string = match.groups()
+    from sqlglot import exp
+    from sqlglot.tokens import Tokenizer
+
+    if name.upper() in Tokenizer.KEYWORDS:
+        return None
+    if number is not None:
+        value = exp.Literal.number(number)
+        value = exp.Neg(this=value) if minus else value
+    else:
+        value = exp.Literal.string(string.replace("''", "'"))
+    kind = {"=": exp.EQ, "<>": exp.NEQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE,
+            ">": exp.GT, ">=": exp.GTE}[op]
+    column = exp.Column(this=exp.Identifier(this=name, quoted=False))
+    return kind(this=column, expression=value)
 
 
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -174,6 +242,9 @@ class _Parser:
         import sqlglot
         from sqlglot.errors import ParseError, TokenError
 
+        simple = simple_comparison(text)
+        if simple is not None:  # column op literal: the tree sqlglot would build
+            return self.node(simple, negate)
         try:
             tree = sqlglot.parse_one(text)
         except (ParseError, TokenError) as exc:
@@ -439,6 +510,26 @@ def _timestamp_with_zone(text: str, dtype: pa.TimestampType) -> object:
 
 
 def _make_literal(value: object, dtype: pa.DataType, text: str | None = None) -> Literal:
+    """The typed ``Literal`` of ``value``, remembered per value, type and text (a
+    planner repeats literals; a value that does not fit is refused each time)."""
+    try:
+        key = (type(value), value, dtype, text)
+        hash(key)
+    except TypeError:
+        return _build_literal(value, dtype, text)
+    found = _LITERALS.get(key)
+    if found is None:
+        found = _build_literal(value, dtype, text)
+        if len(_LITERALS) >= 4096:
+            _LITERALS.clear()
+        _LITERALS[key] = found
+    return found
+
+
+_LITERALS: dict[tuple, Literal] = {}
+
+
+def _build_literal(value: object, dtype: pa.DataType, text: str | None) -> Literal:
     try:
         array = pa.array([value], type=dtype)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
@@ -684,7 +775,24 @@ def _is_set(pred: Predicate) -> bool:
 
 
 def column_set(pred: Predicate) -> ColumnSet:
-    """The ColumnSet of a predicate over one column without general LIKE leaves."""
+    """The ColumnSet of a predicate over one column without general LIKE leaves
+    (remembered per predicate: an estimate asks it once per partition)."""
+    try:
+        found = _COLUMN_SETS.get(pred)
+    except TypeError:  # an unhashable literal value: computed each time
+        return _column_set(pred)
+    if found is None:
+        found = _column_set(pred)
+        if len(_COLUMN_SETS) >= 4096:
+            _COLUMN_SETS.clear()
+        _COLUMN_SETS[pred] = found
+    return found
+
+
+_COLUMN_SETS: dict[Predicate, ColumnSet] = {}
+
+
+def _column_set(pred: Predicate) -> ColumnSet:
     if isinstance(pred, Not):
         return column_set(pred.child).negate()
     if isinstance(pred, And | Or):
@@ -957,10 +1065,18 @@ def _estimate_batched(
                        else _estimate(term, part))
         return out
 
-    with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
-        estimates = dict(
-            zip(survivors.tolist(), prefetch(full, survivors.tolist()), strict=True)
-        )
+    visited = getattr(partitions, "visited", None)
+    if callable(visited) and visited(columns_of(pred), survivors):
+        # a resident estimator visited these before: their statistics are in memory,
+        # threads would only add their overhead
+        estimates = {i: full(i) for i in survivors.tolist()}
+    else:
+        with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
+            estimates = dict(
+                zip(survivors.tolist(), prefetch(full, survivors.tolist()), strict=True)
+            )
+        if callable(visited):
+            partitions.mark_visited(columns_of(pred), survivors)
     for i, conjuncts in estimates.items():
         for j, e in enumerate(conjuncts):
             rows[j, i], lower[j, i], upper[j, i] = e.rows, e.lower, e.upper

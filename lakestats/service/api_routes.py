@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 import lakestats.api as ls
 from lakestats.errors import StatisticsNotFoundError
@@ -234,6 +235,42 @@ def estimate(
         return found.to_json(), etag(table, found.version, found.snapshot_id, where, table_level)
 
     return _answer(request, table, compute)
+
+
+MAX_BATCH = 1000
+"""Predicates one ``POST /estimate`` may ask about."""
+
+
+class EstimateRequest(BaseModel):
+    """``POST /tables/{table}/estimate``'s body: predicates estimated against one
+    statistics version (``LakestatsTable.estimate_many``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    where: list[Annotated[str, Field(min_length=1, max_length=65536)]] = Field(
+        min_length=1, max_length=MAX_BATCH, description="SQL boolean expressions"
+    )
+    snapshot_id: int | None = Field(None, description="table snapshot id (default: current)")
+    table_level: bool = Field(False, description="estimate from the table-level files only")
+
+
+@router.post(
+    "/tables/{table}/estimate", summary="rows each of several predicates keeps (a batch)"
+)
+def estimate_batch(
+    request: Request, table: TableName, body: Annotated[EstimateRequest, Body()]
+) -> Response:
+    """``LakestatsTable.estimate_many``: ``{"estimates": [...], "version", "snapshot_id"}``,
+    each estimate as ``GET /estimate`` answers it, in the order asked."""
+    tables = request.app.state.tables
+    wheres = tuple(body.where)
+
+    def compute(handle: ls.LakestatsTable) -> Computed:
+        found = handle.estimate_many(wheres, body.snapshot_id, table_level=body.table_level)
+        tag = etag(table, found.version, found.snapshot_id, "batch", wheres, body.table_level)
+        return found.to_json(), tag
+
+    key = ("estimate-batch", wheres, body.snapshot_id, body.table_level)
+    return cached_answer(request, tables.cached(table, key, lambda h: rendered(*compute(h))))
 
 
 @router.get(

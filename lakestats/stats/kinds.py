@@ -22,6 +22,22 @@ class Kind(StrEnum):
 
 
 def kind_of(dtype: pa.DataType) -> Kind:
+    """The kind of ``dtype`` (remembered per Arrow type: estimates ask it per partition)."""
+    if isinstance(dtype, pa.DataType):
+        found = _KINDS.get(dtype)
+        if found is None:
+            found = _kind_of(dtype)
+            if len(_KINDS) >= 4096:
+                _KINDS.clear()
+            _KINDS[dtype] = found
+        return found
+    return _kind_of(dtype)
+
+
+_KINDS: dict[pa.DataType, Kind] = {}
+
+
+def _kind_of(dtype: pa.DataType) -> Kind:
     if not isinstance(dtype, pa.DataType):  # a type known only by name (nested types)
         text = str(dtype)
         nested = text.startswith(("list", "large_list", "fixed_size_list", "map"))

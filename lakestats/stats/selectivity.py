@@ -24,6 +24,8 @@ splitting them would separate a bound from the argument that it holds.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,7 +122,7 @@ class ColumnSummary:
         source = self.histogram_source
         return source() if callable(source) else source
 
-    @property
+    @cached_property
     def kind(self) -> Kind:
         return kind_of(self.dtype)
 
@@ -209,8 +211,41 @@ def _sum(parts: list[Estimate]) -> Estimate:
     )
 
 
+def _memo(s: ColumnSummary) -> dict:
+    """What the estimators derive from a summary alone (its listed values, their
+    positions, the histogram's remainders), kept on it: a resident estimator
+    (``lakestats.query.resident``) asks one summary many questions."""
+    return s.__dict__.setdefault("_derived", {})
+
+
 def _listed(s: ColumnSummary) -> tuple[list[bytes], np.ndarray]:
     """Listed values other than NaN (NaN is counted by ``nan_count``)."""
+    memo = _memo(s)
+    if "listed" not in memo:
+        memo["listed"] = _listed_values(s)
+    return memo["listed"]
+
+
+def _listed_in(s: ColumnSummary, r: kr.KeyRange) -> int:
+    """The listed count of the values inside ``r``: a slice of the listed values when they
+    are sorted (a range's keys are contiguous among sorted keys), else tested one by one."""
+    listed, counts = _listed(s)
+    if not len(listed):
+        return 0
+    memo = _memo(s)
+    if "positions" not in memo:
+        positions = [(1, k, 1) for k in listed]
+        ordered = all(a < b for a, b in itertools.pairwise(positions))
+        memo["positions"] = positions if ordered else None
+    positions = memo["positions"]
+    if positions is None:
+        inside = np.fromiter((r.contains(k) for k in listed), dtype=bool, count=len(listed))
+        return int(counts[inside].sum())
+    start, stop = bisect.bisect_left(positions, r.start), bisect.bisect_left(positions, r.end)
+    return int(counts[start:stop].sum())
+
+
+def _listed_values(s: ColumnSummary) -> tuple[list[bytes], np.ndarray]:
     freq = s.frequencies
     if freq is None or not freq.keys:
         return [], np.zeros(0, dtype=np.int64)
@@ -246,8 +281,7 @@ def _ordered_part(s: ColumnSummary, r: kr.KeyRange) -> Estimate:
         return Estimate.count(m, "min/max")
     freq = s.frequencies
     listed, counts = _listed(s)
-    inside = np.fromiter((r.contains(k) for k in listed), dtype=bool, count=len(listed))
-    listed_in = int(counts[inside].sum()) if len(listed) else 0
+    listed_in = _listed_in(s, r)
     if freq is not None and freq.complete:
         return Estimate.count(listed_in, "frequencies")
     rest = m - int(counts.sum())
@@ -336,7 +370,18 @@ def _histogram_range(
 def _remainders(
     s: ColumnSummary, hist: Histogram, listed: list[bytes], counts: np.ndarray
 ) -> np.ndarray:
-    """Bin counts with the listed values taken out (never below zero)."""
+    """Bin counts with the listed values taken out (never below zero); computed once per
+    summary and histogram."""
+    memo = _memo(s)
+    found = memo.get("remainders")
+    if found is None or found[0] is not hist or found[1] is not listed:
+        found = memo["remainders"] = (hist, listed, _remainders_of(s, hist, listed, counts))
+    return found[2]
+
+
+def _remainders_of(
+    s: ColumnSummary, hist: Histogram, listed: list[bytes], counts: np.ndarray
+) -> np.ndarray:
     remainder = np.asarray(hist.counts, dtype=np.int64).copy()
     for key, c in zip(listed, counts, strict=True):
         remainder[_bin_of(s, hist, _number(s, key))] -= int(c)
@@ -373,10 +418,14 @@ def _bin_of(s: ColumnSummary, hist: Histogram, value: int | float) -> int:
         return 0
     if _integral(s):
         return min(max(int((value - int(hist.lower)) // int(hist.width)), 0), nbins - 1)
-    with np.errstate(invalid="ignore", over="ignore"):
-        raw = np.floor((np.float64(value) - np.float64(hist.lower)) / np.float64(hist.width))
-    raw = np.nan_to_num(raw, nan=0.0, posinf=nbins - 1, neginf=0)
-    return int(np.clip(raw, 0, nbins - 1))
+    # IEEE double arithmetic as NumPy's float64 (Python floats are doubles): NaN to the
+    # first bin, infinities to the ends
+    raw = (float(value) - float(hist.lower)) / float(hist.width)
+    if math.isnan(raw):
+        return 0
+    if math.isinf(raw):
+        return nbins - 1 if raw > 0 else 0
+    return min(max(math.floor(raw), 0), nbins - 1)
 
 
 def _bin_span_int(s: ColumnSummary, hist: Histogram, b: int) -> tuple[int, int]:

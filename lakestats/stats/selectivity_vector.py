@@ -14,7 +14,7 @@ listed in ``Vectors.fallback`` for the caller to estimate one by one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +36,14 @@ class Vectors:
     distinct_count: np.ndarray  # float64, NaN where unknown
     min_key: pa.Array  # binary
     max_key: pa.Array  # binary
+    _fractions: _Fractions | None = field(default=None, repr=False, compare=False)
+
+    def fractions(self) -> _Fractions:
+        """The key interpolation's matrices, made once per vectors (they depend only on
+        min and max)."""
+        if self._fractions is None:
+            self._fractions = _Fractions(self)
+        return self._fractions
 
 
 @dataclass
@@ -257,7 +265,7 @@ def scalar_estimates(v: Vectors, key_set: kr.KeySet, null_true: bool) -> Batch:
     plus the null rows when NULL satisfies the predicate (``null_true``)."""
     count = len(v.row_count)
     non_null = v.row_count - v.null_count
-    fractions = _Fractions(v)
+    fractions = v.fractions()
     rest = kr.complement(key_set)
     if not key_set:
         out = _sum([], count)

@@ -193,6 +193,39 @@ def test_estimate_and_predicate_statistics(served) -> None:
            "InvalidPredicateError", "")
 
 
+def test_estimate_batch_route(served) -> None:
+    """``POST /estimate`` with a list: the facade's batch, each answer the ``GET``'s;
+    bad bodies are 400s in the documented shape."""
+    client, _, table = served
+    wheres = ["n IS NULL AND region = 'east'", "word <> 'ant'", "n > 3", "x < 0.5"]
+    response = client.post("/api/tables/sales/estimate", json={"where": wheres})
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert data == table.estimate_many(wheres).to_json()
+    for where, got in zip(wheres, data["estimates"], strict=True):
+        assert got == client.get("/api/tables/sales/estimate", params={"where": where}).json()
+    level = client.post(
+        "/api/tables/sales/estimate", json={"where": wheres[:2], "table_level": True}
+    ).json()
+    assert level == table.estimate_many(wheres[:2], table_level=True).to_json()
+    again = client.post("/api/tables/sales/estimate", json={"where": wheres},
+                        headers={"If-None-Match": response.headers["etag"]})
+    assert again.status_code == 304
+    url = "/api/tables/sales/estimate"
+    _error(client.post(url, json={"where": []}), 400, "ValidationError", "where")
+    _error(client.post(url, json={"where": "n > 3"}), 400, "ValidationError", "where")
+    _error(client.post(url, json={"where": ["n > 3"], "nope": 1}), 400, "ValidationError",
+           "nope")
+    _error(client.post(url, content=b"{not json"), 400, "ValidationError", "")
+    _error(client.post(url, json={"where": ["n > 3", "n >"]}), 400, "InvalidPredicateError",
+           "predicate 2 of 2")
+    _error(client.post(url, json={"where": ["lower(word) = 'a'"]}), 400,
+           "UnsupportedPredicateError", "")
+    _error(client.post(url, json={"where": ["nope = 1"]}), 404, "ColumnNotFoundError", "nope")
+    _error(client.post("/api/tables/other/estimate", json={"where": ["n > 3"]}), 404,
+           "TableNotFoundError", "other")
+
+
 def test_etags_and_not_modified(served) -> None:
     client, _, _ = served
     first = client.get("/api/tables/sales/statistics?partition=region=east")

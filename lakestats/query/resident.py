@@ -1,0 +1,161 @@
+"""A resident estimator: one statistics version's estimate inputs, kept in memory.
+
+An open ``LakestatsTable`` keeps one ``Resident`` per statistics version it estimated
+against (``LakestatsTable.estimate`` / ``estimate_many``), so a planner's repeated questions
+are answered from memory after the first:
+
+* the column types (for parsing) and each predicate text's parsed tree (``parse``: a text
+  is parsed once, then looked up);
+* the partition index rows of every column a predicate named so far, as vectors by
+  partition (``index_source.IndexPartitions``, to which each predicate's columns are
+  added), its ``IndexPartition`` objects with the summaries, frequencies and histograms
+  they loaded, and the partition histograms' rows they read (read once per version);
+* the table-level statistics rows (``estimate_source.ReaderPartition``, likewise grown);
+* the answers, keyed by the normalized predicate and the estimate's options (equivalent
+  spellings share one).
+
+The numbers are those of a fresh estimate: the same estimator runs over the same data
+(``predicates.estimate``); only what it read before is not read again. A statistics version
+never changes once published, so nothing here goes stale; a new version gets a new
+``Resident`` (the handle keys them by version number and drops them when it re-reads the
+table). Derived statistics (``analyze --where``) can appear without a new version: their
+lookup is remembered for ``DERIVED_RECHECK_SECONDS`` only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Container, Hashable
+from typing import TypeVar
+
+from lakestats.query import estimate_source, index_source, predicates
+from lakestats.store.reader import StatisticsReader
+
+ANSWERS = 4096
+"""Answers kept per version (least recently used dropped first)."""
+PARSED = 4096
+"""Parsed predicate texts kept per version."""
+DERIVED_RECHECK_SECONDS = 2.0
+"""How long a derived-statistics lookup (found or not) is reused before the store is
+listed again (the service's ``refresh_seconds``)."""
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class _Lru(OrderedDict):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def take(self, key: Hashable, make: Callable[[], V]) -> V:
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = make()
+        self[key] = value
+        if len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+class Resident:
+    """One statistics version's estimator inputs and answers (see the module docstring)."""
+
+    def __init__(self, reader: StatisticsReader) -> None:
+        self.reader = reader
+        self.version = reader.version.version
+        self.snapshot_id = reader.version.snapshot_id
+        self.types = estimate_source.column_types(reader)
+        self.lock = threading.RLock()
+        self._parsed = _Lru(PARSED)
+        self._answers = _Lru(ANSWERS)
+        self._derived: dict[str, tuple[float, object]] = {}
+        self._index: index_source.IndexPartitions | None = None
+        self._files: list[estimate_source.ReaderPartition] | None = None
+        self._table: estimate_source.ReaderPartition | None = None
+        self._has_index: bool | None = None
+
+    # -- parsing ------------------------------------------------------------------------
+    def parse(self, where: str, unanalyzed: Container[str]) -> predicates.Predicate:
+        """``predicates.parse`` once per text (a failing text is not remembered)."""
+        with self.lock:
+            if where in self._parsed:
+                self._parsed.move_to_end(where)
+                return self._parsed[where]
+        pred = predicates.parse(where, self.types, unanalyzed)
+        with self.lock:
+            self._parsed.take(where, lambda: pred)
+        return pred
+
+    def derived(self, normalized: str, find: Callable[[], object]) -> object:
+        """``find()`` (the derived statistics of ``normalized``, or None), reused for
+        ``DERIVED_RECHECK_SECONDS``."""
+        now = time.monotonic()
+        with self.lock:
+            found = self._derived.get(normalized)
+        if found is not None and now - found[0] < DERIVED_RECHECK_SECONDS:
+            return found[1]
+        value = find()
+        with self.lock:
+            if len(self._derived) >= ANSWERS:
+                self._derived.clear()
+            self._derived[normalized] = (now, value)
+        return value
+
+    # -- estimating ---------------------------------------------------------------------
+    def answer(self, key: Hashable, compute: Callable[[], V]) -> V:
+        """``compute()`` once per ``key`` (normalized predicate and options)."""
+        with self.lock:
+            return self._answers.take(key, compute)
+
+    def estimate(
+        self, pred: predicates.Predicate, table_level: bool, source: str
+    ) -> dict[str, object]:
+        """``predicates.estimate`` of ``pred`` over the resident partitions (the caller
+        holds ``lock``)."""
+        columns = predicates.columns_of(pred)
+        if table_level:
+            parts = [self.table_partition(columns)]
+        elif source == "index" and self.has_index():
+            parts = self.index_partitions(columns)
+        else:
+            parts = self.file_partitions(columns)
+        table = None
+        if not table_level and self.reader.version.table_files:
+            table = self.table_partition(columns)
+        return predicates.estimate(pred, parts, table)
+
+    def has_index(self) -> bool:
+        if self._has_index is None:
+            self._has_index = self.reader.partition_index() is not None
+        return self._has_index
+
+    def index_partitions(self, columns: list[str]) -> index_source.IndexPartitions:
+        if self._index is None:
+            self._index = index_source.IndexPartitions(
+                self.reader, index_source.column_data(self.reader, columns)
+            )
+        else:
+            self._index.add_columns(columns)
+        return self._index
+
+    def file_partitions(self, columns: list[str]) -> list[estimate_source.ReaderPartition]:
+        if self._files is None:
+            self._files = list(estimate_source.partitions_of(self.reader, columns))
+        else:
+            for part in self._files:
+                part.add_columns(columns)
+        return self._files
+
+    def table_partition(self, columns: list[str]) -> estimate_source.ReaderPartition:
+        if self._table is None:
+            self._table = estimate_source.table_level(self.reader, columns)[0]
+        else:
+            self._table.add_columns(columns)
+        return self._table
+
+
+__all__ = ["ANSWERS", "DERIVED_RECHECK_SECONDS", "PARSED", "Resident"]

@@ -1,0 +1,162 @@
+"""The resident estimator (``lakestats.query.resident``): an open handle answers repeated
+estimates from memory with the numbers of a fresh handle, parses a text once, shares an
+answer between equivalent spellings, and ``estimate_many`` answers a list as ``estimate``
+answers each predicate."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+import sqlglot
+
+import lakestats.api as ls
+from lakestats.errors import InvalidArgumentError, InvalidPredicateError, LakestatsError
+from lakestats.query import predicates
+from tests.query import test_estimate_batched as batched
+
+pytestmark = pytest.mark.spark
+CONJUNCTIONS = batched.CONJUNCTIONS
+
+
+@pytest.fixture(scope="module")
+def table(spark, tmp_path_factory: pytest.TempPathFactory):
+    """test_estimate_batched's 64-partition table, analyzed for this module."""
+    return batched.table.__wrapped__(spark, tmp_path_factory)
+
+SINGLES = [
+    "i < 400",
+    "i = 1550",
+    "f > 20",
+    "s = 'w07'",
+    "k IN ('k1', 'k5')",
+    "c <> 1",
+    "day >= DATE '2024-03-01'",
+    "f IS NULL",
+    "s LIKE 'w1%'",
+]
+WHERES = SINGLES + CONJUNCTIONS
+
+
+def _fresh(lt: ls.LakestatsTable, where: str, **options: object) -> dict:
+    return ls.open_table(lt.root_dir).estimate(where, **options).to_json()
+
+
+def test_resident_answers_equal_a_fresh_handle(table) -> None:
+    """One handle asked every predicate twice, in two orders and with every option, gives
+    every number a new handle gives (each new handle estimates cold)."""
+    lt, _ = table
+    warm = ls.open_table(lt.root_dir)
+    for where in WHERES + WHERES[::-1]:
+        assert warm.estimate(where).to_json() == _fresh(lt, where), where
+    for where in WHERES[::3]:
+        assert warm.estimate(where, source="files").to_json() == _fresh(
+            lt, where, source="files"
+        ), where
+        assert warm.estimate(where, table_level=True).to_json() == _fresh(
+            lt, where, table_level=True
+        ), where
+    assert len(warm._residents) == 1  # one statistics version, one resident
+    warm._forget_reader()
+    assert not warm._residents
+
+
+def test_parsed_once_and_shared_between_spellings(table, monkeypatch) -> None:
+    lt, _ = table
+    warm = ls.open_table(lt.root_dir)
+    calls = {"parse": 0, "estimate": 0}
+    parse, estimate = predicates.parse, predicates.estimate
+
+    def counted_parse(*args: object, **kwargs: object) -> predicates.Predicate:
+        calls["parse"] += 1
+        return parse(*args, **kwargs)
+
+    def counted_estimate(*args: object, **kwargs: object) -> dict:
+        calls["estimate"] += 1
+        return estimate(*args, **kwargs)
+
+    monkeypatch.setattr(predicates, "parse", counted_parse)
+    monkeypatch.setattr(predicates, "estimate", counted_estimate)
+    first = warm.estimate("i >= 1500 AND f > 30")
+    assert calls == {"parse": 1, "estimate": 1}
+    assert warm.estimate("i >= 1500 AND f > 30") == first
+    assert calls == {"parse": 1, "estimate": 1}
+    assert warm.estimate("f > 30 AND (i >= 1500)") == first  # the same normalized text
+    assert calls == {"parse": 2, "estimate": 1}
+
+
+def test_estimate_many_equals_estimate(table) -> None:
+    lt, _ = table
+    warm = ls.open_table(lt.root_dir)
+    batch = warm.estimate_many(WHERES)
+    assert len(batch) == len(WHERES)
+    assert batch.version == warm.reader().version.version
+    for where, got in zip(WHERES, batch, strict=True):
+        assert got.to_json() == _fresh(lt, where), where
+    data = batch.to_json()
+    assert data["estimates"] == [e.to_json() for e in batch.estimates]
+    assert batch.to_arrow().num_rows == len(WHERES)
+    level = warm.estimate_many(WHERES[:3], table_level=True)
+    assert [e.to_json() for e in level] == [
+        _fresh(lt, w, table_level=True) for w in WHERES[:3]
+    ]
+
+
+def test_estimate_many_refuses_bad_input(table) -> None:
+    lt, _ = table
+    with pytest.raises(InvalidArgumentError, match="empty"):
+        lt.estimate_many([])
+    with pytest.raises(InvalidArgumentError, match="a list"):
+        lt.estimate_many("i < 3")
+    with pytest.raises(InvalidPredicateError, match="predicate 2 of 3"):
+        lt.estimate_many(["i < 3", "i <", "c = 1"])
+
+
+SIMPLE = [
+    "a < 10", "a = 'x'", "a <> -5", "a != 2.5", "x_1 >= 0.05", "a = 'it''s'", "A=1",
+    "a<-5", "a=-5", "  b  >=  -0.25  ", "a = ''", "a = 'x y  z'", "a = 007",
+]
+NOT_SIMPLE = [
+    "date = 1", "a = 'a\\b'", "a = 1 -- c", "a = 1e5", "a = .5", "a == 1", "a = TRUE",
+    "a = NULL", "`a` = 1", '"a" = 1', "a.b = 1", "a = - 5", "a IN (1)", "a = x",
+]
+
+
+@pytest.mark.parametrize("text", SIMPLE)
+def test_simple_comparison_is_sqlglots_tree(text: str) -> None:
+    assert predicates.simple_comparison(text) == sqlglot.parse_one(text)
+
+
+@pytest.mark.parametrize("text", NOT_SIMPLE)
+def test_other_conditions_go_to_sqlglot(text: str) -> None:
+    assert predicates.simple_comparison(text) is None
+
+
+TYPES = {"a": pa.int64(), "b": pa.float64(), "s": pa.string(), "d": pa.decimal128(12, 2)}
+CONJUNCTIONS_OF_SIMPLE = [
+    "a = 1", "a = 1 AND b > 2.5", "a=1 and b<=-3 AND s = 'x AND y'", "s <> 'it''s'",
+    "a = 1  AND  b != 0  ", "d >= 12.34 AND a < 7 AND s > ''", "a = -0 AND b = -0.0",
+]
+GENERAL = ["a = 1AND b = 2", "a = 1 AND", "a = 1 AND NOT b = 2", "a = 1 OR b = 2",
+           "(a = 1) AND b = 2", "a = 1 AND b IN (1, 2)", "a = 1 AND s LIKE 'x%'"]
+
+
+@pytest.mark.parametrize("text", CONJUNCTIONS_OF_SIMPLE)
+def test_simple_conjunctions_parse_as_the_general_path(text: str) -> None:
+    assert predicates.simple_conjuncts(text) is not None
+    general = predicates._parse_general(text, predicates._Parser(TYPES, ()))
+    assert predicates.parse(text, TYPES) == general
+
+
+@pytest.mark.parametrize("text", GENERAL)
+def test_other_predicates_take_the_general_path(text: str) -> None:
+    assert predicates.simple_conjuncts(text) is None
+
+
+def test_simple_conjunction_errors_are_the_general_paths() -> None:
+    for text in ["a = 1 AND nope = 2", "a = 'x'", "a = 1 AND a = 99999999999999999999"]:
+        with pytest.raises(LakestatsError) as fast:
+            predicates.parse(text, TYPES)
+        with pytest.raises(LakestatsError) as general:
+            predicates._parse_general(text, predicates._Parser(TYPES, ()))
+        assert type(fast.value) is type(general.value)
+        assert str(fast.value) == str(general.value)
