@@ -310,10 +310,14 @@ def write_directory(
 
 # -- read side ----------------------------------------------------------------------------
 class _Part:
-    """An open part: its row groups' column and member ranges."""
+    """An open part: its row groups' column and member ranges. ``lock``: one read of the
+    handle at a time (a pre-buffered ``ParquetFile`` is not safe for concurrent reads: two
+    estimates of one resident table read the same part from the estimator's threads, and
+    pyarrow's read-range cache then fails with "did not find matching cache entry")."""
 
     def __init__(self, handle: pq.ParquetFile) -> None:
         self.handle = handle
+        self.lock = threading.Lock()
         metadata = handle.metadata
         names = handle.schema_arrow.names
         self.ranges = []
@@ -396,7 +400,8 @@ class PartitionHistograms:
             groups = part.row_groups(column_index, members)
             if not groups:
                 return None
-            table = part.handle.read_row_groups(groups, columns=names, use_threads=False)
+            with part.lock:
+                table = part.handle.read_row_groups(groups, columns=names, use_threads=False)
             keep = pc.and_(
                 pc.equal(table.column("column_index"), column_index),
                 pc.is_in(table.column("member"), pa.array(members, pa.int32())),
