@@ -4,8 +4,8 @@
                                    [--dir bench/data/<branch>]
 
 A (lakestats): ``lakestats show T --partition p=0 --columns c_1 --json`` as a new process,
-and the table-level ``lakestats show T --columns c_1 --json`` (which also opens the table,
-a Parquet directory, to check staleness).
+the table-level ``lakestats show T --columns c_1 --json`` (which also opens the table,
+a Parquet directory, to check staleness) and a 2-conjunct ``lakestats estimate``.
 B (the yardstick): ``python -c`` that imports ``pyarrow.parquet`` and reads one column chunk
 (``null_count``) of the same partition's ``statistics.parquet``.
 Also ``python -c pass`` (the interpreter alone) and, with ``--baseline-code``, the same CLI
@@ -110,9 +110,12 @@ def main() -> None:
     python = sys.executable
     cli = ["-m", "lakestats.cli", "show", str(table), "--partition", "p=0", "--columns", "c_1"]
     table_cli = ["-m", "lakestats.cli", "show", str(table), "--columns", "c_1", "--json"]
+    estimate_cli = ["-m", "lakestats.cli", "estimate", str(table), "--where",
+                    "c_0 < 5000 AND c_2 = '7'", "--json"]
     commands = {
         "lakestats show (this code)": ([python, *cli, "--json"], _env(REPO)),
         "lakestats show table level (this code)": ([python, *table_cli], _env(REPO)),
+        "lakestats estimate (this code)": ([python, *estimate_cli], _env(REPO)),
         "pyarrow: read one column chunk": (
             [
                 python,
@@ -132,6 +135,10 @@ def main() -> None:
         )
         commands[f"lakestats show table level ({args.baseline_code})"] = (
             [python, *table_cli],
+            _env(args.baseline_code),
+        )
+        commands[f"lakestats estimate ({args.baseline_code})"] = (
+            [python, *estimate_cli],
             _env(args.baseline_code),
         )
     print(
@@ -156,7 +163,8 @@ def main() -> None:
                 f"{name:48s} {median:8.3f} {min(values):7.3f} {max(values):7.3f} "
                 f"{median / base:9.2f}"
             )
-        for name in ("lakestats show (this code)", "lakestats show table level (this code)"):
+        for name in ("lakestats show (this code)", "lakestats show table level (this code)",
+                     "lakestats estimate (this code)"):
             pairs = statistics.median(
                 a[which] / b[which] for a, b in zip(samples[name], yardstick, strict=True)
             )

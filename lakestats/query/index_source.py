@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.query import estimate_source
+from lakestats.stats.arrays import int_values
 from lakestats.stats.kinds import kind_of
 from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies, Histogram
 from lakestats.stats.selectivity_vector import Vectors
@@ -526,7 +527,7 @@ def column_data(reader: StatisticsReader, columns: Sequence[str]) -> dict[str, _
     columns = list(dict.fromkeys(columns))
     rows = partition_summaries(reader, columns, FIELDS)
     entries = reader.version.partitions
-    column_index = rows.column("column_index").to_numpy(zero_copy_only=False)
+    column_index = int_values(rows.column("column_index"))  # no pandas probe
     data: dict[str, _Columns] = {}
     for name in columns:
         index = reader.column_index(name)

@@ -96,7 +96,7 @@ def encode(values: pa.Array) -> pa.Array:
 
 def encode_value(value: object, dtype: pa.DataType) -> bytes:
     """``encode`` of one Python value (bytes equal to ``encode(pa.array([value]))[0]``);
-    strings, binary, booleans and plain integers without building an Arrow array (which
+    strings, binary, booleans, plain integers and floats without building an Arrow array (which
     would import pandas, see ``lakestats.stats.arrays``)."""
     plain = dtype.value_type if pat.is_dictionary(dtype) else dtype
     kind = kind_of(plain)
@@ -109,6 +109,14 @@ def encode_value(value: object, dtype: pa.DataType) -> bytes:
     if kind == Kind.INTEGER and isinstance(value, int) and not isinstance(value, bool):
         stored = value if pat.is_uint64(plain) else value + (1 << 63)
         return stored.to_bytes(8, "big")
+    if kind == Kind.FLOATING and isinstance(value, float) and plain.bit_width in (32, 64):
+        # as canonical_floats + encode: stored at the column's width, keyed as a double
+        stored = np.array([value], dtype=np.float32 if plain.bit_width == 32 else np.float64)
+        double = stored.astype(np.float64) + 0.0  # folds -0.0 into 0.0
+        double[np.isnan(double)] = _CANONICAL_NAN
+        bits = double.view(np.uint64)
+        keyed = np.where(bits >> np.uint64(63), ~bits, bits | _SIGN64)
+        return keyed.astype(">u8").tobytes()
     return encode(pa.array([value], dtype))[0].as_py()
 
 

@@ -136,7 +136,7 @@ class ColumnSummary:
         return self.row_count - self.null_count - (self.nan_count or 0)
 
 
-NAN_KEY: bytes = keys.encode(pa.array([float("nan")]))[0].as_py()
+NAN_KEY: bytes = keys.encode_value(float("nan"), pa.float64())  # no pa.array: no pandas
 
 
 # -- public estimators ------------------------------------------------------------------

@@ -30,6 +30,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakestats import fs
+from lakestats.stats.arrays import integer_array, string_array
 from lakestats.stats.percentiles import percentile_names
 from lakestats.store import layout, manifest, schemas
 from lakestats.threads import prefetch
@@ -202,7 +203,8 @@ class PartitionIndex:
         names = ["partition_id", "column_index", *[f for f in fields if f not in _IDS]]
         table = self.handle.read_row_groups(groups, columns=names, use_threads=False)
         if any(self.ranges[g][0] != self.ranges[g][1] for g in groups):  # several columns
-            keep = pc.is_in(table.column("column_index"), pa.array(column_indices, pa.int32()))
+            wanted = integer_array(list(column_indices), pa.int32())  # no pandas probe
+            keep = pc.is_in(table.column("column_index"), wanted)
             table = table.filter(keep)
         return table
 
@@ -318,6 +320,6 @@ def partition_summaries(
         rows = index.read(indices, fields)
     else:
         rows = from_partition_files(reader, indices, fields)
-    names = pa.array([c["name"] for c in reader.columns], pa.string())
+    names = string_array([c["name"] for c in reader.columns])
     named = names.take(rows.column("column_index"))
     return rows.add_column(2, "column", named)

@@ -86,3 +86,18 @@ def test_vectorized_decode_matches_scalar_decode(array: pa.Array) -> None:
     assert keys.decode_array(encoded, array.type).to_pylist() == [
         keys.decode(k, array.type) for k in encoded.to_pylist()
     ]
+
+
+def test_encode_value_of_floats_equals_encode_of_an_array() -> None:
+    """The float fast path (no Arrow array, so no pandas import in an estimate process)
+    gives the bytes ``encode`` gives, at both widths: NaN, ±0.0, ±inf, values float32 rounds
+    or overflows, and 200 random magnitudes."""
+    rng = np.random.default_rng(0)
+    values = [float("nan"), -0.0, 0.0, 1.5, -2.25, float("inf"), -float("inf"), 1e-300,
+              -1e300, 1e39, -1e39]
+    values += [float(v) for v in rng.normal(size=200) * 10.0 ** rng.integers(-30, 30, 200)]
+    for value in values:
+        for dtype in (pa.float64(), pa.float32()):
+            with np.errstate(over="ignore"):
+                fast = keys.encode_value(value, dtype)
+            assert fast == keys.encode(pa.array([value], dtype))[0].as_py(), (value, dtype)
