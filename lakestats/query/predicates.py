@@ -529,33 +529,8 @@ def _make_literal(value: object, dtype: pa.DataType, text: str | None = None) ->
 _LITERALS: dict[tuple, Literal] = {}
 
 
-def _plain_key(value: object, dtype: pa.DataType) -> bytes | None:
-    """The key of a literal that needs no Arrow array to be checked and encoded (text,
-    bytes, booleans, in-range integers, doubles and floats): an estimate process then never
-    builds one, and never imports pandas (pyarrow's ``pa.array`` does); None: the general
-    path decides."""
-    plain = dtype.value_type if pat.is_dictionary(dtype) else dtype
-    kind = kind_of(plain)
-    if kind == Kind.INTEGER and isinstance(value, int) and not isinstance(value, bool):
-        width = plain.bit_width
-        low, high = (0, 1 << width) if pat.is_unsigned_integer(plain) else (
-            -(1 << (width - 1)), 1 << (width - 1))
-        return keys.encode_value(value, plain) if low <= value < high else None
-    variable = kind == Kind.BINARY and not pat.is_fixed_size_binary(plain)
-    fits = (
-        (kind == Kind.STRING and isinstance(value, str))
-        or (variable and isinstance(value, bytes))
-        or (kind == Kind.BOOLEAN and isinstance(value, bool))
-        or (kind == Kind.FLOATING and isinstance(value, float) and plain.bit_width in (32, 64))
-    )
-    try:
-        return keys.encode_value(value, plain) if fits else None
-    except UnicodeEncodeError:  # a lone surrogate: the general path says what is wrong
-        return None
-
-
 def _build_literal(value: object, dtype: pa.DataType, text: str | None) -> Literal:
-    key = _plain_key(value, dtype)
+    key = keys.plain_key(value, dtype)  # no Arrow array, so no pandas import
     if key is not None:
         decoded = keys.decode(key, dtype)
         return Literal(decoded, key, _sql_literal(decoded, dtype))

@@ -94,19 +94,28 @@ def encode(values: pa.Array) -> pa.Array:
     raise TypeError(f"no key encoding for type {dtype}")
 
 
-def encode_value(value: object, dtype: pa.DataType) -> bytes:
-    """``encode`` of one Python value (bytes equal to ``encode(pa.array([value]))[0]``);
-    strings, binary, booleans, plain integers and floats without building an Arrow array (which
-    would import pandas, see ``lakestats.stats.arrays``)."""
+def plain_key(value: object, dtype: pa.DataType) -> bytes | None:
+    """``encode`` of one Python value that needs no Arrow array to be checked and encoded
+    (text, variable-width binary, booleans, integers in the type's range, float32/64), or
+    None: building an Arrow array would import pandas (see ``lakestats.stats.arrays``), and
+    a lookup or an estimate process never needs one for these."""
     plain = dtype.value_type if pat.is_dictionary(dtype) else dtype
     kind = kind_of(plain)
     if kind == Kind.STRING and isinstance(value, str):
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: Arrow says what is wrong
+            return None
     if kind == Kind.BINARY and isinstance(value, bytes | bytearray):
-        return bytes(value)
+        return None if pat.is_fixed_size_binary(plain) else bytes(value)
     if kind == Kind.BOOLEAN and isinstance(value, bool):
         return b"\x01" if value else b"\x00"
     if kind == Kind.INTEGER and isinstance(value, int) and not isinstance(value, bool):
+        width = plain.bit_width
+        unsigned = pat.is_unsigned_integer(plain)
+        low, high = (0, 1 << width) if unsigned else (-(1 << (width - 1)), 1 << (width - 1))
+        if not low <= value < high:
+            return None  # out of the type's range: Arrow refuses it
         stored = value if pat.is_uint64(plain) else value + (1 << 63)
         return stored.to_bytes(8, "big")
     if kind == Kind.FLOATING and isinstance(value, float) and plain.bit_width in (32, 64):
@@ -117,7 +126,14 @@ def encode_value(value: object, dtype: pa.DataType) -> bytes:
         bits = double.view(np.uint64)
         keyed = np.where(bits >> np.uint64(63), ~bits, bits | _SIGN64)
         return keyed.astype(">u8").tobytes()
-    return encode(pa.array([value], dtype))[0].as_py()
+    return None
+
+
+def encode_value(value: object, dtype: pa.DataType) -> bytes:
+    """``encode`` of one Python value (bytes equal to ``encode(pa.array([value]))[0]``),
+    through ``plain_key`` when it can."""
+    key = plain_key(value, dtype)
+    return key if key is not None else encode(pa.array([value], dtype))[0].as_py()
 
 
 def integers(values: pa.Array) -> np.ndarray:

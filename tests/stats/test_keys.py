@@ -101,3 +101,19 @@ def test_encode_value_of_floats_equals_encode_of_an_array() -> None:
             with np.errstate(over="ignore"):
                 fast = keys.encode_value(value, dtype)
             assert fast == keys.encode(pa.array([value], dtype))[0].as_py(), (value, dtype)
+
+
+def test_plain_key_of_integers_checks_the_types_range() -> None:
+    """In range, every integer width keys as ``encode`` does; out of range there is no
+    plain key (``encode_value`` then lets Arrow refuse it) rather than a wrong one."""
+    for dtype in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32(),
+                  pa.uint64()):
+        width, unsigned = dtype.bit_width, pa.types.is_unsigned_integer(dtype)
+        low, high = (0, (1 << width) - 1) if unsigned else (-(1 << (width - 1)),
+                                                            (1 << (width - 1)) - 1)
+        for value in (low, high, 0, 1):
+            assert keys.plain_key(value, dtype) == keys.encode(pa.array([value], dtype))[0].as_py()
+        for value in (low - 1, high + 1):
+            assert keys.plain_key(value, dtype) is None
+            with pytest.raises((pa.ArrowInvalid, OverflowError)):
+                keys.encode_value(value, dtype)
