@@ -770,6 +770,24 @@ class ColumnSet:
         )
 
 
+def _combined(sets: list[ColumnSet], conjunction: bool) -> ColumnSet:
+    """``both`` (or ``either``) folded over every child at once: one merge of all the
+    children's ranges, so a 400-disjunct OR a planner sends is not 400 growing merges
+    (the same sets in the same canonical form as the pairwise fold)."""
+    if len(sets) <= 2:
+        out = sets[0]
+        for s in sets[1:]:
+            out = out.both(s) if conjunction else out.either(s)
+        return out
+    nulls = {s.null for s in sets}
+    trues, falses = [s.true for s in sets], [s.false for s in sets]
+    if conjunction:
+        null = "F" if "F" in nulls else "T" if nulls == {"T"} else "U"
+        return ColumnSet(kr.intersect_all(trues), kr.union(*falses), null)
+    null = "T" if "T" in nulls else "F" if nulls == {"F"} else "U"
+    return ColumnSet(kr.union(*trues), kr.intersect_all(falses), null)
+
+
 def _is_set(pred: Predicate) -> bool:
     if isinstance(pred, And | Or):
         return all(_is_set(c) for c in pred.children)
@@ -800,11 +818,7 @@ def _column_set(pred: Predicate) -> ColumnSet:
     if isinstance(pred, Not):
         return column_set(pred.child).negate()
     if isinstance(pred, And | Or):
-        sets = [column_set(c) for c in pred.children]
-        out = sets[0]
-        for s in sets[1:]:
-            out = out.both(s) if isinstance(pred, And) else out.either(s)
-        return out
+        return _combined([column_set(c) for c in pred.children], isinstance(pred, And))
     if isinstance(pred, IsNull):
         base = ColumnSet(kr.NOTHING, kr.EVERYTHING, "T")
         return base.negate() if pred.negated else base

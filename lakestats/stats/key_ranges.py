@@ -97,6 +97,17 @@ def intersect(a: KeySet, b: KeySet) -> KeySet:
     return tuple(out)
 
 
+def intersect_all(sets: list[KeySet]) -> KeySet:
+    """The intersection of many sets in one merge (the complement of the union of the
+    complements): a planner's 400-way ``AND`` costs one sort, not 400 growing merges."""
+    if len(sets) <= 2:
+        out = sets[0] if sets else EVERYTHING
+        for s in sets[1:]:
+            out = intersect(out, s)
+        return out
+    return complement(union(*[complement(s) for s in sets]))
+
+
 def complement(a: KeySet) -> KeySet:
     out = []
     previous = BEFORE_ALL
@@ -126,6 +137,7 @@ __all__ = [
     "between",
     "complement",
     "intersect",
+    "intersect_all",
     "points",
     "prefix_range",
     "union",
