@@ -180,6 +180,8 @@ def main() -> None:
                          f" ms, max {took[-1] * 1000:.1f} ms, not 200/JSON 4xx: "
                          f"{len(result['bad'])}")
             print(line, flush=True)
+            for url, status, _, took in sorted(result["hostile"], key=lambda a: -a[3])[:3]:
+                print(f"   slowest hostile {took * 1000:.0f} ms ({status}): {url}", flush=True)
             for took, url, at in result["slowest"]:
                 print(f"   slowest lookup {took * 1000:.0f} ms at {at:.1f} s: {url}", flush=True)
             for bad in result["bad"][:5] + result["errors"][:5]:
