@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import posixpath
 import uuid
@@ -100,7 +101,33 @@ def object_store_options(s3: S3Options | None) -> dict[str, str]:
     ):
         if value:
             options[key] = value
+    # the same limits as lakestats' own client (object_store's defaults: 30 s a request,
+    # 10 retries for up to 3 minutes, what made a silent endpoint hang a command)
+    limits = s3.with_limits() if s3.request_timeout is None else s3
+    whole = limits.attempts * (limits.request_timeout + limits.connect_timeout)
+    options["connect_timeout"] = f"{math.ceil(limits.connect_timeout)}s"  # humantime: whole
+    options["timeout"] = f"{math.ceil(limits.request_timeout)}s"
+    options["max_retries"] = str(max(0, limits.attempts - 1))
+    options["retry_timeout"] = f"{math.ceil(whole)}s"
     return options
+
+
+@lru_cache(maxsize=16)
+def iceberg_io_properties(s3: S3Options | None) -> dict[str, str]:
+    """pyiceberg FileIO properties for a table opened by its path on an S3-compatible store:
+    its endpoint, credentials and lakestats' limits (pyiceberg's own client knew neither)."""
+    if s3 is None:
+        return {}
+    limits = s3.with_limits() if s3.request_timeout is None else s3
+    pairs = (
+        ("s3.endpoint", s3.endpoint_url),
+        ("s3.region", s3.region),
+        ("s3.access-key-id", s3.access_key),
+        ("s3.secret-access-key", s3.secret_key),
+        ("s3.connect-timeout", f"{limits.connect_timeout:g}"),
+        ("s3.request-timeout", f"{limits.request_timeout:g}"),
+    )
+    return {k: v for k, v in pairs if v}
 
 
 @lru_cache(maxsize=16)

@@ -245,7 +245,8 @@ class IcebergTableFormat(TableFormat):
 
         metadata_file = uri if uri.endswith(".metadata.json") else latest_metadata_file(uri, s3)
         try:
-            return cls(StaticTable.from_metadata(metadata_file), uri)
+            properties = fs.iceberg_io_properties(s3) if fs.is_remote(metadata_file) else {}
+            return cls(StaticTable.from_metadata(metadata_file, properties), uri)
         except (OSError, ValueError) as exc:
             raise NotATableError(f"cannot read Iceberg metadata {metadata_file}: {exc}") from exc
 

@@ -94,3 +94,39 @@ def test_analyze_jobs_get_the_longer_request_timeout() -> None:
     assert options.request_timeout == chosen.s3_analyze_request_timeout == 15.0
     assert options.attempts * (options.request_timeout + options.connect_timeout) < 60
     assert fs.S3Options.from_json(options.to_json()) == options
+
+
+def _limited(endpoint: str) -> fs.S3Options:
+    return fs.S3Options(endpoint_url=endpoint, region="us-east-1", access_key="testing",
+                        secret_key="testing", connect_timeout=1, request_timeout=1, attempts=2)
+
+
+def _gives_up(call) -> float:
+    started = time.monotonic()
+    with pytest.raises(Exception):  # noqa: B017 - each library's own error type
+        call()
+    return time.monotonic() - started
+
+
+@pytest.mark.timeout(120)
+def test_the_format_libraries_clients_get_the_same_limits(silent_endpoint: str) -> None:
+    """delta-rs and hudi-rs (Rust object_store: 30 s a request, 10 retries by default) and
+    pyiceberg's FileIO are handed lakestats' limits: each gives up on the silent endpoint
+    within a few request timeouts, not minutes."""
+    import deltalake
+    import hudi
+    from pyiceberg.table import StaticTable
+
+    options = _limited(silent_endpoint)
+    store = fs.object_store_options(options)
+    assert (store["timeout"], store["connect_timeout"], store["max_retries"]) == ("1s", "1s", "1")
+    took = _gives_up(lambda: deltalake.DeltaTable(f"{TABLE}-delta", storage_options=store))
+    assert took < 15, took
+    took = _gives_up(lambda: hudi.HudiTableBuilder.from_base_uri(f"{TABLE}-hudi")
+                     .with_storage_options(store).build())
+    assert took < 15, took
+    properties = fs.iceberg_io_properties(options)
+    assert properties["s3.request-timeout"] == "1" and properties["s3.endpoint"] == silent_endpoint
+    took = _gives_up(lambda: StaticTable.from_metadata(
+        f"{TABLE}-iceberg/metadata/v1.metadata.json", properties))
+    assert took < 15, took
