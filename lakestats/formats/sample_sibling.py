@@ -16,8 +16,10 @@ holds the sample (``sibling``).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from lakestats import fs
 from lakestats.errors import LakestatsError
@@ -55,7 +57,7 @@ def write_sibling(
     sample table, only those partitions are rewritten where the format can."""
     if not table.writes_sample_table:
         return None  # the sample's Parquet directory is the sample table: nothing to read
-    location = fs.join(store.sample_dir(stats_root), table.format_name)
+    location = sibling_location(table, stats_root)
     schema = table.schema(manifest.snapshot_id)
 
     def conformed(rows: pa.Table | None) -> pa.Table:
@@ -81,3 +83,57 @@ def write_sibling(
         raise LakestatsError(
             f"cannot write the {table.format_name} sample table at {location}: {first}"
         ) from exc
+
+
+def sibling_location(table: TableFormat, stats_root: str) -> str:
+    """Where ``table``'s sample table lives under its statistics root."""
+    return fs.join(store.sample_dir(stats_root), table.format_name)
+
+
+# the files a commit rewrites in place (every other file a commit writes is new): Delta's
+# checkpoint pointer, Paimon's snapshot hints, Iceberg's version hint
+_REWRITTEN = ("_last_checkpoint", "LATEST", "EARLIEST", "version-hint.text")
+
+
+@contextlib.contextmanager
+def restored_on_failure(
+    table: TableFormat, stats_root: str, s3: fs.S3Options | None = None
+) -> Iterator[None]:
+    """On failure, the sample table as it was before the block: the files and directories
+    the block added are deleted and the hint files get their earlier bytes back. The
+    manifest (saved last) still names the previous snapshot, and an engine reading the
+    sample table's latest snapshot by itself would otherwise see the failed run's sample."""
+    if not table.writes_sample_table:
+        yield
+        return
+    location = sibling_location(table, stats_root)
+    entries = fs.list_files(location, s3, recursive=True)
+    before = {info.path for info in entries}
+    hints = {
+        info.path: fs.read_bytes(_uri(location, info.path, s3), s3)
+        for info in entries
+        if info.type == pafs.FileType.File and info.base_name in _REWRITTEN
+    }
+    try:
+        yield
+    except BaseException:
+        filesystem, _ = fs.resolve(location, s3)
+        added = [i for i in fs.list_files(location, s3, recursive=True) if i.path not in before]
+        for info in sorted(added, key=lambda i: i.path.count("/"), reverse=True):
+            with contextlib.suppress(OSError):
+                if info.type == pafs.FileType.Directory:
+                    filesystem.delete_dir(info.path)
+                else:
+                    filesystem.delete_file(info.path)
+        for path, data in hints.items():
+            with contextlib.suppress(OSError), filesystem.open_output_stream(path) as out:
+                out.write(data)
+        if not before:
+            fs.delete_dir(location, s3)
+        raise
+
+
+def _uri(location: str, path: str, s3: fs.S3Options | None) -> str:
+    """The URI of a filesystem ``path`` listed under ``location``."""
+    _, base = fs.resolve(location, s3)
+    return fs.join(location, path[len(base) :].lstrip("/"))

@@ -110,3 +110,71 @@ def test_a_failed_sample_create_leaves_the_root_as_it_was(
     _disk_full_under(monkeypatch, "sample.json")
     _fails_and_leaves(root, lambda: handle.sample.create(spark=spark, rows=20), StorageError,
                       "no space left on device")
+
+
+@pytest.mark.parametrize("make", ["iceberg", "delta", "paimon"])
+def test_a_failed_sample_refresh_rolls_the_sibling_table_back(
+    make: str, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample's sibling table (the table's own format) gets its new commit, then the
+    sample's manifest does not fit: the root, sibling table included, is as it was, and
+    the format's own reader sees the sibling's previous snapshot as its latest."""
+    from tests.compute import test_sample_formats as formats
+
+    uri, options = getattr(formats, f"_{make}_table")(tmp_path)
+    handle = ls.open_table(uri, str(tmp_path / "stats"), **options)
+    handle.sample.create(fraction=0.2, seed=3, spark=spark)
+    sibling = handle.sample.show()["sibling"]
+    root = tmp_path / "stats"
+    _more_rows(make, uri, options)
+    handle = ls.open_table(uri, str(root), **options)
+    before = _listing(root)
+    latest = _latest_sibling_snapshot(make, sibling)
+    _disk_full_under(monkeypatch, "sample.json")
+    with pytest.raises(StorageError, match="no space left on device"):
+        handle.sample.refresh(spark=spark)
+    monkeypatch.undo()
+    after = _listing(root)
+    assert after == before, sorted(set(after) ^ set(before))
+    assert _latest_sibling_snapshot(make, sibling) == latest
+    # and the next refresh commits as if the failed one never ran
+    handle.sample.refresh(spark=spark)
+    assert _latest_sibling_snapshot(make, handle.sample.show()["sibling"]) != latest
+
+
+def _more_rows(make: str, uri: str, options: dict) -> None:
+    from tests.compute import test_sample_formats as formats
+
+    rows = formats._rows(5_000, 600, 7)
+    if make == "delta":
+        from deltalake import write_deltalake
+
+        write_deltalake(uri, rows, mode="append", partition_by=["region"])
+    elif make == "iceberg":
+        from lakestats.formats.iceberg import load_catalog
+
+        load_catalog(warehouse=options["warehouse"]).load_table(uri).append(rows)
+    else:
+        from pypaimon import CatalogFactory
+
+        warehouse = str(Path(uri).parent.parent)
+        table = CatalogFactory.create({"warehouse": warehouse}).get_table("default.sales")
+        formats._paimon_commit(table, rows)
+
+
+def _latest_sibling_snapshot(make: str, sibling: dict) -> object:
+    """The sibling's latest snapshot as the format's own reader finds it by itself."""
+    if make == "delta":
+        from deltalake import DeltaTable
+
+        return DeltaTable(sibling["location"]).version()
+    if make == "iceberg":
+        metadata = sorted(Path(sibling["location"].removeprefix("file://"), "metadata")
+                          .glob("*.metadata.json"))
+        return [m.name for m in metadata]
+    from pypaimon import CatalogFactory
+
+    location = Path(sibling["location"])
+    table = CatalogFactory.create({"warehouse": str(location.parent.parent)}).get_table(
+        "lakestats.sample")
+    return table.snapshot_manager().get_latest_snapshot().id

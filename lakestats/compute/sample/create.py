@@ -45,7 +45,7 @@ from lakestats.compute.sample.select import allocate, size_for_fraction
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.formats.base import PartitionPlan, SampleUnit, TableFormat
-from lakestats.formats.sample_sibling import write_sibling
+from lakestats.formats.sample_sibling import restored_on_failure, write_sibling
 from lakestats.options import SampleOptions
 from lakestats.spark_errors import translated
 from lakestats.store import cleanup, layout
@@ -235,11 +235,12 @@ def _publish(
         }
         values = {p.path: p.values for p in (*before.partitions, *manifest.partitions)}
         changed = {path: values[path] for path in sorted(paths)}
-    if previous is None or changed is None or changed:
-        manifest.sibling = write_sibling(table, stats_root, manifest, previous, s3, changed)
     clock = clock or Clock()
-    clock.lap("sample table written")
-    store.save(stats_root, manifest, s3)
+    with restored_on_failure(table, stats_root, s3):  # the manifest must fit, or no commit
+        if previous is None or changed is None or changed:
+            manifest.sibling = write_sibling(table, stats_root, manifest, previous, s3, changed)
+        clock.lap("sample table written")
+        store.save(stats_root, manifest, s3)
     store.delete_unreferenced(stats_root, manifest, s3)
     clock.lap("manifest saved, unreferenced files removed")
 
