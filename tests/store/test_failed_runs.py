@@ -178,3 +178,52 @@ def _latest_sibling_snapshot(make: str, sibling: dict) -> object:
     table = CatalogFactory.create({"warehouse": str(location.parent.parent)}).get_table(
         "lakestats.sample")
     return table.snapshot_manager().get_latest_snapshot().id
+
+
+def test_expire_leaves_only_what_kept_versions_name(spark, tmp_path: Path) -> None:
+    """Three exact analyses of an Iceberg table (each after an append), its old snapshots
+    expired, then ``expire``: every file left under the statistics root (besides the
+    version manifests, the latest pointer and the sample) is named by a kept version,
+    rank parts, partition-histogram parts and reduce caches included."""
+    import numpy as np
+    from pyiceberg.transforms import IdentityTransform
+
+    from lakestats.formats.iceberg import load_catalog
+    from lakestats.store import manifest, partition_histograms
+
+    def rows(start: int, count: int) -> pa.Table:
+        ids = np.arange(start, start + count)
+        return pa.table({"id": ids, "r": pa.array([f"r{i % 3}" for i in ids]),
+                         "x": np.random.default_rng(start).normal(size=count)})
+
+    warehouse = str(tmp_path / "warehouse")
+    catalog = load_catalog(warehouse=warehouse)
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", schema=rows(0, 1).schema)
+    with table.update_spec() as spec:
+        spec.add_field("r", IdentityTransform(), "r")
+    table.append(rows(0, 3_000))
+    for k in range(3):
+        if k:
+            catalog.load_table("db.t").append(rows(3_000 * k, 500))
+        ls.open_table("db.t", warehouse=warehouse).analyze(spark=spark, exact=True)
+    table = catalog.load_table("db.t")
+    current = table.current_snapshot().snapshot_id
+    table.maintenance.expire_snapshots().by_ids(
+        [s.snapshot_id for s in table.metadata.snapshots if s.snapshot_id != current]).commit()
+    handle = ls.open_table("db.t", warehouse=warehouse)
+    report = handle.expire(retain_last=1, orphan_age_minutes=0)
+    assert report.versions_removed == (1, 2) and report.files_removed > 0
+    root = Path(handle.stats_root.removeprefix("file://"))
+    named: set[str] = set()
+    for number in manifest.version_numbers(str(root)):
+        version = manifest.load_version(str(root), number)
+        named |= {str(p) for p in version.named_paths()}
+        if version.partition_histogram_parts:
+            named |= set(partition_histograms.part_paths(
+                str(root), version.partition_histogram_parts, None))
+    left = {
+        rel for rel, kind in _listing(root).items()
+        if kind != "dir" and not rel.startswith(("versions/", "sample/")) and rel != "latest.json"
+    }
+    assert left and left <= named, sorted(left - named)
