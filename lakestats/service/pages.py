@@ -223,10 +223,13 @@ def column_page(
     start: Annotated[int, Query(ge=0, le=2**31)] = 0,
     stop: Annotated[int | None, Query(ge=0, le=2**31)] = None,
     scale: Annotated[Literal["linear", "log"], Query()] = "linear",
+    parts: Annotated[int, Query(ge=1, le=2**31)] = 1,
 ) -> HTMLResponse:
     tables: TableSet = request.app.state.tables
     try:
-        context = column_context(tables, table, column, partition or None, start, stop, scale)
+        context = column_context(
+            tables, table, column, partition or None, start, stop, scale, parts
+        )
     except LakestatsError as exc:
         return _error(request, exc)
     return _render(request, "column.html", context)
@@ -240,10 +243,12 @@ def column_context(
     start: int,
     stop: int | None,
     scale: str = "linear",
+    parts: int = 1,
 ) -> dict[str, object]:
     """Everything ``column.html`` shows: statistics, zoomable histogram (linear or log
     scale) with its axes, top values with their shares, and the per-partition summary
-    (``stats`` over the partition index) shaded as a heat map."""
+    (``stats`` over the partition index) shaded as a heat map, ``PARTITIONS_PER_PAGE``
+    partitions a page (page ``parts``; shades span all partitions, so pages compare)."""
     handle = tables.get(name)
     version = handle.summary()
     entry_name = handle.partition(partition).name or None if partition else None
@@ -280,11 +285,34 @@ def column_context(
         "top": views.top_values(frequencies["frequencies"]) if frequencies else [],
         "top_shares": _shares(frequencies, row),
         "frequencies": frequencies,
-        "per_partition": per_partition,
-        "heat": {
-            k: views.heat([p.get(k) for p in per_partition])
-            for k in ("row_count", "null_share", "distinct_count", "min", "max")
-        },
+        **_partition_page(tables, name, column, per_partition, parts),
+    }
+
+
+PARTITIONS_PER_PAGE = 200
+"""Rows of a column page's partitions table: 10,000 partitions made a 3 MB page."""
+
+
+def _partition_page(
+    tables: TableSet, name: str, column: str, per_partition: list[dict], page: int
+) -> dict[str, object]:
+    """One page of the per-partition rows with their heat-map shades (computed once per
+    table version over every partition, then sliced)."""
+    heat = tables.memo(name, ("column_heat", column), lambda: {
+        k: views.heat([p.get(k) for p in per_partition])
+        for k in ("row_count", "null_share", "distinct_count", "min", "max")
+    })
+    pages = max(1, -(-len(per_partition) // PARTITIONS_PER_PAGE))
+    page = min(page, pages)
+    first = (page - 1) * PARTITIONS_PER_PAGE
+    window = slice(first, first + PARTITIONS_PER_PAGE)
+    return {
+        "per_partition": per_partition[window],
+        "heat": {k: v[window] for k, v in heat.items()},
+        "parts_page": page,
+        "parts_pages": pages,
+        "parts_first": first + 1,
+        "parts_total": len(per_partition),
     }
 
 

@@ -267,3 +267,39 @@ def test_planted_alerts_show_and_open_their_columns(base_url: str, browser) -> N
         page.click(f'#alerts li[data-kind="{kind}"][data-column="{first["column"]}"] a')
         page.wait_for_url(f"**/tables/planted/columns/{first['column']}")
         assert first["column"] in page.inner_text("h1")
+
+
+def test_column_page_partitions_are_paged_with_shades_of_all(
+    base_url: str, browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table of many partitions pages the column page's partitions table (10,000
+    partitions made a 3 MB page); the shades span every partition, so a row's shade is the
+    same on its page as on one unpaged page; the pager's links answer 200 and walk on."""
+    from lakestats.service import pages
+
+    api = httpx.Client(base_url=base_url, timeout=30)
+    names = [p["name"] for p in api.get("/api/tables/sales/partitions").json()["partitions"]]
+    page = browser.new_page(viewport={"width": 1400, "height": 700})
+    page.set_default_timeout(30_000)
+
+    def rows() -> list[tuple[str, str | None]]:
+        cells = page.locator("#partitions tbody tr")
+        return [(cells.nth(i).locator("td").first.inner_text(),
+                 cells.nth(i).locator("td").nth(1).get_attribute("style"))
+                for i in range(cells.count())]
+
+    page.goto(f"{base_url}/tables/sales/columns/n?scale=log")
+    unpaged = rows()
+    assert [name for name, _ in unpaged] == names and page.locator("#partition-pages").count() == 0
+    monkeypatch.setattr(pages, "PARTITIONS_PER_PAGE", 2)
+    page.goto(f"{base_url}/tables/sales/columns/n?scale=log")
+    assert rows() == unpaged[:2]
+    assert "partitions 1–2 of 3" in page.inner_text("#partition-pages")
+    assert _links_answer_200(page, api) > 2
+    page.locator("#partition-pages a[rel=next]").click()
+    page.wait_for_url("**parts=2**")
+    assert "scale=log" in page.url
+    assert rows() == unpaged[2:]
+    page.locator("#partition-pages a[rel=prev]").click()
+    page.wait_for_url("**parts=1**")
+    assert rows() == unpaged[:2]
