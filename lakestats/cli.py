@@ -339,12 +339,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    found = _table(args).profile(args.snapshot)
+    table = _table(args)
+    found = table.profile(args.snapshot)
 
     def text() -> None:
         from lakestats.preview import render_profile
 
-        render_profile(found, args.table)
+        rows = [p.row_count for p in table.partitions()] if found.partitions > 1 else []
+        render_profile(found, args.table, partition_rows=rows)
 
     return _answer(args, found, text)
 

@@ -228,8 +228,14 @@ def sparkline(counts: list[int], width: int = 20) -> str:
 ALERT_KIND_WIDTH = 16
 
 
-def render_profile(profile: TableProfile, name: str, console: Console | None = None) -> None:
-    """``lakestats profile``: the overview in a few lines, then one line per alert."""
+def render_profile(
+    profile: TableProfile,
+    name: str,
+    console: Console | None = None,
+    partition_rows: list[int] | None = None,
+) -> None:
+    """``lakestats profile``: the overview in a few lines (with rows per partition as a
+    sparkline, in the version's partition order), then one line per alert."""
     console = console or Console()
     info = profile.staleness
     share = (
@@ -256,6 +262,11 @@ def render_profile(profile: TableProfile, name: str, console: Console | None = N
         f"figures: {profile.exact_figures} of {figures} exact, "
         f"{profile.estimated_figures} estimated (≈)",
     ]
+    if partition_rows:
+        width = max(8, min(console.width, 80) - 40)
+        low, high = min(partition_rows), max(partition_rows)
+        overview.append(f"rows per partition: {sparkline(partition_rows, width)} "
+                        f"({count(low)} to {count(high)})")
     lines = [w for line in overview for w in textwrap.wrap(line, console.width) or [line]]
     lines.append(f"alerts: {len(profile.alerts)}" if profile.alerts else "alerts: none")
     indent = " " * (ALERT_KIND_WIDTH + 3)

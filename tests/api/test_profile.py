@@ -175,6 +175,10 @@ def test_profile_raises_the_alerts_the_data_calls_for(spark, tmp_path: Path, cap
     lines = text.splitlines()
     assert all(len(line) <= 80 for line in lines), text  # a pipe is 80 columns
     assert f"alerts: {len(profile.alerts)}" in text
+    [spark_line] = [line for line in lines if line.startswith("rows per partition: ")]
+    rows = [p.row_count for p in table.partitions()]
+    assert spark_line.endswith(f"({min(rows):,} to {max(rows):,})"), spark_line
+    assert set(spark_line.split()[3]) <= set(" ▁▂▃▄▅▆▇█") and "█" in spark_line
     for alert in profile.alerts:
         assert f"{alert.kind} " in text and f" {alert.column}: " in text
 
