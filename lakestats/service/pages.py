@@ -300,7 +300,7 @@ def _partition_page(
     table version over every partition, then sliced)."""
     heat = tables.memo(name, ("column_heat", column), lambda: {
         k: views.heat([p.get(k) for p in per_partition])
-        for k in ("row_count", "null_share", "distinct_count", "min", "max")
+        for k in ("row_count", "null_share", "distinct_count", "min", "max", "mean")
     })
     pages = max(1, -(-len(per_partition) // PARTITIONS_PER_PAGE))
     page = min(page, pages)

@@ -49,7 +49,7 @@ SCALAR_FIELDS = [
     "all_distinct",
 ]
 """Counts, bounds and flags per partition x column (what pruning and estimates read)."""
-SUMMARY_FIELDS = [*SCALAR_FIELDS, *percentile_names()]
+SUMMARY_FIELDS = [*SCALAR_FIELDS, *percentile_names(), "mean"]
 """The per partition x column statistics the index holds (besides ids and names)."""
 
 SOURCE_FIELDS = [
@@ -62,6 +62,7 @@ SOURCE_FIELDS = [
     "frequencies_truncated",
     "all_distinct",
     *percentile_names(),
+    "mean",
 ]
 """What ``index_part`` reads from a partition's ``statistics.parquet``."""
 
@@ -201,7 +202,15 @@ class PartitionIndex:
         """``partition_id``, ``column_index`` and ``fields`` of the rows of those columns."""
         groups = self.row_groups(column_indices)
         names = ["partition_id", "column_index", *[f for f in fields if f not in _IDS]]
-        table = self.handle.read_row_groups(groups, columns=names, use_threads=False)
+        stored = set(self.handle.schema_arrow.names)
+        table = self.handle.read_row_groups(
+            groups, columns=[n for n in names if n in stored], use_threads=False
+        )
+        for name in names:  # a field an older index does not have (``mean``): nulls
+            if name not in stored:
+                kind = schemas.PARTITION_INDEX_SCHEMA.field(name).type
+                table = table.append_column(name, pa.nulls(table.num_rows, kind))
+        table = table.select(names)
         if any(self.ranges[g][0] != self.ranges[g][1] for g in groups):  # several columns
             wanted = integer_array(list(column_indices), pa.int32())  # no pandas probe
             keep = pc.is_in(table.column("column_index"), wanted)

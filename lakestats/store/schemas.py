@@ -118,6 +118,9 @@ PARTITION_INDEX_SCHEMA = pa.schema(
         pa.field("frequencies_complete", pa.bool_()),
         pa.field("all_distinct", pa.bool_()),
         *[pa.field(name, pa.binary()) for name in percentile_names()],
+        # the partition's mean (numeric columns): the column page's heat map shows its drift;
+        # indexes written before it have no such column (read as nulls)
+        pa.field("mean", pa.float64()),
     ]
 )
 """Table-level ``partition_index.parquet``: one row per partition x column, the partition's

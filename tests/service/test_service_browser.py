@@ -240,7 +240,16 @@ def test_charts_carry_their_numbers(base_url: str, browser, sales) -> None:
     )
     assert all(h > 0 for c, h in heights if c > 0)
     shaded = page.locator("#partitions td[style]")
-    assert shaded.count() == 5 * len(partitions)
+    assert shaded.count() == 6 * len(partitions)
+    # the mean column (drift of the partitions' means): DuckDB's avg per partition
+    means = page.locator("#partitions tbody tr td:nth-child(8)").all_inner_texts()
+    stats = api.get("/api/tables/sales/stats?columns=n").json()["partitions"]
+    for part, shown_mean in zip(stats, means, strict=True):
+        [(truth,)] = con.execute("SELECT avg(n) FROM sales WHERE region = ?",
+                                 [part["name"].split("=", 1)[1]]).fetchall()
+        assert part["columns"][0]["mean"] == pytest.approx(truth, rel=1e-9)
+        assert shown_mean.replace(",", "") and float(shown_mean.replace(",", "")) == (
+            pytest.approx(truth, rel=0.01)), (shown_mean, truth)
     assert _links_answer_200(page, api) > len(partitions)
 
 

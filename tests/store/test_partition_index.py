@@ -296,6 +296,7 @@ def _synthetic_index(path: Path, partitions: int, columns: int) -> pa.Table:
             "frequencies_complete": pa.array(rng.random(n) < 0.5),
             "all_distinct": pa.array(rng.random(n) < 0.1),
             **{f: pa.nulls(n, pa.binary()) for f in percentile_names()},
+            "mean": pa.array(rng.normal(size=n)),
         }
     ).cast(partition_index.PART_SCHEMA)
     shuffled = part.take(pa.array(rng.permutation(n)))  # parts arrive in any order
@@ -343,3 +344,17 @@ def test_partition_index_schema_matches_golden(tmp_path: Path) -> None:
     if os.environ.get("LAKESTATS_REGEN_GOLDEN"):
         golden.write_text(schema)
     assert schema == golden.read_text()
+
+
+def test_an_index_without_means_reads_them_as_nulls(tmp_path: Path) -> None:
+    """Indexes written before ``mean`` joined them still answer, with null means."""
+    path = tmp_path / "partition_index.parquet"
+    table = _synthetic_index(path, partitions=4, columns=3)
+    old = tmp_path / "old.parquet"
+    pq.write_table(pq.read_table(path).drop_columns(["mean"]), old)
+    index = partition_index.PartitionIndex(pq.ParquetFile(old))
+    got = index.read([1], ["null_count", "mean"])
+    assert got.column_names == ["partition_id", "column_index", "null_count", "mean"]
+    assert got.column("mean").null_count == got.num_rows == 4
+    want = table.filter(pa.compute.equal(table["column_index"], 1))
+    assert got.column("null_count").to_pylist() == want.column("null_count").to_pylist()
