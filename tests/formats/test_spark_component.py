@@ -93,11 +93,18 @@ def seen(spark, tmp_path_factory) -> dict:
     # Iceberg: analyzed at its current snapshot; and one appended to after its analyze
     for name, seed in (("current", 1), ("appended", 2)):
         rows = _rows(seed)
-        table = _iceberg(warehouse, name, rows)
+        _iceberg(warehouse, name, rows)
         _analyze(f"db.{name}", warehouse, spark)
+        analyzed = load_catalog(warehouse=str(warehouse)).load_table(f"db.{name}")
         if name == "appended":
-            table = load_catalog(warehouse=str(warehouse)).load_table(f"db.{name}")
-            table.append(_rows(9, 1_000))
+            analyzed.append(_rows(9, 1_000))
+            # time travel to the analyzed snapshot: its statistics again
+            first = analyzed.metadata.snapshots[0].snapshot_id
+            cases.append({"name": "iceberg-travel", "format": "iceberg",
+                          "path": analyzed.metadata_location.removeprefix("file://"),
+                          "options": {"versionAsOf": str(first)},
+                          "filters": list(FILTERS.values())})  # fmt: skip
+            truth["iceberg-travel"] = _true_counts(rows)
         location = load_catalog(warehouse=str(warehouse)).load_table(f"db.{name}")
         cases.append({"name": f"iceberg-{name}", "format": "iceberg",
                       "path": location.metadata_location.removeprefix("file://"),
@@ -111,6 +118,9 @@ def seen(spark, tmp_path_factory) -> dict:
         _analyze(str(path), None, spark)
         if name == "appended":
             write_deltalake(str(path), _rows(9, 1_000), mode="append")
+            cases.append({"name": "delta-travel", "format": "delta", "path": str(path),
+                          "options": {"versionAsOf": "0"}, "filters": list(FILTERS.values())})
+            truth["delta-travel"] = _true_counts(rows)
         cases.append({"name": f"delta-{name}", "format": "delta", "path": str(path),
                       "filters": list(FILTERS.values())})
         truth[f"delta-{name}"] = _true_counts(rows)
@@ -172,3 +182,14 @@ def test_without_the_component_spark_keeps_its_defaults(seen: dict, fmt: str) ->
     else:  # Iceberg's own: the snapshot's record count; ndv from the Puffin file only
         assert off["row_count"] == truth["rows"]
     assert off["counted"] == truth["rows"]
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_time_travel_to_the_analyzed_snapshot_gets_its_statistics(seen: dict, fmt: str) -> None:
+    """The appended table read at the snapshot lakestats analyzed (``versionAsOf``: Iceberg's
+    snapshot id, Delta's version): that snapshot's statistics, as for a current one."""
+    got = seen["spark"][f"{fmt}-travel"]["lakestats"]
+    truth = seen["truth"][f"{fmt}-travel"]
+    assert (got["row_count"], got["distinct"]) == (truth["rows"], truth["distinct"])
+    for text, true in truth["filters"].items():
+        assert _q_error(got["filters"][text], true) <= 1.5, (text, got["filters"][text], true)

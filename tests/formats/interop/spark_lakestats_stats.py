@@ -7,7 +7,8 @@ filter's estimated row count, and the ``EXPLAIN COST`` text of the plain scan.
 
     python spark_lakestats_stats.py SPEC_JSON
 
-SPEC: {"jars": [...], "cases": [{"name", "format": "iceberg"|"delta", "path", "filters": [...]}]}
+SPEC: {"jars": [...], "extensions": [...], "cases": [{"name", "format": "iceberg"|"delta",
+"path", "options": {reader options: time travel}, "filters": [...]}]}
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def main(spec_path: str) -> None:
         result = {}
         for way, enabled in (("lakestats", "true"), ("spark", "false")):
             spark.conf.set("spark.lakestats.enabled", enabled)
-            frame = spark.read.format(case["format"]).load(case["path"])
+            reader = spark.read.format(case["format"]).options(**case.get("options", {}))
+            frame = reader.load(case["path"])
             seen = _stats(frame)
             seen["explain"] = utils.explainString(frame._jdf.queryExecution(), "cost")
             seen["filters"] = {f: _stats(frame.where(f))["row_count"] for f in case["filters"]}
