@@ -53,7 +53,7 @@ final class SnapshotStatistics {
   }
 
   /** Spark's catalog form of a column's statistics, or none (no statistics, or another type). */
-  Optional<CatalogColumnStat> catalogStat(String name, DataType type) {
+  Optional<CatalogColumnStat> catalogStat(String name, DataType type, boolean histograms) {
     JsonNode column = columns.get(name);
     if (column == null || !compatible(column.get("type").asText(), type)) {
       return Optional.empty();
@@ -68,7 +68,7 @@ final class SnapshotStatistics {
     }
     CatalogColumnStat stat = parsed.get();
     JsonNode histogram = column.get("histogram");
-    if (histogram != null && !histogram.isNull()) {
+    if (histograms && histogram != null && !histogram.isNull()) {
       try {
         stat = (CatalogColumnStat) Reflect.copyWith(stat, "histogram", Option.apply(histogram(histogram)));
       } catch (ReflectiveOperationException e) {
@@ -79,10 +79,11 @@ final class SnapshotStatistics {
   }
 
   /** The v1 form: a catalog table's statistics (Delta's relation reads them). */
-  CatalogStatistics catalogStatistics(scala.collection.immutable.Seq<AttributeReference> output) {
+  CatalogStatistics catalogStatistics(
+      scala.collection.immutable.Seq<AttributeReference> output, boolean histograms) {
     Map<String, CatalogColumnStat> stats = new HashMap<>();
     for (AttributeReference attribute : CollectionConverters.asJava(output)) {
-      catalogStat(attribute.name(), attribute.dataType()).ifPresent(s -> stats.put(attribute.name(), s));
+      catalogStat(attribute.name(), attribute.dataType(), histograms).ifPresent(s -> stats.put(attribute.name(), s));
     }
     return new CatalogStatistics(
         BigInt.apply(sizeInBytes),
@@ -91,11 +92,11 @@ final class SnapshotStatistics {
   }
 
   /** The v2 form: what a scan reading {@code schema} returns from {@code estimateStatistics}. */
-  Statistics scanStatistics(StructType schema) {
+  Statistics scanStatistics(StructType schema, boolean histograms) {
     Map<NamedReference, ColumnStatistics> stats = new HashMap<>();
     long rowSize = 8;
     for (StructField field : schema.fields()) {
-      Optional<ColumnStat> stat = catalogStat(field.name(), field.dataType())
+      Optional<ColumnStat> stat = catalogStat(field.name(), field.dataType(), histograms)
           .map(s -> s.toPlanStat(field.name(), field.dataType()));
       long width = field.dataType().defaultSize();
       if (stat.isPresent()) {

@@ -54,6 +54,12 @@ final class StatisticsRule extends Rule<LogicalPlan> {
   static final String ENABLED = "spark.lakestats.enabled";
   /** {@code location=root,location=root}: tables analyzed with {@code --stats-root}. */
   static final String ROOTS = "spark.lakestats.roots";
+  /**
+   * {@code false}: no histograms (distinct counts, min/max and the rest only). Spark estimates
+   * an equi-join from both keys' histograms when both have one, and does not scale a key's
+   * histogram down after a filter on another column: such joins are estimated as unfiltered.
+   */
+  static final String HISTOGRAMS = "spark.lakestats.histograms";
 
   private static final Logger LOG = LoggerFactory.getLogger(StatisticsRule.class);
   private static final String ICEBERG_TABLE = "org.apache.iceberg.spark.source.SparkTable";
@@ -75,6 +81,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       return plan;
     }
     Map<String, String> roots = roots(conf.getConfString(ROOTS, ""));
+    boolean histograms = Boolean.parseBoolean(conf.getConfString(HISTOGRAMS, "true"));
     return plan.transformUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
       @Override
       public boolean isDefinedAt(LogicalPlan node) {
@@ -85,9 +92,9 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       public LogicalPlan apply(LogicalPlan node) {
         try {
           if (node instanceof DataSourceV2Relation) {
-            return v2((DataSourceV2Relation) node, roots);
+            return v2((DataSourceV2Relation) node, roots, histograms);
           }
-          return v1((LogicalRelation) node, roots);
+          return v1((LogicalRelation) node, roots, histograms);
         } catch (Exception | LinkageError e) {
           LOG.warn("lakestats: no statistics for {}: {}", node.nodeName(), e.toString());
           return node;
@@ -104,7 +111,8 @@ final class StatisticsRule extends Rule<LogicalPlan> {
    * An Iceberg table whose scan builder builds scans that report lakestats' statistics (the
    * rule runs before Spark's push-down makes the scan; the snapshot is known only then).
    */
-  private LogicalPlan v2(DataSourceV2Relation relation, Map<String, String> roots) throws Exception {
+  private LogicalPlan v2(DataSourceV2Relation relation, Map<String, String> roots,
+      boolean histograms) throws Exception {
     Table table = relation.table();
     if (!table.getClass().getName().equals(ICEBERG_TABLE)) {
       return relation; // not Iceberg's, or wrapped already
@@ -115,7 +123,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
         ScanBuilder builder = (ScanBuilder) method.invoke(original, args);
         return Forwarding.proxy(builder, List.of(), (b, m, a) -> {
           if (m.getName().equals("build") && m.getParameterCount() == 0) {
-            return withStatistics((Scan) m.invoke(b, a), roots, hadoop);
+            return withStatistics((Scan) m.invoke(b, a), roots, hadoop, histograms);
           }
           return Forwarding.PASS;
         });
@@ -126,7 +134,8 @@ final class StatisticsRule extends Rule<LogicalPlan> {
   }
 
   /** The scan, reporting lakestats' statistics of its snapshot when there are some. */
-  static Scan withStatistics(Scan scan, Map<String, String> roots, Configuration hadoop) {
+  static Scan withStatistics(
+      Scan scan, Map<String, String> roots, Configuration hadoop, boolean histograms) {
     try {
       if (!scan.getClass().getName().equals(ICEBERG_SCAN)) {
         return scan; // e.g. a pushed-down aggregate's local scan
@@ -141,7 +150,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       if (stats == null) {
         return scan;
       }
-      Statistics statistics = stats.scanStatistics(scan.readSchema());
+      Statistics statistics = stats.scanStatistics(scan.readSchema(), histograms);
       return (Scan) Forwarding.proxy(scan,
           List.of(SupportsReportStatistics.class, LakestatsScan.class), (original, m, a) -> {
             if (m.getParameterCount() != 0) {
@@ -164,7 +173,8 @@ final class StatisticsRule extends Rule<LogicalPlan> {
     }
   }
 
-  private LogicalPlan v1(LogicalRelation relation, Map<String, String> roots) throws Exception {
+  private LogicalPlan v1(LogicalRelation relation, Map<String, String> roots, boolean histograms)
+      throws Exception {
     if (!(relation.relation() instanceof HadoopFsRelation) || relation.isStreaming()) {
       return relation;
     }
@@ -182,7 +192,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
     if (stats == null) {
       return relation;
     }
-    CatalogStatistics catalogStats = stats.catalogStatistics(relation.output());
+    CatalogStatistics catalogStats = stats.catalogStatistics(relation.output(), histograms);
     CatalogTable table = relation.catalogTable().isDefined()
         ? relation.catalogTable().get()
         : pathTable(location, relation);
