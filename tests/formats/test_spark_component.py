@@ -110,6 +110,19 @@ def seen(spark, tmp_path_factory) -> dict:
                       "path": location.metadata_location.removeprefix("file://"),
                       "filters": list(FILTERS.values())})
         truth[f"iceberg-{name}"] = _true_counts(rows)
+    # Iceberg partitioned by identity(r): a filter on r is evaluated on partition values only
+    rows = _rows(5).append_column("r", pa.array(np.where(np.arange(20_000) % 2 == 0, "a", "b")))
+    catalog = load_catalog(warehouse=str(warehouse))
+    table = catalog.create_table("db.parts", schema=rows.schema)
+    with table.update_spec() as spec:
+        spec.add_identity("r")
+    table.append(rows)
+    _analyze("db.parts", warehouse, spark)
+    parts = load_catalog(warehouse=str(warehouse)).load_table("db.parts").metadata_location
+    cases.append({"name": "iceberg-parts", "format": "iceberg",
+                  "path": parts.removeprefix("file://"),
+                  "filters": [*FILTERS.values(), "r = 'a'"]})  # fmt: skip
+    truth["iceberg-parts"] = _true_counts(rows)
     # Delta (delta-rs' writer): the same two cases
     for name, seed in (("current", 3), ("appended", 4)):
         rows = _rows(seed)
@@ -193,3 +206,19 @@ def test_time_travel_to_the_analyzed_snapshot_gets_its_statistics(seen: dict, fm
     assert (got["row_count"], got["distinct"]) == (truth["rows"], truth["distinct"])
     for text, true in truth["filters"].items():
         assert _q_error(got["filters"][text], true) <= 1.5, (text, got["filters"][text], true)
+
+
+def test_a_partition_filter_is_estimated_once(seen: dict) -> None:
+    """``r = 'a'`` on an identity partition (half the rows): Spark keeps the Filter above
+    Iceberg's scan, so with Iceberg's own statistics (the pruned partitions' 10,000 rows) the
+    filter is applied twice (5,000); with lakestats' (the snapshot's 20,000 rows, 2 distinct
+    values of r) once: 10,000, the true count."""
+    case = seen["spark"]["iceberg-parts"]
+    truth = seen["truth"]["iceberg-parts"]
+    assert truth["rows"] == 20_000
+    assert case["lakestats"]["filters"]["r = 'a'"] == 10_000
+    assert case["spark"]["filters"]["r = 'a'"] == 5_000
+    on = case["lakestats"]
+    assert on["row_count"] == truth["rows"] and on["distinct"]["r"] == 2
+    for text, true in truth["filters"].items():
+        assert _q_error(on["filters"][text], true) <= 1.5, (text, on["filters"][text], true)

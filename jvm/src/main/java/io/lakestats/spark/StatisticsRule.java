@@ -144,6 +144,9 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       if (snapshot == null) {
         return scan; // an empty table: no snapshot
       }
+      if (filtersSelectPartitions(scan)) {
+        return scan; // it reads part of the snapshot, with no Filter left above it
+      }
       String location = (String) Reflect.call(Reflect.call(scan, "table"), "location");
       SnapshotStatistics stats =
           Sidecars.find(Sidecars.root(location, roots), snapshot.toString(), hadoop);
@@ -171,6 +174,32 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       LOG.warn("lakestats: no statistics for an Iceberg scan: {}", e.toString());
       return scan;
     }
+  }
+
+  /**
+   * Whether Iceberg evaluates a pushed filter completely on partition values: Iceberg then
+   * drops it from Spark's post-scan filters, so no Filter above the scan would apply its
+   * selectivity to the whole snapshot's statistics (they would over-estimate); such a scan keeps
+   * Iceberg's own statistics.
+   */
+  private static boolean filtersSelectPartitions(Scan scan) throws ReflectiveOperationException {
+    List<?> filters = (List<?>) Reflect.call(scan, "filters");
+    if (filters == null || filters.isEmpty()) {
+      return false;
+    }
+    Object table = Reflect.call(scan, "table");
+    Object caseSensitive = Reflect.call(scan, "caseSensitive");
+    ClassLoader loader = scan.getClass().getClassLoader();
+    Method selects = Class.forName("org.apache.iceberg.expressions.ExpressionUtil", false, loader)
+        .getMethod("selectsPartitions",
+            Class.forName("org.apache.iceberg.expressions.Expression", false, loader),
+            Class.forName("org.apache.iceberg.Table", false, loader), boolean.class);
+    for (Object filter : filters) {
+      if ((Boolean) selects.invoke(null, filter, table, caseSensitive)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private LogicalPlan v1(LogicalRelation relation, Map<String, String> roots, boolean histograms)
