@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean browser docs docs-gen screenshots jars interop
+.PHONY: setup demo test lint bench clean browser docs docs-gen screenshots jars interop jvm
 
 setup: $(STAMP)
 
@@ -35,7 +35,7 @@ docs-gen: setup
 screenshots: setup browser
 	$(BIN)/python docs/screenshots.py
 
-test: setup browser jars interop
+test: setup browser jars interop jvm
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 	$(BIN)/ruff check lakestats tests bench docs
 	$(BIN)/lint-imports  # the layers contract in pyproject.toml: imports point down only
@@ -56,7 +56,23 @@ ICEBERG_SCALA := 2.13
 JARS := build/jars
 ICEBERG_JAR := $(JARS)/iceberg-spark-runtime-$(ICEBERG_SPARK)_$(ICEBERG_SCALA)-$(ICEBERG_VERSION).jar
 
-jars: $(ICEBERG_JAR)
+# Delta's Spark runtime (and its storage jar) for the Spark component's tests
+DELTA_VERSION := 4.1.0
+DELTA_JAR := $(JARS)/delta-spark_$(ICEBERG_SCALA)-$(DELTA_VERSION).jar
+DELTA_STORAGE_JAR := $(JARS)/delta-storage-$(DELTA_VERSION).jar
+
+jars: $(ICEBERG_JAR) $(DELTA_JAR) $(DELTA_STORAGE_JAR)
+
+# lakestats' Spark component (jvm/, Java against Spark 4.1's API, every dependency provided):
+# a session extension that gives Spark's optimizer lakestats' statistics on Iceberg and Delta
+# scans (docs/spark.md). Built with Maven into the ignored build/jvm.
+JVM_JAR := build/jvm/lakestats-spark.jar
+JVM_SOURCES := $(shell find jvm/src -name '*.java' 2>/dev/null) jvm/pom.xml
+
+jvm: $(JVM_JAR)
+
+$(JVM_JAR): $(JVM_SOURCES)
+	cd jvm && mvn -q -B package
 
 # the PySpark Iceberg's runtime supports, beside this venv's: tests run Spark with Iceberg's
 # own runtime in it (tests/formats/test_iceberg_spark_interop.py), nothing of lakestats there
@@ -74,6 +90,14 @@ $(INTEROP_STAMP):
 $(ICEBERG_JAR):
 	mvn -q -B dependency:copy \
 		-Dartifact=org.apache.iceberg:iceberg-spark-runtime-$(ICEBERG_SPARK)_$(ICEBERG_SCALA):$(ICEBERG_VERSION) \
+		-DoutputDirectory=$(JARS)
+
+$(DELTA_JAR):
+	mvn -q -B dependency:copy -Dartifact=io.delta:delta-spark_$(ICEBERG_SCALA):$(DELTA_VERSION) \
+		-DoutputDirectory=$(JARS)
+
+$(DELTA_STORAGE_JAR):
+	mvn -q -B dependency:copy -Dartifact=io.delta:delta-storage:$(DELTA_VERSION) \
 		-DoutputDirectory=$(JARS)
 
 clean:

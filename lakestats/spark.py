@@ -24,7 +24,9 @@ The histogram is cut from the best table-level source lakestats has, in this ord
 
 Only Parquet directories are covered: Delta, Iceberg, Hudi and Paimon tables need their
 format's jars in Spark and are then v2 tables, whose statistics the session catalog cannot
-set (SPARK-39420); a Parquet listing of their directories would read removed files.
+set (SPARK-39420); a Parquet listing of their directories would read removed files. Iceberg
+and Delta scans get the same statistics from lakestats' Spark component instead
+(``jvm/``, fed by ``lakestats.spark_sidecar``).
 Spark Connect has no JVM handle, so ``register`` needs a classic session.
 
 The statistics are worked out in plain Python (``plan_statistics``, also the CLI's
@@ -485,8 +487,9 @@ def check_registrable(table, snapshot_id: int | None):  # noqa: ANN001, ANN201
     if fmt.format_name != "parquet":
         raise UnsupportedFeatureError(
             f"cannot register a {fmt.format_name} table in Spark's session catalog: only "
-            "Parquet directories become v1 tables (with its jars a "
-            f"{fmt.format_name} table is a v2 table, whose statistics Spark cannot set)"
+            "Parquet directories become v1 tables; for Iceberg and Delta scans load lakestats' "
+            "Spark component instead (spark.sql.extensions=io.lakestats.spark."
+            "LakestatsExtensions, docs/spark.md)"
         )
     from lakestats.api import version_for_snapshot
 

@@ -1,0 +1,270 @@
+package io.lakestats.spark;
+
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Method;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.TableIdentifier$;
+import org.apache.spark.sql.catalyst.catalog.CatalogStatistics;
+import org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat;
+import org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat$;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.catalog.CatalogTableType$;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import java.util.List;
+import org.apache.spark.sql.internal.SQLConf;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Option;
+import scala.runtime.AbstractPartialFunction;
+
+/**
+ * Gives each scan of an analyzed table lakestats' statistics for the snapshot it reads.
+ *
+ * <ul>
+ *   <li>Iceberg (DataSource V2): the rule runs before Spark's push-down builds the scan, so it
+ *       gives the relation a table that is Iceberg's own in every respect ({@link Forwarding})
+ *       except that its scan builder's {@code build()} returns Iceberg's scan wrapped to report
+ *       lakestats' statistics from {@code estimateStatistics}, once the scan knows its
+ *       snapshot; Spark's {@code DataSourceV2ScanRelation.computeStats} turns them into plan
+ *       statistics ({@code transformV2Stats}: row count, and per column distinct count, min,
+ *       max, nulls, lengths, histogram).</li>
+ *   <li>Delta (a V1 {@code LogicalRelation} over Delta's file index, whose {@code computeStats}
+ *       reads only its catalog table's statistics): the relation gets a catalog table (its own,
+ *       or a minimal external one for a path) carrying {@code CatalogStatistics}, as
+ *       {@code ANALYZE TABLE ... FOR ALL COLUMNS} would have stored them.</li>
+ * </ul>
+ *
+ * The snapshot is the scan's own (Iceberg's snapshot id, Delta's table version, time travel
+ * included); statistics of another snapshot are never reported. Any failure leaves the plan as
+ * it was: statistics are advice, never a reason for a query to fail.
+ */
+final class StatisticsRule extends Rule<LogicalPlan> {
+  static final String ENABLED = "spark.lakestats.enabled";
+  /** {@code location=root,location=root}: tables analyzed with {@code --stats-root}. */
+  static final String ROOTS = "spark.lakestats.roots";
+  /**
+   * {@code false}: no histograms (distinct counts, min/max and the rest only). Spark estimates
+   * an equi-join from both keys' histograms when both have one, and does not scale a key's
+   * histogram down after a filter on another column: such joins are estimated as unfiltered.
+   */
+  static final String HISTOGRAMS = "spark.lakestats.histograms";
+
+  private static final Logger LOG = LoggerFactory.getLogger(StatisticsRule.class);
+  private static final String ICEBERG_TABLE = "org.apache.iceberg.spark.source.SparkTable";
+  private static final String ICEBERG_SCAN = "org.apache.iceberg.spark.source.SparkBatchQueryScan";
+  private static final java.util.Set<String> DELTA_INDEXES = java.util.Set.of(
+      "org.apache.spark.sql.delta.files.TahoeLogFileIndex",
+      "org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex");
+
+  private final SparkSession session;
+
+  StatisticsRule(SparkSession session) {
+    this.session = session;
+  }
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    SQLConf conf = SQLConf.get();
+    if (!Boolean.parseBoolean(conf.getConfString(ENABLED, "true"))) {
+      return plan;
+    }
+    Map<String, String> roots = roots(conf.getConfString(ROOTS, ""));
+    boolean histograms = Boolean.parseBoolean(conf.getConfString(HISTOGRAMS, "true"));
+    return plan.transformUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
+      @Override
+      public boolean isDefinedAt(LogicalPlan node) {
+        return node instanceof DataSourceV2Relation || node instanceof LogicalRelation;
+      }
+
+      @Override
+      public LogicalPlan apply(LogicalPlan node) {
+        try {
+          if (node instanceof DataSourceV2Relation) {
+            return v2((DataSourceV2Relation) node, roots, histograms);
+          }
+          return v1((LogicalRelation) node, roots, histograms);
+        } catch (Exception | LinkageError e) {
+          LOG.warn("lakestats: no statistics for {}: {}", node.nodeName(), e.toString());
+          return node;
+        }
+      }
+    });
+  }
+
+  private Configuration hadoop() {
+    return session.sparkContext().hadoopConfiguration();
+  }
+
+  /**
+   * An Iceberg table whose scan builder builds scans that report lakestats' statistics (the
+   * rule runs before Spark's push-down makes the scan; the snapshot is known only then).
+   */
+  private LogicalPlan v2(DataSourceV2Relation relation, Map<String, String> roots,
+      boolean histograms) throws Exception {
+    Table table = relation.table();
+    if (!table.getClass().getName().equals(ICEBERG_TABLE)) {
+      return relation; // not Iceberg's, or wrapped already
+    }
+    Configuration hadoop = hadoop();
+    Object wrapped = Forwarding.proxy(table, List.of(), (original, method, args) -> {
+      if (method.getName().equals("newScanBuilder") && method.getParameterCount() == 1) {
+        ScanBuilder builder = (ScanBuilder) method.invoke(original, args);
+        return Forwarding.proxy(builder, List.of(), (b, m, a) -> {
+          if (m.getName().equals("build") && m.getParameterCount() == 0) {
+            return withStatistics((Scan) m.invoke(b, a), roots, hadoop, histograms);
+          }
+          return Forwarding.PASS;
+        });
+      }
+      return Forwarding.PASS;
+    });
+    return (LogicalPlan) Reflect.copyWith(relation, "table", wrapped);
+  }
+
+  /** The scan, reporting lakestats' statistics of its snapshot when there are some. */
+  static Scan withStatistics(
+      Scan scan, Map<String, String> roots, Configuration hadoop, boolean histograms) {
+    try {
+      if (!scan.getClass().getName().equals(ICEBERG_SCAN)) {
+        return scan; // e.g. a pushed-down aggregate's local scan
+      }
+      Object snapshot = Reflect.call(scan, "snapshotId");
+      if (snapshot == null) {
+        return scan; // an empty table: no snapshot
+      }
+      if (filtersSelectPartitions(scan)) {
+        return scan; // it reads part of the snapshot, with no Filter left above it
+      }
+      String location = (String) Reflect.call(Reflect.call(scan, "table"), "location");
+      SnapshotStatistics stats =
+          Sidecars.find(Sidecars.root(location, roots), snapshot.toString(), hadoop);
+      if (stats == null) {
+        return scan;
+      }
+      Statistics statistics = stats.scanStatistics(scan.readSchema(), histograms);
+      return (Scan) Forwarding.proxy(scan,
+          List.of(SupportsReportStatistics.class, LakestatsScan.class), (original, m, a) -> {
+            if (m.getParameterCount() != 0) {
+              return Forwarding.PASS;
+            }
+            switch (m.getName()) {
+              case "estimateStatistics":
+                return statistics;
+              case "lakestatsOriginal":
+                return original;
+              case "lakestatsVersion":
+                return stats.version;
+              default:
+                return Forwarding.PASS;
+            }
+          });
+    } catch (Exception | LinkageError e) {
+      LOG.warn("lakestats: no statistics for an Iceberg scan: {}", e.toString());
+      return scan;
+    }
+  }
+
+  /**
+   * Whether Iceberg evaluates a pushed filter completely on partition values: Iceberg then
+   * drops it from Spark's post-scan filters, so no Filter above the scan would apply its
+   * selectivity to the whole snapshot's statistics (they would over-estimate); such a scan keeps
+   * Iceberg's own statistics.
+   */
+  private static boolean filtersSelectPartitions(Scan scan) throws ReflectiveOperationException {
+    List<?> filters = (List<?>) Reflect.call(scan, "filters");
+    if (filters == null || filters.isEmpty()) {
+      return false;
+    }
+    Object table = Reflect.call(scan, "table");
+    Object caseSensitive = Reflect.call(scan, "caseSensitive");
+    ClassLoader loader = scan.getClass().getClassLoader();
+    Method selects = Class.forName("org.apache.iceberg.expressions.ExpressionUtil", false, loader)
+        .getMethod("selectsPartitions",
+            Class.forName("org.apache.iceberg.expressions.Expression", false, loader),
+            Class.forName("org.apache.iceberg.Table", false, loader), boolean.class);
+    for (Object filter : filters) {
+      if ((Boolean) selects.invoke(null, filter, table, caseSensitive)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private LogicalPlan v1(LogicalRelation relation, Map<String, String> roots, boolean histograms)
+      throws Exception {
+    if (!(relation.relation() instanceof HadoopFsRelation) || relation.isStreaming()) {
+      return relation;
+    }
+    Object index = ((HadoopFsRelation) relation.relation()).location();
+    if (!DELTA_INDEXES.contains(index.getClass().getName())) {
+      return relation;
+    }
+    if (relation.catalogTable().isDefined()
+        && relation.catalogTable().get().properties().contains(MARK)) {
+      return relation;
+    }
+    String version = Reflect.call(index, "version").toString();
+    String location = Reflect.call(index, "path").toString();
+    SnapshotStatistics stats = Sidecars.find(Sidecars.root(location, roots), version, hadoop());
+    if (stats == null) {
+      return relation;
+    }
+    CatalogStatistics catalogStats = stats.catalogStatistics(relation.output(), histograms);
+    CatalogTable table = relation.catalogTable().isDefined()
+        ? relation.catalogTable().get()
+        : pathTable(location, relation);
+    table = (CatalogTable) Reflect.copyWith(table, "stats", Option.apply(catalogStats));
+    table = (CatalogTable) Reflect.copyWith(table, "properties",
+        table.properties().updated(MARK, Long.toString(stats.version)));
+    return (LogicalPlan) Reflect.copyWith(relation, "catalogTable", Option.apply(table));
+  }
+
+  private static final String MARK = "lakestats.statistics.version";
+
+  /** A minimal external catalog table for a path read (it only carries the statistics). */
+  private static CatalogTable pathTable(String location, LogicalRelation relation) throws Exception {
+    CatalogStorageFormat storage = CatalogStorageFormat$.MODULE$.empty();
+    storage = (CatalogStorageFormat) Reflect.copyWith(storage, "locationUri",
+        Option.apply(new java.net.URI(location.startsWith("/") ? "file:" + location : location)));
+    Constructor<?> constructor = null;
+    for (Constructor<?> c : CatalogTable.class.getConstructors()) {
+      if (constructor == null || c.getParameterCount() > constructor.getParameterCount()) {
+        constructor = c;
+      }
+    }
+    Object[] args = new Object[constructor.getParameterCount()];
+    args[0] = TableIdentifier$.MODULE$.apply("delta_" + Integer.toHexString(location.hashCode()));
+    args[1] = CatalogTableType$.MODULE$.EXTERNAL();
+    args[2] = storage;
+    args[3] = relation.schema();
+    for (int i = 4; i < args.length; i++) {
+      Method fallback = CatalogTable.class.getMethod("$lessinit$greater$default$" + (i + 1));
+      args[i] = fallback.invoke(null);
+    }
+    CatalogTable table = (CatalogTable) constructor.newInstance(args);
+    return (CatalogTable) Reflect.copyWith(table, "provider", Option.apply("delta"));
+  }
+
+  private static Map<String, String> roots(String setting) {
+    Map<String, String> out = new HashMap<>();
+    for (String pair : setting.split(",")) {
+      int at = pair.indexOf('=');
+      if (at > 0) {
+        out.put(pair.substring(0, at).trim(), pair.substring(at + 1).trim());
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,96 @@
+"""lakestats' statistics of one snapshot, written where lakestats' Spark component
+(``jvm/``, ``io.lakestats.spark.LakestatsExtensions``) finds them when Spark scans that
+snapshot of an Iceberg or Delta table (docs/spark.md).
+
+    <stats root>/spark/v<version>_<snapshot id>.json
+
+One file per statistics version: the snapshot it describes (an Iceberg snapshot id, a Delta
+table version), the row count, the data files' bytes and, per column, Spark's catalog
+column-statistics property map (``ColumnStatistics.spark_map``: what ``ANALYZE TABLE … FOR
+ALL COLUMNS`` stores and ``CatalogColumnStat.fromMap`` parses) with the equi-height
+histogram's bins beside it (the JVM side builds Spark's ``Histogram`` from them; no LZ4 here).
+The JVM side lists ``spark/`` and reads the newest version whose name carries exactly the
+snapshot the scan reads: statistics of another snapshot are never reported. The files are
+written on demand (``publish``; ``lakestats analyze`` calls it for Iceberg, Delta, Hudi and
+Paimon tables), not by the store's publish, so the statistics versions stay what they are
+and a failure here never fails an analyze.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from lakestats import fs
+from lakestats.spark import plan_statistics
+
+SIDECAR_DIR = "spark"
+FORMAT = "lakestats-spark-statistics"
+SNAPSHOT_FORMATS = {"iceberg", "delta", "hudi", "paimon"}
+log = logging.getLogger(__name__)
+
+
+def sidecar_path(root: str, version: int, snapshot_id: int) -> str:
+    return fs.join(root, SIDECAR_DIR, f"v{version:08d}_{snapshot_id}.json")
+
+
+def build(table, snapshot_id: int | None = None) -> dict[str, object]:  # noqa: ANN001
+    """The file's content for the newest statistics version of ``snapshot_id`` (default: the
+    latest version, for the snapshot it describes)."""
+    from lakestats.versions import version_for_snapshot
+
+    version = version_for_snapshot(table.stats_root, table.format, snapshot_id, table.s3)
+    record = plan_statistics(table, "lakestats", snapshot_id=version.snapshot_id)
+    columns = {}
+    for column in record.columns:
+        entry: dict[str, object] = {"type": column.spark_type, "stats": column.spark_map()}
+        if column.histogram_bins:
+            entry["histogram"] = {
+                "height": column.histogram_height,
+                "bins": [[_number(lo), _number(hi), ndv] for lo, hi, ndv in column.histogram_bins],
+                "source": column.histogram_source,
+            }
+        columns[column.name] = entry
+    return {
+        "format": FORMAT,
+        "format_version": 1,
+        "table_format": table.format.format_name,
+        "location": table.format.location,
+        "version": record.version,
+        "snapshot_id": version.snapshot_id,
+        "row_count": record.row_count,
+        "size_in_bytes": record.size_in_bytes,
+        "columns": columns,
+        "skipped": record.skipped,
+    }
+
+
+def _number(value: float) -> float | str:
+    import math
+
+    if math.isfinite(value):
+        return value
+    return "Infinity" if value > 0 else "-Infinity" if value < 0 else "NaN"
+
+
+def publish(table, snapshot_id: int | None = None) -> str | None:  # noqa: ANN001
+    """Write the file for ``snapshot_id``'s newest version; its path, or None for a table
+    without snapshots (a Parquet directory: ``spark-register`` covers those)."""
+    if table.format.format_name not in SNAPSHOT_FORMATS:
+        return None
+    content = build(table, snapshot_id)
+    if content["snapshot_id"] is None:
+        return None
+    path = sidecar_path(table.stats_root, int(content["version"]), int(content["snapshot_id"]))
+    fs.write_bytes_atomic(path, json.dumps(content).encode(), table.s3)
+    return path
+
+
+def publish_quietly(table, snapshot_id: int | None) -> str | None:  # noqa: ANN001
+    """``publish`` after an analyze: a failure is logged, never raised (the analyze itself
+    succeeded; Spark then keeps its own defaults for that snapshot)."""
+    try:
+        return publish(table, snapshot_id)
+    except Exception as exc:  # noqa: BLE001 - advice for another engine, never fatal
+        log.warning("statistics for Spark not written: %s", exc)
+        return None

@@ -1,0 +1,63 @@
+"""The statistics ``lakestats analyze`` writes for lakestats' Spark component
+(``lakestats/spark_sidecar.py``): one file per version under ``<root>/spark/``, named by the
+version and the snapshot it describes, with Spark's own property maps; a Parquet directory
+(no snapshots) gets none. The JVM side is tested in tests/formats/test_spark_component.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import lakestats.api as ls
+from lakestats import cli
+from lakestats.spark_sidecar import build
+
+pytestmark = pytest.mark.spark
+
+
+def _rows(n: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table({"k": rng.integers(0, 50, n), "x": rng.normal(size=n),
+                     "s": [f"v{i}" for i in rng.integers(0, 7, n)]})  # fmt: skip
+
+
+def test_analyze_writes_the_versions_statistics_for_spark(spark, tmp_path: Path, capsys) -> None:
+    from deltalake import write_deltalake
+
+    path = tmp_path / "delta"
+    rows = _rows(3_000, 1)
+    write_deltalake(str(path), rows)
+    assert cli.main(["analyze", str(path), "--exact", "--json"]) == 0
+    capsys.readouterr()
+    files = sorted((path / "_lakestats" / "spark").iterdir())
+    assert [f.name for f in files] == ["v00000001_0.json"]  # version 1, Delta version 0
+    content = json.loads(files[0].read_text())
+    assert (content["snapshot_id"], content["version"], content["row_count"]) == (0, 1, 3_000)
+    k = content["columns"]["k"]
+    assert k["type"] == "long"
+    assert k["stats"]["k.distinctCount"] == str(pc.count_distinct(rows["k"]).as_py())
+    assert k["stats"]["k.min"] == str(pc.min(rows["k"]).as_py())
+    assert len(k["histogram"]["bins"]) == 254
+    assert sum(b[2] >= 1 for b in k["histogram"]["bins"]) == 254
+    assert "histogram" not in content["columns"]["s"]  # Spark keeps none for strings
+    assert content["columns"]["s"]["stats"]["s.maxLen"] == "2"
+
+    # a new snapshot, analyzed again: a second file, the first one left for its snapshot
+    write_deltalake(str(path), _rows(500, 2), mode="append")
+    assert cli.main(["analyze", str(path), "--json"]) == 0
+    names = sorted(f.name for f in (path / "_lakestats" / "spark").iterdir())
+    assert names == ["v00000001_0.json", "v00000002_1.json"]
+    assert build(ls.open_table(str(path)))["row_count"] == 3_500
+
+
+def test_a_parquet_directory_gets_none(spark, tmp_path: Path, capsys) -> None:
+    (tmp_path / "t").mkdir()
+    pq.write_table(_rows(100, 3), tmp_path / "t" / "part-0.parquet")
+    assert cli.main(["analyze", str(tmp_path / "t"), "--json"]) == 0
+    assert not (tmp_path / "t" / "_lakestats" / "spark").exists()
