@@ -23,15 +23,16 @@ import logging
 
 from lakestats import fs
 from lakestats.spark import plan_statistics
+from lakestats.store import layout
 
-SIDECAR_DIR = "spark"
+SIDECAR_DIR = layout.SPARK_DIR
 FORMAT = "lakestats-spark-statistics"
 SNAPSHOT_FORMATS = {"iceberg", "delta", "hudi", "paimon"}
 log = logging.getLogger(__name__)
 
 
 def sidecar_path(root: str, version: int, snapshot_id: int) -> str:
-    return fs.join(root, SIDECAR_DIR, f"v{version:08d}_{snapshot_id}.json")
+    return fs.join(root, *layout.spark_file(version, snapshot_id).split("/"))
 
 
 def build(table, snapshot_id: int | None = None) -> dict[str, object]:  # noqa: ANN001

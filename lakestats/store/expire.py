@@ -110,6 +110,11 @@ def plan_expiry(
         interrupted = relative.endswith(".tmp") or relative.startswith("_staging/")
         if info.type == pafs.FileType.File and interrupted and not young(info):
             plan.files_removed.append(relative)
+    kept = set(plan.versions_kept)
+    for info in fs.list_files(fs.join(root, layout.SPARK_DIR), s3):  # the Spark component's
+        number = layout.spark_file_version(info.base_name)
+        if info.type == pafs.FileType.File and number is not None and number not in kept:
+            plan.files_removed.append(info.path[len(base) + 1 :])
     return plan
 
 

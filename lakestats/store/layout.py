@@ -46,6 +46,19 @@ FILE_NAMES = {
 UNPARTITIONED = "_all"
 LATEST = "latest.json"
 STATS_DIR_NAME = "_lakestats"
+SPARK_DIR = "spark"
+"""Per-version statistics for lakestats' Spark component: ``spark/v<version>_<snapshot>.json``
+(``lakestats.spark_sidecar``); ``expire`` removes those of removed versions."""
+
+
+def spark_file(version: int, snapshot_id: int) -> str:
+    return f"{SPARK_DIR}/v{version:08d}_{snapshot_id}.json"
+
+
+def spark_file_version(name: str) -> int | None:
+    """The version number a ``spark/`` file's name carries (None: not such a file)."""
+    head, _, rest = name.partition("_")
+    return int(head[1:]) if head[:1] == "v" and head[1:].isdigit() and rest else None
 
 
 def escape(value: str) -> str:

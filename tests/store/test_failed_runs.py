@@ -184,7 +184,8 @@ def test_expire_leaves_only_what_kept_versions_name(spark, tmp_path: Path) -> No
     """Three exact analyses of an Iceberg table (each after an append), its old snapshots
     expired, then ``expire``: every file left under the statistics root (besides the
     version manifests, the latest pointer and the sample) is named by a kept version,
-    rank parts, partition-histogram parts and reduce caches included."""
+    rank parts, partition-histogram parts and reduce caches included; of the Spark
+    component's files only the kept version's stays."""
     import numpy as np
     from pyiceberg.transforms import IdentityTransform
 
@@ -203,10 +204,14 @@ def test_expire_leaves_only_what_kept_versions_name(spark, tmp_path: Path) -> No
     with table.update_spec() as spec:
         spec.add_field("r", IdentityTransform(), "r")
     table.append(rows(0, 3_000))
+    from lakestats import spark_sidecar
+
     for k in range(3):
         if k:
             catalog.load_table("db.t").append(rows(3_000 * k, 500))
-        ls.open_table("db.t", warehouse=warehouse).analyze(spark=spark, exact=True)
+        analyzed = ls.open_table("db.t", warehouse=warehouse)
+        analyzed.analyze(spark=spark, exact=True)
+        assert spark_sidecar.publish(analyzed)  # what `lakestats analyze` writes for Spark
     table = catalog.load_table("db.t")
     current = table.current_snapshot().snapshot_id
     table.maintenance.expire_snapshots().by_ids(
@@ -226,4 +231,6 @@ def test_expire_leaves_only_what_kept_versions_name(spark, tmp_path: Path) -> No
         rel for rel, kind in _listing(root).items()
         if kind != "dir" and not rel.startswith(("versions/", "sample/")) and rel != "latest.json"
     }
-    assert left and left <= named, sorted(left - named)
+    spark_files = {rel for rel in left if rel.startswith("spark/")}
+    assert spark_files == {f"spark/v00000003_{current}.json"}, spark_files
+    assert left - spark_files <= named, sorted(left - named)
