@@ -48,7 +48,7 @@ from lakestats.errors import (
     StatisticsNotFoundError,
     UnsupportedPredicateError,
 )
-from lakestats.query import predicate_text
+from lakestats.query import predicate_text, sql_keywords
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import keys, leaves, literals
 from lakestats.stats import selectivity as sel
@@ -184,7 +184,7 @@ def simple_conjuncts(text: str) -> list[str] | None:
     pos = 0
     while True:
         match = _SIMPLE.match(text, pos)
-        if match is None or simple_comparison(match.group(0)) is None:
+        if match is None or _simple_groups(match.group(0)) is None:
             return None
         out.append(match.group(0).strip())
         pos = match.end()
@@ -208,15 +208,12 @@ def simple_comparison(text: str):  # noqa: ANN202 - a sqlglot expression or None
     plain decimal number or a string without backslashes) as the tree
     ``sqlglot.parse_one`` returns for it, built without parsing (a planner's predicates
     are mostly these); None for any other text, which sqlglot then parses."""
-    match = _SIMPLE.fullmatch(text)
-    if match is None:
+    groups = _simple_groups(text)
+    if groups is None:
         return None
-    name, op, minus, number, string = match.groups()
+    name, op, minus, number, string = groups
     from sqlglot import exp
-    from sqlglot.tokens import Tokenizer
 
-    if name.upper() in Tokenizer.KEYWORDS:
-        return None
     if number is not None:
         value = exp.Literal.number(number)
         value = exp.Neg(this=value) if minus else value
@@ -226,6 +223,15 @@ def simple_comparison(text: str):  # noqa: ANN202 - a sqlglot expression or None
             ">": exp.GT, ">=": exp.GTE}[op]
     column = exp.Column(this=exp.Identifier(this=name, quoted=False))
     return kind(this=column, expression=value)
+
+
+def _simple_groups(text: str) -> tuple | None:
+    """``simple_comparison``'s parts of ``text`` (name, operator, minus, number, string),
+    or None; sqlglot's keywords (``sql_keywords``) are no column name here."""
+    match = _SIMPLE.fullmatch(text)
+    if match is None or match.group(1).upper() in sql_keywords.KEYWORDS:
+        return None
+    return match.groups()
 
 
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -239,12 +245,12 @@ class _Parser:
 
     def condition(self, text: str, negate: bool) -> Predicate:
         """One condition of the predicate (no top-level AND / OR / NOT), via sqlglot."""
+        groups = _simple_groups(text)
+        if groups is not None:  # column op literal: what ``node`` makes of its tree
+            return self.simple(groups, negate)
         import sqlglot
         from sqlglot.errors import ParseError, TokenError
 
-        simple = simple_comparison(text)
-        if simple is not None:  # column op literal: the tree sqlglot would build
-            return self.node(simple, negate)
         try:
             tree = sqlglot.parse_one(text)
         except (ParseError, TokenError) as exc:
@@ -253,6 +259,18 @@ class _Parser:
                 f"cannot parse predicate {_clip(text)!r}: {first}"
             ) from exc
         return self.node(tree, negate)
+
+    def simple(self, groups: tuple, negate: bool) -> Predicate:
+        """``node`` of ``simple_comparison``'s tree, without sqlglot: the same checks in
+        the same order, so the same predicate or error."""
+        name, op, minus, number, string = groups
+        op = "<>" if op == "!=" else op
+        column, dtype = self.column_named((name,))
+        if number is not None:
+            value = self.number(f"-{number}" if minus else number, column, dtype)
+        else:
+            value = self.literal_value(string.replace("''", "'"), column, dtype)
+        return Compare(column, _NEGATE[op] if negate else op, value)
 
     def node(self, e, negate: bool) -> Predicate:  # noqa: ANN001
         from sqlglot import exp
@@ -361,7 +379,10 @@ class _Parser:
                 f"unsupported syntax in predicate: {_describe(e)} in {parent.sql()} "
                 "(only columns compared with literals are supported)"
             )
-        parts = tuple(p.name for p in e.parts)
+        return self.column_named(tuple(p.name for p in e.parts))
+
+    def column_named(self, parts: tuple[str, ...]) -> tuple[str, pa.DataType]:
+        """The analyzed column a reference's ``parts`` name, and its type."""
         # "x.y" (one quoted part) is the column named x.y, x.y the struct leaf: a column
         # whose name is also a struct leaf's is stored backtick-quoted (stats/leaves.py)
         quoted = leaves.quoted_name(parts)
@@ -505,7 +526,9 @@ def _timestamp_with_zone(text: str, dtype: pa.TimestampType) -> object:
     try:
         return keys.parse_literal(text, dtype)
     except (pa.ArrowInvalid, ValueError):
-        naive = pc.cast(pa.array([text]), pa.timestamp(dtype.unit))
+        from lakestats.stats.arrays import string_array  # no pa.array: no pandas
+
+        naive = pc.cast(string_array([text]), pa.timestamp(dtype.unit))
         return naive.cast(dtype)[0].as_py()
 
 

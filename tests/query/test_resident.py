@@ -160,3 +160,45 @@ def test_simple_conjunction_errors_are_the_general_paths() -> None:
             predicates._parse_general(text, predicates._Parser(TYPES, ()))
         assert type(fast.value) is type(general.value)
         assert str(fast.value) == str(general.value)
+
+
+def test_sql_keywords_are_sqlglots() -> None:
+    """The keyword list a simple comparison is checked against without sqlglot is the
+    installed sqlglot's (its name-like keywords)."""
+    import re
+
+    from sqlglot.tokens import Tokenizer
+
+    from lakestats.query.sql_keywords import KEYWORDS
+
+    expected = {k for k in Tokenizer.KEYWORDS if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)}
+    assert expected == KEYWORDS
+
+
+SIMPLE_TYPED = [
+    "a < 10", "a = -5", "a != 2", "b >= 0.05", "b < -0.25", "s = 'it''s'", "s <> ''",
+    "d >= 12.34", "d = -0", "a = -0", "b = -0.0", "A = 1", "s = 1", "a = 'x'", "a = 2.5",
+    "nope = 1", "a = 99999999999999999999", "d = 1.234", "b = 1e", "s > 'x AND y'",
+    "t = '2020-01-02'", "t < 'nope'", "u = 'v'",
+]
+
+
+@pytest.mark.parametrize("text", SIMPLE_TYPED)
+@pytest.mark.parametrize("negate", [False, True])
+def test_simple_comparisons_compile_as_sqlglots_tree(text: str, negate: bool) -> None:
+    """A simple comparison compiled without sqlglot is what ``node`` makes of sqlglot's
+    tree: the same predicate, or the same error."""
+    groups = predicates._simple_groups(text)
+    if groups is None:
+        assert predicates.simple_comparison(text) is None
+        return
+    types = {**TYPES, "t": pa.date32(), "A": pa.int8()}
+    parser = predicates._Parser(types, ("u",))
+    try:
+        expected = parser.node(sqlglot.parse_one(text), negate)
+    except LakestatsError as exc:
+        with pytest.raises(type(exc)) as fast:
+            parser.simple(groups, negate)
+        assert str(fast.value) == str(exc)
+    else:
+        assert parser.simple(groups, negate) == expected
