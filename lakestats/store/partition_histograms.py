@@ -46,7 +46,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakestats import fs
-from lakestats.stats.arrays import integer_array, numbers
+from lakestats.stats.arrays import integer_array, numbers, unique
 from lakestats.stats.kinds import ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import layout, manifest, schemas
@@ -391,10 +391,10 @@ class PartitionHistograms:
         """``partition_id`` and ``fields`` of the rows of one column for those partitions
         (partitions without a row are absent; counts int32, or int64 when some part
         holds int64 counts)."""
-        ids = np.unique(np.asarray(partition_ids, dtype=np.int64))
+        ids = unique(np.asarray(partition_ids, dtype=np.int64))
         ids = ids[(ids >= 0) & (ids < len(self.part_of))]
         names = ["member", "column_index", *[f for f in fields if f not in _IDS]]
-        wanted = [int(k) for k in np.unique(self.part_of[ids]) if k >= 0]
+        wanted = [int(k) for k in unique(self.part_of[ids]) if k >= 0]
 
         def one(k: int) -> pa.Table | None:
             part = self._part(k)
