@@ -2,7 +2,7 @@
 
     python -m bench.planner [--out DIR] [--partitions 48] [--rows 400000] [--seed 25]
                             [--lineitem SCALE] [--fanout-root DIR [--fanout-only]]
-                            [--calls 300]
+                            [--calls 300] [--spark [--spark-calls 60]] [--skip-skewed]
 
 A planner asks for many selectivities while it plans one query, so what counts is the
 latency of ``LakestatsTable.estimate`` on a handle that is already open, and of its first
@@ -14,6 +14,12 @@ cache):
   local Spark (kept under ``--out`` and reused);
 * **lineitem by month** (``--lineitem SCALE``, optional): TPC-H lineitem at that scale
   partitioned by ship year + month (``bench.common``), analyzed likewise;
+* the competitor, with ``--spark``: Spark's optimizer on the same table (a catalog table
+  over the same files, ``ANALYZE TABLE ... FOR ALL COLUMNS`` with histograms, CBO on; the
+  catalog persists under ``--out``/spark so the ANALYZE runs once): per predicate, the time
+  from the SQL text to the optimized plan's row count (``spark.sql(...)`` analysis +
+  ``optimizedPlan().stats()``), p50 and p99 over ``--spark-calls`` predicates the session
+  has not planned before, printed next to lakestats' figures;
 * **fan-out** (``--fanout-root``, optional): the 3-conjunct estimate over the 10,000
   partitions x 100 columns statistics root ``bench/lookup.py --estimate-only`` builds
   (``bench.lookup.ESTIMATE_WHERE``); it is not built here (a 30-minute Spark reduction).
@@ -181,6 +187,25 @@ def _batch(table: ls.LakestatsTable, wheres: list[str]) -> object:
     return [table.estimate(w) for w in wheres]  # older code: one call each
 
 
+def run_spark(spark, name: str, path: str, predicates: list[str], out: Path) -> None:  # noqa: ANN001
+    """Spark's optimizer time per predicate on the same files (see the module docstring)."""
+    from bench.estimate import _spark_analyze
+
+    seconds = _spark_analyze(spark, name, Path(path), out / "spark")
+    print(f"  Spark ANALYZE ... FOR ALL COLUMNS: {seconds:.1f} s (once)", flush=True)
+
+    def plan(where: str) -> None:
+        query = spark.sql(f"SELECT * FROM {name} WHERE {where}")._jdf.queryExecution()
+        query.optimizedPlan().stats().rowCount()
+
+    for where in predicates[:5]:  # the JIT and the catalog's caches
+        plan(where)
+    times = [_timed(lambda w=where: plan(w)) for where in predicates[5:]]
+    p50, p99 = _ms(times)
+    _line(f"Spark optimizer (SQL text to row count), p50 of {len(times)}", p50)
+    _line(f"Spark optimizer (SQL text to row count), p99 of {len(times)}", p99)
+
+
 def run_table(label: str, path: str, predicates: list[str], calls: int) -> None:
     """The figures for one table (see the module docstring)."""
     partitions = len(ls.open_table(path).reader().version.partitions)
@@ -255,6 +280,10 @@ def main() -> None:
                         help="bench/lookup.py's fan-out statistics root (10,000 partitions)")
     parser.add_argument("--fanout-runs", type=int, default=30)
     parser.add_argument("--fanout-only", action="store_true", help="only the fan-out root")
+    parser.add_argument("--spark", action="store_true",
+                        help="also Spark's optimizer time for the same predicates")
+    parser.add_argument("--spark-calls", type=int, default=60)
+    parser.add_argument("--skip-skewed", action="store_true", help="not the skewed table")
     args = parser.parse_args()
     print(f"# bench/planner.py on {machine()}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -265,21 +294,31 @@ def main() -> None:
         if spark is None:
             from lakestats.compute.session import get_spark
 
+            if args.spark:  # a catalog that keeps Spark's ANALYZE between runs, CBO on
+                from bench.estimate import cbo_session
+
+                cbo_session(args.out / "spark")
             spark = get_spark()
         return spark
 
     rng = np.random.default_rng(args.seed)
     count = 50 + args.calls + 100
-    if not args.fanout_only:
+    if not args.fanout_only and not args.skip_skewed:
         skewed = skewed_table(args.out, args.partitions, args.rows, args.seed)
-        run_table("skewed", analyzed(skewed, spark_of),
-                  skewed_predicates(rng, count, args.partitions), args.calls)
+        wheres = skewed_predicates(rng, count, args.partitions)
+        run_table("skewed", analyzed(skewed, spark_of), wheres, args.calls)
+        if args.spark:
+            run_spark(spark_of(), "planner_skewed", str(skewed),
+                      wheres[50 : 55 + args.spark_calls], args.out)
     if args.lineitem is not None and not args.fanout_only:
         from bench.common import partitioned, tpch_lineitem
 
         lineitem = analyzed(partitioned(tpch_lineitem(args.lineitem), "month"), spark_of)
-        run_table(f"lineitem by month, scale {args.lineitem:g}", lineitem,
-                  lineitem_predicates(rng, count), args.calls)
+        wheres = lineitem_predicates(np.random.default_rng(args.seed), count)
+        run_table(f"lineitem by month, scale {args.lineitem:g}", lineitem, wheres, args.calls)
+        if args.spark:
+            run_spark(spark_of(), f"planner_lineitem_{str(args.lineitem).replace('.', '_')}",
+                      lineitem, wheres[50 : 55 + args.spark_calls], args.out)
     if args.fanout_root:
         run_fanout(args.fanout_root, args.fanout_runs)
 

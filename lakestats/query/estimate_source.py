@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.errors import StatisticsNotFoundError
+from lakestats.stats.arrays import int64_array, integer_array, numbers, string_array
 from lakestats.stats.selectivity import ColumnSummary, Frequencies, Histogram, storage_number
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
@@ -79,7 +80,7 @@ class ReaderPartition:
             names = handle.schema_arrow.names
             fields = [f for f in _FIELDS if f in names]
             indices = [self.reader.column_index(c) for c in self.columns]
-            table = handle.read(columns=fields).take(pa.array(indices, pa.int64()))
+            table = handle.read(columns=fields).take(int64_array(indices))
             self._rows = {r["column"]: r for r in table.to_pylist()}
         return self._rows
 
@@ -123,12 +124,13 @@ class ReaderPartition:
                 if stats is not None and not (stats.min <= index <= stats.max):
                     continue
                 t = handle.read_row_group(g, columns=["value", "frequency", "column_index"])
-                t = t.filter(pc.equal(t.column("column_index"), index))
+                at = integer_array([index], t.column("column_index").type)[0]
+                t = t.filter(pc.equal(t.column("column_index"), at))
                 keys_out.extend(t.column("value").to_pylist())
                 counts_out.extend(t.column("frequency").to_pylist())
         else:
             t = handle.read(columns=["column", "value", "frequency"])
-            t = t.filter(pc.equal(t.column("column"), column))
+            t = t.filter(pc.equal(t.column("column"), string_array([column])[0]))
             keys_out = t.column("value").to_pylist()
             counts_out = t.column("frequency").to_pylist()
         order = sorted(range(len(keys_out)), key=keys_out.__getitem__)
@@ -138,7 +140,7 @@ class ReaderPartition:
         def counts() -> np.ndarray:
             handle = self.reader.parquet_file(self.entry, "histograms")
             read = handle.read(columns=[column]).column(0).slice(0, row["histogram_bins"])
-            return np.asarray(read.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+            return numbers(read, 0, np.int64)
 
         exact = (not self.table_level) or bool(row.get("histogram_exact"))
         return histogram_of(row, parse_type(row["type"]), exact, counts)

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.query import estimate_source
-from lakestats.stats.arrays import int_values
+from lakestats.stats.arrays import binary_array, int64_array, int_values, integer_array, numbers
 from lakestats.stats.kinds import kind_of
 from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies, Histogram
 from lakestats.stats.selectivity_vector import Vectors
@@ -65,7 +65,7 @@ class _Columns:
     def __init__(self, dtype: pa.DataType, rows: pa.Table, partitions: int) -> None:
         self.dtype = dtype
         self.partitions = partitions
-        ids = rows.column("partition_id").to_numpy(zero_copy_only=False)
+        ids = numbers(rows.column("partition_id"))
         self.slot = np.full(partitions, -1, dtype=np.int64)
         self.slot[ids] = np.arange(len(ids))
         self.rows = rows.combine_chunks()
@@ -82,12 +82,11 @@ class _Columns:
     def vectors(self) -> Vectors:
         """The scalars by partition position (the caller checked ``complete``)."""
         if self._vectors is None:
-            take = pa.array(self.slot)
+            take = int64_array(self.slot)
             rows = self.rows.take(take) if not _identity(self.slot) else self.rows
 
             def ints(name: str) -> np.ndarray:
-                column = rows.column(name).combine_chunks()
-                return np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+                return numbers(rows.column(name), 0, np.int64)
 
             distinct = rows.column("distinct_count").combine_chunks().cast(pa.float64())
             self._vectors = Vectors(
@@ -95,7 +94,7 @@ class _Columns:
                 ints("row_count"),
                 ints("null_count"),
                 ints("nan_count"),
-                np.asarray(distinct.fill_null(np.nan).to_numpy(zero_copy_only=False)),
+                numbers(distinct, np.nan, np.float64),
                 rows.column("min").combine_chunks(),
                 rows.column("max").combine_chunks(),
             )
@@ -103,8 +102,7 @@ class _Columns:
 
     def flag(self, name: str) -> np.ndarray:
         """A boolean field by partition position (null: False)."""
-        column = self.rows.column(name).combine_chunks().fill_null(False)
-        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)[self.slot]
+        return numbers(self.rows.column(name), False, bool)[self.slot]
 
 
 def _identity(slot: np.ndarray) -> bool:
@@ -149,9 +147,9 @@ class _HeldPart:
             if not len(wanted):
                 return
             table = self.source.read(self.column_index, wanted, self.fields).combine_chunks()
-            ids = table.column("partition_id").to_numpy(zero_copy_only=False)
+            ids = numbers(table.column("partition_id"))
             offsets = {
-                name: table.column(name).chunk(0).offsets.to_numpy()
+                name: numbers(table.column(name).chunk(0).offsets)
                 if table.num_rows else np.zeros(1, np.int32)
                 for name in self.lists
             }
@@ -201,15 +199,15 @@ class _Held:
         part = self.frequencies
         part.load(positions)
         out = np.full(len(self.expected), -1, dtype=np.int64)
-        binary = pa.array(list(keys), pa.binary())
-        eight = pa.array(keys_as_ints(binary.filter(pc.equal(pc.binary_length(binary), 8))))
+        binary = binary_array(list(keys))
+        eight = int64_array(keys_as_ints(binary_array([k for k in keys if len(k) == 8])))
         for k, (table, _) in enumerate(part.tables):
             if not table.num_rows:
                 continue
             ids, flat = self._flattened(k, table)
             sums = np.zeros(table.num_rows, dtype=np.int64)
             for (values, rows, counts), wanted in zip(flat, (binary, eight), strict=True):
-                hit = pc.is_in(values, wanted).to_numpy(zero_copy_only=False)
+                hit = numbers(pc.is_in(values, wanted), False, bool)
                 np.add.at(sums, rows[hit], counts[hit])
             out[ids] = sums
         return out
@@ -219,16 +217,15 @@ class _Held:
         and, per value list (binary values, 8-byte ints), the values, their rows and
         their counts (a resident estimator counts new keys in the same rows)."""
         if k not in self._flat:
-            ids = table.column("partition_id").to_numpy(zero_copy_only=False)
+            ids = numbers(table.column("partition_id"))
             counts = table.column("frequency_counts").chunk(0)
-            listed = np.asarray(pc.list_flatten(counts).to_numpy(zero_copy_only=False),
-                                dtype=np.int64)
-            lengths = pc.list_value_length(counts).fill_null(0).to_numpy(zero_copy_only=False)
+            listed = numbers(pc.list_flatten(counts), 0, np.int64)
+            lengths = numbers(pc.list_value_length(counts), 0)
             starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
             flat = []
             for name in ("frequency_values", "frequency_ints"):
                 lists = table.column(name).chunk(0)
-                rows = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+                rows = numbers(pc.list_parent_indices(lists))
                 # each key's count: its row's first count + its place in the row
                 within = np.arange(len(rows)) - np.searchsorted(rows, rows)
                 at = starts[rows] + within
@@ -255,7 +252,7 @@ class HeldRow:
 
     def frequency_rows(self) -> tuple[list[bytes], list[int]]:
         if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
-            ints = self._list("frequency_ints").to_numpy(zero_copy_only=False)
+            ints = numbers(self._list("frequency_ints"))
             values = ints_as_keys(ints)
         else:
             values = self._list("frequency_values").to_pylist()
@@ -263,7 +260,7 @@ class HeldRow:
 
     def histogram_counts(self) -> np.ndarray:
         counts = self._list("histogram_counts")
-        return np.asarray(counts.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return numbers(counts, 0, np.int64)
 
 
 class IndexPartition:
@@ -479,7 +476,7 @@ class IndexPartitions(Sequence):
         if "partition_counts" not in names or "column_index" not in names:
             return None
         position = names.index("column_index")
-        wanted = pa.array(point_keys, pa.binary())
+        wanted = binary_array(point_keys)
         hits = []
         for g in range(handle.metadata.num_row_groups):
             stats = handle.metadata.row_group(g).column(position).statistics
@@ -490,7 +487,8 @@ class IndexPartitions(Sequence):
                 columns=["value", "column_index", "partition_counts", "partition_ids",
                          "partition_id_counts"],
             )
-            keep = pc.and_(pc.equal(t.column("column_index"), index),
+            at = integer_array([index], t.column("column_index").type)[0]  # no pandas probe
+            keep = pc.and_(pc.equal(t.column("column_index"), at),
                            pc.is_in(t.column("value"), wanted))
             hits.extend(t.filter(keep).to_pylist())
         total = np.zeros(len(self.entries), dtype=np.int64)

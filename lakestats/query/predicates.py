@@ -44,11 +44,12 @@ import pyarrow.types as pat
 from lakestats.errors import (
     ColumnNotFoundError,
     InvalidPredicateError,
+    LakestatsError,
     PredicateTooLargeError,
     StatisticsNotFoundError,
     UnsupportedPredicateError,
 )
-from lakestats.query import predicate_text
+from lakestats.query import predicate_text, sql_keywords
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import keys, leaves, literals
 from lakestats.stats import selectivity as sel
@@ -184,8 +185,10 @@ def simple_conjuncts(text: str) -> list[str] | None:
     pos = 0
     while True:
         match = _SIMPLE.match(text, pos)
-        if match is None or simple_comparison(match.group(0)) is None:
-            return None
+        if match is None or _simple_groups(match.group(0)) is None:
+            match = _PLAIN.match(text, pos)
+            if match is None or _plain_groups(match.group(0)) is None:
+                return None
         out.append(match.group(0).strip())
         pos = match.end()
         if pos == len(text):
@@ -208,15 +211,12 @@ def simple_comparison(text: str):  # noqa: ANN202 - a sqlglot expression or None
     plain decimal number or a string without backslashes) as the tree
     ``sqlglot.parse_one`` returns for it, built without parsing (a planner's predicates
     are mostly these); None for any other text, which sqlglot then parses."""
-    match = _SIMPLE.fullmatch(text)
-    if match is None:
+    groups = _simple_groups(text)
+    if groups is None:
         return None
-    name, op, minus, number, string = match.groups()
+    name, op, minus, number, string = groups
     from sqlglot import exp
-    from sqlglot.tokens import Tokenizer
 
-    if name.upper() in Tokenizer.KEYWORDS:
-        return None
     if number is not None:
         value = exp.Literal.number(number)
         value = exp.Neg(this=value) if minus else value
@@ -228,8 +228,55 @@ def simple_comparison(text: str):  # noqa: ANN202 - a sqlglot expression or None
     return kind(this=column, expression=value)
 
 
+def _simple_groups(text: str) -> tuple | None:
+    """``simple_comparison``'s parts of ``text`` (name, operator, minus, number, string),
+    or None; sqlglot's keywords (``sql_keywords``) are no column name here."""
+    match = _SIMPLE.fullmatch(text)
+    if match is None or match.group(1).upper() in sql_keywords.KEYWORDS:
+        return None
+    return match.groups()
+
+
+_LIT = r"(?:-?\d+(?:\.\d+)?|'(?:[^'\\]|'')*')"
+_PLAIN_FORMS = {
+    "null": r"\s*([A-Za-z_][A-Za-z0-9_]*)\s+IS\s+(NOT\s+)?NULL\s*",
+    "between": rf"\s*([A-Za-z_][A-Za-z0-9_]*)\s+BETWEEN\s+({_LIT})\s+AND\s+({_LIT})\s*",
+    "in": rf"\s*([A-Za-z_][A-Za-z0-9_]*)\s+IN\s*\(\s*({_LIT}(?:\s*,\s*{_LIT})*)\s*\)\s*",
+    "like": r"\s*([A-Za-z_][A-Za-z0-9_]*)\s+LIKE\s+'((?:[^'\\]|'')*)'\s*",
+    "typed": r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<>|!=|<=|>=|=|<|>)\s*(DATE|TIMESTAMP)\s+"
+             r"'((?:[^'\\]|'')*)'\s*",
+}
+_PLAIN_RE = {k: re.compile(v, re.IGNORECASE) for k, v in _PLAIN_FORMS.items()}
+_PLAIN = re.compile("|".join(f"(?:{v})" for v in _PLAIN_FORMS.values()), re.IGNORECASE)
+_LIT_RE = re.compile(_LIT)
+
+
+def _plain_groups(text: str) -> tuple[str, tuple] | None:
+    """Which other plain condition ``text`` is (``column IS [NOT] NULL``, ``column
+    BETWEEN literal AND literal``, ``column IN (literals)``, ``column LIKE 'pattern'``,
+    ``column op DATE|TIMESTAMP 'text'``) and its parts, or None."""
+    for form, pattern in _PLAIN_RE.items():
+        match = pattern.fullmatch(text)
+        if match is not None:
+            if match.group(1).upper() in sql_keywords.KEYWORDS:
+                return None
+            return form, match.groups()
+    return None
+
+
+def _literal_text(text: str) -> tuple[str | None, str | None]:
+    """A matched ``_LIT``: (number text, None) or (None, string value)."""
+    if text.startswith("'"):
+        return None, text[1:-1].replace("''", "'")
+    return text, None
+
+
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _NEGATE = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+class _NotPlain(Exception):
+    """A plain condition that ``_Parser.plain`` leaves to sqlglot's path."""
 
 
 class _Parser:
@@ -239,12 +286,18 @@ class _Parser:
 
     def condition(self, text: str, negate: bool) -> Predicate:
         """One condition of the predicate (no top-level AND / OR / NOT), via sqlglot."""
+        groups = _simple_groups(text)
+        if groups is not None:  # column op literal: what ``node`` makes of its tree
+            return self.simple(groups, negate)
+        plain = _plain_groups(text)
+        if plain is not None:
+            try:
+                return self.plain(*plain, negate)
+            except (LakestatsError, _NotPlain):  # sqlglot's path says what is wrong
+                pass
         import sqlglot
         from sqlglot.errors import ParseError, TokenError
 
-        simple = simple_comparison(text)
-        if simple is not None:  # column op literal: the tree sqlglot would build
-            return self.node(simple, negate)
         try:
             tree = sqlglot.parse_one(text)
         except (ParseError, TokenError) as exc:
@@ -253,6 +306,62 @@ class _Parser:
                 f"cannot parse predicate {_clip(text)!r}: {first}"
             ) from exc
         return self.node(tree, negate)
+
+    def simple(self, groups: tuple, negate: bool) -> Predicate:
+        """``node`` of ``simple_comparison``'s tree, without sqlglot: the same checks in
+        the same order, so the same predicate or error."""
+        name, op, minus, number, string = groups
+        op = "<>" if op == "!=" else op
+        column, dtype = self.column_named((name,))
+        if number is not None:
+            value = self.number(f"-{number}" if minus else number, column, dtype)
+        else:
+            value = self.literal_value(string.replace("''", "'"), column, dtype)
+        return Compare(column, _NEGATE[op] if negate else op, value)
+
+    def _lit(self, text: str, column: str, dtype: pa.DataType) -> Literal:
+        number, string = _literal_text(text)
+        if number is not None:
+            return self.number(number, column, dtype)
+        return self.literal_value(string, column, dtype)
+
+    def plain(self, form: str, groups: tuple, negate: bool) -> Predicate:
+        """What ``node`` makes of sqlglot's tree of a ``_plain_groups`` condition, when it
+        makes a predicate; any refusal raises (the caller then asks sqlglot's path for its
+        exact error)."""
+        column, dtype = self.column_named((groups[0],))
+        if form == "null":
+            return IsNull(column, negated=negate != bool(groups[1]))
+        if form == "between":
+            low, high = self._lit(groups[1], column, dtype), self._lit(groups[2], column, dtype)
+            return Between(column, low, high, negated=negate)
+        if form == "in":
+            items = _LIT_RE.findall(groups[1])
+            if len(items) > predicate_text.MAX_IN_VALUES:
+                raise _NotPlain
+            values = [self._lit(v, column, dtype) for v in items]
+            typed = {v.key: v for v in values}
+            ordered = tuple(typed[k] for k in sorted(typed))
+            return In(column, ordered, negated=negate, has_null=False)
+        if form == "like":
+            if kind_of(dtype) != Kind.STRING:
+                raise _NotPlain
+            pattern = groups[1].replace("''", "'")
+            head, wildcard_tail = _split_pattern(pattern, None)
+            if wildcard_tail is None:
+                lit = self.literal_value(head, column, dtype)
+                return Compare(column, "<>" if negate else "=", lit)
+            if wildcard_tail == "%":
+                return PrefixLike(column, head, negated=negate)
+            return Like(column, pattern, negated=negate, escape=None)
+        # typed: column op DATE|TIMESTAMP 'text'
+        _, op, family, text = groups
+        if kind_of(dtype) != Kind.TEMPORAL:
+            raise _NotPlain
+        op = "<>" if op == "!=" else op
+        value = self.literal_value(text.replace("''", "'"), column, dtype)
+        del family  # both families are allowed for a temporal column
+        return Compare(column, _NEGATE[op] if negate else op, value)
 
     def node(self, e, negate: bool) -> Predicate:  # noqa: ANN001
         from sqlglot import exp
@@ -361,7 +470,10 @@ class _Parser:
                 f"unsupported syntax in predicate: {_describe(e)} in {parent.sql()} "
                 "(only columns compared with literals are supported)"
             )
-        parts = tuple(p.name for p in e.parts)
+        return self.column_named(tuple(p.name for p in e.parts))
+
+    def column_named(self, parts: tuple[str, ...]) -> tuple[str, pa.DataType]:
+        """The analyzed column a reference's ``parts`` name, and its type."""
         # "x.y" (one quoted part) is the column named x.y, x.y the struct leaf: a column
         # whose name is also a struct leaf's is stored backtick-quoted (stats/leaves.py)
         quoted = leaves.quoted_name(parts)
@@ -505,7 +617,9 @@ def _timestamp_with_zone(text: str, dtype: pa.TimestampType) -> object:
     try:
         return keys.parse_literal(text, dtype)
     except (pa.ArrowInvalid, ValueError):
-        naive = pc.cast(pa.array([text]), pa.timestamp(dtype.unit))
+        from lakestats.stats.arrays import string_array  # no pa.array: no pandas
+
+        naive = pc.cast(string_array([text]), pa.timestamp(dtype.unit))
         return naive.cast(dtype)[0].as_py()
 
 
@@ -969,11 +1083,13 @@ def estimate(
     value occurs), each kept inside its partition's bounds.
 
     When ``partitions`` hands out its columns' scalars as vectors (``vectors(column)``, as
-    ``index_source.IndexPartitions`` does) and ``pred`` has several conjuncts, the same
+    ``index_source.IndexPartitions`` does) and ``pred`` has several conjuncts (or is one
+    condition on one column), the same
     numbers are computed in a batch: see ``_estimate_batched``."""
     pred = push_not(pred)
     top = terms(pred) if isinstance(pred, And) else [pred]
-    if len(top) > 1 and callable(getattr(partitions, "vectors", None)):
+    batched = len(top) > 1 or (len(columns_of(top[0])) == 1 and _is_set(top[0]))
+    if batched and callable(getattr(partitions, "vectors", None)):
         return _estimate_batched(pred, top, partitions, table)
     total_rows = 0
     evaluated: list[tuple[PartitionStatistics, list[sel.Estimate]]] = []
@@ -1069,7 +1185,8 @@ def _estimate_batched(
     counted: dict[int, np.ndarray] = {}
     for j, term in enumerate(top):
         point_keys = _point_keys(term)
-        if point_keys is not None and len(survivors):
+        # one conjunct: its own estimate is the answer's, method included
+        if point_keys is not None and len(survivors) and k > 1:
             got = partitions.point_counts(columns_of(term)[0], point_keys)
             if got is not None:
                 counted[j] = got
@@ -1147,7 +1264,7 @@ def _estimate_batched(
     matching = []
     for i, conjuncts in estimates.items():
         part = partitions[i]
-        e = combine_and(part.row_count, conjuncts)
+        e = combine_and(part.row_count, conjuncts) if k > 1 else conjuncts[0]
         total += e.rows
         low += e.lower
         high += e.upper

@@ -126,6 +126,38 @@ def plain_key(value: object, dtype: pa.DataType) -> bytes | None:
         bits = double.view(np.uint64)
         keyed = np.where(bits >> np.uint64(63), ~bits, bits | _SIGN64)
         return keyed.astype(">u8").tobytes()
+    if kind == Kind.TEMPORAL:
+        number = _plain_temporal(value, plain)
+        if number is not None and -(1 << 63) <= number < (1 << 63):
+            return (number + (1 << 63)).to_bytes(8, "big")
+    return None
+
+
+_EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _plain_temporal(value: object, dtype: pa.DataType) -> int | None:
+    """The integer Arrow stores for a ``datetime.date`` in a date column or a
+    ``datetime.datetime`` in a timestamp column (aware in a zoned column, naive in a naive
+    one, a whole number of the unit), as ``pa.array([value], dtype)`` does; else None."""
+    if type(value) is dt.date and pat.is_date(dtype):
+        days = value.toordinal() - _EPOCH_DAY
+        return days if pat.is_date32(dtype) else days * 86_400_000
+    if type(value) is dt.datetime and pat.is_timestamp(dtype):
+        if (value.tzinfo is None) != (dtype.tz is None):
+            return None
+        if value.tzinfo is not None and value.utcoffset() is None:
+            return None
+        delta = value - (_EPOCH if value.tzinfo is None else _EPOCH_UTC)
+        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        per_second = _PER_SECOND[dtype.unit]
+        if per_second >= 1_000_000:
+            return micros * (per_second // 1_000_000)
+        step = 1_000_000 // per_second
+        return micros // step if micros % step == 0 else None
     return None
 
 

@@ -174,13 +174,27 @@ def estimate_keys(s: ColumnSummary, key_set: kr.KeySet) -> Estimate:
     (``<>``, ``NOT IN``), which estimates much better than two interpolated ranges."""
     if s.non_null == 0 or not key_set:
         return Estimate.count(0, "empty")
-    rest = kr.complement(key_set)
+    rest = _complement(key_set)
     if rest and all(r.point is not None for r in rest) and len(rest) <= len(key_set) + 1:
         kept = _sum([_range(s, r) for r in rest])
         return Estimate.of(
             s.non_null - kept.rows, s.non_null - kept.upper, s.non_null - kept.lower, kept.method
         )
     return _sum([_range(s, r) for r in key_set])
+
+
+def _complement(key_set: kr.KeySet) -> kr.KeySet:
+    """``kr.complement``, remembered for the last key sets asked (a conjunct's key set is
+    one object asked once per partition)."""
+    found = _COMPLEMENTS.get(id(key_set))
+    if found is None or found[0] is not key_set:
+        if len(_COMPLEMENTS) >= 256:
+            _COMPLEMENTS.clear()
+        found = _COMPLEMENTS[id(key_set)] = (key_set, kr.complement(key_set))
+    return found[1]
+
+
+_COMPLEMENTS: dict[int, tuple[kr.KeySet, kr.KeySet]] = {}
 
 
 def like(
@@ -272,12 +286,15 @@ def _ordered_part(s: ColumnSummary, r: kr.KeyRange) -> Estimate:
     m = s.ordered_values
     if m <= 0 or s.min_key is None or s.max_key is None:
         return Estimate.count(0, "min/max")
-    clipped = kr.intersect((r,), kr.between(s.min_key, True, s.max_key, True))
+    memo = _memo(s)
+    span = memo.get("span")
+    if span is None:
+        span = memo["span"] = kr.between(s.min_key, True, s.max_key, True)
+    clipped = kr.intersect((r,), span)
     if not clipped:
         return Estimate.count(0, "min/max")
     r = clipped[0]
-    whole = kr.between(s.min_key, True, s.max_key, True)[0]
-    if r == whole:
+    if r == span[0]:
         return Estimate.count(m, "min/max")
     freq = s.frequencies
     listed, counts = _listed(s)

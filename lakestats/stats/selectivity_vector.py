@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.stats import key_ranges as kr
+from lakestats.stats.arrays import binary_scalar, numbers
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.selectivity import NAN_KEY
 
@@ -73,20 +74,18 @@ def _of(rows: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple:
 
 def _cmp(keys: pa.Array, key: bytes) -> tuple[np.ndarray, np.ndarray]:
     """``keys < key`` and ``keys == key`` (False where a key is null)."""
-    scalar = pa.scalar(key, pa.binary())
-    less = pc.less(keys, scalar).fill_null(False).to_numpy(zero_copy_only=False)
-    equal = pc.equal(keys, scalar).fill_null(False).to_numpy(zero_copy_only=False)
-    return np.asarray(less, dtype=bool), np.asarray(equal, dtype=bool)
+    scalar = binary_scalar(key)
+    return numbers(pc.less(keys, scalar), False, bool), numbers(pc.equal(keys, scalar), False, bool)
 
 
 def _matrix(keys: pa.Array, width: int) -> np.ndarray | None:
     """Keys of ``width`` bytes as a (P, width) uint8 matrix (nulls as zeros), or None when
     some key has another width."""
     keys = keys.cast(pa.binary())
-    lengths = pc.binary_length(keys).fill_null(width).to_numpy(zero_copy_only=False)
+    lengths = numbers(pc.binary_length(keys), width)
     if len(keys) and not np.all(lengths == width):
         return None
-    filled = keys.fill_null(b"\x00" * width)
+    filled = keys.fill_null(binary_scalar(b"\x00" * width)) if keys.null_count else keys
     if isinstance(filled, pa.ChunkedArray):
         filled = filled.combine_chunks()
     offsets = np.frombuffer(filled.buffers()[1], dtype=np.int32)[
@@ -149,9 +148,7 @@ def _ordered_part(v: Vectors, r: kr.KeyRange, fractions: _Fractions) -> Batch:
     """``selectivity._ordered_part`` without frequencies or histogram."""
     count = len(v.row_count)
     m = v.row_count - v.null_count - v.nan_count
-    has = np.asarray(v.min_key.is_valid().to_numpy(zero_copy_only=False), dtype=bool) & np.asarray(
-        v.max_key.is_valid().to_numpy(zero_copy_only=False), dtype=bool
-    )
+    has = numbers(v.min_key.is_valid(), False, bool) & numbers(v.max_key.is_valid(), False, bool)
     live = (m > 0) & has
     lo, lo_inclusive = r.lower
     hi, hi_inclusive = r.upper

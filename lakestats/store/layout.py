@@ -190,6 +190,23 @@ def outside_root(relative: object) -> bool:
     )
 
 
+_SUSPECT = ("\n/", "\n~", "\\", ":", "//", "/\n", "\n./", "/./", "/.\n", "\n.\n", "\n../",
+            "/../", "/..\n", "\n..\n")
+"""What any path ``outside_root`` refuses shows in the newline-joined paths (a leading
+"/" or "~", a backslash, a colon, an empty, "." or ".." part)."""
+
+
+def outside_roots(paths: list[object]) -> list[object]:
+    """The ``paths`` that ``outside_root`` refuses: one scan of the joined text when none
+    looks suspect (a manifest of 10,000 partitions names ~120,000 paths), else path by
+    path."""
+    if all(type(p) is str and p and "\n" not in p for p in paths):
+        joined = "\n" + "\n".join(paths) + "\n"  # type: ignore[arg-type]
+        if not any(s in joined for s in _SUSPECT):
+            return []
+    return [p for p in paths if outside_root(p)]
+
+
 def absolute(root: str, relative: str) -> str:
     """The URI of ``relative`` under ``root``; a path that would lead outside the root
     (``outside_root``) is refused as damage, never followed."""

@@ -130,7 +130,7 @@ class Version:
         version = cls(**data)
         if not isinstance(version.version, int) or not isinstance(version.columns, list):
             raise ValueError("version or columns has the wrong type")
-        outside = [p for p in version.named_paths() if layout.outside_root(p)]
+        outside = layout.outside_roots(version.named_paths())
         if outside:
             raise ValueError(f"it names {outside[0]!r}, a path outside its statistics root")
         return version

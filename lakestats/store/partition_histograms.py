@@ -46,10 +46,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakestats import fs
+from lakestats.stats.arrays import integer_array, numbers, unique
 from lakestats.stats.kinds import ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import layout, manifest, schemas
-from lakestats.store.writer import parquet_buffer, parquet_output
 from lakestats.threads import parallel, thread_map
 
 HELD_KINDS = ORDERED_NUMERIC
@@ -249,6 +249,8 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
     columns, as many as ``GROUP_ROWS // partitions`` (the table's partitions: reading one
     column of every part then decodes about ``GROUP_ROWS`` rows, however the table is
     grouped), at most ``GROUP_ROWS`` rows; a longer column is split."""
+    from lakestats.store.writer import parquet_buffer  # writing only: keeps sketches out
+
     limit = schemas.PARTITION_HISTOGRAMS_GROUP_ROWS
     per_group = max(1, limit // max(1, partitions))
     with parquet_buffer(
@@ -292,6 +294,8 @@ def write_directory(
 ) -> int:
     """The version's directory: per part (``members``: the version's partition ids of its
     members, in member order; its path relative to the root). Returns the bytes written."""
+    from lakestats.store.writer import parquet_output  # writing only: keeps sketches out
+
     table = pa.table(
         {
             "part": pa.array([path for _, path in parts], pa.string()),
@@ -355,9 +359,9 @@ class PartitionHistograms:
         self.root, self.s3, self._open_file = root, s3, open_file
         self.paths = directory.column("part").to_pylist()
         ids = directory.column("partition_ids")
-        flat = pc.list_flatten(ids).to_numpy(zero_copy_only=False).astype(np.int64)
+        flat = numbers(pc.list_flatten(ids), 0, np.int64)
         offsets = np.concatenate(
-            [[0], np.cumsum(pc.list_value_length(ids).to_numpy(zero_copy_only=False))]
+            [[0], np.cumsum(numbers(pc.list_value_length(ids), 0, np.int64))]
         ).astype(np.int64)
         self.members = [flat[offsets[k] : offsets[k + 1]] for k in range(len(self.paths))]
         # per version partition id: its part and its position there (-1: in no part)
@@ -387,10 +391,10 @@ class PartitionHistograms:
         """``partition_id`` and ``fields`` of the rows of one column for those partitions
         (partitions without a row are absent; counts int32, or int64 when some part
         holds int64 counts)."""
-        ids = np.unique(np.asarray(partition_ids, dtype=np.int64))
+        ids = unique(np.asarray(partition_ids, dtype=np.int64))
         ids = ids[(ids >= 0) & (ids < len(self.part_of))]
         names = ["member", "column_index", *[f for f in fields if f not in _IDS]]
-        wanted = [int(k) for k in np.unique(self.part_of[ids]) if k >= 0]
+        wanted = [int(k) for k in unique(self.part_of[ids]) if k >= 0]
 
         def one(k: int) -> pa.Table | None:
             part = self._part(k)
@@ -403,19 +407,20 @@ class PartitionHistograms:
             with part.lock:
                 table = part.handle.read_row_groups(groups, columns=names, use_threads=False)
             keep = pc.and_(
-                pc.equal(table.column("column_index"), column_index),
-                pc.is_in(table.column("member"), pa.array(members, pa.int32())),
+                pc.equal(table.column("column_index"),
+                         integer_array([column_index], table.column("column_index").type)[0]),
+                pc.is_in(table.column("member"), integer_array(members, pa.int32())),
             )
             table = table.filter(keep)
-            local = table.column("member").to_numpy(zero_copy_only=False).astype(np.int64)
-            partition_id = pa.array(self.members[k][local].astype(np.int32))
+            local = numbers(table.column("member"), 0, np.int64)
+            partition_id = integer_array(self.members[k][local], pa.int32())
             return table.drop_columns(["member"]).add_column(0, "partition_id", partition_id)
 
         with parallel():  # parts decode on two threads (Parquet releases the GIL)
             tables = [t for t in thread_map(one, wanted) if t is not None]
         if not tables:
             empty = part_schema().empty_table().drop_columns(["member"])
-            empty = empty.add_column(0, "partition_id", pa.array([], pa.int32()))
+            empty = empty.add_column(0, "partition_id", integer_array([], pa.int32()))
             return empty.select(["partition_id", *names[1:]])
         if any(t.schema != tables[0].schema for t in tables):
             tables = [_wide(t) for t in tables]  # some part has int64 counts

@@ -30,7 +30,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakestats import fs
-from lakestats.stats.arrays import integer_array, string_array
+from lakestats.stats.arrays import integer_array, string_array, unique
 from lakestats.stats.percentiles import percentile_names
 from lakestats.store import layout, manifest, schemas
 from lakestats.threads import prefetch
@@ -191,7 +191,7 @@ class PartitionIndex:
 
     def row_groups(self, column_indices: Sequence[int]) -> list[int]:
         """The row groups that hold any of ``column_indices`` (from the footer)."""
-        wanted = np.unique(np.asarray(column_indices, dtype=np.int64))
+        wanted = unique(np.asarray(column_indices, dtype=np.int64))
         out = []
         for g, (low, high) in enumerate(self.ranges):
             if low is None or np.any((wanted >= low) & (wanted <= high)):
@@ -294,7 +294,7 @@ def from_partition_files(
 
 
 def _rank(column_index: np.ndarray, wanted: list[int]) -> np.ndarray:
-    return np.searchsorted(np.sort(np.unique(wanted)), column_index)
+    return np.searchsorted(unique(wanted), column_index)
 
 
 def _empty(fields: Sequence[str]) -> pa.Table:

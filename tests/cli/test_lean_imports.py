@@ -174,6 +174,50 @@ def test_cli_table_level_show_of_a_parquet_directory_stays_lean(analyzed) -> Non
     assert shown["row_count"] == both.num_rows
 
 
+ESTIMATES = [
+    "x < 20 AND s = 'v3'",
+    "x BETWEEN 5 AND 9 OR y > 0.5",
+    "s IN ('v1', 'v2') AND x = 7",
+    "s LIKE 'v1%'",
+    "y IS NULL OR NOT x = 3",
+    "x IN (1, 2, 3)",
+    "s >= 'v5'",
+    "d >= DATE '1973-01-01' AND d < DATE '1975-06-30'",
+    "d = DATE '1972-03-04'",
+    "ts < TIMESTAMP '2001-09-09 01:46:40'",
+]
+
+
+@pytest.mark.parametrize("where", ESTIMATES)
+@pytest.mark.parametrize("table_level", [False, True])
+def test_cli_estimate_stays_lean(analyzed, where: str, table_level: bool) -> None:
+    """An estimate process imports no pandas (nor the other heavy modules but
+    pyarrow.compute) and answers what an estimate in this process answers."""
+    root, _ = analyzed
+    argv = ["estimate", root, "--where", where, "--json"]
+    if table_level:
+        argv.append("--table-level")
+    answer, heavy = _cli(*argv)
+    assert [m for m in heavy if not m.startswith("pyarrow.compute")] == []
+    expected = ls.open_table(root).estimate(where, table_level=table_level).to_json()
+    assert answer["row_count"] == pytest.approx(expected["row_count"], rel=0, abs=0)
+    assert (answer["lower"], answer["upper"]) == (expected["lower"], expected["upper"])
+
+
+def test_cli_estimate_of_simple_comparisons_does_not_import_sqlglot(analyzed) -> None:
+    """``column op literal`` conditions joined by AND compile without sqlglot."""
+    root, _ = analyzed
+    body = (
+        "from lakestats.cli import main\n"
+        f"assert main(['estimate', {root!r}, '--where', \"x < 20 AND s = 'v3'\", '--json'])"
+        " == 0\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'sqlglot')))"
+    )
+    stdout, heavy = _run(body)
+    assert [m for m in heavy if not m.startswith("pyarrow.compute")] == []
+    assert json.loads(stdout.strip().splitlines()[-1]) == []
+
+
 @pytest.mark.parametrize(
     "layout",
     [

@@ -137,7 +137,8 @@ CONJUNCTIONS_OF_SIMPLE = [
     "a = 1  AND  b != 0  ", "d >= 12.34 AND a < 7 AND s > ''", "a = -0 AND b = -0.0",
 ]
 GENERAL = ["a = 1AND b = 2", "a = 1 AND", "a = 1 AND NOT b = 2", "a = 1 OR b = 2",
-           "(a = 1) AND b = 2", "a = 1 AND b IN (1, 2)", "a = 1 AND s LIKE 'x%'"]
+           "(a = 1) AND b = 2", "a = 1 AND b NOT IN (1, 2)", "a = 1 AND s NOT LIKE 'x%'",
+           "a = 1 AND b IN (1, NULL)", "a IS NULL OR b IS NULL"]
 
 
 @pytest.mark.parametrize("text", CONJUNCTIONS_OF_SIMPLE)
@@ -160,3 +161,97 @@ def test_simple_conjunction_errors_are_the_general_paths() -> None:
             predicates._parse_general(text, predicates._Parser(TYPES, ()))
         assert type(fast.value) is type(general.value)
         assert str(fast.value) == str(general.value)
+
+
+def test_sql_keywords_are_sqlglots() -> None:
+    """The keyword list a simple comparison is checked against without sqlglot is the
+    installed sqlglot's (its name-like keywords)."""
+    import re
+
+    from sqlglot.tokens import Tokenizer
+
+    from lakestats.query.sql_keywords import KEYWORDS
+
+    expected = {k for k in Tokenizer.KEYWORDS if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)}
+    assert expected == KEYWORDS
+
+
+SIMPLE_TYPED = [
+    "a < 10", "a = -5", "a != 2", "b >= 0.05", "b < -0.25", "s = 'it''s'", "s <> ''",
+    "d >= 12.34", "d = -0", "a = -0", "b = -0.0", "A = 1", "s = 1", "a = 'x'", "a = 2.5",
+    "nope = 1", "a = 99999999999999999999", "d = 1.234", "b = 1e", "s > 'x AND y'",
+    "t = '2020-01-02'", "t < 'nope'", "u = 'v'",
+]
+
+
+@pytest.mark.parametrize("text", SIMPLE_TYPED)
+@pytest.mark.parametrize("negate", [False, True])
+def test_simple_comparisons_compile_as_sqlglots_tree(text: str, negate: bool) -> None:
+    """A simple comparison compiled without sqlglot is what ``node`` makes of sqlglot's
+    tree: the same predicate, or the same error."""
+    groups = predicates._simple_groups(text)
+    if groups is None:
+        assert predicates.simple_comparison(text) is None
+        return
+    types = {**TYPES, "t": pa.date32(), "A": pa.int8()}
+    parser = predicates._Parser(types, ("u",))
+    try:
+        expected = parser.node(sqlglot.parse_one(text), negate)
+    except LakestatsError as exc:
+        with pytest.raises(type(exc)) as fast:
+            parser.simple(groups, negate)
+        assert str(fast.value) == str(exc)
+    else:
+        assert parser.simple(groups, negate) == expected
+
+
+PLAIN_TYPED = [
+    "a IS NULL", "a IS NOT NULL", "a is not null", "s IS NULL", "nope IS NULL",
+    "a BETWEEN 1 AND 5", "a BETWEEN -5 AND 007", "b BETWEEN 0.5 AND 2", "a between 'x' and 2",
+    "s BETWEEN 'a' AND 'it''s'", "d BETWEEN 1.5 AND 12.345", "a BETWEEN 5 AND 1",
+    "a IN (1, 2, 3)", "a IN (3,1,1)", "a in ( -1 , 2 )", "s IN ('x', 'y''z', 'x')",
+    "a IN ('x')", "b IN (1.5, 2)", "d IN (1.23, 4)", "a IN (99999999999999999999)",
+    "s LIKE 'x%'", "s LIKE 'x'", "s LIKE '%x'", "s LIKE 'a_b%'", "s LIKE ''", "a LIKE 'x%'",
+    "s like 'it''s%'", "s LIKE 'x\\%'",
+    "t >= DATE '2020-01-02'", "t = date '2020-01-02'", "t < TIMESTAMP '2020-01-02 03:04:05'",
+    "t <> DATE 'nope'", "a = DATE '2020-01-01'", "z >= TIMESTAMP '2020-01-02 03:04:05'",
+    "z = TIMESTAMP '2020-01-02 03:04:05+02:00'", "t != DATE '2020-02-30'",
+    "date IS NULL", "u IS NULL", "u IN (1)", "A BETWEEN 1 AND 300",
+]
+
+
+@pytest.mark.parametrize("text", PLAIN_TYPED)
+@pytest.mark.parametrize("negate", [False, True])
+def test_plain_conditions_compile_as_sqlglots_tree(text: str, negate: bool) -> None:
+    """IS [NOT] NULL, BETWEEN, IN, LIKE and DATE/TIMESTAMP comparisons compiled without
+    sqlglot are what ``node`` makes of sqlglot's tree; where that is an error, the fast
+    path declines and ``condition`` gives sqlglot's path's error."""
+    types = {**TYPES, "t": pa.date32(), "A": pa.int8(), "z": pa.timestamp("us", tz="UTC")}
+    parser = predicates._Parser(types, ("u",))
+    try:
+        expected = parser.node(sqlglot.parse_one(text), negate)
+    except LakestatsError as exc:
+        with pytest.raises(type(exc)) as got:
+            parser.condition(text, negate)
+        assert str(got.value) == str(exc)
+        return
+    plain = predicates._plain_groups(text)
+    if text.startswith("date") or "\\" in text:  # a keyword; backslash escapes
+        assert plain is None
+    else:
+        assert plain is not None, text
+        assert parser.plain(*plain, negate) == expected
+    assert parser.condition(text, negate) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "a IS NULL AND b BETWEEN 1 AND 2 AND s IN ('x', 'y')",
+    "t >= DATE '2020-01-02' AND s LIKE 'x%' AND a = 1",
+    "a BETWEEN 1 AND 2", "a IN (1, 2) AND b IS NOT NULL", "a = 1 AND b IN (1, 2)",
+    "a = 1 AND s LIKE 'x%'",
+])
+def test_plain_conjunctions_parse_as_the_general_path(text: str) -> None:
+    types = {**TYPES, "t": pa.date32()}
+    assert predicates.simple_conjuncts(text) is not None
+    general = predicates._parse_general(text, predicates._Parser(types, ()))
+    assert predicates.parse(text, types) == general

@@ -117,3 +117,43 @@ def test_plain_key_of_integers_checks_the_types_range() -> None:
             assert keys.plain_key(value, dtype) is None
             with pytest.raises((pa.ArrowInvalid, OverflowError)):
                 keys.encode_value(value, dtype)
+
+
+def test_plain_key_of_dates_and_timestamps_is_arrows() -> None:
+    """A date in a date column and a datetime in a timestamp column (aware in a zoned
+    one, naive in a naive one, a whole number of the unit) key as ``encode`` of the
+    one-value Arrow array; anything else has no plain key (Arrow decides)."""
+    import random
+    import zoneinfo
+
+    pick = random.Random(11)
+    zones = [dt.UTC, dt.timezone(dt.timedelta(hours=-3, minutes=-30)),
+             zoneinfo.ZoneInfo("Europe/Paris")]
+    types = [pa.date32(), pa.date64()]
+    types += [pa.timestamp(u, tz=z) for u in ("s", "ms", "us", "ns") for z in (None, "UTC",
+                                                                               "+05:30")]
+    plain = 0
+    for dtype in types:
+        for _ in range(400):
+            if pa.types.is_date(dtype):
+                value = dt.date.fromordinal(pick.randint(1, dt.date(9999, 12, 31).toordinal()))
+            else:
+                value = dt.datetime(1, 1, 2) + dt.timedelta(
+                    microseconds=pick.randint(0, 315537811199999999))
+                if pick.random() < 0.5:
+                    value = dt.datetime(pick.randint(1678, 2261), 1, 1) + dt.timedelta(
+                        seconds=pick.randint(0, 10**7), microseconds=pick.choice([0, 7000, 3]))
+                if pick.random() < 0.6:
+                    value = value.replace(tzinfo=pick.choice(zones))
+            key = keys.plain_key(value, dtype)
+            try:
+                expected = keys.encode(pa.array([value], dtype))[0].as_py()
+            except (pa.ArrowException, OverflowError, ValueError):
+                expected = None
+            if key is not None:
+                plain += 1
+                assert key == expected, (value, dtype)
+    assert plain > 1500  # most of them take the plain path
+    assert keys.plain_key(dt.datetime(2020, 1, 1), pa.date32()) is None
+    assert keys.plain_key(dt.date(2020, 1, 1), pa.timestamp("us")) is None
+    assert keys.plain_key(dt.time(1, 2), pa.time64("us")) is None

@@ -92,3 +92,27 @@ def test_a_table_reference_with_fewer_or_more_keys_reads(tmp_path: Path, table: 
         table.get("format", ""), table.get("identifier", ""), table.get("location", "")
     )
     assert [p.name for p in version.partitions] == ["p=1"]
+
+
+def test_outside_roots_is_outside_root_path_by_path() -> None:
+    """The one-scan check of a manifest's paths refuses exactly what ``outside_root``
+    refuses, path by path."""
+    import itertools
+    import random
+
+    from lakestats.store import layout
+
+    pieces = ["a", "p=1", "x.parquet", ".", "..", "", "/", "~", "\\", ":", "c:", "s3://b",
+              "\n", "..a", "a..", ".a", "a.", "%2F", "é", " "]
+    pick = random.Random(5)
+    cases = ["".join(c) for c in itertools.product(pieces, repeat=2)]
+    cases += ["/".join(pick.choice(pieces) for _ in range(pick.randint(1, 4)))
+              for _ in range(3000)]
+    cases += [None, 7, b"a"]
+    for path in cases:
+        assert layout.outside_roots(["ok/a.parquet", path, "p=2/b"]) == (
+            [path] if layout.outside_root(path) else []
+        ), repr(path)
+    clean = [c for c in cases if not layout.outside_root(c)]
+    assert layout.outside_roots(clean) == []
+    assert layout.outside_roots(cases) == [c for c in cases if layout.outside_root(c)]
