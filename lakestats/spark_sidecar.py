@@ -45,7 +45,7 @@ def build(table, snapshot_id: int | None = None) -> dict[str, object]:  # noqa: 
     columns = {}
     for column in record.columns:
         entry: dict[str, object] = {"type": column.spark_type, "stats": column.spark_map()}
-        if column.histogram_bins:
+        if column.histogram_bins and not uniform(column.histogram_bins):
             entry["histogram"] = {
                 "height": column.histogram_height,
                 "bins": [[_number(lo), _number(hi), ndv] for lo, hi, ndv in column.histogram_bins],
@@ -64,6 +64,27 @@ def build(table, snapshot_id: int | None = None) -> dict[str, object]:  # noqa: 
         "columns": columns,
         "skipped": record.skipped,
     }
+
+
+UNIFORM_TOLERANCE = 0.25
+"""A histogram whose every bin's width is within this share of the mean width says no more
+than min and max do."""
+
+
+def uniform(bins: list[tuple[float, float, int]]) -> bool:
+    """Whether equi-height ``bins`` describe values spread evenly between min and max. Such
+    a histogram adds nothing to a filter's estimate (Spark interpolates min/max the same
+    way) and makes joins worse: Spark estimates an equi-join from both keys' histograms and
+    does not shrink a key's histogram after a filter on another column (TPC-H lineitem's
+    self-join on l_orderkey after a filter on l_quantity: q-error 10.1 with the histogram,
+    1.22 without; bench/interop.py). Ids, keys and sequence numbers are such columns."""
+    import math
+
+    widths = [hi - lo for lo, hi, _ in bins]
+    if len(widths) < 4 or not all(math.isfinite(w) for w in widths):
+        return False
+    mean = sum(widths) / len(widths)
+    return mean > 0 and all(abs(w / mean - 1) <= UNIFORM_TOLERANCE for w in widths[1:-1])
 
 
 def _number(value: float) -> float | str:

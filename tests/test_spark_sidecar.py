@@ -61,3 +61,26 @@ def test_a_parquet_directory_gets_none(spark, tmp_path: Path, capsys) -> None:
     pq.write_table(_rows(100, 3), tmp_path / "t" / "part-0.parquet")
     assert cli.main(["analyze", str(tmp_path / "t"), "--json"]) == 0
     assert not (tmp_path / "t" / "_lakestats" / "spark").exists()
+
+
+def test_a_histogram_of_evenly_spread_values_is_left_out(spark, tmp_path: Path, capsys) -> None:
+    """An id column's equi-height bins are as wide as each other: the histogram says no more
+    than min and max, and Spark would estimate joins on it from unscaled bins (q-error 10
+    on TPC-H's self-join, bench/interop.py); a skewed column keeps its histogram."""
+    from deltalake import write_deltalake
+
+    from lakestats.spark_sidecar import uniform
+
+    rng = np.random.default_rng(5)
+    path = tmp_path / "delta"
+    write_deltalake(str(path), pa.table({"id": np.arange(20_000),
+                                         "skewed": rng.exponential(size=20_000)}))
+    assert cli.main(["analyze", str(path), "--exact", "--json"]) == 0
+    capsys.readouterr()
+    [file] = (path / "_lakestats" / "spark").iterdir()
+    columns = json.loads(file.read_text())["columns"]
+    assert "histogram" not in columns["id"]
+    assert columns["id"]["stats"]["id.distinctCount"] == "20000"
+    assert len(columns["skewed"]["histogram"]["bins"]) == 254
+    assert uniform([(i, i + 1.0, 5) for i in range(10)])
+    assert not uniform([(0, 1, 5), (1, 1.5, 5), (1.5, 4, 5), (4, 5, 5), (5, 9, 5)])
