@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.common import machine, partitioned, tpch_lineitem
-from bench.serve import analyzed, free_port, percentile
+from bench.serve import analyzed, percentile, serving
 
 TABLE = "/api/tables/lineitem"
 LOOKUPS = [
@@ -137,34 +134,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    import httpx
 
     lineitem = partitioned(tpch_lineitem(0.1), "year")
     analyzed(lineitem)
     config = Path(tempfile.mkdtemp(prefix="hostile-bench-")) / "tables.json"
     config.write_text(json.dumps({"tables": {"lineitem": {"table": str(lineitem)}}}))
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    here = Path(__file__).resolve().parents[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "lakestats.cli", "serve", "--tables", str(config),
-         "--port", str(port), "--workers", str(args.workers)],
-        env={**os.environ, "PYTHONPATH": str(here)}, cwd=str(here),
-    )
     print(f"machine: {machine()}; serve --workers {args.workers}; {args.seconds:.0f} s per run; "
           f"2 lookup clients (10 ms apart), hostile clients as named", flush=True)
     failed = False
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/api/tables", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("the server did not start within 120 s")
-            time.sleep(0.2)
+    with serving(config, args.workers) as (base, _):
+        port = int(base.rsplit(":", 1)[1])
         run(base, port, 3.0, 0)  # warm both workers' caches
         for hostile in (0, 2):
             result = run(base, port, args.seconds, hostile)
@@ -187,12 +166,6 @@ def main() -> None:
             for bad in result["bad"][:5] + result["errors"][:5]:
                 print("  ", bad, flush=True)
             failed |= bool(result["bad"] or result["errors"])
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
     if failed:
         raise SystemExit(1)
 

@@ -16,10 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.common import DATA, machine
-from bench.serve import analyzed, free_port
+from bench.serve import analyzed, serving
 
 TARGET_MS = 300.0
 
@@ -66,51 +63,26 @@ def main() -> None:
     analyzed(table)
     config = Path(tempfile.mkdtemp(prefix="pages-bench-")) / "tables.json"
     config.write_text(json.dumps({"tables": {"days": {"table": str(table)}}}))
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    here = Path(__file__).resolve().parents[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "lakestats.cli", "serve", "--tables", str(config),
-         "--port", str(port), "--workers", "1"],
-        env={**os.environ, "PYTHONPATH": str(here)}, cwd=str(here),
-    )
     pages_total = -(-args.partitions // 200)
     urls = ["/tables/days", "/tables/days/overview", "/api/tables/days/partitions",
             "/tables/days/columns/measure", f"/tables/days/columns/measure?parts={pages_total}"]
     print(f"machine: {machine()}; a table of {args.partitions:,} partitions x {args.rows} "
           f"rows; lakestats serve --workers 1; target: a page under {TARGET_MS:.0f} ms",
           flush=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/api/tables", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("the server did not start within 120 s")
-            time.sleep(0.2)
-        with httpx.Client(base_url=base, timeout=120) as client:
-            for url in urls:
-                times = []
-                for _ in range(4):
-                    started = time.perf_counter()
-                    response = client.get(url)
-                    times.append((time.perf_counter() - started) * 1000)
-                    if response.status_code != 200:
-                        raise SystemExit(f"{url}: {response.status_code} {response.text[:200]}")
-                warm = statistics.median(times[1:])
-                print(f"{url:55s} first {times[0]:7.0f} ms, then median {warm:6.0f} ms, "
-                      f"{len(response.content) / 1024:6.0f} KiB (target {TARGET_MS:.0f} ms: "
-                      f"{'met' if warm <= TARGET_MS else 'NOT met'} warm, "
-                      f"{'met' if times[0] <= TARGET_MS else 'NOT met'} first)", flush=True)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+    with serving(config, 1) as (base, _), httpx.Client(base_url=base, timeout=120) as client:
+        for url in urls:
+            times = []
+            for _ in range(4):
+                started = time.perf_counter()
+                response = client.get(url)
+                times.append((time.perf_counter() - started) * 1000)
+                if response.status_code != 200:
+                    raise SystemExit(f"{url}: {response.status_code} {response.text[:200]}")
+            warm = statistics.median(times[1:])
+            print(f"{url:55s} first {times[0]:7.0f} ms, then median {warm:6.0f} ms, "
+                  f"{len(response.content) / 1024:6.0f} KiB (target {TARGET_MS:.0f} ms: "
+                  f"{'met' if warm <= TARGET_MS else 'NOT met'} warm, "
+                  f"{'met' if times[0] <= TARGET_MS else 'NOT met'} first)", flush=True)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -205,16 +207,20 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
-def run_server(label: str, source: Path, config: Path, args: argparse.Namespace) -> dict:
-    """Start ``lakestats serve`` from the code in ``source``, warm it up, run the mix from a
-    separate load-generator process; results with the server's and the client's CPU."""
+@contextlib.contextmanager
+def serving(
+    config: Path, workers: int, source: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``lakestats serve --tables config --workers workers`` from the code in ``source``
+    (default: this checkout) on a free port, once it answers: its base URL and process."""
     import httpx
 
+    source = source or Path(__file__).resolve().parents[1]
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
         [sys.executable, "-m", "lakestats.cli", "serve", "--tables", str(config),
-         "--port", str(port), "--workers", str(args.workers)],
+         "--port", str(port), "--workers", str(workers)],
         env={**os.environ, "PYTHONPATH": str(source)}, cwd=str(source),
     )
     try:
@@ -228,6 +234,21 @@ def run_server(label: str, source: Path, config: Path, args: argparse.Namespace)
             if time.monotonic() > deadline or server.poll() is not None:
                 raise SystemExit("the server did not start within 120 s")
             time.sleep(0.2)
+        yield base, server
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def run_server(label: str, source: Path, config: Path, args: argparse.Namespace) -> dict:
+    """Start ``lakestats serve`` from the code in ``source``, warm it up, run the mix from a
+    separate load-generator process; results with the server's and the client's CPU."""
+    import httpx
+
+    with serving(config, args.workers, source) as (base, server):
         started = time.perf_counter()
         first = httpx.get(f"{base}/tables/wide?page=3", timeout=60)
         cold = time.perf_counter() - started
@@ -249,12 +270,6 @@ def run_server(label: str, source: Path, config: Path, args: argparse.Namespace)
             result["open"] = generate_load(
                 base, int(args.rate * args.open_seconds), args.clients, seed=2, rate=args.rate
             )
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
     return result
 
 
