@@ -45,6 +45,7 @@ from lakestats.spark_errors import spark_call as _spark_call
 from lakestats.stats.leaves import Leaf, leaves_of
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import cleanup, layout, manifest, verify
+from lakestats.store.handle import StatisticsStore
 from lakestats.threads import prefetch
 
 
@@ -136,11 +137,10 @@ def column_records(
 
 def analyze(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     options: AnalyzeOptions,
     spark: SparkSession,
     *,
-    s3: fs.S3Options | None = None,
     incremental: bool = True,
     subset: RowSubset | None = None,
     hook: object | None = None,
@@ -148,13 +148,15 @@ def analyze(
     """``_analyze`` as one run: a failure removes the files the run wrote (the root is
     left as it was, ``store/cleanup.py``)."""
     # executors use the driver's settings, not their env; a job's requests get longer
-    s3 = (s3 or fs.S3Options.from_env()).with_limits(analyze=True)
+    store = StatisticsStore(
+        stats_root.uri, (stats_root.s3 or fs.S3Options.from_env()).with_limits(analyze=True)
+    )
     run = _Run(f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}", incremental,
                subset, hook)
     try:
-        return _analyze(table, stats_root, options, spark, s3, run)
+        return _analyze(table, store, options, spark, run)
     except BaseException:
-        _remove_failed_run(stats_root, run.run_id, s3)
+        _remove_failed_run(store, run.run_id)
         raise
 
 
@@ -166,22 +168,21 @@ class _Run:
     hook: object | None
 
 
-def _remove_failed_run(root: str, run_id: str, s3: fs.S3Options | None) -> None:
+def _remove_failed_run(root: StatisticsStore, run_id: str) -> None:
     """What a failed run wrote, unless its version was published before the failure
     (then those files are the version's)."""
     with contextlib.suppress(LakestatsError):
-        if manifest.load_version(root, None, s3).run_id == run_id:
+        if manifest.load_version(root, None).run_id == run_id:
             return
     with contextlib.suppress(LakestatsError, OSError):
-        cleanup.remove_run(root, run_id, s3)
+        cleanup.remove_run(root, run_id)
 
 
 def _analyze(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     options: AnalyzeOptions,
     spark: SparkSession,
-    s3: fs.S3Options,
     run: _Run,
 ) -> AnalyzeResult:
     """Analyze the partitions that changed since the last version, reduce, publish.
@@ -219,7 +220,7 @@ def _analyze(
     paths = [layout.partition_dir_of(list(plan.key), plan.values) for plan in plans]
     thetas = _theta_sketches(table, options, subset)
     reusable, damaged, reduce_cache = (
-        _reusable_entries(stats_root, s3, columns, options, thetas)
+        _reusable_entries(stats_root, columns, options, thetas)
         if incremental
         else ({}, set(), {})
     )
@@ -242,9 +243,8 @@ def _analyze(
         leaves=leaves,
         options=options,
         statistics=statistics,
-        root=stats_root,
+        store=stats_root,
         run_id=run_id,
-        s3=s3,
         slices=[],
         partition_paths=[paths[i] for i in todo],
         row_filter=row_filter,
@@ -274,7 +274,6 @@ def _analyze(
     unpartitioned = len(final) == 1 and not plans[0].key  # the table is its one partition
     reduce_job = ReduceJob(
         stats_root,
-        s3,
         final,
         columns,
         options.bins,
@@ -326,7 +325,7 @@ def _analyze(
             written += table_bytes
         elif table_level:
             table_files, table_bytes = _write_empty_table(
-                stats_root, s3, leaves, options, statistics, run_id
+                stats_root, leaves, options, statistics, run_id
             )
             written += table_bytes
         clock.lap("table level reduced")
@@ -339,14 +338,14 @@ def _analyze(
                 reduce_job,
                 table_files,
                 run_id,
-                previous=_previous_exact(stats_root, s3) if len(todo) < len(plans) else None,
+                previous=_previous_exact(stats_root) if len(todo) < len(plans) else None,
             ),
         )
         written += exact_bytes
         clock.lap("table level made exact")
     new_files = [path for i in todo for path in (entries[i].files.values())]  # type: ignore[union-attr]
     table_level_files = [*(table_files or {}).values(), *reduce_cache.values()]
-    sizes = verify.sizes_of(stats_root, new_files + table_level_files, s3)
+    sizes = verify.sizes_of(stats_root, new_files + table_level_files)
     for local, i in enumerate(todo):
         entry = entries[i]
         assert entry is not None
@@ -382,9 +381,9 @@ def _analyze(
         },
     )
     if _with_puffin(table, options, subset) and table_files and final:
-        version.extra["puffin"] = publish_puffin(table, stats_root, version, s3)
+        version.extra["puffin"] = publish_puffin(table, stats_root, version)
         clock.lap("Puffin statistics committed to the Iceberg table")
-    number = publish_version(stats_root, version, s3)
+    number = publish_version(stats_root, version)
     clock.lap(f"version {number} published")
     return AnalyzeResult(
         number,
@@ -393,7 +392,7 @@ def _analyze(
         len(plans) - len(todo),
         version.row_count,
         written,
-        stats_root,
+        stats_root.uri,
         repaired,
     )
 
@@ -413,21 +412,20 @@ def _with_puffin(table: TableFormat, options: AnalyzeOptions, subset: RowSubset 
 
 
 def publish_puffin(
-    table: TableFormat, root: str, version: manifest.Version, s3: fs.S3Options | None
+    table: TableFormat, root: StatisticsStore, version: manifest.Version
 ) -> dict[str, object]:
     """The version's Puffin file written and committed (``compute/puffin.py``); what the
     version records of it."""
     from lakestats.compute import puffin
 
     record = puffin.publish(
-        table, root, version, s3, lambda f, items: prefetch(f, list(items))
+        table, root.uri, version, root.s3, lambda f, items: prefetch(f, list(items))
     )
     return record.to_json()
 
 
 def _write_empty_table(
-    root: str,
-    s3: fs.S3Options | None,
+    root: StatisticsStore,
     leaves: list,
     options: AnalyzeOptions,
     statistics: list,
@@ -443,9 +441,9 @@ def _write_empty_table(
         for leaf in leaves
     ]
     files = layout.table_files(run_id)
-    uris = {k: layout.absolute(root, v) for k, v in files.items()}
+    uris = {k: root.path(v) for k, v in files.items()}
     custom = [(s.name, s.result_type) for s in statistics]
-    return files, writer.write_partition(results, custom, options.bins, uris, s3)
+    return files, writer.write_partition(results, custom, options.bins, uris, root)
 
 
 THETA_MARK = "theta_sketches"
@@ -453,8 +451,7 @@ THETA_MARK = "theta_sketches"
 
 
 def _reusable_entries(
-    root: str,
-    s3: fs.S3Options | None,
+    root: StatisticsStore,
     columns: list[dict[str, str]],
     options: AnalyzeOptions,
     thetas: bool = False,
@@ -464,7 +461,7 @@ def _reusable_entries(
     are missing or damaged (recomputed, reported as repaired), and the table-level
     reduction cache entries still present (``compute/reduce/cache.GroupCache``)."""
     try:
-        previous = manifest.load_version(root, None, s3)
+        previous = manifest.load_version(root, None)
     except (StatisticsNotFoundError, CorruptStatisticsError):
         return {}, set(), {}  # nothing (readable) to reuse: compute everything
     earlier = previous.analyze_options
@@ -475,7 +472,7 @@ def _reusable_entries(
         return {}, set(), {}
     if thetas != bool(previous.extra.get(THETA_MARK)):  # with or without theta sketches
         return {}, set(), {}
-    sizes = verify.stored_sizes(root, s3)
+    sizes = verify.stored_sizes(root)
     entries, damaged = {}, set()
     for entry in previous.partitions:
         if verify.intact(entry.files, entry.file_sizes, sizes):
@@ -493,13 +490,13 @@ def _reusable_entries(
     return entries, damaged, cache
 
 
-def _previous_exact(root: str, s3: fs.S3Options | None) -> manifest.Version | None:
+def _previous_exact(root: StatisticsStore) -> manifest.Version | None:
     """The latest version when it has exact ranks an incremental exact step can update."""
-    previous = manifest.load_version(root, None, s3)
+    previous = manifest.load_version(root, None)
     return previous if (previous.table_files or {}).get("ranks") else None
 
 
-def publish_version(root: str, version: manifest.Version, s3: fs.S3Options | None) -> int:
+def publish_version(root: StatisticsStore, version: manifest.Version) -> int:
     """Publish; when another analyze won the race, publish after it unless it published
     statistics of the same snapshot (then stop with a clear conflict)."""
 
@@ -510,7 +507,7 @@ def publish_version(root: str, version: manifest.Version, s3: fs.S3Options | Non
                 "same snapshot while this one ran; its result stands (nothing to do)"
             )
 
-    return manifest.publish(root, version, s3, on_conflict=same_snapshot)
+    return manifest.publish(root, version, on_conflict=same_snapshot)
 
 
 def _plan_slices(job: Job, table: TableFormat, plans: list) -> None:
@@ -537,7 +534,7 @@ def _compute_partitions(
             "analyze failed on Spark", lambda: _partition_stages(spark, job, progress)
         )
     finally:
-        fs.delete_dir(layout.staging_dir(job.root, job.run_id), job.s3)
+        job.store.delete_dir(layout.staging_dir(job.store.uri, job.run_id))
     rows: dict[int, int] = {}
     written = 0
     for summary in summaries:

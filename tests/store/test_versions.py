@@ -300,9 +300,9 @@ def test_snapshot_lookups_read_one_manifest_and_fall_back_without_markers(
     loads: list[int | None] = []
     load_version = manifest.load_version
 
-    def counting(root: str, version: int | None = None, s3: object = None) -> manifest.Version:
+    def counting(root: object, version: int | None = None) -> manifest.Version:
         loads.append(version)
-        return load_version(root, version, s3)
+        return load_version(root, version)
 
     monkeypatch.setattr(manifest, "load_version", counting)
     answers = {}

@@ -50,6 +50,7 @@ from lakestats.options import SampleOptions
 from lakestats.spark_errors import translated
 from lakestats.store import cleanup, layout
 from lakestats.store import sample as store
+from lakestats.store.handle import StatisticsStore
 
 
 def _tasks(job: SampleJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -207,7 +208,8 @@ def _previous_sibling(
 ) -> dict | None:
     """The sample table a re-created sample replaces (it keeps the table's history)."""
     try:
-        return store.load(stats_root, table.identifier, s3, check_files=False).sibling
+        found = store.load(StatisticsStore(stats_root, s3), table.identifier, check_files=False)
+        return found.sibling
     except LakestatsError:
         return None
 
@@ -239,8 +241,8 @@ def _publish(
         manifest.sibling = write_sibling(table, stats_root, manifest, previous, s3, changed)
     clock = clock or Clock()
     clock.lap("sample table written")
-    store.save(stats_root, manifest, s3)
-    store.delete_unreferenced(stats_root, manifest, s3)
+    store.save(StatisticsStore(stats_root, s3), manifest)
+    store.delete_unreferenced(StatisticsStore(stats_root, s3), manifest)
     clock.lap("manifest saved, unreferenced files removed")
 
 
@@ -272,7 +274,7 @@ def _refresh(
     table's current snapshot, reading only the units (data files, file groups) that changed
     since the sample's snapshot; a sample whose snapshot was expired is redrawn."""
     clock = Clock()
-    old = sample or store.load(stats_root, table.identifier, s3)
+    old = sample or store.load(StatisticsStore(stats_root, s3), table.identifier)
     snapshots = {s.snapshot_id for s in table.snapshots()}
     if old.snapshot_id is not None and snapshots and old.snapshot_id not in snapshots:
         drawn = SampleOptions(rows=old.rows, fraction=old.fraction, seed=old.seed)
@@ -426,10 +428,11 @@ def _remove_failed_run(
     """The sample files a failed run wrote (``store/cleanup.py``), unless its manifest was
     saved before the failure (then they are the sample's)."""
     with contextlib.suppress(LakestatsError, OSError):
-        if store.load(stats_root, identifier, s3, check_files=False).run_id == run_id:
+        found = store.load(StatisticsStore(stats_root, s3), identifier, check_files=False)
+        if found.run_id == run_id:
             return
     with contextlib.suppress(LakestatsError, OSError):
-        cleanup.remove_run(stats_root, run_id, s3)
+        cleanup.remove_run(StatisticsStore(stats_root, s3), run_id)
 
 
 def _run_id() -> str:
