@@ -56,7 +56,7 @@ class SampleOperations:
             root.probe_writable()
             session = self._spark(spark)
             try:
-                return create(table, root.uri, session, options, root.s3)
+                return create(table, root, session, options)
             except LakestatsError as exc:  # workers without lakestats (Spark Connect)?
                 from lakestats.compute.connect_workers import explain_failure
 
@@ -76,7 +76,7 @@ class SampleOperations:
         root = self._table.store
         sample = store.load(root, self._table.name)
         with as_it_was(root):
-            return refresh(table, root.uri, self._spark(spark), root.s3, sample)
+            return refresh(table, root, self._spark(spark), sample)
 
     def manifest(self) -> store.SampleManifest:
         return store.load(self._table.store, self._table.name)

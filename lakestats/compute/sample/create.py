@@ -78,8 +78,7 @@ def _job(
     snapshot: int | None,
     plans: list[PartitionPlan],
     options: SampleOptions,
-    s3: fs.S3Options | None,
-    output: tuple[str, str] = ("", ""),
+    output: tuple[StatisticsStore | None, str] = (None, ""),
     tasks: list[SampleTask] | None = None,
     rate: float | None = None,
 ) -> SampleJob:
@@ -93,9 +92,8 @@ def _job(
         partition_paths=[layout.partition_dir_of(list(p.key), p.values) for p in plans],
         targets=[] if tasks else [None] * len(plans),
         seed=options.seed,
-        sample_dir=sample_dir,
+        sample=sample_dir,
         run_id=run_id,
-        s3=s3,
         count_columns=names[:1],
         table_location=table.location,
         tasks=tasks or [],
@@ -118,7 +116,7 @@ def _populations(
     unknown = [i for i, p in enumerate(plans) if p.row_count is None]
     bytes_read = 0
     if unknown:
-        job = _job(table, snapshot, [plans[i] for i in unknown], SampleOptions(), s3)
+        job = _job(table, snapshot, [plans[i] for i in unknown], SampleOptions())
         for i, row in zip(unknown, _run(spark, job), strict=True):
             counts[i], origin[i] = row["population"], "read"
             bytes_read += row["bytes_read"]
@@ -127,27 +125,25 @@ def _populations(
 
 def create(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     spark: SparkSession,
     options: SampleOptions,
-    s3: fs.S3Options | None = None,
 ) -> SampleResult:
     """Draw a new sample of the table's current snapshot and replace the stored one; a
     failure removes the files this run wrote."""
     run_id = _run_id()
     try:
-        return _create(table, stats_root, spark, options, s3, run_id)
+        return _create(table, stats_root, spark, options, run_id)
     except BaseException:
-        _remove_failed_run(stats_root, run_id, table.identifier, s3)
+        _remove_failed_run(stats_root, run_id, table.identifier)
         raise
 
 
 def _create(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     spark: SparkSession,
     options: SampleOptions,
-    s3: fs.S3Options | None,
     run_id: str,
 ) -> SampleResult:
     rows, fraction = options.rows, options.drawn_fraction
@@ -155,7 +151,8 @@ def _create(
     plans = table.plan(snapshot)
     if sum(p.row_count or 0 for p in plans) == 0 and all(p.row_count is not None for p in plans):
         raise InvalidArgumentError(f"{table.identifier} has no rows: there is nothing to sample")
-    populations, origin, counted = _populations(spark, table, snapshot, plans, s3)
+    # the table's footers, read with the statistics root's options (one object store)
+    populations, origin, counted = _populations(spark, table, snapshot, plans, stats_root.s3)
     total = sum(populations)
     if total == 0:
         raise InvalidArgumentError(f"{table.identifier} has no rows: there is nothing to sample")
@@ -163,7 +160,7 @@ def _create(
         targets = [size_for_fraction(fraction, n) for n in populations]
     else:
         targets = allocate(populations, rows or 0)
-    directory = store.sample_dir(stats_root)
+    directory = stats_root.child(store.SAMPLE_DIR)
     tasks = [
         SampleTask(
             path=layout.partition_dir_of(list(plan.key), plan.values),
@@ -173,7 +170,7 @@ def _create(
         )
         for plan, target in zip(plans, targets, strict=True)
     ]
-    summaries = _run(spark, _job(table, snapshot, plans, options, s3, (directory, run_id), tasks))
+    summaries = _run(spark, _job(table, snapshot, plans, options, (directory, run_id), tasks))
     entries = [
         _entry(plan, summary, origin[i]) for i, (plan, summary) in enumerate(
             zip(plans, summaries, strict=True)
@@ -194,7 +191,7 @@ def _create(
         created_at=store.now(),
         schema_columns=table.schema(snapshot).names,
     )
-    _publish(table, stats_root, manifest, _previous_sibling(stats_root, table, s3), s3)
+    _publish(table, stats_root, manifest, _previous_sibling(stats_root, table))
     return SampleResult(
         snapshot, total, sampled, len(plans), 0, 0,
         counted + sum(s["bytes_read"] for s in summaries),
@@ -204,11 +201,11 @@ def _create(
 
 
 def _previous_sibling(
-    stats_root: str, table: TableFormat, s3: fs.S3Options | None
+    stats_root: StatisticsStore, table: TableFormat
 ) -> dict | None:
     """The sample table a re-created sample replaces (it keeps the table's history)."""
     try:
-        found = store.load(StatisticsStore(stats_root, s3), table.identifier, check_files=False)
+        found = store.load(stats_root, table.identifier, check_files=False)
         return found.sibling
     except LakestatsError:
         return None
@@ -216,10 +213,9 @@ def _previous_sibling(
 
 def _publish(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     manifest: store.SampleManifest,
     previous: dict | None,
-    s3: fs.S3Options | None,
     before: store.SampleManifest | None = None,
     clock: Clock | None = None,
 ) -> None:
@@ -238,35 +234,35 @@ def _publish(
         values = {p.path: p.values for p in (*before.partitions, *manifest.partitions)}
         changed = {path: values[path] for path in sorted(paths)}
     if previous is None or changed is None or changed:
-        manifest.sibling = write_sibling(table, stats_root, manifest, previous, s3, changed)
+        manifest.sibling = write_sibling(
+            table, stats_root.uri, manifest, previous, stats_root.s3, changed
+        )
     clock = clock or Clock()
     clock.lap("sample table written")
-    store.save(StatisticsStore(stats_root, s3), manifest)
-    store.delete_unreferenced(StatisticsStore(stats_root, s3), manifest)
+    store.save(stats_root, manifest)
+    store.delete_unreferenced(stats_root, manifest)
     clock.lap("manifest saved, unreferenced files removed")
 
 
 def refresh(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     spark: SparkSession,
-    s3: fs.S3Options | None = None,
     sample: store.SampleManifest | None = None,
 ) -> SampleResult:
     """``_refresh``; a failure removes the files this run wrote."""
     run_id = _run_id()
     try:
-        return _refresh(table, stats_root, spark, s3, sample, run_id)
+        return _refresh(table, stats_root, spark, sample, run_id)
     except BaseException:
-        _remove_failed_run(stats_root, run_id, table.identifier, s3)
+        _remove_failed_run(stats_root, run_id, table.identifier)
         raise
 
 
 def _refresh(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     spark: SparkSession,
-    s3: fs.S3Options | None,
     sample: store.SampleManifest | None,
     run_id: str,
 ) -> SampleResult:
@@ -274,11 +270,11 @@ def _refresh(
     table's current snapshot, reading only the units (data files, file groups) that changed
     since the sample's snapshot; a sample whose snapshot was expired is redrawn."""
     clock = Clock()
-    old = sample or store.load(StatisticsStore(stats_root, s3), table.identifier)
+    old = sample or store.load(stats_root, table.identifier)
     snapshots = {s.snapshot_id for s in table.snapshots()}
     if old.snapshot_id is not None and snapshots and old.snapshot_id not in snapshots:
         drawn = SampleOptions(rows=old.rows, fraction=old.fraction, seed=old.seed)
-        result = create(table, stats_root, spark, drawn, s3)
+        result = create(table, stats_root, spark, drawn)
         return dataclasses.replace(
             result,
             resampled_because=f"the sample's snapshot {old.snapshot_id} was expired "
@@ -304,8 +300,8 @@ def _refresh(
             tasks.append(task)
             work.append(i)
     clock.lap("refresh: change log and read units")
-    output = (store.sample_dir(stats_root), run_id)
-    job = _job(table, snapshot, [plans[i] for i in work], SampleOptions(seed=old.seed), s3,
+    output = (stats_root.child(store.SAMPLE_DIR), run_id)
+    job = _job(table, snapshot, [plans[i] for i in work], SampleOptions(seed=old.seed),
                output, tasks, old.rate)
     summaries = _run(spark, job) if tasks else []
     longest = max((s["seconds"] for s in summaries), default=0.0)
@@ -342,7 +338,7 @@ def _refresh(
             },
         }
     )
-    _publish(table, stats_root, manifest, old.sibling, s3, old, clock)
+    _publish(table, stats_root, manifest, old.sibling, old, clock)
     return SampleResult(
         snapshot,
         manifest.population,
@@ -423,16 +419,16 @@ def _entry(
 
 
 def _remove_failed_run(
-    stats_root: str, run_id: str, identifier: str, s3: fs.S3Options | None
+    stats_root: StatisticsStore, run_id: str, identifier: str
 ) -> None:
     """The sample files a failed run wrote (``store/cleanup.py``), unless its manifest was
     saved before the failure (then they are the sample's)."""
     with contextlib.suppress(LakestatsError, OSError):
-        found = store.load(StatisticsStore(stats_root, s3), identifier, check_files=False)
+        found = store.load(stats_root, identifier, check_files=False)
         if found.run_id == run_id:
             return
     with contextlib.suppress(LakestatsError, OSError):
-        cleanup.remove_run(StatisticsStore(stats_root, s3), run_id)
+        cleanup.remove_run(stats_root, run_id)
 
 
 def _run_id() -> str:
