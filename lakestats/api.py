@@ -154,7 +154,7 @@ class LakestatsTable:
             load(root, self.name)  # no sample: one line, before Spark starts
         with as_it_was(root):  # a failure leaves no directory it created
             root.probe_writable()
-            from lakestats.compute.unchanged import without_spark
+            from lakestats.compute.analyze.unchanged import without_spark
 
             done = without_spark(table, root, options)  # nothing changed: no Spark
             if done is not None:

@@ -229,7 +229,7 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     pq.write_table(
         pq.read_table(root / "p=7" / "d.parquet").slice(0, 40), root / "p=7" / "e.parquet"
     )
-    from lakestats.compute import analyze
+    from lakestats.compute.analyze import run as analyze
 
     fused = []  # the one changed partition is computed in the reduction's Spark task
     compute_and_reduce = analyze.compute_and_reduce

@@ -31,7 +31,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
-from lakestats.compute.analyze import AnalyzeResult, analyze, column_records, publish_version
+from lakestats.answers import AnalyzeResult
+from lakestats.compute.analyze import analyze, column_records, publish_version
 from lakestats.compute.progress import Clock
 from lakestats.compute.sample.bounds import footer_bounds, usable
 from lakestats.compute.sample.files import Scaling, scale_files

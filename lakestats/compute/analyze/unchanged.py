@@ -21,16 +21,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from lakestats.compute.analyze import (
-    AnalyzeResult,
-    _reusable_entries,
-    _theta_sketches,
-    _with_puffin,
-    column_records,
-    publish_puffin,
-    publish_version,
-    select_columns,
-)
+from lakestats.answers import AnalyzeResult
+from lakestats.compute.analyze.columns import column_records, select_columns
+from lakestats.compute.analyze.publish import publish_puffin, publish_version
+from lakestats.compute.analyze.reuse import reusable_entries, theta_sketches, with_puffin
 from lakestats.errors import CorruptStatisticsError, StatisticsNotFoundError
 from lakestats.formats.base import TableFormat
 from lakestats.options import AnalyzeOptions
@@ -57,8 +51,8 @@ def without_spark(
     )
     leaves, _ = select_columns(table.schema(snapshot), options.columns)
     columns = column_records(table, snapshot, leaves)
-    thetas = _theta_sketches(table, options, None)
-    reusable, damaged, _ = _reusable_entries(stats_root, columns, options, thetas)
+    thetas = theta_sketches(table, options, None)
+    reusable, damaged, _ = reusable_entries(stats_root, columns, options, thetas)
     plans = table.plan(snapshot)
     keys = {
         (layout.partition_dir_of(list(plan.key), plan.values), plan.fingerprint())
@@ -90,7 +84,7 @@ def without_spark(
         },
         skipped_versions=[],
     )
-    if _with_puffin(table, options, None) and inherited.table_files and inherited.partitions:
+    if with_puffin(table, options, None) and inherited.table_files and inherited.partitions:
         # the new snapshot's own Puffin file (engines read statistics of the exact snapshot)
         inherited.extra["puffin"] = publish_puffin(table, stats_root, inherited)
     number = publish_version(stats_root, inherited)
