@@ -30,6 +30,7 @@ from lakestats.compute.reduce.local import reduce_locally
 from lakestats.compute.session import get_spark
 from lakestats.stats import keys
 from lakestats.store import layout, manifest
+from lakestats.store.handle import StatisticsStore
 
 PARTITIONS = 64
 ROWS = 20_000
@@ -57,7 +58,7 @@ def run(spark, skew: float, domain: int, k: int) -> None:  # noqa: ANN001
     for factor in FACTORS:
         prune.KEEP_FACTOR = factor
         files = layout.table_files(f"factor-{factor}")
-        job = ReduceJob(stats, None, version.partitions, version.columns, 1000, k)
+        job = ReduceJob(StatisticsStore(stats), version.partitions, version.columns, 1000, k)
         reduce_locally(job, files, f"factor-{factor}")
         table = pq.read_table(f"{stats}/{files['frequencies']}")
         table = table.filter(pc.equal(table.column("column"), "v"))

@@ -49,6 +49,7 @@ from bench.common import DATA, machine
 from lakestats import fs
 from lakestats.compute.session import get_spark
 from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
 COLUMNS, ROWS, PARTITIONS = 1000, 100_000, 10
@@ -145,7 +146,7 @@ def measure(root: str, s3: fs.S3Options | None, lookups: int, names: list[str]) 
     for label, lookup in kinds.items():
         for mode in ("first touch", "warm"):
             counter = Counting()
-            reader = StatisticsReader(root, s3=s3, open_file=counter.opener())
+            reader = StatisticsReader(StatisticsStore(root, s3), open_file=counter.opener())
             partitions = [p.name for p in reader.version.partitions]
             if mode == "warm":
                 for p in partitions:
@@ -165,7 +166,7 @@ def measure(root: str, s3: fs.S3Options | None, lookups: int, names: list[str]) 
                 f"{label:28s} {mode:12s} {p50:8.2f} {p99:8.2f} "
                 f"{statistics.median(read) / 1024:9.1f}"
             )
-    reader = StatisticsReader(root, s3=s3)
+    reader = StatisticsReader(StatisticsStore(root, s3))
     entry = reader.version.partitions[0]
     filesystem, path = fs.resolve(layout.absolute(reader.root, entry.files["statistics"]), s3)
     samples = []
@@ -223,7 +224,7 @@ def build_fanout(spark, root: Path, partitions: int = FANOUT_PARTITIONS) -> str:
     ]
     start = time.perf_counter()
     files, _, cache = reduce_table(
-        spark, ReduceJob(str(root), None, entries, columns, 1000, 10_000), "fanout"
+        spark, ReduceJob(StatisticsStore(str(root)), entries, columns, 1000, 10_000), "fanout"
     )
     print(f"table-level reduction with the index, {partitions} partitions: "
           f"{time.perf_counter() - start:.1f} s")
@@ -254,7 +255,7 @@ def add_partition_histograms(root: str) -> None:
     if version.partition_histogram_parts:
         return
     start = time.perf_counter()
-    job = ReduceJob(root, None, version.partitions, version.columns, 1000, 10_000)
+    job = ReduceJob(StatisticsStore(root), version.partitions, version.columns, 1000, 10_000)
     run = f"{version.run_id}-phist"
     groups = GroupCache(job, f"table/{run}/groups", ReadAhead(job))
     relative = layout.partition_histogram_parts_file(run)
@@ -305,14 +306,15 @@ def _old_version(root: str, s3: fs.S3Options | None, partitions: int) -> int:
     versions before the index read), published after it; its number."""
     from lakestats.store.manifest import load_version, publish, version_numbers
 
-    for number in version_numbers(root, s3)[1:]:
-        version = load_version(root, number, s3)
+    store = StatisticsStore(root, s3)
+    for number in version_numbers(store)[1:]:
+        version = load_version(store, number)
         if len(version.partitions) == partitions and version.partition_index is None:
             return number
-    version = load_version(root, 1, s3)
+    version = load_version(store, 1)
     version.partitions = version.partitions[:partitions]
     version.partition_index = None
-    return publish(root, version, s3)
+    return publish(store, version)
 
 
 def fanout(root: str, s3: fs.S3Options | None, runs: int, old_partitions: int) -> None:
@@ -320,7 +322,7 @@ def fanout(root: str, s3: fs.S3Options | None, runs: int, old_partitions: int) -
     from lakestats.store.partition_index import partition_summaries
 
     rng = random.Random(11)
-    reader = StatisticsReader(root, 1, s3=s3)
+    reader = StatisticsReader(StatisticsStore(root, s3), 1)
     names = [c["name"] for c in reader.columns]
     index_uri = layout.absolute(reader.root, reader.version.partition_index)
     filesystem, path = fs.resolve(index_uri, s3)
@@ -335,12 +337,14 @@ def fanout(root: str, s3: fs.S3Options | None, runs: int, old_partitions: int) -
     def run(label: str, lookup: Callable[[StatisticsReader, list[str]], int], fresh: bool,
             version: int = 1, n: int = runs) -> float:
         samples, rows = [], 0
-        warm = StatisticsReader(root, version, s3=s3)
+        warm = StatisticsReader(StatisticsStore(root, s3), version)
         lookup(warm, rng.sample(names, 10))
         for _ in range(n):
             wanted = rng.sample(names, 10)
             start = time.perf_counter()
-            rows = lookup(StatisticsReader(root, version, s3=s3) if fresh else warm, wanted)
+            rows = lookup(
+                StatisticsReader(StatisticsStore(root, s3), version) if fresh else warm, wanted
+            )
             samples.append(time.perf_counter() - start)
         ordered = sorted(samples)
         p50 = statistics.median(ordered) * 1000

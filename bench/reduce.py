@@ -38,6 +38,7 @@ from lakestats.compute.session import get_spark
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.store import layout, writer
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry
 
 COLUMNS = 100
@@ -79,7 +80,7 @@ def build_partition_files(root: Path) -> tuple[list[dict[str, str]], list[dict[s
             accumulator.observe(leaf_array(table, leaf))
             results.append(accumulator.finalize(1000, 10_000))
         uris = {k: layout.absolute(str(root), v) for k, v in files.items()}
-        writer.write_partition(results, [], 1000, uris, None)
+        writer.write_partition(results, [], 1000, uris, StatisticsStore(str(root)))
     marker.touch()
     return sets, columns
 
@@ -105,7 +106,7 @@ def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
         for _ in range(runs if size <= 1000 else 1):
             run_id = f"bench-{uuid.uuid4().hex[:6]}"
             start = time.perf_counter()
-            job = ReduceJob(str(root), None, entries, columns, 1000, 10_000)
+            job = ReduceJob(StatisticsStore(str(root)), entries, columns, 1000, 10_000)
             _, _, cache = reduce_table(spark, job, run_id)
             times.append(time.perf_counter() - start)
             runs_dirs.append(root / "table" / run_id)
@@ -113,7 +114,7 @@ def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
         entries[0] = dataclasses.replace(entries[0], files=sets[1 % DISTINCT_SETS])
         run_id = f"bench-{uuid.uuid4().hex[:6]}"
         start = time.perf_counter()
-        job = ReduceJob(str(root), None, entries, columns, 1000, 10_000, [], cache)
+        job = ReduceJob(StatisticsStore(str(root)), entries, columns, 1000, 10_000, [], cache)
         reduce_table(spark, job, run_id)
         changed = time.perf_counter() - start
         runs_dirs.append(root / "table" / run_id)

@@ -66,7 +66,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import lakestats.api as ls
-import lakestats.compute.analyze as analyze_module
+import lakestats.compute.analyze.run as analyze_module
 from bench.common import DATA, machine, partitioned, tpch_lineitem
 from lakestats.store import manifest
 

@@ -223,7 +223,7 @@ def report(name: str, table_dir: Path, root: Path) -> None:
     if version.partition_histogram_parts:
         from lakestats.store.partition_histograms import part_paths
 
-        parts = part_paths(str(root), version.partition_histogram_parts)
+        parts = part_paths(reader.store, version.partition_histogram_parts)
         extra += [("partition_histograms parts", rel) for rel in parts]
     for scope, entries in (("partition", version.partitions), ("table", [None])):
         for entry in entries:

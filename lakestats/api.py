@@ -64,8 +64,8 @@ from lakestats.options import AnalyzeOptions
 from lakestats.stats.keys import to_json  # noqa: F401 - the CLI's and service's JSON form of a value
 from lakestats.store import layout, manifest
 from lakestats.store.cleanup import as_it_was
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import FileKind, VersionKind  # noqa: F401 - public names
-from lakestats.store.layout import probe_writable
 from lakestats.store.reader import StatisticsReader
 from lakestats.versions import (  # noqa: F401 - public names of the facade
     check_snapshot,
@@ -116,6 +116,11 @@ class LakestatsTable:
             return fs.join(fs.normalize(self.name), layout.STATS_DIR_NAME)
         return fs.join(self.format.location, layout.STATS_DIR_NAME)
 
+    @property
+    def store(self) -> StatisticsStore:
+        """The statistics root and the options its files are read and written with."""
+        return StatisticsStore(self.stats_root, self.s3)
+
     # -- computing ----------------------------------------------------------
     def analyze(
         self,
@@ -142,16 +147,16 @@ class LakestatsTable:
         table = self.format
         check_snapshot(table, options.snapshot_id)
         select_columns(table.schema(options.snapshot_id), options.columns)
-        root = self.stats_root
+        root = self.store
         if options.from_sample:
             from lakestats.store.sample import load
 
-            load(root, self.name, self.s3)  # no sample: one line, before Spark starts
-        with as_it_was(root, self.s3):  # a failure leaves no directory it created
-            probe_writable(root, self.s3)
-            from lakestats.compute.unchanged import without_spark
+            load(root, self.name)  # no sample: one line, before Spark starts
+        with as_it_was(root):  # a failure leaves no directory it created
+            root.probe_writable()
+            from lakestats.compute.analyze.unchanged import without_spark
 
-            done = without_spark(table, root, options, self.s3)  # nothing changed: no Spark
+            done = without_spark(table, root, options)  # nothing changed: no Spark
             if done is not None:
                 self._forget_reader()
                 return done
@@ -166,9 +171,9 @@ class LakestatsTable:
                 from lakestats.compute.sample.analyze import analyze_from_sample
 
                 self._forget_reader()
-                return analyze_from_sample(table, root, options, spark, self.s3)
+                return analyze_from_sample(table, root, options, spark)
             try:
-                result = analyze(table, root, options, spark, s3=self.s3, subset=subset)
+                result = analyze(table, root, options, spark, subset=subset)
             except LakestatsError as exc:  # workers without lakestats (Spark Connect)?
                 from lakestats.compute.connect_workers import explain_failure
 
@@ -179,7 +184,9 @@ class LakestatsTable:
         self._forget_reader()
         return result
 
-    def _derived_job(self, where: str, snapshot_id: int | None) -> tuple[str, RowSubset]:
+    def _derived_job(
+        self, where: str, snapshot_id: int | None
+    ) -> tuple[StatisticsStore, RowSubset]:
         """The store, row filter and partition pruning of ``analyze --where``."""
         from lakestats.compute.analyze import RowSubset
         from lakestats.query import predicates
@@ -194,7 +201,7 @@ class LakestatsTable:
         snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
         keep = None
         try:  # prune with the current statistics when they describe this snapshot
-            reader = StatisticsReader(self.stats_root, s3=self.s3)
+            reader = StatisticsReader(self.store)
             if reader.version.snapshot_id == snapshot and reader.version.partitions:
                 entries = reader.version.partitions
                 matched = {entries[i].name for i in partitions_that_can_match(where, reader)}
@@ -206,7 +213,7 @@ class LakestatsTable:
 
         except (StatisticsNotFoundError, ColumnNotFoundError):
             keep = None  # never analyzed, or a column without statistics: every partition
-        root = derived.write_predicate(self.stats_root, normalized, self.s3)
+        root = derived.write_predicate(self.store, normalized)
         extra: dict[str, object] = {"derived_predicate": normalized, "derived_text": where}
         return root, RowSubset(row_filter=pred, keep_partition=keep, extra=extra)
 
@@ -223,7 +230,7 @@ class LakestatsTable:
             where, estimate_source.column_types(reader), _TableColumns(self, snapshot_id)
         )
         normalized = predicates.normalize(pred)
-        return derived.find(self.stats_root, normalized, reader.version.snapshot_id, self.s3)
+        return derived.find(self.store, normalized, reader.version.snapshot_id)
 
     def derived_columns(self, where: str, snapshot_id: int | None = None) -> list[str] | None:
         """The columns ``analyze --where`` computed for ``where``, or None when that
@@ -234,8 +241,8 @@ class LakestatsTable:
     def _version_reader(self, snapshot_id: int | None) -> StatisticsReader:
         if snapshot_id is None:
             return self.reader()
-        version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
-        return StatisticsReader(self.stats_root, version.version, s3=self.s3)
+        version = version_for_snapshot(self.store, self.format, snapshot_id)
+        return StatisticsReader(self.store, version.version)
 
     @property
     def sample(self):  # noqa: ANN201 - lakestats.sample_ops.SampleOperations
@@ -260,7 +267,7 @@ class LakestatsTable:
     def reader(self) -> StatisticsReader:
         if self._reader is None:
             self._check_path()
-            self._reader = StatisticsReader(self.stats_root, s3=self.s3)
+            self._reader = StatisticsReader(self.store)
         return self._reader
 
     def summary(self) -> TableSummary:
@@ -314,7 +321,7 @@ class LakestatsTable:
             columns=len(level.columns),
             partitions=len(parts),
             data_bytes=version.merged_record_size or None,
-            statistics_bytes=version_bytes(reader.root, version, self.s3),
+            statistics_bytes=version_bytes(reader.store, version),
             created_at=version.created_at,
             staleness=level.staleness,
             exact_figures=exact,
@@ -332,7 +339,7 @@ class LakestatsTable:
         reader = self.reader()
         if reader.version.version == number:
             return reader
-        return StatisticsReader(self.stats_root, number, s3=self.s3)
+        return StatisticsReader(self.store, number)
 
     def check_columns(self, names: list[str] | None) -> None:
         """Unknown column names are a ``ColumnNotFoundError`` naming them, with the
@@ -344,17 +351,17 @@ class LakestatsTable:
     def latest_version(self) -> int:
         """The number of the newest published statistics version (0: never analyzed);
         one listing, for a long-running reader to notice a new ``analyze``."""
-        return manifest.latest_version_number(self.stats_root, self.s3)
+        return manifest.latest_version_number(self.store)
 
     def table_statistics(
         self, snapshot_id: int | None = None, columns: list[str] | None = None
     ) -> TableStatistics:
         """Table-level statistics for a snapshot (default: current), marked stale when they
         were computed for an earlier snapshot; columns changed since are left out."""
-        version = version_for_snapshot(self.stats_root, self.format, snapshot_id, self.s3)
+        version = version_for_snapshot(self.store, self.format, snapshot_id)
         reader = self.reader()  # its open files, when it reads that version
         if reader.version.version != version.version:
-            reader = StatisticsReader(self.stats_root, version.version, s3=self.s3)
+            reader = StatisticsReader(self.store, version.version)
         info = staleness(self.format, version, snapshot_id)
         keep = [c["name"] for c in version.columns if c["name"] not in info.columns_not_inherited]
         for name in columns or ():
@@ -437,11 +444,12 @@ class LakestatsTable:
         """Every statistics version, oldest first (damaged ones say why), then the
         derived entries (``analyze --where``)."""
         self._check_path()
-        check_root(self.stats_root, self.s3)
+        store = self.store
+        check_root(store)
         out: list[VersionInfo] = []
-        for number in manifest.version_numbers(self.stats_root, self.s3):
+        for number in manifest.version_numbers(store):
             try:
-                v = manifest.load_version(self.stats_root, number, self.s3)
+                v = manifest.load_version(store, number)
             except CorruptStatisticsError as exc:  # listed, so it can be expired
                 out.append(VersionInfo(version=number, damaged=exc.message))
                 continue
@@ -462,7 +470,7 @@ class LakestatsTable:
             )
         from lakestats.store import derived
 
-        for entry in derived.entries(self.stats_root, self.s3):
+        for entry in derived.entries(store):
             out.append(
                 VersionInfo(
                     version=int(entry["version"]),
@@ -573,7 +581,7 @@ class LakestatsTable:
         normalized = predicates.normalize(pred)
         found = resident.derived(
             normalized,
-            lambda: derived.find(self.stats_root, normalized, resident.snapshot_id, self.s3),
+            lambda: derived.find(self.store, normalized, resident.snapshot_id),
         )
         if found is not None:  # analyzed with --where: the exact count
             return Estimate.of(
@@ -736,22 +744,20 @@ class LakestatsTable:
             raise InvalidArgumentError(
                 "--retain-last must be at least 1 (the latest version stays)"
             )
-        root = self.stats_root
-        check_root(root, self.s3)
+        root = self.store
+        check_root(root)
         snapshots = self.format.snapshots()
         live = {s.snapshot_id for s in snapshots} if snapshots else None
-        plan = plan_expiry(
-            root, live, retain_last, orphan_age_seconds=orphan_age_minutes * 60, s3=self.s3
-        )
+        plan = plan_expiry(root, live, retain_last, orphan_age_seconds=orphan_age_minutes * 60)
         if not dry_run:
-            apply_expiry(root, plan, self.s3)
+            apply_expiry(root, plan)
             if plan.puffin_files and self.format.format_name == "iceberg":
                 from lakestats.compute.puffin import remove
 
                 for snapshot_id, path in plan.puffin_files:
                     remove(self.format, snapshot_id, path, self.s3)
-        kept = {manifest.load_version(root, n, self.s3).snapshot_id for n in plan.versions_kept}
-        removed = derived.expire(root, kept, self.s3, dry_run=dry_run)
+        kept = {manifest.load_version(root, n).snapshot_id for n in plan.versions_kept}
+        removed = derived.expire(root, kept, dry_run=dry_run)
         self._forget_reader()
         return ExpireReport(
             dry_run=dry_run,
@@ -765,7 +771,7 @@ class LakestatsTable:
         """A statistics version (default: the latest) as Paimon's statistics JSON."""
         from lakestats.store.paimon_export import paimon_statistics
 
-        return paimon_statistics(self.stats_root, version, self.s3)
+        return paimon_statistics(self.store, version)
 
 
 def _derived_estimate(reader: StatisticsReader, found: StatisticsReader) -> dict[str, object]:
@@ -863,10 +869,10 @@ def arrow_type(type_text: str) -> pa.DataType | str:
     return parse_type(type_text)
 
 
-def check_root(root: str, s3: fs.S3Options | None = None) -> None:
+def check_root(root: StatisticsStore) -> None:
     """A statistics root that is a file is a mistake to report, not an empty history; an
     unreachable store is one line (``fs.check_directory``)."""
-    fs.check_directory(root, s3)
+    root.check_directory()
 
 
 def default_warehouse() -> str:
@@ -909,7 +915,7 @@ def sql(
     parsed = parse(statement)
     table = open_table(parsed.table, stats_root=stats_root, catalog=catalog, warehouse=warehouse)
     if not parsed.scan:
-        return SqlResult(**count_only(table.format, table.stats_root, parsed.table, table.s3))
+        return SqlResult(**count_only(table.format, table.store, parsed.table))
     result = table.analyze(columns=parsed.columns)
     return SqlResult(
         kind=VersionKind.FULL,

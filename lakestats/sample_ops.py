@@ -44,7 +44,6 @@ class SampleOperations:
         """Draw a uniform sample of every partition (``SampleOptions``, with ``overrides``
         by field name: ``rows``, ``fraction``, 0.01 when neither is given, ``seed``) and
         store it under ``<stats root>/sample/``; returns a ``SampleResult``."""
-        from lakestats.api import probe_writable
         from lakestats.store.cleanup import as_it_was
 
         options = SampleOptions.build(options, overrides)  # bad input fails before Spark
@@ -52,12 +51,12 @@ class SampleOperations:
 
         self._table._format = None
         table = self._table.format
-        root = self._table.stats_root
-        with as_it_was(root, self._table.s3):  # a failure leaves no directory it created
-            probe_writable(root, self._table.s3)
+        root = self._table.store
+        with as_it_was(root):  # a failure leaves no directory it created
+            root.probe_writable()
             session = self._spark(spark)
             try:
-                return create(table, root, session, options, self._table.s3)
+                return create(table, root, session, options)
             except LakestatsError as exc:  # workers without lakestats (Spark Connect)?
                 from lakestats.compute.connect_workers import explain_failure
 
@@ -74,14 +73,13 @@ class SampleOperations:
         self._table._format = None
         table = self._table.format
         # loaded (and its files checked) before Spark starts: a missing sample fails fast
-        sample = store.load(self._table.stats_root, self._table.name, self._table.s3)
-        with as_it_was(self._table.stats_root, self._table.s3):
-            return refresh(
-                table, self._table.stats_root, self._spark(spark), self._table.s3, sample
-            )
+        root = self._table.store
+        sample = store.load(root, self._table.name)
+        with as_it_was(root):
+            return refresh(table, root, self._spark(spark), sample)
 
     def manifest(self) -> store.SampleManifest:
-        return store.load(self._table.stats_root, self._table.name, self._table.s3)
+        return store.load(self._table.store, self._table.name)
 
     def show(self) -> dict[str, object]:
         """The manifest as JSON-ready data."""

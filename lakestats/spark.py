@@ -493,7 +493,7 @@ def check_registrable(table, snapshot_id: int | None):  # noqa: ANN001, ANN201
         )
     from lakestats.api import version_for_snapshot
 
-    version_for_snapshot(table.stats_root, fmt, snapshot_id, table.s3)  # never analyzed
+    version_for_snapshot(table.store, fmt, snapshot_id)  # never analyzed
     return fmt
 
 

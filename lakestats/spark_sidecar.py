@@ -40,7 +40,7 @@ def build(table, snapshot_id: int | None = None) -> dict[str, object]:  # noqa: 
     latest version, for the snapshot it describes)."""
     from lakestats.versions import version_for_snapshot
 
-    version = version_for_snapshot(table.stats_root, table.format, snapshot_id, table.s3)
+    version = version_for_snapshot(table.store, table.format, snapshot_id)
     record = plan_statistics(table, "lakestats", snapshot_id=version.snapshot_id)
     columns = {}
     for column in record.columns:

@@ -13,11 +13,11 @@ import functools
 
 import pyarrow as pa
 
-from lakestats import fs
 from lakestats.answers import Staleness
 from lakestats.errors import InvalidArgumentError, SnapshotNotFoundError, StatisticsNotFoundError
 from lakestats.formats import TableFormat
 from lakestats.store import layout, manifest
+from lakestats.store.handle import StatisticsStore
 
 
 def snapshot_as_of(table: TableFormat, timestamp_ms: int) -> int:
@@ -159,10 +159,10 @@ def _leaf_types(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
 
 
 def version_for_snapshot(
-    root: str, table: TableFormat, snapshot_id: int | None, s3: fs.S3Options | None = None
+    root: StatisticsStore, table: TableFormat, snapshot_id: int | None
 ) -> manifest.Version:
     """The version of ``snapshot_id``, else the nearest earlier one (stale), else the latest."""
-    latest = manifest.load_version(root, None, s3)
+    latest = manifest.load_version(root, None)
     if snapshot_id is None or latest.snapshot_id == snapshot_id:
         return latest
     snapshots = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
@@ -172,14 +172,14 @@ def version_for_snapshot(
             "see `lakestats history` for analyzed snapshots"
         )
     target_ts = snapshots[snapshot_id]
-    numbers = manifest.version_numbers(root, s3)
-    described = manifest.snapshots_of_versions(root, numbers, s3)
+    numbers = manifest.version_numbers(root)
+    described = manifest.snapshots_of_versions(root, numbers)
     best: int | None = None
     best_ts = 0
     for number in reversed(numbers):  # the newest version of a snapshot wins
         described_id, described_ts = described[number]
         if described_id == snapshot_id:
-            return manifest.load_version(root, number, s3)
+            return manifest.load_version(root, number)
         ts = described_ts or snapshots.get(described_id)
         if ts is not None and ts <= target_ts and (best is None or ts > best_ts):
             best, best_ts = number, ts
@@ -188,4 +188,4 @@ def version_for_snapshot(
             f"no statistics version describes snapshot {snapshot_id} or an earlier one; "
             "analyze that snapshot with --snapshot"
         )
-    return manifest.load_version(root, best, s3)
+    return manifest.load_version(root, best)

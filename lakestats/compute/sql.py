@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 from lakestats import fs
 from lakestats.errors import DataFileError, InvalidArgumentError
 from lakestats.formats.base import TableFormat
-from lakestats.store import layout, manifest
+from lakestats.store import manifest
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import VersionKind
 
 _STATEMENT = re.compile(
@@ -63,7 +64,7 @@ def parse(statement: str) -> AnalyzeStatement:
 
 
 def count_only(
-    fmt: TableFormat, root: str, name: str, s3: fs.S3Options | None = None
+    fmt: TableFormat, root: StatisticsStore, name: str
 ) -> dict[str, object]:
     """``NOSCAN``: the row count from metadata (footers where it is missing) in a new
     version that carries the previous version's column statistics forward."""
@@ -80,11 +81,11 @@ def count_only(
             rows += plan.row_count
         else:
             for f in plan.data_files:
-                rows += _footer_rows(f.path, s3)
-    layout.probe_writable(root, s3)  # one line now, not a failed publish
+                rows += _footer_rows(f.path, root.s3)  # the table's data, same store options
+    root.probe_writable()  # one line now, not a failed publish
     previous = (
-        manifest.load_version(root, None, s3)
-        if manifest.latest_version_number(root, s3)
+        manifest.load_version(root, None)
+        if manifest.latest_version_number(root)
         else None
     )
     timestamps = {s.snapshot_id: s.timestamp_ms for s in fmt.snapshots()}
@@ -116,7 +117,7 @@ def count_only(
             )
         },
     )
-    number = manifest.publish(root, version, s3)
+    number = manifest.publish(root, version)
     return {
         "kind": VersionKind.NOSCAN,
         "version": number,

@@ -22,6 +22,7 @@ from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import Leaf, leaf_array
 from lakestats.stats.registry import SummaryStatistic
 from lakestats.store import layout, writer
+from lakestats.store.handle import StatisticsStore
 
 SUMMARY_SCHEMA = (
     "task_id long, partition long, kind string, row_count long, bytes_written long, "
@@ -38,9 +39,8 @@ class Job:
     leaves: list[Leaf]
     options: AnalyzeOptions
     statistics: list[SummaryStatistic]
-    root: str
+    store: StatisticsStore  # the statistics root (picklable: a URI and S3 options)
     run_id: str
-    s3: fs.S3Options | None
     slices: list[Slice]
     partition_paths: list[str]  # per partition index
     slice_partition: list[int] = field(default_factory=list)  # task -> partition index
@@ -55,7 +55,8 @@ class Job:
         return layout.partition_files(self.partition_paths[partition], self.run_id)
 
     def state_uri(self, partition: int, index: int) -> str:
-        return fs.join(layout.staging_dir(self.root, self.run_id), f"{partition}", f"{index}.pkl")
+        staging = layout.staging_dir(self.store.uri, self.run_id)
+        return fs.join(staging, f"{partition}", f"{index}.pkl")
 
 
 def _summary(
@@ -84,14 +85,14 @@ def _finalize_and_write(job: Job, partition: int, accumulators: list[ColumnAccum
         a.finalize(job.options.bins, job.options.max_frequencies, thetas.get(a.leaf.name))
         for a in accumulators
     ]
-    uris = {k: layout.absolute(job.root, v) for k, v in job.files(partition).items()}
+    uris = {k: job.store.path(v) for k, v in job.files(partition).items()}
     custom = [(s.name, s.result_type) for s in job.statistics]
-    written = writer.write_partition(results, custom, job.options.bins, uris, job.s3)
+    written = writer.write_partition(results, custom, job.options.bins, uris, job.store)
     if job.options.exact:
         staged = value_counts.staged_values(accumulators, results)
         relative = layout.values_file(job.partition_paths[partition], job.run_id)
-        uri = layout.absolute(job.root, relative)
-        written += value_counts.write_values(staged, uri, job.s3)
+        uri = job.store.path(relative)
+        written += value_counts.write_values(staged, uri, job.store.s3)
     return written
 
 
@@ -124,7 +125,7 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
         for accumulator in accumulators:
             accumulator.statistics = []  # functions travel with the job, not the state
         state = pickle.dumps(accumulators, protocol=5)
-        fs.write_bytes_atomic(job.state_uri(partition, part.index), state, job.s3)
+        job.store.write_bytes_atomic(job.state_uri(partition, part.index), state)
         return _summary(task_id, partition, TaskOutcome.PARTIAL, rows, len(state), started)
     except LakestatsError as exc:
         return _summary(task_id, partition, TaskOutcome.ERROR, started=started, error=str(exc))
@@ -135,7 +136,7 @@ def merge_partition(job: Job, partition: int, slice_count: int) -> dict[str, obj
     try:
         merged: list[ColumnAccumulator] | None = None
         for index in range(slice_count):
-            state = pickle.loads(fs.read_bytes(job.state_uri(partition, index), job.s3))
+            state = pickle.loads(job.store.read_bytes(job.state_uri(partition, index)))
             for accumulator in state:
                 accumulator.statistics = list(job.statistics)
             if merged is None:

@@ -25,6 +25,7 @@ from lakestats import fs
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import TableFormat
 from lakestats.store import sample as store
+from lakestats.store.handle import StatisticsStore
 
 
 def sample_rows(
@@ -36,7 +37,7 @@ def sample_rows(
     """Every sampled row (of the partitions ``only`` names, when given), the table's
     columns only, partition by partition."""
     parts = [
-        store.visible(store.read_file(stats_root, p.file, s3))
+        store.visible(store.read_file(StatisticsStore(stats_root, s3), p.file))
         for p in manifest.partitions
         if p.file and (only is None or p.path in only)
     ]

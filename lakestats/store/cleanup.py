@@ -17,16 +17,18 @@ from collections.abc import Iterator
 import pyarrow.fs as pafs
 
 from lakestats import fs
+from lakestats.store.handle import StatisticsStore
 
 RUN_TOPS = ("partitions", "table", "_staging", "sample/data", "sample/reserve")
 
 
-def run_files(root: str, run_id: str, s3: fs.S3Options | None = None) -> list[str]:
+def run_files(root: StatisticsStore | str, run_id: str) -> list[str]:
     """The files under ``root`` that the run ``run_id`` wrote (relative paths)."""
-    _, base = fs.resolve(root, s3)
+    store = StatisticsStore.of(root)
+    _, base = store.resolve(store.uri)
     found = []
     for top in RUN_TOPS:
-        for info in fs.list_files(fs.join(root, *top.split("/")), s3, recursive=True):
+        for info in store.list_files(store.join(*top.split("/")), recursive=True):
             if info.type != pafs.FileType.File:
                 continue
             relative = info.path[len(base) + 1 :]
@@ -36,14 +38,15 @@ def run_files(root: str, run_id: str, s3: fs.S3Options | None = None) -> list[st
     return found
 
 
-def remove_run(root: str, run_id: str, s3: fs.S3Options | None = None) -> list[str]:
+def remove_run(root: StatisticsStore | str, run_id: str) -> list[str]:
     """Delete what the run ``run_id`` wrote (after it failed, before it published)."""
-    filesystem, base = fs.resolve(root, s3)
-    removed = run_files(root, run_id, s3)
+    store = StatisticsStore.of(root)
+    filesystem, base = store.resolve(store.uri)
+    removed = run_files(store, run_id)
     for relative in removed:
         with contextlib.suppress(FileNotFoundError, OSError):
             filesystem.delete_file(f"{base}/{relative}")
-    fs.delete_dir(fs.join(root, "_staging", run_id), s3)
+    store.delete_dir(store.join("_staging", run_id))
     return removed
 
 
@@ -58,14 +61,14 @@ def _directories(path: str) -> set[str] | None:
 
 
 @contextlib.contextmanager
-def as_it_was(root: str, s3: fs.S3Options | None = None) -> Iterator[None]:
+def as_it_was(root: StatisticsStore | str) -> Iterator[None]:
     """On failure, remove the directories the block created under ``root`` that are
     empty (their files removed by ``remove_run``), and ``root`` when the block created it
     and left it empty. Object stores have no directories: nothing to do there."""
-    if fs.is_remote(root):
+    path = StatisticsStore.of(root).uri
+    if fs.is_remote(path):
         yield
         return
-    path = fs.normalize(root)
     before = _directories(path)
     try:
         yield

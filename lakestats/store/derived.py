@@ -24,9 +24,9 @@ import json
 
 import pyarrow.fs as pafs
 
-from lakestats import fs
 from lakestats.errors import CorruptStatisticsError, StatisticsNotFoundError
 from lakestats.store import manifest
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import VersionKind
 from lakestats.store.reader import StatisticsReader
 
@@ -38,63 +38,63 @@ def key_of(normalized: str) -> str:
     return hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:16]
 
 
-def root_of(stats_root: str, normalized: str) -> str:
+def root_of(stats_root: StatisticsStore, normalized: str) -> StatisticsStore:
     """The derived store of a normalized predicate."""
-    return fs.join(stats_root, DERIVED_DIR, key_of(normalized))
+    return stats_root.child(DERIVED_DIR, key_of(normalized))
 
 
-def write_predicate(stats_root: str, normalized: str, s3: fs.S3Options | None) -> str:
+def write_predicate(stats_root: StatisticsStore, normalized: str) -> StatisticsStore:
     """Create the derived store's ``predicate.json`` (idempotent); returns the store."""
     root = root_of(stats_root, normalized)
     body = json.dumps({"predicate": normalized, "key": key_of(normalized)}, indent=1)
-    fs.write_bytes_atomic(fs.join(root, PREDICATE_FILE), body.encode("utf-8"), s3)
+    root.write_bytes_atomic(root.join(PREDICATE_FILE), body.encode("utf-8"))
     return root
 
 
 def find(
-    stats_root: str, normalized: str, snapshot_id: int | None, s3: fs.S3Options | None
+    stats_root: StatisticsStore, normalized: str, snapshot_id: int | None
 ) -> StatisticsReader | None:
     """The newest derived version of the predicate computed at ``snapshot_id``, or None."""
     root = root_of(stats_root, normalized)
     try:
-        numbers = manifest.version_numbers(root, s3)
+        numbers = manifest.version_numbers(root)
     except (StatisticsNotFoundError, FileNotFoundError):
         return None
     for number in reversed(numbers):
         try:
-            version = manifest.load_version(root, number, s3)
+            version = manifest.load_version(root, number)
         except (CorruptStatisticsError, StatisticsNotFoundError):
             continue
         same = version.extra.get("derived_predicate") == normalized
         if same and version.snapshot_id == snapshot_id:
-            return StatisticsReader(root, number, s3=s3)
+            return StatisticsReader(root, number)
     return None
 
 
-def roots(stats_root: str, s3: fs.S3Options | None) -> list[str]:
+def roots(stats_root: StatisticsStore) -> list[StatisticsStore]:
     """Every derived store under the table's statistics."""
     out = []
-    for info in fs.list_files(fs.join(stats_root, DERIVED_DIR), s3):
+    for info in stats_root.list_files(stats_root.join(DERIVED_DIR)):
         if info.type == pafs.FileType.Directory:
-            out.append(fs.join(stats_root, DERIVED_DIR, info.base_name))
-    return sorted(out)
+            out.append(stats_root.child(DERIVED_DIR, info.base_name))
+    return sorted(out, key=lambda store: store.uri)
 
 
-def entries(stats_root: str, s3: fs.S3Options | None) -> list[dict[str, object]]:
+def entries(stats_root: StatisticsStore) -> list[dict[str, object]]:
     """One row per derived version: for ``history`` (``kind`` ``"derived"``)."""
     out: list[dict[str, object]] = []
-    for root in roots(stats_root, s3):
+    for root in roots(stats_root):
         with contextlib.suppress(StatisticsNotFoundError, FileNotFoundError):
-            for number in manifest.version_numbers(root, s3):
+            for number in manifest.version_numbers(root):
                 try:
-                    v = manifest.load_version(root, number, s3)
+                    v = manifest.load_version(root, number)
                 except (CorruptStatisticsError, StatisticsNotFoundError):
                     continue
                 out.append(
                     {
                         "kind": VersionKind.DERIVED,
                         "predicate": v.extra.get("derived_predicate"),
-                        "key": root.rsplit("/", 1)[-1],
+                        "key": root.uri.rsplit("/", 1)[-1],
                         "version": v.version,
                         "snapshot_id": v.snapshot_id,
                         "row_count": v.merged_record_count,
@@ -106,9 +106,8 @@ def entries(stats_root: str, s3: fs.S3Options | None) -> list[dict[str, object]]
 
 
 def expire(
-    stats_root: str,
+    stats_root: StatisticsStore,
     kept_snapshots: set[int | None],
-    s3: fs.S3Options | None,
     dry_run: bool = False,
 ) -> list[dict[str, object]]:
     """Remove derived versions whose snapshot no kept table version references (their
@@ -116,13 +115,14 @@ def expire(
     from lakestats.store.expire import apply_expiry, plan_expiry
 
     removed: list[dict[str, object]] = []
-    for root in roots(stats_root, s3):
+    for root in roots(stats_root):
         live = {s for s in kept_snapshots if s is not None}
-        plan = plan_expiry(root, live, retain_last=0, orphan_age_seconds=3600.0, s3=s3)
+        plan = plan_expiry(root, live, retain_last=0, orphan_age_seconds=3600.0)
         if plan.versions_removed:
-            removed.append({"key": root.rsplit("/", 1)[-1], "versions": plan.versions_removed})
+            key = root.uri.rsplit("/", 1)[-1]
+            removed.append({"key": key, "versions": plan.versions_removed})
             if not dry_run:
-                apply_expiry(root, plan, s3)
+                apply_expiry(root, plan)
     return removed
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import pyarrow.fs as pafs
 
-from lakestats import fs
 from lakestats.errors import CorruptStatisticsError, StatisticsNotFoundError
 from lakestats.store import layout, manifest
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.partition_histograms import part_paths
 
 
@@ -32,17 +32,17 @@ class ExpirePlan:
 
 
 def plan_expiry(
-    root: str,
+    root: StatisticsStore | str,
     live_snapshots: set[int] | None,
     retain_last: int = 1,
     orphan_age_seconds: float = 3600.0,
-    s3: fs.S3Options | None = None,
 ) -> ExpirePlan:
     """Versions whose snapshot the table no longer has go (the newest ``retain_last`` always
     stay); then every file under ``partitions/`` and ``table/`` that no kept version
     references. Unreferenced files younger than ``orphan_age_seconds`` are left alone:
     they may belong to an analyze still running."""
-    numbers = manifest.version_numbers(root, s3)
+    root = StatisticsStore.of(root)
+    numbers = manifest.version_numbers(root)
     plan = ExpirePlan()
     keep_newest = set(numbers[-retain_last:]) if retain_last > 0 else set()
     referenced: set[str] = set()
@@ -50,7 +50,7 @@ def plan_expiry(
     puffin_kept: set[str] = set()
     for number in numbers:
         try:
-            version = manifest.load_version(root, number, s3)
+            version = manifest.load_version(root, number)
         except CorruptStatisticsError:
             plan.damaged_versions.append(number)  # references unknown: its files age out
             plan.versions_removed.append(number)
@@ -67,7 +67,7 @@ def plan_expiry(
             refs.add(version.partition_histograms)
         if version.partition_histogram_parts:  # the directory and the parts it lists
             refs.add(version.partition_histogram_parts)
-            refs |= set(part_paths(root, version.partition_histogram_parts, s3))
+            refs |= set(part_paths(root, version.partition_histogram_parts))
         gone = (
             live_snapshots is not None
             and version.snapshot_id is not None
@@ -85,14 +85,14 @@ def plan_expiry(
             if puffin.get("path"):
                 puffin_kept.add(puffin["path"])
     plan.puffin_files = [(s, p) for s, p in plan.puffin_files if p not in puffin_kept]
-    _, base = fs.resolve(root, s3)
+    _, base = root.resolve(root.uri)
     now = time.time()
 
     def young(info: pafs.FileInfo) -> bool:
         return info.mtime is not None and now - info.mtime.timestamp() < orphan_age_seconds
 
     for top in ("partitions", "table"):
-        for info in fs.list_files(fs.join(root, top), s3, recursive=True):
+        for info in root.list_files(root.join(top), recursive=True):
             if info.type != pafs.FileType.File:
                 continue
             relative = info.path[len(base) + 1 :]
@@ -101,9 +101,9 @@ def plan_expiry(
             if relative in removed_refs or not young(info):
                 plan.files_removed.append(relative)
     leftovers = [
-        *fs.list_files(root, s3),
-        *fs.list_files(fs.join(root, "versions"), s3, recursive=True),
-        *fs.list_files(fs.join(root, "_staging"), s3, recursive=True),
+        *root.list_files(root.uri),
+        *root.list_files(root.join("versions"), recursive=True),
+        *root.list_files(root.join("_staging"), recursive=True),
     ]
     for info in leftovers:
         relative = info.path[len(base) + 1 :]
@@ -111,21 +111,22 @@ def plan_expiry(
         if info.type == pafs.FileType.File and interrupted and not young(info):
             plan.files_removed.append(relative)
     kept = set(plan.versions_kept)
-    for info in fs.list_files(fs.join(root, layout.SPARK_DIR), s3):  # the Spark component's
+    for info in root.list_files(root.join(layout.SPARK_DIR)):  # the Spark component's
         number = layout.spark_file_version(info.base_name)
         if info.type == pafs.FileType.File and number is not None and number not in kept:
             plan.files_removed.append(info.path[len(base) + 1 :])
     return plan
 
 
-def apply_expiry(root: str, plan: ExpirePlan, s3: fs.S3Options | None = None) -> None:
+def apply_expiry(root: StatisticsStore | str, plan: ExpirePlan) -> None:
     """Delete the planned files, then the expired versions. Kept versions' files are never
     in the plan, so a crash part-way leaves every kept version whole."""
-    filesystem, base = fs.resolve(root, s3)
+    root = StatisticsStore.of(root)
+    filesystem, base = root.resolve(root.uri)
     for relative in plan.files_removed:
         with contextlib.suppress(FileNotFoundError):
             filesystem.delete_file(f"{base}/{relative}")
-    markers = manifest.snapshot_markers(root, s3)
+    markers = manifest.snapshot_markers(root)
     for number in plan.versions_removed:
         with contextlib.suppress(FileNotFoundError):
             filesystem.delete_file(f"{base}/{layout.version_path(number)}")

@@ -217,13 +217,3 @@ def absolute(root: str, relative: str) -> str:
             "publish a new version (or `lakestats expire` to remove the damaged one)"
         )
     return fs.join(root, *relative.split("/"))
-
-
-def probe_writable(root: str, s3: fs.S3Options | None = None) -> None:
-    """Fail fast, with one line, when the statistics root cannot be written."""
-    import uuid
-
-    probe = fs.join(root, "_staging", f"probe-{uuid.uuid4().hex}")
-    fs.write_bytes_atomic(probe, b"", s3)
-    filesystem, path = fs.resolve(probe, s3)
-    filesystem.delete_file(path)

@@ -22,7 +22,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lakestats import fs
 from lakestats.errors import (
     ConflictError,
     CorruptStatisticsError,
@@ -32,6 +31,7 @@ from lakestats.errors import (
 )
 from lakestats.options import AnalyzeOptions
 from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.schemas import FORMAT_VERSION
 
 
@@ -176,18 +176,19 @@ def _stored_fields(value: object) -> dict[str, object]:
     }
 
 
-def latest_version_number(root: str, s3: fs.S3Options | None = None) -> int:
+def latest_version_number(root: StatisticsStore | str) -> int:
     """The highest published version number (0 when there is none), from the listing."""
-    numbers = version_numbers(root, s3)
+    numbers = version_numbers(root)
     return numbers[-1] if numbers else 0
 
 
-def read_version(root: str, number: int, s3: fs.S3Options | None = None) -> Version:
+def read_version(root: StatisticsStore | str, number: int) -> Version:
     """Version ``number``; ``CorruptStatisticsError`` (one line, naming the file) when its
     manifest exists but does not parse."""
-    uri = layout.absolute(root, layout.version_path(number))
+    store = StatisticsStore.of(root)
+    uri = store.path(layout.version_path(number))
     try:
-        data = fs.read_bytes(uri, s3)
+        data = store.read_bytes(uri)
     except FileNotFoundError as exc:
         raise StatisticsNotFoundError(
             f"statistics version {number} not found under {root}: see `lakestats history`"
@@ -206,12 +207,13 @@ def read_version(root: str, number: int, s3: fs.S3Options | None = None) -> Vers
         ) from exc
 
 
-def load_version(root: str, version: int | None = None, s3: fs.S3Options | None = None) -> Version:
+def load_version(root: StatisticsStore | str, version: int | None = None) -> Version:
     """Version ``version``, or the latest: the newest one whose manifest reads back (the
     damaged newer ones it passed over are in ``skipped_versions``)."""
+    root = StatisticsStore.of(root)
     if version is not None:
-        return read_version(root, version, s3)
-    numbers = version_numbers(root, s3)
+        return read_version(root, version)
+    numbers = version_numbers(root)
     if not numbers:
         raise StatisticsNotFoundError(
             f"no statistics under {root}: run `lakestats analyze` on the table first "
@@ -221,7 +223,7 @@ def load_version(root: str, version: int | None = None, s3: fs.S3Options | None 
     first_error: CorruptStatisticsError | None = None
     for number in reversed(numbers):
         try:
-            found = read_version(root, number, s3)
+            found = read_version(root, number)
         except CorruptStatisticsError as exc:
             skipped.append(number)
             first_error = first_error or exc
@@ -237,24 +239,24 @@ def load_version(root: str, version: int | None = None, s3: fs.S3Options | None 
     )
 
 
-def version_numbers(root: str, s3: fs.S3Options | None = None) -> list[int]:
+def version_numbers(root: StatisticsStore | str) -> list[int]:
     """Every published version number, ascending (from the ``versions/`` listing)."""
+    store = StatisticsStore.of(root)
     numbers = []
-    for info in fs.list_files(fs.join(root, "versions"), s3):
+    for info in store.list_files(store.join("versions")):
         name = info.path.rsplit("/", 1)[-1]
         if name.startswith("v") and name.endswith(".json") and name[1:-5].isdigit():
             numbers.append(int(name[1:-5]))
     if not numbers:
-        fs.check_directory(root, s3)
+        store.check_directory()
     return sorted(numbers)
 
 
-def snapshot_markers(
-    root: str, s3: fs.S3Options | None = None
-) -> dict[int, tuple[int | None, int | None]]:
+def snapshot_markers(root: StatisticsStore | str) -> dict[int, tuple[int | None, int | None]]:
     """Version number -> (snapshot id, snapshot time) of every marker (one listing)."""
+    store = StatisticsStore.of(root)
     found = {}
-    for info in fs.list_files(layout.absolute(root, layout.SNAPSHOT_MARKERS), s3):
+    for info in store.list_files(store.path(layout.SNAPSHOT_MARKERS)):
         parsed = layout.parse_snapshot_marker(info.path.rsplit("/", 1)[-1])
         if parsed is not None:
             found[parsed[0]] = (parsed[1], parsed[2])
@@ -262,17 +264,18 @@ def snapshot_markers(
 
 
 def snapshots_of_versions(
-    root: str, numbers: list[int], s3: fs.S3Options | None = None
+    root: StatisticsStore | str, numbers: list[int]
 ) -> dict[int, tuple[int | None, int | None]]:
     """For each of ``numbers``: its snapshot id and snapshot time, from the markers,
     reading the manifest only of versions that have none (published before markers
     existed, or whose marker write failed)."""
-    found = snapshot_markers(root, s3)
+    root = StatisticsStore.of(root)
+    found = snapshot_markers(root)
     result = {}
     for number in numbers:
         if number not in found:
             try:
-                version = load_version(root, number, s3)
+                version = load_version(root, number)
             except CorruptStatisticsError:
                 found[number] = (None, None)  # damaged: describes no snapshot
             else:
@@ -285,9 +288,8 @@ PUBLISH_ATTEMPTS = 100
 
 
 def publish(
-    root: str,
+    root: StatisticsStore | str,
     version: Version,
-    s3: fs.S3Options | None = None,
     on_conflict: Callable[[Version], None] | None = None,
 ) -> int:
     """Publish ``version`` as the next version number; returns the number.
@@ -298,15 +300,16 @@ def publish(
     e.g. when the winner describes the same snapshot). Latest is derived from the
     listing, so it is the highest number the moment the file exists.
     """
+    store = StatisticsStore.of(root)
     for _ in range(PUBLISH_ATTEMPTS):
-        version.version = latest_version_number(root, s3) + 1
-        target = layout.absolute(root, layout.version_path(version.version))
+        version.version = latest_version_number(store) + 1
+        target = store.path(layout.version_path(version.version))
         data = version.to_json().encode()
-        if fs.create_exclusive(target, data, s3):
+        if store.create_exclusive(target, data):
             break
         if on_conflict is not None:
             with contextlib.suppress(CorruptStatisticsError, StatisticsNotFoundError):
-                on_conflict(read_version(root, version.version, s3))
+                on_conflict(read_version(store, version.version))
     else:
         raise ConflictError(
             f"could not publish under {root}: {PUBLISH_ATTEMPTS} other analyses published "
@@ -316,9 +319,9 @@ def publish(
         version.version, version.snapshot_id, version.snapshot_timestamp_ms
     )
     with contextlib.suppress(StorageError):  # an index only: lookups fall back without it
-        fs.write_bytes_atomic(layout.absolute(root, marker), b"", s3)
+        store.write_bytes_atomic(store.path(marker), b"")
     with contextlib.suppress(StorageError):  # a hint for other tools; lookups never read it
         pointer = json.dumps({"version": version.version, "snapshot_id": version.snapshot_id})
-        if latest_version_number(root, s3) == version.version:
-            fs.write_bytes_atomic(fs.join(root, layout.LATEST), pointer.encode(), s3)
+        if latest_version_number(store) == version.version:
+            store.write_bytes_atomic(store.join(layout.LATEST), pointer.encode())
     return version.version

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from lakestats import fs
 from lakestats.stats.keys import to_json
 from lakestats.store import manifest
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
 
 def paimon_statistics(
-    stats_root: str, version: int | None = None, s3: fs.S3Options | None = None
+    stats_root: StatisticsStore | str, version: int | None = None
 ) -> dict[str, object]:
     """``snapshotId``, ``schemaId``, ``mergedRecordCount``, ``mergedRecordSize`` and
     ``colStats`` (``distinctCount``, ``min``, ``max``, ``nullCount``, ``avgLen``, ``maxLen``;
     min and max serialized as strings, as Paimon's ``serializedMin``/``serializedMax``)."""
-    v = manifest.load_version(stats_root, version, s3)
+    v = manifest.load_version(stats_root, version)
     out: dict[str, object] = {
         "snapshotId": v.snapshot_id,
         "schemaId": v.schema_id,
@@ -24,7 +24,7 @@ def paimon_statistics(
     }
     if not v.table_files:
         return out
-    reader = StatisticsReader(stats_root, v.version, s3=s3)
+    reader = StatisticsReader(stats_root, v.version)
     for row in reader.column_statistics(None):
         stats: dict[str, object] = {
             "distinctCount": row.get("distinct_count"),

@@ -45,11 +45,11 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from lakestats import fs
 from lakestats.stats.arrays import integer_array, numbers, unique
 from lakestats.stats.kinds import ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import layout, manifest, schemas
+from lakestats.store import manifest, schemas
+from lakestats.store.handle import StatisticsStore
 from lakestats.threads import parallel, thread_map
 
 HELD_KINDS = ORDERED_NUMERIC
@@ -290,7 +290,7 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
 
 
 def write_directory(
-    parts: Sequence[tuple[Sequence[int], str]], uri: str, s3: fs.S3Options | None
+    parts: Sequence[tuple[Sequence[int], str]], uri: str, store: StatisticsStore
 ) -> int:
     """The version's directory: per part (``members``: the version's partition ids of its
     members, in member order; its path relative to the root). Returns the bytes written."""
@@ -305,11 +305,11 @@ def write_directory(
         },
         schema=schemas.PARTITION_HISTOGRAM_PARTS_SCHEMA,
     )
-    with parquet_output(uri, s3, table.schema, compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
+    with parquet_output(uri, store, table.schema, compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
                         column_encoding={"partition_ids.list.element": "DELTA_BINARY_PACKED"},
                         use_dictionary=False) as parquet:
         parquet.write_table(table)
-    return fs.file_info(uri, s3).size
+    return store.file_info(uri).size
 
 
 # -- read side ----------------------------------------------------------------------------
@@ -353,10 +353,10 @@ class PartitionHistograms:
     (their footers read once)."""
 
     def __init__(
-        self, root: str, directory: pa.Table, partitions: int, s3: fs.S3Options | None,
+        self, store: StatisticsStore, directory: pa.Table, partitions: int,
         open_file: Callable[[pafs.FileSystem, str], object],
     ) -> None:
-        self.root, self.s3, self._open_file = root, s3, open_file
+        self.store, self._open_file = store, open_file
         self.paths = directory.column("part").to_pylist()
         ids = directory.column("partition_ids")
         flat = numbers(pc.list_flatten(ids), 0, np.int64)
@@ -377,8 +377,8 @@ class PartitionHistograms:
     def _part(self, k: int) -> _Part | None:
         with self._lock:
             if k not in self._parts:
-                uri = layout.absolute(self.root, self.paths[k])
-                filesystem, path = fs.resolve(uri, self.s3)
+                uri = self.store.path(self.paths[k])
+                filesystem, path = self.store.resolve(uri)
                 try:
                     source = self._open_file(filesystem, path)
                     self._parts[k] = _Part(pq.ParquetFile(source, pre_buffer=True))
@@ -439,11 +439,11 @@ def _wide(table: pa.Table) -> pa.Table:
 _IDS = ("partition_id", "column_index", "member")
 
 
-def part_paths(root: str, relative: str, s3: fs.S3Options | None = None) -> list[str]:
+def part_paths(store: StatisticsStore, relative: str) -> list[str]:
     """The parts a directory lists (relative to the root); [] when it is gone or damaged
     (its parts are group cache entries the version lists too)."""
     try:
-        data = fs.read_bytes(layout.absolute(root, relative), s3)
+        data = store.read_bytes(store.path(relative))
         handle = pq.ParquetFile(pa.BufferReader(data))
     except (FileNotFoundError, pa.ArrowInvalid):
         return []
@@ -451,9 +451,8 @@ def part_paths(root: str, relative: str, s3: fs.S3Options | None = None) -> list
 
 
 def open_histograms(
-    root: str,
+    store: StatisticsStore,
     version: manifest.Version,
-    s3: fs.S3Options | None = None,
     open_file: Callable[[pafs.FileSystem, str], object] | None = None,
 ) -> PartitionHistograms | None:
     """The version's partition histograms, or None when it lists none or its directory is
@@ -462,9 +461,9 @@ def open_histograms(
     if not relative:
         return None
     opener = open_file or (lambda filesystem, path: filesystem.open_input_file(path))
-    filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
+    filesystem, path = store.resolve(store.path(relative))
     try:
         directory = pq.ParquetFile(opener(filesystem, path)).read(use_threads=False)
     except FileNotFoundError:
         return None
-    return PartitionHistograms(root, directory, len(version.partitions), s3, opener)
+    return PartitionHistograms(store, directory, len(version.partitions), opener)

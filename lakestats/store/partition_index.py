@@ -29,10 +29,10 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from lakestats import fs
 from lakestats.stats.arrays import integer_array, string_array, unique
 from lakestats.stats.percentiles import percentile_names
-from lakestats.store import layout, manifest, schemas
+from lakestats.store import manifest, schemas
+from lakestats.store.handle import StatisticsStore
 from lakestats.threads import prefetch
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def group_rows(partitions: int) -> int:
     return max(1, schemas.PARTITION_INDEX_GROUP_ROWS // partitions) * partitions
 
 
-def write_index(table: pa.Table, uri: str, s3: fs.S3Options | None, partitions: int) -> int:
+def write_index(table: pa.Table, uri: str, store: StatisticsStore, partitions: int) -> int:
     """Write the index; returns the bytes written."""
     from lakestats.store.writer import write_parquet
 
@@ -166,7 +166,7 @@ def write_index(table: pa.Table, uri: str, s3: fs.S3Options | None, partitions: 
     return write_parquet(
         table.replace_schema_metadata(metadata),
         uri,
-        s3,
+        store,
         row_group_size=group_rows(partitions),
         write_statistics=["column_index"],
         use_dictionary=["partition_name", "partition_values", "column"],
@@ -222,14 +222,13 @@ _IDS = ("partition_id", "column_index")
 
 
 def open_index(
-    root: str,
+    store: StatisticsStore,
     version: manifest.Version,
-    s3: fs.S3Options | None = None,
     open_file: Callable[[pafs.FileSystem, str], object] | None = None,
 ) -> PartitionIndex | None:
     """The version's index, or None when it has none or it does not describe the version."""
     return open_partition_file(
-        root, version, getattr(version, "partition_index", None), PartitionIndex, s3, open_file
+        store, version, getattr(version, "partition_index", None), PartitionIndex, open_file
     )
 
 
@@ -237,19 +236,18 @@ Opened = TypeVar("Opened")
 
 
 def open_partition_file(
-    root: str,
+    store: StatisticsStore,
     version: manifest.Version,
     relative: str | None,
     wrap: Callable[[pq.ParquetFile], Opened],
-    s3: fs.S3Options | None = None,
     open_file: Callable[[pafs.FileSystem, str], object] | None = None,
 ) -> Opened | None:
-    """A table-level file with a row per partition (``relative`` to ``root``) opened and
+    """A table-level file with a row per partition (``relative`` to ``store``) opened and
     wrapped, or None when the version lists none, it is gone (expired or deleted: the
     partition files still answer) or it was written for another number of partitions."""
     if not relative:
         return None
-    filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
+    filesystem, path = store.resolve(store.path(relative))
     try:
         source = open_file(filesystem, path) if open_file else filesystem.open_input_file(path)
         opened = wrap(pq.ParquetFile(source, pre_buffer=True))

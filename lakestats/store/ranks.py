@@ -18,8 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakestats import fs
-from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.schemas import RANKS_INDEX_SCHEMA as INDEX_SCHEMA
 from lakestats.store.schemas import RANKS_SCHEMA
 
@@ -29,12 +28,12 @@ RANKS_ROW_GROUP = 8192
 INDEX_FILE = "index.parquet"
 
 
-def write_index(rows: list[dict], uri: str, s3: fs.S3Options | None) -> int:
+def write_index(rows: list[dict], uri: str, store: StatisticsStore) -> int:
     table = pa.Table.from_pylist(
         [{k: r[k] for k in INDEX_SCHEMA.names} for r in rows], schema=INDEX_SCHEMA
     )
     table = table.sort_by([("column_index", "ascending"), ("part", "ascending")])
-    filesystem, path = fs.resolve(uri, s3)
+    filesystem, path = store.resolve(uri)
     filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
     with filesystem.open_output_stream(path) as out:
         pq.write_table(table, out, compression="zstd", store_schema=False)
@@ -55,9 +54,9 @@ class RankIndex:
     """The ranges of every column and how to read one row group of a part."""
 
     def __init__(
-        self, rows: list[dict], root: str, directory: str, s3: fs.S3Options | None
+        self, rows: list[dict], store: StatisticsStore, directory: str
     ) -> None:
-        self.root, self.directory, self.s3 = root, directory, s3
+        self.store, self.directory = store, directory
         self.ranges: dict[int, list[Range]] = {}
         for row in sorted(rows, key=lambda r: (r["column_index"], r["part"])):
             column = self.ranges.setdefault(row["column_index"], [])
@@ -69,11 +68,10 @@ class RankIndex:
             )
 
     @classmethod
-    def open(cls, root: str, directory: str, s3: fs.S3Options | None) -> RankIndex:
-        filesystem, path = fs.resolve(layout.absolute(root, f"{directory}/{INDEX_FILE}"), s3)
-        with filesystem.open_input_file(path) as handle:
+    def open(cls, store: StatisticsStore, directory: str) -> RankIndex:
+        with store.open_input_file(store.path(f"{directory}/{INDEX_FILE}")) as handle:
             rows = pq.ParquetFile(handle).read().to_pylist()
-        return cls(rows, root, directory, s3)
+        return cls(rows, store, directory)
 
     def has(self, column: int) -> bool:
         return column in self.ranges
@@ -86,8 +84,7 @@ class RankIndex:
 
     def _groups(self, part: int, column: int) -> tuple[pq.ParquetFile, list[tuple[int, tuple]]]:
         relative = f"{self.directory}/part-{part:05d}.parquet"
-        filesystem, path = fs.resolve(layout.absolute(self.root, relative), self.s3)
-        handle = pq.ParquetFile(filesystem.open_input_file(path))
+        handle = pq.ParquetFile(self.store.open_input_file(self.store.path(relative)))
         meta = handle.metadata
         names = RANKS_SCHEMA.names
         groups = []

@@ -29,7 +29,6 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pyarrow.types as pat
 
-from lakestats import fs
 from lakestats.errors import (
     ColumnNotFoundError,
     CorruptStatisticsError,
@@ -43,6 +42,7 @@ from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.percentiles import percentile_names
 from lakestats.stats.type_codec import Opaque, column_kind, decode_value, parse_type
 from lakestats.store import layout, manifest
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.schemas import SKETCH_COLUMNS, STATISTICS_ROW_GROUP
 
 KEY_COLUMNS = ("min", "max", *percentile_names(), "histogram_lower")
@@ -78,15 +78,14 @@ class StatisticsReader:
 
     def __init__(
         self,
-        root: str,
+        root: StatisticsStore | str,
         version: int | None = None,
-        s3: fs.S3Options | None = None,
         open_file: Callable[[pafs.FileSystem, str], object] | None = None,
     ) -> None:
-        self.root = fs.normalize(root)
-        self.s3 = s3
+        self.store = StatisticsStore.of(root)
+        self.root = self.store.uri
         self._open = open_file or (lambda filesystem, path: filesystem.open_input_file(path))
-        self.version = manifest.load_version(self.root, version, s3)
+        self.version = manifest.load_version(self.store, version)
         self._column_index = {c["name"]: i for i, c in enumerate(self.version.columns)}
         # each column's type as the table's format writes it, where the version recorded it
         self._table_types = {
@@ -272,7 +271,7 @@ class StatisticsReader:
         if not hasattr(self, "_partition_index"):
             from lakestats.store.partition_index import open_index
 
-            self._partition_index = open_index(self.root, self.version, self.s3, self._open)
+            self._partition_index = open_index(self.store, self.version, self._open)
         return self._partition_index
 
     def partition_histograms(self):  # noqa: ANN201 - PartitionHistograms | None
@@ -282,18 +281,18 @@ class StatisticsReader:
             from lakestats.store.partition_histograms import open_histograms
 
             self._partition_histograms = open_histograms(
-                self.root, self.version, self.s3, self._open
+                self.store, self.version, self._open
             )
         return self._partition_histograms
 
     # -- files ----------------------------------------------------------------
     def parquet_file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:
         """A partition's ``kind`` file, opened once per reader (footer cached)."""
-        uri = layout.absolute(self.root, entry.files[kind])
+        uri = self.store.path(entry.files[kind])
         cached = self._files.get(uri)
         if cached is not None:
             return cached
-        filesystem, path = fs.resolve(uri, self.s3)
+        filesystem, path = self.store.resolve(uri)
         self._last_uri = uri
         try:
             handle = pq.ParquetFile(self._open(filesystem, path), pre_buffer=True)
@@ -416,7 +415,7 @@ class StatisticsReader:
             raise InvalidArgumentError(
                 "this statistics version has no exact ranks; run analyze --exact first"
             )
-        ranks = RankIndex.open(self.root, relative.rsplit("/", 1)[0], self.s3)
+        ranks = RankIndex.open(self.store, relative.rsplit("/", 1)[0])
         if not ranks.has(index) and ranks.total(index) == 0:
             raise InvalidArgumentError(f"column {column!r} has no exact ranks (no values)")
         return index, ranks

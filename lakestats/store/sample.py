@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from lakestats import fs
 from lakestats.errors import StatisticsNotFoundError
 from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 
 SAMPLE_DIR = "sample"
 MANIFEST = "sample.json"
@@ -109,8 +110,8 @@ class SampleManifest:
         return cls(**data)
 
 
-def sample_dir(stats_root: str) -> str:
-    return fs.join(stats_root, SAMPLE_DIR)
+def sample_dir(stats_root: StatisticsStore | str) -> str:
+    return StatisticsStore.of(stats_root).join(SAMPLE_DIR)
 
 
 def data_file(partition_path: str, run_id: str, kind: str = "data") -> str:
@@ -121,20 +122,21 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def save(stats_root: str, sample: SampleManifest, s3: fs.S3Options | None = None) -> None:
+def save(stats_root: StatisticsStore, sample: SampleManifest) -> None:
     """Replace the manifest atomically (the sample changes in one step)."""
     uri = fs.join(sample_dir(stats_root), MANIFEST)
-    fs.write_bytes_atomic(uri, json.dumps(sample.to_json(), indent=1).encode(), s3)
+    stats_root.write_bytes_atomic(uri, json.dumps(sample.to_json(), indent=1).encode())
 
 
 def load(
-    stats_root: str, table: str, s3: fs.S3Options | None = None, check_files: bool = True
+    stats_root: StatisticsStore | str, table: str, check_files: bool = True
 ) -> SampleManifest:
     """The manifest; ``SampleNotFoundError`` (one line) when there is none or when a sample
     file it names is gone (a sample deleted by hand)."""
+    stats_root = StatisticsStore.of(stats_root)
     uri = fs.join(sample_dir(stats_root), MANIFEST)
     try:
-        sample = SampleManifest.from_json(json.loads(fs.read_bytes(uri, s3)))
+        sample = SampleManifest.from_json(json.loads(stats_root.read_bytes(uri)))
     except FileNotFoundError:
         raise no_sample(table) from None
     except (ValueError, TypeError, KeyError) as exc:
@@ -142,13 +144,15 @@ def load(
     if check_files:
         for p in sample.partitions:
             for name in (p.file, p.reserve):
-                if name and not fs.exists(fs.join(sample_dir(stats_root), *name.split("/")), s3):
+                if name and not stats_root.exists(
+                    fs.join(sample_dir(stats_root), *name.split("/"))
+                ):
                     raise no_sample(table, f" (its file {name} was deleted)")
     return sample
 
 
 def delete_unreferenced(
-    stats_root: str, sample: SampleManifest, s3: fs.S3Options | None = None
+    stats_root: StatisticsStore, sample: SampleManifest
 ) -> int:
     """Remove sample files the manifest no longer names (after a refresh or re-create)."""
     keep = {p.file for p in sample.partitions if p.file}
@@ -156,10 +160,10 @@ def delete_unreferenced(
     removed = 0
     for kind in ("data", "reserve"):
         base = fs.join(sample_dir(stats_root), kind)
-        if not fs.exists(base, s3):
+        if not stats_root.exists(base):
             continue
-        filesystem, base_path = fs.resolve(base, s3)
-        for info in fs.list_files(base, s3, recursive=True):
+        filesystem, base_path = stats_root.resolve(base)
+        for info in stats_root.list_files(base, recursive=True):
             relative = f"{kind}/" + info.path[len(base_path) :].lstrip("/")
             if info.is_file and relative.endswith(".parquet") and relative not in keep:
                 filesystem.delete_file(info.path)
@@ -167,10 +171,10 @@ def delete_unreferenced(
     return removed
 
 
-def read_file(stats_root: str, relative: str, s3: fs.S3Options | None = None) -> pa.Table:
+def read_file(stats_root: StatisticsStore | str, relative: str) -> pa.Table:
     """One of the sample's own Parquet files (sample or reserve rows, hidden columns kept)."""
-    filesystem, path = fs.resolve(layout.absolute(sample_dir(stats_root), relative), s3)
-    with filesystem.open_input_file(path) as handle:
+    stats_root = StatisticsStore.of(stats_root)
+    with stats_root.open_input_file(layout.absolute(sample_dir(stats_root), relative)) as handle:
         return pq.read_table(handle)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakestats import fs
+from lakestats.store.handle import StatisticsStore
 from lakestats.threads import thread_map
 
 if TYPE_CHECKING:
@@ -22,25 +22,27 @@ MIN_PARQUET_BYTES = 12  # "PAR1" + footer length + "PAR1"
 PER_FILE_LIMIT = 64  # more files than this: one recursive listing beats one request each
 
 
-def stored_sizes(root: str, s3: fs.S3Options | None = None) -> dict[str, int]:
+def stored_sizes(root: StatisticsStore | str) -> dict[str, int]:
     """Size of every file under ``partitions/`` and ``table/``, by path relative to root."""
-    _, base = fs.resolve(root, s3)
+    store = StatisticsStore.of(root)
+    _, base = store.resolve(store.uri)
     sizes: dict[str, int] = {}
     for top in ("partitions", "table"):
-        for info in fs.list_files(fs.join(root, top), s3, recursive=True):
+        for info in store.list_files(store.join(top), recursive=True):
             if info.is_file and info.path.startswith(base):
                 sizes[info.path[len(base) :].lstrip("/")] = info.size
     return sizes
 
 
-def sizes_of(root: str, relatives: list[str], s3: fs.S3Options | None = None) -> dict[str, int]:
+def sizes_of(root: StatisticsStore | str, relatives: list[str]) -> dict[str, int]:
     """Sizes of the files ``relatives`` (missing ones left out)."""
+    store = StatisticsStore.of(root)
     if len(relatives) > PER_FILE_LIMIT:
-        every = stored_sizes(root, s3)
+        every = stored_sizes(store)
         return {r: every[r] for r in relatives if r in every}
 
     def size(relative: str) -> int | None:
-        info = fs.file_info(fs.join(root, *relative.split("/")), s3)
+        info = store.file_info(store.join(*relative.split("/")))
         return info.size if info.is_file else None
 
     found = thread_map(size, relatives)
@@ -64,7 +66,7 @@ def intact(
     return True
 
 
-def version_bytes(root: str, version: Version, s3: fs.S3Options | None = None) -> int:
+def version_bytes(root: StatisticsStore | str, version: Version) -> int:
     """Bytes of a statistics version's files (partition and table level): the sizes the
     manifest records, and a listing only for files it records none for."""
     recorded: dict[str, int] = dict(version.extra.get("file_sizes") or {})
@@ -77,5 +79,5 @@ def version_bytes(root: str, version: Version, s3: fs.S3Options | None = None) -
     files |= set((version.table_files or {}).values())
     missing = sorted(files - set(recorded))
     if missing:
-        recorded |= sizes_of(root, missing, s3)
+        recorded |= sizes_of(root, missing)
     return sum(recorded.get(f, 0) for f in files)

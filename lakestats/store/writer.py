@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from lakestats import fs
 from lakestats.stats.accumulator import ColumnResult
 from lakestats.store import schemas
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import FileKind
 from lakestats.threads import thread_map
 
@@ -72,17 +73,17 @@ def histograms_table(results: list[ColumnResult], bins: int) -> pa.Table:
 
 @contextlib.contextmanager
 def parquet_output(
-    uri: str, s3: fs.S3Options | None, schema: pa.Schema, **options: object
+    uri: str, store: StatisticsStore, schema: pa.Schema, **options: object
 ) -> Iterator[pq.ParquetWriter]:
     """A zstd ``ParquetWriter`` on ``uri`` whose file gets ``lakestats.format_version`` in
     its key-value metadata (files of format version 1 have none and are read the same way);
     a failure (full disk, no permission, no connection) is one ``StorageError`` line and
     leaves no partial file where it can be helped."""
     try:
-        with fs.open_output(uri, s3) as out, _writer(out, schema, options) as parquet:
+        with store.open_output(uri) as out, _writer(out, schema, options) as parquet:
             yield parquet
     except OSError as exc:
-        filesystem, path = fs.resolve(uri, s3)
+        filesystem, path = store.resolve(uri)
         with contextlib.suppress(OSError):
             filesystem.delete_file(path)  # unreferenced either way; expire would remove it
         raise fs.cannot_write(uri, exc) from exc
@@ -106,12 +107,13 @@ def _writer(out: object, schema: pa.Schema, options: dict) -> Iterator[pq.Parque
         w.add_key_value_metadata({schemas.FORMAT_VERSION_KEY: str(schemas.FORMAT_VERSION)})
 
 
-def write_parquet(table: pa.Table, uri: str, s3: fs.S3Options | None, **options: object) -> int:
-    """``table`` as one file through ``parquet_output``; returns its size."""
+def write_parquet(table: pa.Table, uri: str, store: StatisticsStore, **options: object) -> int:
+    """``table`` as one file (``uri``, under ``store``) through ``parquet_output``; returns
+    its size."""
     row_group_size = options.pop("row_group_size", None)
-    with parquet_output(uri, s3, table.schema, **options) as parquet:
+    with parquet_output(uri, store, table.schema, **options) as parquet:
         parquet.write_table(table, row_group_size=row_group_size)
-    return fs.file_info(uri, s3).size
+    return store.file_info(uri).size
 
 
 def write_partition(
@@ -119,7 +121,7 @@ def write_partition(
     custom: list[tuple[str, pa.DataType]],
     bins: int,
     uris: dict[str, str],
-    s3: fs.S3Options | None,
+    store: StatisticsStore,
     frequencies: pa.Table | None = None,
 ) -> int:
     """Write the three files; returns the bytes written.
@@ -132,7 +134,7 @@ def write_partition(
         return write_parquet(
             statistics_table(results, custom),
             uris[FileKind.STATISTICS],
-            s3,
+            store,
             row_group_size=schemas.STATISTICS_ROW_GROUP,
             write_statistics=False,
             compression_level=schemas.STATISTICS_ZSTD_LEVEL,
@@ -142,7 +144,7 @@ def write_partition(
         return write_parquet(
             frequencies if frequencies is not None else frequencies_table(results),
             uris[FileKind.FREQUENCIES],
-            s3,
+            store,
             row_group_size=schemas.FREQUENCIES_ROW_GROUP,
             write_statistics=["column_index"],
             use_dictionary=["column"],
@@ -154,7 +156,7 @@ def write_partition(
         return write_parquet(
             histograms_table(results, bins),
             uris[FileKind.HISTOGRAMS],
-            s3,
+            store,
             write_statistics=False,
             use_dictionary=False,
             column_encoding="DELTA_BINARY_PACKED",  # small counts, consecutive bins

@@ -177,7 +177,7 @@ def test_reuse_compares_the_fields_that_change_partition_files(tmp_path: Path, s
     first = table.analyze(spark=spark, bins=20)
     assert (first.partitions_computed, first.partitions_reused) == (3, 0)
     # the slice size only cuts the work: every partition is reused, and with nothing else
-    # changed nothing is redone or published (compute/unchanged.py)
+    # changed nothing is redone or published (compute/analyze/unchanged.py)
     again = table.analyze(spark=spark, bins=20, max_slice_bytes=1)
     assert (again.partitions_computed, again.partitions_reused) == (0, 3)
     assert again.unchanged and again.version == first.version

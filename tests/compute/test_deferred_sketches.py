@@ -29,6 +29,7 @@ from lakestats.stats.kinds import Kind
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.stats.type_codec import decode_value
 from lakestats.store import layout, writer
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry
 
 MAX_FREQUENCIES = 300
@@ -60,7 +61,7 @@ def _write(root: Path, name: str, table: pa.Table) -> dict[str, str]:
         accumulator.observe(leaf_array(table, leaf))
         results.append(accumulator.finalize(1000, MAX_FREQUENCIES))
     uris = {k: layout.absolute(str(root), v) for k, v in files.items()}
-    writer.write_partition(results, [], 1000, uris, None)
+    writer.write_partition(results, [], 1000, uris, StatisticsStore(str(root)))
     return files
 
 
@@ -98,7 +99,9 @@ def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _reduce(root: Path, entries: list[PartitionEntry], run: str, cache=None):
-    job = ReduceJob(str(root), None, entries, COLUMNS, 1000, MAX_FREQUENCIES, [], cache or {})
+    job = ReduceJob(
+        StatisticsStore(str(root)), entries, COLUMNS, 1000, MAX_FREQUENCIES, [], cache or {}
+    )
     files = layout.table_files(run)
     _, used = reduce_locally(job, files, run)
     rows = pq.read_table(root / files["statistics"]).to_pylist()

@@ -23,6 +23,7 @@ from lakestats.compute.exact import frequencies, merge, ranges, sources
 from lakestats.stats import keys
 from lakestats.stats.value_counts import VALUES_ROW_GROUP, VALUES_SCHEMA, write_values
 from lakestats.store import layout, ranks, schemas
+from lakestats.store.handle import StatisticsStore
 
 COLUMNS = ["a", "s", "kept"]  # "kept": a column whose table frequencies stay as they were
 
@@ -135,7 +136,8 @@ def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
     outline = pa.Table.from_batches(
         list(
             sources.outline(
-                str(tmp_path), None, chosen, wanted, iter([pa.record_batch({"id": list(range(5))})])
+                StatisticsStore(str(tmp_path)), chosen, wanted,
+                iter([pa.record_batch({"id": list(range(5))})]),
             )
         )
     )
@@ -155,7 +157,7 @@ def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
     tasks = ranges.pack(pieces, target)
     smallest = 2 if duplicates_only else 1
     job = merge.MergeJob(
-        str(tmp_path), None, "run", chosen, tasks, {}, {}, {0: smallest, 1: smallest}
+        StatisticsStore(str(tmp_path)), "run", chosen, tasks, {}, {}, {0: smallest, 1: smallest}
     )
     summaries = []
     for part in range(len(tasks)):
@@ -197,7 +199,7 @@ def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
                 part.column("count").to_numpy()
             ).tolist()
             assert r["total"] == int(pc.sum(part.column("count")).as_py())
-        index = ranks.RankIndex(summaries, str(tmp_path), layout.ranks_dir("run"), None)
+        index = ranks.RankIndex(summaries, StatisticsStore(str(tmp_path)), layout.ranks_dir("run"))
         assert index.distinct_count(column) == want.num_rows
     # every piece read at most its target plus one partly-used row group per source and end
     assert max(p.rows for p in pieces) <= target + 2 * len(chosen) * VALUES_ROW_GROUP
@@ -223,7 +225,7 @@ def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
         if r["run_rows"]:
             runs[r["column_index"]].append(merge.run_file("run", r["part"], r["column_index"]))
     frequency_job = frequencies.FrequencyJob(
-        str(tmp_path), None, table_file, COLUMNS, runs, merge.runs_dir("run")
+        StatisticsStore(str(tmp_path)), table_file, COLUMNS, runs, merge.runs_dir("run")
     )
     [result] = list(frequencies.write_frequencies(frequency_job, iter([])))
     written = pq.read_table(tmp_path / table_file)

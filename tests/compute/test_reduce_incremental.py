@@ -26,6 +26,7 @@ from lakestats.compute.reduce.cache import PARTS_PREFIX
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.store import layout, writer
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry
 
 PARTITIONS = 40  # eight groups
@@ -54,7 +55,8 @@ def _files(root: Path, seed: int, run: str) -> dict[str, str]:
         results.append(accumulator.finalize(16, 30))
     files = layout.partition_files(f"p={seed}", run)
     writer.write_partition(
-        results, [], 16, {k: layout.absolute(str(root), v) for k, v in files.items()}, None
+        results, [], 16, {k: layout.absolute(str(root), v) for k, v in files.items()},
+        StatisticsStore(str(root)),
     )
     return files
 
@@ -100,8 +102,8 @@ def test_one_changed_partition_rewrites_one_group(spark, tmp_path: Path, mode: s
     columns = [
         {"name": leaf.name, "type": str(leaf.type)} for leaf in leaves_of(_table(0).schema)
     ]
-    first, _, cache = reduce_table(spark, ReduceJob(str(root), None, entries, columns, 16, 30),
-                                   "first")
+    store = StatisticsStore(str(root))
+    first, _, cache = reduce_table(spark, ReduceJob(store, entries, columns, 16, 30), "first")
     parts = {k: v for k, v in cache.items() if k.startswith(PARTS_PREFIX)}
     assert len(parts) == 8
     before = {v: _digest(root / v) for v in parts.values()}
@@ -110,7 +112,7 @@ def test_one_changed_partition_rewrites_one_group(spark, tmp_path: Path, mode: s
     changed = list(entries)
     changed[7] = dataclasses.replace(entries[7], files=_files(root, 1007, "b"),
                                      row_count=_table(1007).num_rows)
-    job = ReduceJob(str(root), None, changed, columns, 16, 30, [], cache)
+    job = ReduceJob(StatisticsStore(str(root)), changed, columns, 16, 30, [], cache)
     files, _, second = reduce_table(spark, job, "second")
     now = {k: v for k, v in second.items() if k.startswith(PARTS_PREFIX)}
     assert len(now) == 8
@@ -125,7 +127,7 @@ def test_one_changed_partition_rewrites_one_group(spark, tmp_path: Path, mode: s
     ]
 
     # the same partitions reduced from scratch answer the same
-    full, _, _ = reduce_table(spark, ReduceJob(str(root), None, changed, columns, 16, 30), "full")
+    full, _, _ = reduce_table(spark, ReduceJob(store, changed, columns, 16, 30), "full")
     got, want = _answers(root, "second", files, second), _answers(root, "full", full, {})
     assert got.keys() == want.keys()
     for kind in got:

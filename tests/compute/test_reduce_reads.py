@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.readahead import ReadAhead
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry
 
 
@@ -16,7 +17,7 @@ def test_read_ahead_file_reads_like_the_file(tmp_path: Path) -> None:
     table = pa.table({"a": [1, 2], "b": ["x", "y"]})
     pq.write_table(table, tmp_path / "histograms.parquet")
     entry = PartitionEntry("p=1", "p=1", {}, 2, 0, {"histograms": "histograms.parquet"})
-    job = ReduceJob(str(tmp_path), None, [entry], [], 1000, 10)
+    job = ReduceJob(StatisticsStore(str(tmp_path)), [entry], [], 1000, 10)
     plain = ReadAhead(job)
     ahead = ReadAhead(job)
     ahead.tables["histograms.parquet"] = table

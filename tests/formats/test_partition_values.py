@@ -17,6 +17,7 @@ import pytest
 import lakestats.api as ls
 from lakestats import cli, fs
 from lakestats.store import layout, manifest
+from lakestats.store.handle import StatisticsStore
 from tests.store.test_s3 import s3_endpoint  # noqa: F401 - the moto server fixture
 
 pytestmark = pytest.mark.spark
@@ -84,7 +85,7 @@ def test_any_partition_value_with_the_statistics_on_s3(
     table = ls.open_table(str(tmp_path / "t"), stats_root=stats, s3=s3_endpoint)
     again = table.analyze(spark=spark, bins=8)
     assert (again.partitions_computed, again.partitions_reused) == (0, len(VALUES))
-    entry = manifest.load_version(stats, None, s3_endpoint).partitions[0]
+    entry = manifest.load_version(StatisticsStore(stats, s3_endpoint), None).partitions[0]
     filesystem, path = fs.resolve(layout.absolute(stats, entry.files["frequencies"]), s3_endpoint)
     filesystem.delete_file(path)
     repaired = table.analyze(spark=spark, bins=8)
@@ -178,7 +179,7 @@ def _check_every_partition(
     assert {h["frequency"] for h in holders} == {2}
 
     # the stored key of every partition reads back exactly, whatever its value holds
-    version = manifest.load_version(stats, None, s3)
+    version = manifest.load_version(StatisticsStore(stats, s3), None)
     for entry in version.partitions:
         value = entry.values["p"]
         want = layout.NULL_VALUE if value is None else value

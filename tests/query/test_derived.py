@@ -20,6 +20,7 @@ import lakestats.api as ls
 from lakestats import cli
 from lakestats.errors import ColumnNotFoundError, InvalidPredicateError, StatisticsNotFoundError
 from lakestats.store import derived, manifest
+from lakestats.store.handle import StatisticsStore
 from tests.query.test_estimate import _partition
 
 pytestmark = pytest.mark.spark
@@ -110,8 +111,8 @@ def test_analyze_where_then_lookup(table, spark, capsys) -> None:
 
     # expire: derived versions go with the snapshot no kept version references
     stats_root = handle.stats_root
-    assert derived.expire(stats_root, {before[-1]["snapshot_id"]}, None) == []
-    removed = derived.expire(stats_root, {12345}, None)
+    assert derived.expire(StatisticsStore(stats_root), {before[-1]["snapshot_id"]}) == []
+    removed = derived.expire(StatisticsStore(stats_root), {12345})
     assert len(removed) == 1
     assert ls.open_table(str(path)).stats(["i"], where=WHERE).derived_predicate is None
     assert not [v for v in ls.open_table(str(path)).history() if v.kind == "derived"]

@@ -36,6 +36,7 @@ from lakestats.stats.leaves import Leaf
 from lakestats.stats.sketches import order_free_hll
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import layout, manifest, schemas
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
 MAX_FREQUENCIES = 1000
@@ -212,7 +213,7 @@ def test_reductions_over_version_2_and_3_are_the_same(
     reduced = []
     for root in (root2, root3):
         version = manifest.load_version(str(root))
-        job = ReduceJob(str(root), None, version.partitions, version.columns, 1000,
+        job = ReduceJob(StatisticsStore(str(root)), version.partitions, version.columns, 1000,
                         MAX_FREQUENCIES)
         files, _, _ = reduce_table(spark, job, f"again-{path}")
         reduced.append(_table_files(root, files))

@@ -191,6 +191,7 @@ def test_expire_leaves_only_what_kept_versions_name(spark, tmp_path: Path) -> No
 
     from lakestats.formats.iceberg import load_catalog
     from lakestats.store import manifest, partition_histograms
+    from lakestats.store.handle import StatisticsStore
 
     def rows(start: int, count: int) -> pa.Table:
         ids = np.arange(start, start + count)
@@ -226,7 +227,7 @@ def test_expire_leaves_only_what_kept_versions_name(spark, tmp_path: Path) -> No
         named |= {str(p) for p in version.named_paths()}
         if version.partition_histogram_parts:
             named |= set(partition_histograms.part_paths(
-                str(root), version.partition_histogram_parts, None))
+                StatisticsStore.of(str(root)), version.partition_histogram_parts))
     left = {
         rel for rel, kind in _listing(root).items()
         if kind != "dir" and not rel.startswith(("versions/", "sample/")) and rel != "latest.json"

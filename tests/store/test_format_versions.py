@@ -22,6 +22,7 @@ import lakestats.api as ls
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.local import reduce_locally
 from lakestats.store import layout, manifest, schemas
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
 # the version-1 writer's options per file (lakestats/store/writer.py before version 2)
@@ -106,7 +107,7 @@ def test_lookups_read_version_1_files_the_same(roots) -> None:
 
 def _reduce(root: Path) -> dict[str, pa.Table]:
     version = manifest.load_version(str(root))
-    job = ReduceJob(str(root), None, version.partitions, version.columns, 1000, 8)
+    job = ReduceJob(StatisticsStore(str(root)), version.partitions, version.columns, 1000, 8)
     files = layout.table_files("again")
     reduce_locally(job, files, "again")
     return {kind: pq.read_table(root / path) for kind, path in files.items()}

@@ -18,6 +18,7 @@ import pytest
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.store import writer
+from lakestats.store.handle import StatisticsStore
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 
@@ -40,7 +41,7 @@ def _files(tmp_path: Path) -> dict[str, Path]:
         kind: str(tmp_path / f"{kind}.parquet")
         for kind in ("statistics", "frequencies", "histograms")
     }
-    writer.write_partition(results, [], 1000, uris, None)
+    writer.write_partition(results, [], 1000, uris, StatisticsStore(str(tmp_path)))
     return {kind: Path(uri) for kind, uri in uris.items()}
 
 

@@ -36,6 +36,7 @@ from lakestats.query import partition_filter
 from lakestats.stats.kinds import ORDERED_NUMERIC, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import layout, manifest, partition_histograms, schemas
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
 GOLDEN = Path(__file__).parents[1] / "golden"
@@ -360,10 +361,12 @@ def _synthetic(root: Path, partitions: int, big: bool = False,
             COLUMNS, *[[x[i] for i in members] for x in (stats, hists, freqs)])
         (root / f"part-{k}").write_bytes(partition_histograms.write_part(rows, partitions))
         listed.append((members, f"part-{k}"))
-    partition_histograms.write_directory(listed, str(root / "directory.parquet"), None)
+    partition_histograms.write_directory(
+        listed, str(root / "directory.parquet"), StatisticsStore(str(root))
+    )
     directory = pq.read_table(root / "directory.parquet")
     return partition_histograms.PartitionHistograms(
-        str(root), directory, partitions, None,
+        StatisticsStore(str(root)), directory, partitions,
         lambda filesystem, path: filesystem.open_input_file(path))
 
 

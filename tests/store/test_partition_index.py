@@ -33,6 +33,7 @@ from lakestats.errors import (
 )
 from lakestats.stats.percentiles import percentile_names
 from lakestats.store import layout, manifest, partition_index, schemas
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry
 from lakestats.store.reader import StatisticsReader
 from tests.reference import _close
@@ -301,7 +302,7 @@ def _synthetic_index(path: Path, partitions: int, columns: int) -> pa.Table:
     ).cast(partition_index.PART_SCHEMA)
     shuffled = part.take(pa.array(rng.permutation(n)))  # parts arrive in any order
     table = partition_index.assemble([(list(range(partitions)), shuffled)], entries, cols)
-    partition_index.write_index(table, str(path), None, partitions)
+    partition_index.write_index(table, str(path), StatisticsStore(str(path.parent)), partitions)
     return table
 
 

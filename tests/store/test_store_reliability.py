@@ -23,6 +23,7 @@ from lakestats.errors import (
     StorageError,
 )
 from lakestats.store import expire, layout, manifest, writer
+from lakestats.store.handle import StatisticsStore
 from tests.store.test_s3 import s3_endpoint  # noqa: F401 - the moto server fixture
 
 PUBLISHERS = 12
@@ -52,7 +53,7 @@ def _race(root: str, s3: fs.S3Options | None, snapshots: list[int], tag: str) ->
         version = _version(snapshots[i], f"{tag}-{i}")
         barrier.wait(timeout=60)
         try:
-            return analyze.publish_version(root, version, s3)
+            return analyze.publish_version(StatisticsStore(root, s3), version)
         except LakestatsError as exc:
             return exc
 
@@ -67,11 +68,12 @@ def _check_monotonic_rounds(root: str, s3: fs.S3Options | None) -> None:
         outcomes = _race(root, s3, snapshots, f"r{round_}")
         assert all(isinstance(o, int) for o in outcomes), outcomes
         published += outcomes
-        numbers = manifest.version_numbers(root, s3)
+        numbers = manifest.version_numbers(StatisticsStore(root, s3))
         assert sorted(published) == numbers == list(range(1, len(numbers) + 1))
-        latest = manifest.load_version(root, None, s3)
-        assert latest.version == max(numbers) == manifest.latest_version_number(root, s3)
-        by_number = {n: manifest.load_version(root, n, s3).run_id for n in numbers}
+        store = StatisticsStore(root, s3)
+        latest = manifest.load_version(store, None)
+        assert latest.version == max(numbers) == manifest.latest_version_number(store)
+        by_number = {n: manifest.load_version(store, n).run_id for n in numbers}
         assert len(set(by_number.values())) == len(numbers)  # no version overwritten
 
 
@@ -86,7 +88,7 @@ def _check_same_snapshot_on_empty_root(root: str, s3: fs.S3Options | None) -> No
     for loser in (o for o in outcomes if not isinstance(o, int)):
         assert isinstance(loser, ConflictError), loser
         assert "for the same snapshot" in str(loser) and "its result stands" in str(loser)
-    latest = manifest.load_version(root, None, s3)
+    latest = manifest.load_version(StatisticsStore(root, s3), None)
     assert (latest.version, latest.snapshot_id) == (winners[-1], 7)
 
 
@@ -232,7 +234,7 @@ def test_full_disk_while_writing_table_level_files(
     files = {k: layout.absolute(str(tmp_path), v) for k, v in layout.table_files("run").items()}
     _disk_full_under(monkeypatch, "table", room=100)
     with pytest.raises(StorageError) as info:
-        writer.write_partition([result], [], 10, files, None)
+        writer.write_partition([result], [], 10, files, StatisticsStore(str(tmp_path)))
     _one_line_no_space(info.value, "table")
     assert not [p for p in (tmp_path / "table").rglob("*") if p.is_file()]
 

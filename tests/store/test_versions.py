@@ -229,7 +229,7 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     pq.write_table(
         pq.read_table(root / "p=7" / "d.parquet").slice(0, 40), root / "p=7" / "e.parquet"
     )
-    from lakestats.compute import analyze
+    from lakestats.compute.analyze import run as analyze
 
     fused = []  # the one changed partition is computed in the reduction's Spark task
     compute_and_reduce = analyze.compute_and_reduce
@@ -300,9 +300,9 @@ def test_snapshot_lookups_read_one_manifest_and_fall_back_without_markers(
     loads: list[int | None] = []
     load_version = manifest.load_version
 
-    def counting(root: str, version: int | None = None, s3: object = None) -> manifest.Version:
+    def counting(root: object, version: int | None = None) -> manifest.Version:
         loads.append(version)
-        return load_version(root, version, s3)
+        return load_version(root, version)
 
     monkeypatch.setattr(manifest, "load_version", counting)
     answers = {}

@@ -21,16 +21,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakestats import fs
-from lakestats.store import layout, schemas, writer
+from lakestats.store import schemas, writer
+from lakestats.store.handle import StatisticsStore
 
 RESULT_SCHEMA = "column_index int, rows long, smallest long, bytes_written long"
 
 
 @dataclass(frozen=True)
 class FrequencyJob:
-    root: str
-    s3: fs.S3Options | None
+    store: StatisticsStore
     table_file: str  # the table frequencies.parquet, rewritten in place
     names: list[str]
     runs: dict[int, list[str]]  # replaced column -> its run files in key order
@@ -40,9 +39,8 @@ class FrequencyJob:
 class _Cursor:
     """One run read front to back; its counts never increase."""
 
-    def __init__(self, root: str, s3: fs.S3Options | None, relative: str) -> None:
-        filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
-        self._handle = filesystem.open_input_file(path)
+    def __init__(self, store: StatisticsStore, relative: str) -> None:
+        self._handle = store.open_input_file(store.path(relative))
         self._batches = pq.ParquetFile(self._handle).iter_batches(
             batch_size=65_536, use_threads=False
         )
@@ -123,7 +121,7 @@ class _Rows:
 
 def _merge_runs(job: FrequencyJob, rows: _Rows, runs: list[str]) -> int:
     """The column's runs merged into ``rows``; returns the smallest count written."""
-    cursors = [_Cursor(job.root, job.s3, run) for run in runs]
+    cursors = [_Cursor(job.store, run) for run in runs]
     smallest = 0
     while True:
         live = [c for c in cursors if not c.done]
@@ -144,8 +142,8 @@ def write_frequencies(
     """One task: the file rewritten; one row per replaced column (rows, smallest count)."""
     for _ in batches:
         pass
-    uri = layout.absolute(job.root, job.table_file)
-    filesystem, path = fs.resolve(uri, job.s3)
+    uri = job.store.path(job.table_file)
+    filesystem, path = job.store.resolve(uri)
     with filesystem.open_input_file(path) as handle:
         old = pq.ParquetFile(handle).read(use_threads=False)
     old = old.cast(schemas.TABLE_FREQUENCIES_SCHEMA)
@@ -153,7 +151,7 @@ def write_frequencies(
     result: dict[int, tuple[int, int]] = {}
     with writer.parquet_output(
         uri,
-        job.s3,
+        job.store,
         schemas.TABLE_FREQUENCIES_SCHEMA,
         write_statistics=["column_index"],
         use_dictionary=["column"],
@@ -171,7 +169,7 @@ def write_frequencies(
                     old.take(pa.array(kept)), row_group_size=schemas.FREQUENCIES_ROW_GROUP
                 )
     size = filesystem.get_file_info(path).size
-    _, runs_path = fs.resolve(layout.absolute(job.root, job.runs_dir), job.s3)
+    _, runs_path = job.store.resolve(job.store.path(job.runs_dir))
     with contextlib.suppress(OSError):
         filesystem.delete_dir(runs_path)
     columns = sorted(result)

@@ -39,7 +39,6 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakestats import fs
 from lakestats.compute.exact import frequencies, merge, patch, ranges, sources
 from lakestats.compute.exact.scenarios import (
     ExactSettings,
@@ -71,7 +70,7 @@ SUMMARY_SCHEMA = (
 
 
 def _read(job: ReduceJob, relative: str, columns: list[str] | None = None) -> pa.Table:
-    filesystem, path = fs.resolve(layout.absolute(job.root, relative), job.s3)
+    filesystem, path = job.store.resolve(job.store.path(relative))
     with filesystem.open_input_file(path) as handle:
         return pq.ParquetFile(handle).read(columns=columns, use_threads=False)
 
@@ -155,7 +154,7 @@ def _outlines(
     rows = (
         _indexed(spark, len(chosen), parallelism)
         .mapInArrow(
-            functools.partial(sources.outline, job.root, job.s3, chosen, wanted),
+            functools.partial(sources.outline, job.store, chosen, wanted),
             result_schema(sources.OUTLINE_SCHEMA),
         )
         .collect()
@@ -237,8 +236,7 @@ def exact_table(
     replaced = [i for i in value_columns if scenario[i] != Scenario.EXACT]
     duplicates_only = (Scenario.DISJOINT, Scenario.NEAR_UNIQUE)
     merge_job = merge.MergeJob(
-        job.root,
-        job.s3,
+        job.store,
         run_id,
         chosen,
         tasks,
@@ -260,8 +258,8 @@ def exact_table(
     directory = layout.ranks_dir(run_id)
     index_file = f"{directory}/{ranks.INDEX_FILE}"
     written = sum(r["bytes"] for r in range_dicts)
-    written += ranks.write_index(range_dicts, layout.absolute(job.root, index_file), job.s3)
-    lookup = ranks.RankIndex(range_dicts, job.root, directory, job.s3)
+    written += ranks.write_index(range_dicts, job.store.path(index_file), job.store)
+    lookup = ranks.RankIndex(range_dicts, job.store, directory)
 
     stored: dict[int, tuple[int, int]] = {}  # column: (rows stored, smallest count)
     if replaced:
@@ -272,8 +270,7 @@ def exact_table(
                     merge.run_file(run_id, r["part"], r["column_index"])
                 )
         frequency_job = frequencies.FrequencyJob(
-            job.root,
-            job.s3,
+            job.store,
             table_files["frequencies"],
             [c["name"] for c in job.columns],
             runs,

@@ -26,11 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakestats import fs
 from lakestats.compute.exact.ranges import Piece
 from lakestats.compute.exact.sources import Files, Source, read_piece
 from lakestats.stats.exact_histogram import ExactGrid, bin_counts
 from lakestats.store import layout, ranks
+from lakestats.store.handle import StatisticsStore
 
 RANGE_FIELDS = [
     ("part", pa.int32()),
@@ -67,8 +67,7 @@ def run_file(run_id: str, part: int, column: int) -> str:
 class MergeJob:
     """What every range task needs (travels to the executors)."""
 
-    root: str
-    s3: fs.S3Options | None
+    store: StatisticsStore
     run_id: str
     sources: list[Source]
     tasks: list[list[Piece]]
@@ -145,8 +144,8 @@ def _write_run(job: MergeJob, part: int, column: int, keys: pa.Array, counts: np
         {"value": keys.take(pa.array(order)), "frequency": pa.array(counts[order])},
         schema=RUN_SCHEMA,
     )
-    uri = layout.absolute(job.root, run_file(job.run_id, part, column))
-    filesystem, path = fs.resolve(uri, job.s3)
+    uri = job.store.path(run_file(job.run_id, part, column))
+    filesystem, path = job.store.resolve(uri)
     filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
     with filesystem.open_output_stream(path) as out:
         pq.write_table(
@@ -164,12 +163,12 @@ def _write_run(job: MergeJob, part: int, column: int, keys: pa.Array, counts: np
 
 def _range_task(job: MergeJob, part: int) -> list[dict]:
     directory = layout.ranks_dir(job.run_id)
-    uri = layout.absolute(job.root, f"{directory}/part-{part:05d}.parquet")
-    filesystem, path = fs.resolve(uri, job.s3)
+    uri = job.store.path(f"{directory}/part-{part:05d}.parquet")
+    filesystem, path = job.store.resolve(uri)
     summaries: list[dict] = []
     writer = None
     out = None
-    files = Files(job.root, job.s3)
+    files = Files(job.store)
     try:
         for piece in job.tasks[part]:
             keys, counts = merged(

@@ -12,12 +12,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakestats import fs
 from lakestats.compute.exact.scenarios import PartitionSummary, Scenario
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.stats.kinds import ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.percentiles import PERCENTILES, percentile_names
-from lakestats.store import layout, ranks, schemas
+from lakestats.store import ranks, schemas
 
 
 def histograms(
@@ -26,8 +25,8 @@ def histograms(
     """The table histogram counts of ``exact``'s columns replaced by those counts."""
     if not exact:
         return 0
-    uri = layout.absolute(job.root, table_files["histograms"])
-    filesystem, path = fs.resolve(uri, job.s3)
+    uri = job.store.path(table_files["histograms"])
+    filesystem, path = job.store.resolve(uri)
     with filesystem.open_input_file(path) as handle:
         table = pq.ParquetFile(handle).read()
     for i, counts in exact.items():
@@ -66,8 +65,8 @@ def statistics(
     values occurring more than once; with any, the list is a truncated top list (every count
     is >= 2, every omitted value occurs once) whose ``frequencies_omitted`` values are
     exactly the ones occurring once."""
-    uri = layout.absolute(job.root, table_files["statistics"])
-    filesystem, path = fs.resolve(uri, job.s3)
+    uri = job.store.path(table_files["statistics"])
+    filesystem, path = job.store.resolve(uri)
     with filesystem.open_input_file(path) as handle:
         table = pq.ParquetFile(handle).read()
     rows = table.to_pylist()

@@ -25,10 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakestats import fs
 from lakestats.errors import LakestatsError
 from lakestats.stats.value_counts import needs_staging
-from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 
 OUTLINE_FIELDS = [
     ("source", pa.int32()),
@@ -70,13 +69,13 @@ class Read:
 class Files:
     """Parquet files opened once (their footers parsed once) and closed together."""
 
-    def __init__(self, root: str, s3: fs.S3Options | None) -> None:
-        self.root, self.s3 = root, s3
+    def __init__(self, store: StatisticsStore) -> None:
+        self.store = store
         self._open: dict[str, tuple[pa.NativeFile, pq.ParquetFile]] = {}
 
     def __call__(self, relative: str) -> pq.ParquetFile:
         if relative not in self._open:
-            filesystem, path = fs.resolve(layout.absolute(self.root, relative), self.s3)
+            filesystem, path = self.store.resolve(self.store.path(relative))
             handle = filesystem.open_input_file(path)
             self._open[relative] = (handle, pq.ParquetFile(handle))
         return self._open[relative][1]
@@ -174,8 +173,7 @@ def _outline_rows(files: Files, number: int, source: Source, wanted: frozenset[i
 
 
 def outline(
-    root: str,
-    s3: fs.S3Options | None,
+    store: StatisticsStore,
     sources: list[Source],
     wanted: frozenset[int],
     batches: Iterator[pa.RecordBatch],
@@ -184,7 +182,7 @@ def outline(
     columns' keys of a partition's frequencies file)."""
     for batch in batches:
         for number in batch.column(0).to_pylist():
-            with Files(root, s3) as files:
+            with Files(store) as files:
                 rows = _outline_rows(files, number, sources[number], wanted)
             if rows:
                 yield pa.RecordBatch.from_pylist(rows, schema=OUTLINE_ARROW)

@@ -30,7 +30,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats import fs
 from lakestats.compute.reduce.fold import (
     GroupStates,
     fold_frequency_rows,
@@ -42,7 +41,7 @@ from lakestats.compute.reduce.prune import group_keep
 from lakestats.stats import holders
 from lakestats.stats.rebin import Grid
 from lakestats.stats.scalar_state import ScalarState
-from lakestats.store import layout, partition_histograms
+from lakestats.store import partition_histograms
 from lakestats.store.manifest import PartitionEntry
 from lakestats.store.partition_index import SOURCE_FIELDS, index_part
 from lakestats.threads import prefetch
@@ -163,7 +162,7 @@ class GroupCache:
             data = self.ahead.blobs.get(relative)
             try:
                 if data is None:
-                    data = fs.read_bytes(layout.absolute(self.job.root, relative), self.job.s3)
+                    data = self.job.store.read_bytes(self.job.store.path(relative))
             except OSError:
                 continue  # expired or never finished: recompute
             self.written[key] = relative
@@ -179,10 +178,10 @@ class GroupCache:
         if not self.enabled and not always:
             return
         relative = f"{self.cache_dir}/{key}"
-        uri = layout.absolute(self.job.root, relative)
+        uri = self.job.store.path(relative)
 
         def write() -> None:
-            fs.write_bytes_atomic(uri, data() if callable(data) else data, self.job.s3)
+            self.job.store.write_bytes_atomic(uri, data() if callable(data) else data)
 
         if self._writer is None:
             write()
@@ -315,7 +314,7 @@ class GroupCache:
                     pending.result()
             return self.written[key]
         for relative in filter(None, [self.job.cache.get(key), f"{self.cache_dir}/{key}"]):
-            if fs.exists(layout.absolute(self.job.root, relative), self.job.s3):
+            if self.job.store.exists(self.job.store.path(relative)):
                 self.written[key] = relative
                 return relative
         return None

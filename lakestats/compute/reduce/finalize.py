@@ -23,7 +23,7 @@ from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.rebin import Grid, table_histogram
 from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_frequencies import FrequencyResult, finalize_frequencies
-from lakestats.store import layout, partition_histograms, schemas, writer
+from lakestats.store import partition_histograms, schemas, writer
 from lakestats.store.partition_index import assemble, write_index
 from lakestats.threads import thread_map
 
@@ -82,10 +82,10 @@ def write_tables(
         )
         row.update(fields)
         results.append(ColumnResult(row, histogram=counts))
-    uris = {k: layout.absolute(job.root, v) for k, v in files.items()}
+    uris = {k: job.store.path(v) for k, v in files.items()}
     custom = [(s.name, s.result_type) for s in job.statistics]
     return writer.write_partition(
-        results, custom, job.bins, uris, job.s3, frequencies=_concat(frequency_tables)
+        results, custom, job.bins, uris, job.store, frequencies=_concat(frequency_tables)
     )
 
 
@@ -96,7 +96,7 @@ def write_partition_index(groups: GroupCache, relative: str) -> int:
     job = groups.job
     parts = [(members, groups.index_part(members)) for members in groups.members]
     table = assemble(parts, job.partitions, job.columns)
-    return write_index(table, layout.absolute(job.root, relative), job.s3, len(job.partitions))
+    return write_index(table, job.store.path(relative), job.store, len(job.partitions))
 
 
 def write_partition_histograms(groups: GroupCache, relative: str) -> int:
@@ -105,9 +105,9 @@ def write_partition_histograms(groups: GroupCache, relative: str) -> int:
     partition ids; returns the bytes of the directory (parts are group cache entries)."""
     job = groups.job
     paths = thread_map(groups.partition_histograms_part, groups.members)
-    uri = layout.absolute(job.root, relative)
+    uri = job.store.path(relative)
     return partition_histograms.write_directory(
-        list(zip(groups.members, paths, strict=True)), uri, job.s3
+        list(zip(groups.members, paths, strict=True)), uri, job.store
     )
 
 

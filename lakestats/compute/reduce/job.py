@@ -13,16 +13,14 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakestats import fs
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry
 
 
 @dataclass
 class ReduceJob:
-    root: str
-    s3: fs.S3Options | None
+    store: StatisticsStore
     partitions: list[PartitionEntry]
     columns: list[dict[str, str]]
     bins: int
@@ -32,7 +30,7 @@ class ReduceJob:
 
     def read_file(self, relative: str, columns: list[str] | None = None) -> pa.Table:
         """One Parquet file under the root (``relative`` to it), whole or some columns."""
-        filesystem, path = fs.resolve(layout.absolute(self.root, relative), self.s3)
+        filesystem, path = self.store.resolve(self.store.path(relative))
         with filesystem.open_input_file(path) as handle:
             return pq.ParquetFile(handle, pre_buffer=True).read(columns=columns, use_threads=False)
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from lakestats import fs
 from lakestats.compute.reduce.cache import (
     PARTS_PREFIX,
     decode_states,
@@ -26,7 +25,6 @@ from lakestats.compute.reduce.cache import (
 from lakestats.compute.reduce.fold import GroupStates
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.errors import LakestatsError
-from lakestats.store import layout
 from lakestats.store.manifest import PartitionEntry
 
 
@@ -59,7 +57,7 @@ def preload(ahead: ReadAhead, computing: set[str]) -> None:
         if key.startswith(PARTS_PREFIX):
             continue  # published parts: read back only where a group is re-binned anew
         with contextlib.suppress(*unreadable):
-            data = fs.read_bytes(layout.absolute(job.root, relative), job.s3)
+            data = job.store.read_bytes(job.store.path(relative))
             if is_rows(data):  # frequency rows: decoded here too
                 ahead.tables[relative] = read_rows(data)
             else:

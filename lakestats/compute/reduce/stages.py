@@ -19,7 +19,7 @@ and ``spark.py`` on Spark, each stage by its shape:
 first stage, whichever runner runs it. A new stage (ranks, a per-group index, …) is one
 more record here with plain functions; a runner needs no change unless it has a new shape.
 ``analyze --exact`` is not a stage: it scans the staged value files after the reduction
-(``compute/exact/job.py``, called from ``compute/analyze.py``) and patches its files.
+(``compute/exact/job.py``, called from ``compute/analyze/run.py``) and patches its files.
 """
 
 from __future__ import annotations

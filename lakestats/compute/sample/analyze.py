@@ -31,7 +31,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakestats import fs
-from lakestats.compute.analyze import AnalyzeResult, analyze, column_records, publish_version
+from lakestats.answers import AnalyzeResult
+from lakestats.compute.analyze import analyze, column_records, publish_version
 from lakestats.compute.progress import Clock
 from lakestats.compute.sample.bounds import footer_bounds, usable
 from lakestats.compute.sample.files import Scaling, scale_files
@@ -43,6 +44,7 @@ from lakestats.options import AnalyzeOptions
 from lakestats.stats.leaves import leaves_of
 from lakestats.store import layout, manifest, verify
 from lakestats.store import sample as store
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import VersionKind
 
 ANALYSIS_DIR = "analysis"
@@ -58,20 +60,20 @@ would spend more on scheduling than on work)."""
 
 def analyze_from_sample(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     options: AnalyzeOptions,
     spark: SparkSession,
-    s3: fs.S3Options | None = None,
 ) -> AnalyzeResult:
-    sample = store.load(stats_root, table.identifier, s3)
-    sampled = SampleTableFormat(stats_root, sample, s3)
+    s3 = stats_root.s3  # the tasks' and the table's: one object store
+    sample = store.load(stats_root, table.identifier)
+    sampled = SampleTableFormat(stats_root.uri, sample, s3)
     if sample.sample_rows == 0:
         raise InvalidArgumentError(
             f"the sample of {table.identifier} holds no rows; create a larger one with "
             "`lakestats sample create --rows N`"
         )
     clock = Clock()
-    scratch = fs.join(store.sample_dir(stats_root), ANALYSIS_DIR)
+    scratch = StatisticsStore(fs.join(store.sample_dir(stats_root), ANALYSIS_DIR), s3)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     by_path = {p.path: p for p in sample.partitions}
     schema = sampled.schema()
@@ -84,14 +86,13 @@ def analyze_from_sample(
             p.path: Scaling(p.population, p.sample_rows, {}, bounds=bounds.get(p.path, {}))
             for p in sample.partitions
         },
-        s3,
         tasks=max(MIN_TASKS, math.ceil(sum(p.file_size for p in sample.partitions) / TASK_BYTES)),
     )
     # every sample partition is read once, by one task (the hook needs all of its rows);
     # nothing is reused: the table level's profiles need every partition's values
     whole = dataclasses.replace(options, max_slice_bytes=ONE_TASK_BYTES)
-    result = analyze(sampled, scratch, whole, spark, s3=s3, incremental=False, hook=hook)
-    base = manifest.load_version(scratch, result.version, s3)
+    result = analyze(sampled, scratch, whole, spark, incremental=False, hook=hook)
+    base = manifest.load_version(scratch, result.version)
     clock.lap("from sample: the sample analyzed (its partitions scaled by the tasks)")
     partitions, written = [], result.bytes_written
     for entry in base.partitions:
@@ -114,11 +115,11 @@ def analyze_from_sample(
         scaling = Scaling(sample.population, sample.sample_rows, hook.table_profiles,
                           bounds=table_bounds, partition_rates=rates)
         written += scale_files(
-            scratch, stats_root, base.table_files, table_files, scaling, s3,
+            scratch, stats_root, base.table_files, table_files, scaling,
         )
     clock.lap("from sample: table level scaled")
     relative = [r for e in partitions for r in e.files.values()] + list(table_files.values())
-    sizes = verify.sizes_of(stats_root, relative, s3)
+    sizes = verify.sizes_of(stats_root, relative)
     for e in partitions:
         e.file_sizes = {k: sizes[r] for k, r in e.files.items() if r in sizes}
     version = manifest.Version(
@@ -142,11 +143,11 @@ def analyze_from_sample(
             "file_sizes": {r: sizes[r] for r in table_files.values() if r in sizes},
         },
     )
-    number = publish_version(stats_root, version, s3)
+    number = publish_version(stats_root, version)
     clock.lap(f"from sample: version {number} published")
     return AnalyzeResult(
         number, sample.snapshot_id, result.partitions_computed, result.partitions_reused,
-        sample.population, written, stats_root,
+        sample.population, written, stats_root.uri,
     )
 
 

@@ -50,6 +50,7 @@ from lakestats.options import SampleOptions
 from lakestats.spark_errors import translated
 from lakestats.store import cleanup, layout
 from lakestats.store import sample as store
+from lakestats.store.handle import StatisticsStore
 
 
 def _tasks(job: SampleJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -77,8 +78,7 @@ def _job(
     snapshot: int | None,
     plans: list[PartitionPlan],
     options: SampleOptions,
-    s3: fs.S3Options | None,
-    output: tuple[str, str] = ("", ""),
+    output: tuple[StatisticsStore | None, str] = (None, ""),
     tasks: list[SampleTask] | None = None,
     rate: float | None = None,
 ) -> SampleJob:
@@ -92,9 +92,8 @@ def _job(
         partition_paths=[layout.partition_dir_of(list(p.key), p.values) for p in plans],
         targets=[] if tasks else [None] * len(plans),
         seed=options.seed,
-        sample_dir=sample_dir,
+        sample=sample_dir,
         run_id=run_id,
-        s3=s3,
         count_columns=names[:1],
         table_location=table.location,
         tasks=tasks or [],
@@ -117,7 +116,7 @@ def _populations(
     unknown = [i for i, p in enumerate(plans) if p.row_count is None]
     bytes_read = 0
     if unknown:
-        job = _job(table, snapshot, [plans[i] for i in unknown], SampleOptions(), s3)
+        job = _job(table, snapshot, [plans[i] for i in unknown], SampleOptions())
         for i, row in zip(unknown, _run(spark, job), strict=True):
             counts[i], origin[i] = row["population"], "read"
             bytes_read += row["bytes_read"]
@@ -126,27 +125,25 @@ def _populations(
 
 def create(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     spark: SparkSession,
     options: SampleOptions,
-    s3: fs.S3Options | None = None,
 ) -> SampleResult:
     """Draw a new sample of the table's current snapshot and replace the stored one; a
     failure removes the files this run wrote."""
     run_id = _run_id()
     try:
-        return _create(table, stats_root, spark, options, s3, run_id)
+        return _create(table, stats_root, spark, options, run_id)
     except BaseException:
-        _remove_failed_run(stats_root, run_id, table.identifier, s3)
+        _remove_failed_run(stats_root, run_id, table.identifier)
         raise
 
 
 def _create(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     spark: SparkSession,
     options: SampleOptions,
-    s3: fs.S3Options | None,
     run_id: str,
 ) -> SampleResult:
     rows, fraction = options.rows, options.drawn_fraction
@@ -154,7 +151,8 @@ def _create(
     plans = table.plan(snapshot)
     if sum(p.row_count or 0 for p in plans) == 0 and all(p.row_count is not None for p in plans):
         raise InvalidArgumentError(f"{table.identifier} has no rows: there is nothing to sample")
-    populations, origin, counted = _populations(spark, table, snapshot, plans, s3)
+    # the table's footers, read with the statistics root's options (one object store)
+    populations, origin, counted = _populations(spark, table, snapshot, plans, stats_root.s3)
     total = sum(populations)
     if total == 0:
         raise InvalidArgumentError(f"{table.identifier} has no rows: there is nothing to sample")
@@ -162,7 +160,7 @@ def _create(
         targets = [size_for_fraction(fraction, n) for n in populations]
     else:
         targets = allocate(populations, rows or 0)
-    directory = store.sample_dir(stats_root)
+    directory = stats_root.child(store.SAMPLE_DIR)
     tasks = [
         SampleTask(
             path=layout.partition_dir_of(list(plan.key), plan.values),
@@ -172,7 +170,7 @@ def _create(
         )
         for plan, target in zip(plans, targets, strict=True)
     ]
-    summaries = _run(spark, _job(table, snapshot, plans, options, s3, (directory, run_id), tasks))
+    summaries = _run(spark, _job(table, snapshot, plans, options, (directory, run_id), tasks))
     entries = [
         _entry(plan, summary, origin[i]) for i, (plan, summary) in enumerate(
             zip(plans, summaries, strict=True)
@@ -193,7 +191,7 @@ def _create(
         created_at=store.now(),
         schema_columns=table.schema(snapshot).names,
     )
-    _publish(table, stats_root, manifest, _previous_sibling(stats_root, table, s3), s3)
+    _publish(table, stats_root, manifest, _previous_sibling(stats_root, table))
     return SampleResult(
         snapshot, total, sampled, len(plans), 0, 0,
         counted + sum(s["bytes_read"] for s in summaries),
@@ -203,21 +201,21 @@ def _create(
 
 
 def _previous_sibling(
-    stats_root: str, table: TableFormat, s3: fs.S3Options | None
+    stats_root: StatisticsStore, table: TableFormat
 ) -> dict | None:
     """The sample table a re-created sample replaces (it keeps the table's history)."""
     try:
-        return store.load(stats_root, table.identifier, s3, check_files=False).sibling
+        found = store.load(stats_root, table.identifier, check_files=False)
+        return found.sibling
     except LakestatsError:
         return None
 
 
 def _publish(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     manifest: store.SampleManifest,
     previous: dict | None,
-    s3: fs.S3Options | None,
     before: store.SampleManifest | None = None,
     clock: Clock | None = None,
 ) -> None:
@@ -236,36 +234,36 @@ def _publish(
         values = {p.path: p.values for p in (*before.partitions, *manifest.partitions)}
         changed = {path: values[path] for path in sorted(paths)}
     clock = clock or Clock()
-    with restored_on_failure(table, stats_root, s3):  # the manifest must fit, or no commit
+    with restored_on_failure(table, stats_root.uri, stats_root.s3):  # the manifest must fit
         if previous is None or changed is None or changed:
-            manifest.sibling = write_sibling(table, stats_root, manifest, previous, s3, changed)
+            manifest.sibling = write_sibling(
+                table, stats_root.uri, manifest, previous, stats_root.s3, changed
+            )
         clock.lap("sample table written")
-        store.save(stats_root, manifest, s3)
-    store.delete_unreferenced(stats_root, manifest, s3)
+        store.save(stats_root, manifest)
+    store.delete_unreferenced(stats_root, manifest)
     clock.lap("manifest saved, unreferenced files removed")
 
 
 def refresh(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     spark: SparkSession,
-    s3: fs.S3Options | None = None,
     sample: store.SampleManifest | None = None,
 ) -> SampleResult:
     """``_refresh``; a failure removes the files this run wrote."""
     run_id = _run_id()
     try:
-        return _refresh(table, stats_root, spark, s3, sample, run_id)
+        return _refresh(table, stats_root, spark, sample, run_id)
     except BaseException:
-        _remove_failed_run(stats_root, run_id, table.identifier, s3)
+        _remove_failed_run(stats_root, run_id, table.identifier)
         raise
 
 
 def _refresh(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     spark: SparkSession,
-    s3: fs.S3Options | None,
     sample: store.SampleManifest | None,
     run_id: str,
 ) -> SampleResult:
@@ -273,11 +271,11 @@ def _refresh(
     table's current snapshot, reading only the units (data files, file groups) that changed
     since the sample's snapshot; a sample whose snapshot was expired is redrawn."""
     clock = Clock()
-    old = sample or store.load(stats_root, table.identifier, s3)
+    old = sample or store.load(stats_root, table.identifier)
     snapshots = {s.snapshot_id for s in table.snapshots()}
     if old.snapshot_id is not None and snapshots and old.snapshot_id not in snapshots:
         drawn = SampleOptions(rows=old.rows, fraction=old.fraction, seed=old.seed)
-        result = create(table, stats_root, spark, drawn, s3)
+        result = create(table, stats_root, spark, drawn)
         return dataclasses.replace(
             result,
             resampled_because=f"the sample's snapshot {old.snapshot_id} was expired "
@@ -303,8 +301,8 @@ def _refresh(
             tasks.append(task)
             work.append(i)
     clock.lap("refresh: change log and read units")
-    output = (store.sample_dir(stats_root), run_id)
-    job = _job(table, snapshot, [plans[i] for i in work], SampleOptions(seed=old.seed), s3,
+    output = (stats_root.child(store.SAMPLE_DIR), run_id)
+    job = _job(table, snapshot, [plans[i] for i in work], SampleOptions(seed=old.seed),
                output, tasks, old.rate)
     summaries = _run(spark, job) if tasks else []
     longest = max((s["seconds"] for s in summaries), default=0.0)
@@ -341,7 +339,7 @@ def _refresh(
             },
         }
     )
-    _publish(table, stats_root, manifest, old.sibling, s3, old, clock)
+    _publish(table, stats_root, manifest, old.sibling, old, clock)
     return SampleResult(
         snapshot,
         manifest.population,
@@ -422,15 +420,16 @@ def _entry(
 
 
 def _remove_failed_run(
-    stats_root: str, run_id: str, identifier: str, s3: fs.S3Options | None
+    stats_root: StatisticsStore, run_id: str, identifier: str
 ) -> None:
     """The sample files a failed run wrote (``store/cleanup.py``), unless its manifest was
     saved before the failure (then they are the sample's)."""
     with contextlib.suppress(LakestatsError, OSError):
-        if store.load(stats_root, identifier, s3, check_files=False).run_id == run_id:
+        found = store.load(stats_root, identifier, check_files=False)
+        if found.run_id == run_id:
             return
     with contextlib.suppress(LakestatsError, OSError):
-        cleanup.remove_run(stats_root, run_id, s3)
+        cleanup.remove_run(stats_root, run_id)
 
 
 def _run_id() -> str:

@@ -25,7 +25,8 @@ from lakestats.compute.sample.scale import (
     scale_row,
 )
 from lakestats.stats.ndv import frequency_of_frequencies
-from lakestats.store import layout, schemas
+from lakestats.store import schemas
+from lakestats.store.handle import StatisticsStore
 
 
 def profile_of(values: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
@@ -37,22 +38,19 @@ def profile_of(values: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
         return None
 
 
-def _read(root: str, relative: str, s3: fs.S3Options | None) -> pa.Table:
-    filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
-    with filesystem.open_input_file(path) as handle:
+def _read(root: StatisticsStore, relative: str) -> pa.Table:
+    with root.open_input_file(root.path(relative)) as handle:
         return pq.read_table(handle)
 
 
-def _write(
-    table: pa.Table, root: str, relative: str, s3: fs.S3Options | None, **kw: object
-) -> int:
-    uri = layout.absolute(root, relative)
+def _write(table: pa.Table, root: StatisticsStore, relative: str, **kw: object) -> int:
+    uri = root.path(relative)
     try:
-        with fs.open_output(uri, s3) as out:
+        with root.open_output(uri) as out:
             pq.write_table(table, out, compression="zstd", store_schema=False, **kw)
     except OSError as exc:
         raise fs.cannot_write(uri, exc) from exc
-    return fs.file_info(uri, s3).size
+    return root.file_info(uri).size
 
 
 @dataclass(frozen=True)
@@ -69,12 +67,11 @@ class Scaling:
 
 
 def scale_files(
-    source_root: str,
-    target_root: str,
+    source_root: StatisticsStore,
+    target_root: StatisticsStore,
     source: dict[str, str],
     target: dict[str, str],
     scaling: Scaling,
-    s3: fs.S3Options | None,
 ) -> int:
     """Scaled copies of one partition's (or the table's) three files; bytes written."""
     N, n, profiles = scaling.population, scaling.sample_rows, scaling.profiles
@@ -82,7 +79,7 @@ def scale_files(
     # the table's distinct-count intervals get the rule's 200 bootstrap replicates,
     # each partition's PARTITION_REPLICATES (partitions x columns of them add up)
     replicates = None if partition_rates is not None else PARTITION_REPLICATES
-    statistics = _read(source_root, source["statistics"], s3)
+    statistics = _read(source_root, source["statistics"])
     rows = [
         apply_bounds(scale_row(row, N, n, profiles.get(row["column"]), replicates),
                      (bounds or {}).get(row["column"]))
@@ -92,23 +89,23 @@ def scale_files(
     for extra in SAMPLED_FIELDS:
         schema = schema.append(extra)
     written = _write(
-        pa.Table.from_pylist(rows, schema=schema), target_root, target["statistics"], s3,
+        pa.Table.from_pylist(rows, schema=schema), target_root, target["statistics"],
         row_group_size=schemas.STATISTICS_ROW_GROUP, write_statistics=False,
     )
-    frequencies = _scale_frequencies(_read(source_root, source["frequencies"], s3), N, n,
+    frequencies = _scale_frequencies(_read(source_root, source["frequencies"]), N, n,
                                      partition_rates)
     written += _write(
-        frequencies, target_root, target["frequencies"], s3,
+        frequencies, target_root, target["frequencies"],
         row_group_size=schemas.FREQUENCIES_ROW_GROUP, write_statistics=["column_index"],
         use_dictionary=["column"],
         column_encoding=schemas.FREQUENCY_VALUE_ENCODING,
     )
-    histograms = _read(source_root, source["histograms"], s3)
+    histograms = _read(source_root, source["histograms"])
     for i, name in enumerate(histograms.column_names):
         if name != "bin":
             histograms = histograms.set_column(i, name, _scaled(histograms.column(i), N / n))
     written += _write(
-        histograms, target_root, target["histograms"], s3, write_statistics=False,
+        histograms, target_root, target["histograms"], write_statistics=False,
         use_dictionary=False,
     )
     return written

@@ -30,7 +30,7 @@ from lakestats import fs
 from lakestats.compute.sample.select import merge_candidates, row_hashes, size_for_fraction
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import PartitionReader, SampleUnit, Slice
-from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.sample import HASH_COLUMN, UNIT_COLUMN, data_file
 
 SAMPLE_SUMMARY_SCHEMA = (
@@ -73,9 +73,8 @@ class SampleJob:
     partition_paths: list[str]
     targets: list[int | None]  # sample rows per task (None in count mode)
     seed: int
-    sample_dir: str
+    sample: StatisticsStore | None  # the sample's directory (None in count mode)
     run_id: str
-    s3: fs.S3Options | None
     count_columns: list[str] | None = None  # count mode: the one column read
     table_location: str = ""
     tasks: list[SampleTask] = field(default_factory=list)  # sample mode
@@ -146,11 +145,12 @@ def _below(rows: pa.Table, threshold: int | None) -> pa.Table:
 
 
 def _write(job: SampleJob, rows: pa.Table, relative: str) -> int:
-    uri = fs.join(job.sample_dir, *relative.split("/"))
+    assert job.sample is not None
+    uri = job.sample.join(*relative.split("/"))
     try:
-        with fs.open_output(uri, job.s3) as out:
+        with job.sample.open_output(uri) as out:
             pq.write_table(rows, out, compression="zstd")
-        return fs.file_info(uri, job.s3).size
+        return job.sample.file_info(uri).size
     except OSError as exc:
         raise fs.cannot_write(uri, exc) from exc
 
@@ -181,11 +181,11 @@ def _run_task(job: SampleJob, index: int, started: float) -> dict[str, object]:
     population, k, resampled = task.known_rows, 0, not task.state
     if task.state:
         for relative in task.state:
-            uri = layout.absolute(job.sample_dir, relative)  # named by the manifest
-            filesystem, path = fs.resolve(uri, job.s3)
-            with filesystem.open_input_file(path) as handle:
+            assert job.sample is not None
+            uri = job.sample.path(relative)  # named by the manifest
+            with job.sample.open_input_file(uri) as handle:
                 stored = pq.read_table(handle)
-            state_bytes += fs.file_info(uri, job.s3).size
+            state_bytes += job.sample.file_info(uri).size
             owner = stored.column(UNIT_COLUMN).to_numpy(zero_copy_only=False)
             candidates.add(stored.filter(pa.array(~np.isin(owner, list(task.gone)))))
         for key in task.read:

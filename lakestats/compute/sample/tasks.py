@@ -28,12 +28,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats import fs
 from lakestats.compute.sample.files import Scaling, profile_of, scale_files
 from lakestats.stats.hashing import hash_binary
 from lakestats.stats.keys import encode
 from lakestats.stats.leaves import leaf_array
 from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -57,15 +57,14 @@ PROFILE_FIELDS = "column int, times long, count long"
 @dataclass
 class SampleHook:
     """Shipped to the executors inside the analyze ``Job``: where the scaled files go
-    (``target_root``, ``run_id``: the sampled version's) and each sample partition's
+    (``target``, ``run_id``: the sampled version's) and each sample partition's
     ``Scaling`` (N, n, metadata bounds) by partition path; ``tasks``: how many Spark tasks
     share the partitions (a sample partition is small: one task each would cost more in
     scheduling than in work). ``table_profiles`` is filled on the driver by ``aggregate``."""
 
-    target_root: str
+    target: StatisticsStore
     run_id: str
     scalings: dict[str, Scaling]
-    s3: fs.S3Options | None
     tasks: int | None = None  # Spark tasks: several small sample partitions share one
     table_profiles: dict[str, np.ndarray] = field(default_factory=dict)
     extra_fields: list[pa.Field] = field(default_factory=lambda: list(VALUE_FIELDS))
@@ -94,8 +93,8 @@ class SampleHook:
                 )
         scaling = dataclasses.replace(self.scalings[path], profiles=profiles)
         written = scale_files(
-            job.root, self.target_root, job.files(partition),
-            layout.partition_files(path, self.run_id), scaling, self.s3,
+            job.store, self.target, job.files(partition),
+            layout.partition_files(path, self.run_id), scaling,
         )
         rows = pa.concat_tables(parts) if parts else pa.schema(VALUE_FIELDS).empty_table()
         return written, rows

@@ -21,33 +21,27 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from lakestats import fs
-from lakestats.compute.analyze import (
-    AnalyzeResult,
-    _reusable_entries,
-    _theta_sketches,
-    _with_puffin,
-    column_records,
-    publish_puffin,
-    publish_version,
-    select_columns,
-)
+from lakestats.answers import AnalyzeResult
+from lakestats.compute.analyze.columns import column_records, select_columns
+from lakestats.compute.analyze.publish import publish_puffin, publish_version
+from lakestats.compute.analyze.reuse import reusable_entries, theta_sketches, with_puffin
 from lakestats.errors import CorruptStatisticsError, StatisticsNotFoundError
 from lakestats.formats.base import TableFormat
 from lakestats.options import AnalyzeOptions
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import layout, manifest, verify
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import VersionKind
 
 
 def without_spark(
-    table: TableFormat, stats_root: str, options: AnalyzeOptions, s3: fs.S3Options | None
+    table: TableFormat, stats_root: StatisticsStore, options: AnalyzeOptions
 ) -> AnalyzeResult | None:
     """The result of an analyze that has nothing to compute, or None when it has."""
     if options.where is not None or options.from_sample or registered_statistics():
         return None
     try:
-        previous = manifest.load_version(stats_root, None, s3)
+        previous = manifest.load_version(stats_root, None)
     except (StatisticsNotFoundError, CorruptStatisticsError):
         return None
     if previous.kind != VersionKind.FULL or previous.skipped_versions:
@@ -57,8 +51,8 @@ def without_spark(
     )
     leaves, _ = select_columns(table.schema(snapshot), options.columns)
     columns = column_records(table, snapshot, leaves)
-    thetas = _theta_sketches(table, options, None)
-    reusable, damaged, _ = _reusable_entries(stats_root, s3, columns, options, thetas)
+    thetas = theta_sketches(table, options, None)
+    reusable, damaged, _ = reusable_entries(stats_root, columns, options, thetas)
     plans = table.plan(snapshot)
     keys = {
         (layout.partition_dir_of(list(plan.key), plan.values), plan.fingerprint())
@@ -66,11 +60,11 @@ def without_spark(
     }
     if damaged or len(keys) != len(previous.partitions) or not keys <= set(reusable):
         return None
-    if not _table_level_ready(previous, options, stats_root, s3):
+    if not _table_level_ready(previous, options, stats_root):
         return None
     if previous.snapshot_id == snapshot:
         return AnalyzeResult(
-            previous.version, snapshot, 0, len(plans), previous.row_count, 0, stats_root,
+            previous.version, snapshot, 0, len(plans), previous.row_count, 0, stats_root.uri,
             unchanged=True,
         )
     timestamps = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
@@ -90,18 +84,17 @@ def without_spark(
         },
         skipped_versions=[],
     )
-    if _with_puffin(table, options, None) and inherited.table_files and inherited.partitions:
+    if with_puffin(table, options, None) and inherited.table_files and inherited.partitions:
         # the new snapshot's own Puffin file (engines read statistics of the exact snapshot)
-        inherited.extra["puffin"] = publish_puffin(table, stats_root, inherited, s3)
-    number = publish_version(stats_root, inherited, s3)
-    return AnalyzeResult(number, snapshot, 0, len(plans), previous.row_count, 0, stats_root)
+        inherited.extra["puffin"] = publish_puffin(table, stats_root, inherited)
+    number = publish_version(stats_root, inherited)
+    return AnalyzeResult(number, snapshot, 0, len(plans), previous.row_count, 0, stats_root.uri)
 
 
 def _table_level_ready(
     previous: manifest.Version,
     options: AnalyzeOptions,
-    stats_root: str,
-    s3: fs.S3Options | None,
+    stats_root: StatisticsStore,
 ) -> bool:
     """The table level (and its exact ranks) this analyze asks for exist and are intact."""
     if not options.table_level:
@@ -112,5 +105,5 @@ def _table_level_ready(
     recorded = dict(previous.extra.get("file_sizes", {}))
     if not recorded:
         return False  # a version from before sizes were recorded: recompute to be sure
-    sizes = verify.stored_sizes(stats_root, s3)
+    sizes = verify.stored_sizes(stats_root)
     return verify.intact(files, recorded, sizes, parquet=False)

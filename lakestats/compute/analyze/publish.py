@@ -1,0 +1,73 @@
+"""The end of a run: the table-level files of an empty table, the Puffin file, the
+version published (a race with another analyze of the same snapshot is a clear
+conflict), or, after a failure, what the run wrote removed."""
+
+from __future__ import annotations
+
+import contextlib
+
+from lakestats.errors import ConflictError, LakestatsError
+from lakestats.formats.base import TableFormat
+from lakestats.options import AnalyzeOptions
+from lakestats.store import cleanup, layout, manifest
+from lakestats.store.handle import StatisticsStore
+from lakestats.threads import prefetch
+
+
+def remove_failed_run(root: StatisticsStore, run_id: str) -> None:
+    """What a failed run wrote, unless its version was published before the failure
+    (then those files are the version's)."""
+    with contextlib.suppress(LakestatsError):
+        if manifest.load_version(root, None).run_id == run_id:
+            return
+    with contextlib.suppress(LakestatsError, OSError):
+        cleanup.remove_run(root, run_id)
+
+
+def publish_puffin(
+    table: TableFormat, root: StatisticsStore, version: manifest.Version
+) -> dict[str, object]:
+    """The version's Puffin file written and committed (``compute/puffin.py``); what the
+    version records of it."""
+    from lakestats.compute import puffin
+
+    record = puffin.publish(
+        table, root.uri, version, root.s3, lambda f, items: prefetch(f, list(items))
+    )
+    return record.to_json()
+
+
+def write_empty_table(
+    root: StatisticsStore,
+    leaves: list,
+    options: AnalyzeOptions,
+    statistics: list,
+    run_id: str,
+) -> tuple[dict[str, str], int]:
+    """Table-level files of a table without data files (every column: zero rows), so an
+    empty table reads like any other instead of failing lookups."""
+    from lakestats.stats.accumulator import ColumnAccumulator
+    from lakestats.store import writer
+
+    results = [
+        ColumnAccumulator(leaf, list(statistics)).finalize(options.bins, options.max_frequencies)
+        for leaf in leaves
+    ]
+    files = layout.table_files(run_id)
+    uris = {k: root.path(v) for k, v in files.items()}
+    custom = [(s.name, s.result_type) for s in statistics]
+    return files, writer.write_partition(results, custom, options.bins, uris, root)
+
+
+def publish_version(root: StatisticsStore, version: manifest.Version) -> int:
+    """Publish; when another analyze won the race, publish after it unless it published
+    statistics of the same snapshot (then stop with a clear conflict)."""
+
+    def same_snapshot(winner: manifest.Version) -> None:
+        if winner.snapshot_id == version.snapshot_id and winner.run_id != version.run_id:
+            raise ConflictError(
+                f"another analyze published statistics version {winner.version} for the "
+                "same snapshot while this one ran; its result stands (nothing to do)"
+            )
+
+    return manifest.publish(root, version, on_conflict=same_snapshot)

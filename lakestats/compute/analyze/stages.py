@@ -1,0 +1,141 @@
+"""The per-partition Spark job: one task per slice (``mapInArrow`` over
+``spark.range(n, numPartitions=n)``, the ``Job`` shipped in its closure), then, for
+partitions split into slices, a second equally small stage that merges their staged
+states. Only small summaries come back to the driver."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from lakestats.compute.outcome import TaskOutcome
+from lakestats.compute.progress import run_with_progress
+from lakestats.compute.session import collect_small, result_schema
+from lakestats.compute.tasks import SUMMARY_SCHEMA, Job, merge_partition, run_slice
+from lakestats.errors import LakestatsError
+from lakestats.formats.base import TableFormat
+from lakestats.spark_errors import spark_call as _spark_call
+from lakestats.store import layout
+
+SUMMARY_FIELDS = [
+    pa.field("task_id", pa.int64()),
+    pa.field("partition", pa.int64()),
+    pa.field("kind", pa.string()),
+    pa.field("row_count", pa.int64()),
+    pa.field("bytes_written", pa.int64()),
+    pa.field("seconds", pa.float64()),
+    pa.field("error", pa.string()),
+]
+
+
+def _batches(rows: list[dict[str, object]], extra: list[pa.Field] | None = None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(rows, schema=pa.schema(SUMMARY_FIELDS + (extra or [])))
+
+
+def _stage_one(job: Job, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    extra_fields = getattr(job.hook, "extra_fields", None)
+    for batch in batches:
+        for task_id in batch.column(0).to_pylist():
+            summary = run_slice(job, task_id)
+            extra = summary.pop("extra", None)
+            yield _batches([summary], extra_fields)
+            if extra is not None and extra.num_rows:  # the hook's rows: summary columns null
+                nulls = [pa.nulls(extra.num_rows, f.type) for f in SUMMARY_FIELDS]
+                table = pa.Table.from_arrays(
+                    nulls + list(extra.columns), schema=pa.schema(SUMMARY_FIELDS + extra_fields)
+                )
+                yield from table.to_batches()
+
+
+def _stage_two(
+    job: Job, counts: dict[int, int], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for partition in batch.column(0).to_pylist():
+            yield _batches([merge_partition(job, partition, counts[partition])])
+
+
+def plan_slices(job: Job, table: TableFormat, plans: list) -> None:
+    """The tasks of the per-partition job of ``plans`` (``job.partition_paths``' order):
+    their slices, biggest first (so the last wave of tasks is short)."""
+    slices, slice_partition = [], []
+    for index, plan in enumerate(plans):
+        for part in table.slices(plan, job.options.max_slice_bytes):
+            slices.append(part)
+            slice_partition.append(index)
+    order = sorted(range(len(slices)), key=lambda i: -sum(f.size_bytes for f in slices[i].files))
+    job.slices = [slices[i] for i in order]
+    job.slice_partition = [slice_partition[i] for i in order]
+
+
+def compute_partitions(
+    spark: SparkSession, job: Job, progress: bool
+) -> tuple[dict[int, int], int]:
+    """Run the per-partition Spark job; row counts by plan index and bytes written."""
+    if not job.slices:
+        return {}, 0
+    try:
+        summaries = _spark_call(
+            "analyze failed on Spark", lambda: _partition_stages(spark, job, progress)
+        )
+    finally:
+        job.store.delete_dir(layout.staging_dir(job.store.uri, job.run_id))
+    rows: dict[int, int] = {}
+    written = 0
+    for summary in summaries:
+        if summary["kind"] == TaskOutcome.DONE:
+            rows[summary["partition"]] = summary["row_count"]
+        written += summary["bytes_written"] or 0
+    return rows, written
+
+
+def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
+    """Stage one (every slice), then stage two (merging the slices of split partitions)."""
+    slices = job.slices
+    hook = job.hook
+    tasks = min(getattr(hook, "tasks", None) or len(slices), len(slices))  # slices per task
+    frame = spark.range(0, len(slices), 1, numPartitions=tasks)
+    schema = SUMMARY_SCHEMA if hook is None else f"{SUMMARY_SCHEMA}, {hook.extra_schema}"  # type: ignore[attr-defined]
+    stage = frame.mapInArrow(functools.partial(_stage_one, job), result_schema(schema))
+    if hook is None:
+        summaries = run_with_progress(
+            spark, "analyzing partitions", len(slices), lambda: collect_small(stage), progress
+        )
+    else:
+        summaries = run_with_progress(
+            spark, "analyzing partitions", len(slices),
+            lambda: _with_hook(stage, hook, [leaf.name for leaf in job.leaves]), progress,
+        )
+    raise_errors(summaries)
+    counts: dict[int, int] = {}
+    for part, partition in zip(slices, job.slice_partition, strict=True):
+        counts[partition] = part.count
+    multi = sorted(p for p, c in counts.items() if c > 1)
+    if not multi:
+        return summaries
+    frame = spark.createDataFrame([(p,) for p in multi], "partition long").repartition(len(multi))
+    stage = frame.mapInArrow(
+        functools.partial(_stage_two, job, counts), result_schema(SUMMARY_SCHEMA)
+    )
+    merged = run_with_progress(
+        spark, "merging slices", len(multi), lambda: collect_small(stage), progress
+    )
+    raise_errors(merged)
+    return [s for s in summaries if s["kind"] == TaskOutcome.DONE] + merged
+
+
+def _with_hook(stage: DataFrame, hook: object, names: list[str]) -> list[dict]:
+    """Run the tasks once; the hook aggregates its rows in the same Spark job
+    (``SampleHook.aggregate``) and hands back the tasks' summaries."""
+    keys = [f.name for f in SUMMARY_FIELDS]
+    return hook.aggregate(stage, keys, names)  # type: ignore[attr-defined]
+
+
+def raise_errors(summaries: list) -> None:
+    errors = [s["error"] for s in summaries if s["kind"] == TaskOutcome.ERROR]
+    if errors:
+        more = f" (and {len(errors) - 1} more partitions failed)" if len(errors) > 1 else ""
+        raise LakestatsError(f"{errors[0]}{more}")
