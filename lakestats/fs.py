@@ -8,6 +8,10 @@ to the standard AWS variables plus ``AWS_ENDPOINT_URL`` for S3-compatible server
 Every failure of the store (refused connection, full disk, a root that is a file) is
 one ``StorageError`` line; S3 requests have bounded timeouts and retries, so an
 endpoint that refuses or never answers fails in seconds, not minutes.
+
+Over 400 lines on purpose: every store operation and the S3 options each format library
+gets (pyarrow, object_store, pyiceberg) in one place, so one set of limits and one error
+line hold for all of them.
 """
 
 from __future__ import annotations

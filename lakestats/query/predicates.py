@@ -27,6 +27,10 @@ Combination within one partition (documented in README "Selectivity estimates"):
   bounds are Fréchet's: ``max(0, sum(lower_i) - (k-1) n) .. min(upper_i)``;
 * OR across columns: inclusion-exclusion under independence
   (``n * (1 - prod(1 - e_i / n))``); bounds ``max(lower_i) .. min(n, sum(upper_i))``.
+
+Over 400 lines because the tree, its parser, its normal form and the estimate over it are one
+contract (a node's kinds are matched in each); the text reader (``predicate_text``), SQL
+keywords (``sql_keywords``) and the per-partition inputs (``index_source``) are apart.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ disable the rest of the cache). It is also what the histograms stage re-bins fro
 read of the part instead of one ``histograms.parquet`` per member), and a staged
 reduction's first pass reads each member's files once for the states, the index part and
 the histograms part (``holding``).
+
+Over 400 lines because the cache, its keys and the one pass that fills all three parts sit
+together: splitting them would pass each group's open files across modules.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ merges them into the stored candidates (rows of changed or removed units leave),
 partition or one rewritten wholesale is resampled, untouched partitions keep their files,
 dropped ones are removed. A row's hash depends only on its unit and position, so the result
 is the sample a fresh ``create`` at the sample's rate draws.
+
+Over 400 lines because create and refresh share the publish step (sibling table, manifest,
+rollback on failure) and the run's cleanup; each stage already lives in its own module.
 """
 
 from __future__ import annotations
