@@ -107,7 +107,7 @@ def object_store_options(s3: S3Options | None) -> dict[str, str]:
             options[key] = value
     # the same limits as lakestats' own client (object_store's defaults: 30 s a request,
     # 10 retries for up to 3 minutes, what made a silent endpoint hang a command)
-    limits = s3.with_limits() if s3.request_timeout is None else s3
+    limits = s3.with_limits()  # keeps the limits given, fills the others from the settings
     whole = limits.attempts * (limits.request_timeout + limits.connect_timeout)
     options["connect_timeout"] = f"{math.ceil(limits.connect_timeout)}s"  # humantime: whole
     options["timeout"] = f"{math.ceil(limits.request_timeout)}s"
@@ -122,7 +122,7 @@ def iceberg_io_properties(s3: S3Options | None) -> dict[str, str]:
     its endpoint, credentials and lakestats' limits (pyiceberg's own client knew neither)."""
     if s3 is None:
         return {}
-    limits = s3.with_limits() if s3.request_timeout is None else s3
+    limits = s3.with_limits()
     pairs = (
         ("s3.endpoint", s3.endpoint_url),
         ("s3.region", s3.region),

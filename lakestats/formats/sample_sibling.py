@@ -108,17 +108,17 @@ def restored_on_failure(
         yield
         return
     location = sibling_location(table, stats_root)
+    filesystem, _ = fs.resolve(location, s3)
     entries = fs.list_files(location, s3, recursive=True)
     before = {info.path for info in entries}
-    hints = {
-        info.path: fs.read_bytes(_uri(location, info.path, s3), s3)
-        for info in entries
-        if info.type == pafs.FileType.File and info.base_name in _REWRITTEN
-    }
+    hints = {}
+    for info in entries:
+        if info.type == pafs.FileType.File and info.base_name in _REWRITTEN:
+            with filesystem.open_input_stream(info.path) as stream:
+                hints[info.path] = stream.read()
     try:
         yield
     except BaseException:
-        filesystem, _ = fs.resolve(location, s3)
         added = [i for i in fs.list_files(location, s3, recursive=True) if i.path not in before]
         for info in sorted(added, key=lambda i: i.path.count("/"), reverse=True):
             with contextlib.suppress(OSError):
@@ -132,9 +132,3 @@ def restored_on_failure(
         if not before:
             fs.delete_dir(location, s3)
         raise
-
-
-def _uri(location: str, path: str, s3: fs.S3Options | None) -> str:
-    """The URI of a filesystem ``path`` listed under ``location``."""
-    _, base = fs.resolve(location, s3)
-    return fs.join(location, path[len(base) :].lstrip("/"))
