@@ -23,32 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lakestats import fs
-from lakestats.answers import (
-    AnalyzeResult,
-    BatchStatistics,
-    Bin,
-    ColumnInfo,
-    Estimate,
-    EstimateBatch,
-    ExpireReport,
-    Frequencies,
-    Histogram,
-    Holder,
-    Partition,
-    PartitionColumns,
-    Partitions,
-    PartitionsContaining,
-    PartitionStatistics,
-    Quantile,
-    Rank,
-    SqlResult,
-    TableProfile,
-    TableStatistics,
-    TableSummary,
-    VersionInfo,
-    Versions,
-    frozen_row,
-)
 from lakestats.errors import (
     ColumnNotFoundError,
     CorruptStatisticsError,
@@ -60,6 +34,7 @@ from lakestats.errors import (
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
 from lakestats.fs import S3Options  # noqa: F401 - public: a table's object store settings
+from lakestats.lazy import LazyModule
 from lakestats.options import AnalyzeOptions
 from lakestats.stats.keys import to_json  # noqa: F401 - the CLI's and service's JSON form of a value
 from lakestats.store import layout, manifest
@@ -83,8 +58,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import SparkSession
 
+    from lakestats import answers
     from lakestats.compute.analyze import RowSubset
     from lakestats.query.resident import Resident
+else:  # the answers' dataclasses compile on first use: a lookup builds none of them
+    answers = LazyModule("lakestats.answers")
 
 
 @dataclass
@@ -128,7 +106,7 @@ class LakestatsTable:
         *,
         spark: SparkSession | None = None,  # a classic or a Connect SparkSession
         **overrides: object,
-    ) -> AnalyzeResult:
+    ) -> answers.AnalyzeResult:
         """Compute and publish statistics for every partition (a Spark job), then reduce
         them to table level (unless ``table_level`` is False: partition files only).
 
@@ -270,22 +248,22 @@ class LakestatsTable:
             self._reader = StatisticsReader(self.store)
         return self._reader
 
-    def summary(self) -> TableSummary:
+    def summary(self) -> answers.TableSummary:
         """The latest statistics version: number, snapshot, rows, partitions, columns."""
         version = self.reader().version
-        return TableSummary(
+        return answers.TableSummary(
             version=version.version,
             snapshot_id=version.snapshot_id,
             row_count=version.merged_record_count or version.row_count,
             partitions=tuple(e.name for e in version.partitions),
             table_level=bool(version.table_files),
             created_at=version.created_at,
-            columns=tuple(ColumnInfo(c["name"], c["type"]) for c in version.columns),
+            columns=tuple(answers.ColumnInfo(c["name"], c["type"]) for c in version.columns),
             kind=str(version.kind),
             size_in_bytes=version.merged_record_size,
         )
 
-    def profile(self, snapshot: int | None = None) -> TableProfile:
+    def profile(self, snapshot: int | None = None) -> answers.TableProfile:
         """The table at a glance: size, freshness, how many figures are exact, and the
         alerts its statistics raise (``lakestats.alerts``), all without reading data.
         Needs table-level statistics (not ``--partitions-only``)."""
@@ -314,7 +292,7 @@ class LakestatsTable:
             if last is not None and row["column"] in last_rows and row["column"] not in last.values:
                 # a partition key differs between partitions by construction: not drift
                 alerts += drift_alerts(row, last_rows[row["column"]], last.name, len(parts))
-        return TableProfile(
+        return answers.TableProfile(
             version=version.version,
             snapshot_id=version.snapshot_id,
             row_count=level.row_count,
@@ -355,7 +333,7 @@ class LakestatsTable:
 
     def table_statistics(
         self, snapshot_id: int | None = None, columns: list[str] | None = None
-    ) -> TableStatistics:
+    ) -> answers.TableStatistics:
         """Table-level statistics for a snapshot (default: current), marked stale when they
         were computed for an earlier snapshot; columns changed since are left out."""
         version = version_for_snapshot(self.store, self.format, snapshot_id)
@@ -378,17 +356,17 @@ class LakestatsTable:
         wanted = list(columns or keep)
         rows = reader.column_statistics(None, wanted)
         sampled = version.kind == VersionKind.SAMPLED
-        return TableStatistics(
+        return answers.TableStatistics(
             staleness=info,
             version=version.version,
             row_count=version.merged_record_count,
-            columns=tuple(frozen_row(r) for r in rows),
+            columns=tuple(answers.frozen_row(r) for r in rows),
             kind=VersionKind.SAMPLED if sampled else None,
             sample=version.extra.get("sample") if sampled else None,
             damaged_versions_skipped=tuple(version.skipped_versions or ()),
         )
 
-    def partitions_containing(self, column: str, value: str) -> PartitionsContaining:
+    def partitions_containing(self, column: str, value: str) -> answers.PartitionsContaining:
         """Partitions holding ``value`` (given as text, parsed with the column's type)."""
         from lakestats.stats.literals import parse_value
         from lakestats.stats.type_codec import parse_type
@@ -396,11 +374,11 @@ class LakestatsTable:
         reader = self.reader()
         dtype = parse_type(reader.columns[reader.column_index(column)]["type"])
         holders = reader.partitions_containing(column, parse_value(value, column, dtype))
-        return PartitionsContaining(
+        return answers.PartitionsContaining(
             column=column,
             value=value,
             version=reader.version.version,
-            partitions=tuple(Holder(**h) for h in holders),
+            partitions=tuple(answers.Holder(**h) for h in holders),
         )
 
     def _check_path(self) -> None:
@@ -415,7 +393,7 @@ class LakestatsTable:
         where: str | None = None,
         by_partition: bool = True,
         snapshot_id: int | None = None,
-    ) -> BatchStatistics:
+    ) -> answers.BatchStatistics:
         """Statistics of ``columns`` for the table and for every partition ``where`` can
         match, in one call: the per-partition part comes from the version's partition
         index (the row groups of those columns), never from one file per partition
@@ -440,23 +418,23 @@ class LakestatsTable:
             )
         )
 
-    def history(self) -> Versions:
+    def history(self) -> answers.Versions:
         """Every statistics version, oldest first (damaged ones say why), then the
         derived entries (``analyze --where``)."""
         self._check_path()
         store = self.store
         check_root(store)
-        out: list[VersionInfo] = []
+        out: list[answers.VersionInfo] = []
         for number in manifest.version_numbers(store):
             try:
                 v = manifest.load_version(store, number)
             except CorruptStatisticsError as exc:  # listed, so it can be expired
-                out.append(VersionInfo(version=number, damaged=exc.message))
+                out.append(answers.VersionInfo(version=number, damaged=exc.message))
                 continue
             except StatisticsNotFoundError:
                 continue  # expired since the listing
             out.append(
-                VersionInfo(
+                answers.VersionInfo(
                     version=v.version,
                     snapshot_id=v.snapshot_id,
                     schema_id=v.schema_id,
@@ -472,7 +450,7 @@ class LakestatsTable:
 
         for entry in derived.entries(store):
             out.append(
-                VersionInfo(
+                answers.VersionInfo(
                     version=int(entry["version"]),
                     snapshot_id=entry["snapshot_id"],
                     created_at=entry["created_at"],
@@ -480,16 +458,16 @@ class LakestatsTable:
                     derived=entry,
                 )
             )
-        return Versions(tuple(out))
+        return answers.Versions(tuple(out))
 
-    def partitions(self) -> Partitions:
+    def partitions(self) -> answers.Partitions:
         """The partitions of the latest version; ``path`` (unambiguous whatever the values
         hold) is what ``--partition`` takes; ``files`` are the statistics files' URIs."""
         reader = self.reader()
-        return Partitions(
+        return answers.Partitions(
             reader.version.version,
             tuple(
-                Partition(
+                answers.Partition(
                     partition=entry.values,
                     name=entry.name,
                     path=entry.path,
@@ -509,7 +487,7 @@ class LakestatsTable:
         snapshot_id: int | None = None,
         table_level: bool = False,
         source: str = "index",
-    ) -> Estimate:
+    ) -> answers.Estimate:
         """Rows ``where`` keeps, estimated per partition from the statistics and summed,
         with sound bounds (see README "Selectivity estimates"); ``table_level`` uses the
         table-level files as one partition instead. ``source``: ``"index"`` (the version's
@@ -529,7 +507,7 @@ class LakestatsTable:
         snapshot_id: int | None = None,
         table_level: bool = False,
         source: str = "index",
-    ) -> EstimateBatch:
+    ) -> answers.EstimateBatch:
         """``estimate`` of each of ``wheres`` against one statistics version (a planner's
         many selectivities in one call): the answers in order, each the one ``estimate``
         gives. An empty list or a bad predicate is an error naming it."""
@@ -548,7 +526,7 @@ class LakestatsTable:
                 )
             except LakestatsError as exc:
                 raise type(exc)(f"predicate {i + 1} of {len(wheres)}: {exc}") from exc
-        return EstimateBatch(
+        return answers.EstimateBatch(
             estimates=tuple(answers), version=resident.version, snapshot_id=resident.snapshot_id
         )
 
@@ -573,7 +551,7 @@ class LakestatsTable:
         snapshot_id: int | None,
         table_level: bool,
         source: str,
-    ) -> Estimate:
+    ) -> answers.Estimate:
         from lakestats.query import predicates
         from lakestats.store import derived
 
@@ -584,13 +562,13 @@ class LakestatsTable:
             lambda: derived.find(self.store, normalized, resident.snapshot_id),
         )
         if found is not None:  # analyzed with --where: the exact count
-            return Estimate.of(
+            return answers.Estimate.of(
                 _derived_estimate(resident.reader, found), resident.version,
                 resident.snapshot_id,
             )
         return resident.answer(
             (normalized, bool(table_level), source),
-            lambda: Estimate.of(
+            lambda: answers.Estimate.of(
                 resident.estimate(pred, table_level, source), resident.version,
                 resident.snapshot_id,
             ),
@@ -616,12 +594,12 @@ class LakestatsTable:
             return [dict(r) for r in self.table_statistics(snapshot, columns).columns]
         return self._version_reader(snapshot).column_statistics(partition, columns)
 
-    def partition(self, partition: str | dict) -> Partition:
+    def partition(self, partition: str | dict) -> answers.Partition:
         """One partition of the latest version (an unknown one is a
         ``PartitionNotFoundError`` listing some that exist)."""
         reader = self.reader()
         entry = reader.partition(partition)
-        return Partition(
+        return answers.Partition(
             partition=entry.values,
             name=entry.name,
             path=entry.path,
@@ -631,17 +609,17 @@ class LakestatsTable:
 
     def partition_statistics(
         self, partition: str | dict, columns: list[str] | None = None
-    ) -> PartitionStatistics:
+    ) -> answers.PartitionStatistics:
         """One partition's statistics in the latest version (``show --partition``)."""
         reader = self.reader()
         entry = reader.partition(partition)
         rows = reader.column_statistics(entry.name or None, columns)
-        return PartitionStatistics(
+        return answers.PartitionStatistics(
             partition=entry.values,
             name=entry.name,
             row_count=entry.row_count,
             version=reader.version.version,
-            columns=tuple(frozen_row(r) for r in rows),
+            columns=tuple(answers.frozen_row(r) for r in rows),
         )
 
     def has_table_statistics(self) -> bool:
@@ -655,7 +633,7 @@ class LakestatsTable:
         top: int | None = None,
         *,
         version: int | None = None,
-    ) -> Frequencies:
+    ) -> answers.Frequencies:
         """The ``top`` most frequent values of ``column`` (all stored when None), of the
         table level or of ``partition`` (in the latest statistics version, or ``version``),
         with the flags that say how whole the list is."""
@@ -663,7 +641,7 @@ class LakestatsTable:
         entry = reader.partition(partition or None)
         [row] = reader.column_statistics(entry.name or None, [column])
         pairs = reader.frequencies(entry.name or None, column, top)
-        return Frequencies(
+        return answers.Frequencies(
             column=column,
             partition=entry.name or None,
             version=reader.version.version,
@@ -677,10 +655,10 @@ class LakestatsTable:
             pairs=tuple((v, f) for v, f in pairs),
         )
 
-    def rank(self, column: str, value: object) -> Rank:
+    def rank(self, column: str, value: object) -> answers.Rank:
         """Exact rank of a value at table level (needs ``analyze(exact=True)``)."""
         found = self.reader().rank(column, value)
-        return Rank(
+        return answers.Rank(
             column=column,
             value=value,
             below=found["below"],
@@ -690,9 +668,9 @@ class LakestatsTable:
             percentile=found["percentile"],
         )
 
-    def quantile(self, column: str, p: float) -> Quantile:
+    def quantile(self, column: str, p: float) -> answers.Quantile:
         """Exact table-level quantile (nearest rank; needs ``analyze(exact=True)``)."""
-        return Quantile(column, p, self.reader().quantile(column, p))
+        return answers.Quantile(column, p, self.reader().quantile(column, p))
 
     def histogram(
         self,
@@ -702,7 +680,7 @@ class LakestatsTable:
         stop: int | None = None,
         *,
         version: int | None = None,
-    ) -> Histogram:
+    ) -> answers.Histogram:
         """Bins ``[start, stop)`` of ``column``'s histogram (all when ``stop`` is None),
         of the table level or of ``partition`` (in the latest statistics version, or
         ``version``)."""
@@ -717,7 +695,7 @@ class LakestatsTable:
         bins = reader.histogram(entry.name or None, column, start, stop)
         [row] = reader.column_statistics(entry.name or None, [column])
         total = row.get("histogram_bins") or 0
-        return Histogram(
+        return answers.Histogram(
             column=column,
             partition=entry.name or None,
             version=reader.version.version,
@@ -725,14 +703,14 @@ class LakestatsTable:
             start=min(start, total),
             stop=min(start + len(bins), total) if bins else min(start, total),
             exact=row.get("histogram_exact") is not False,
-            bins=tuple(Bin(b["lower"], b["upper"], b["count"]) for b in bins),
+            bins=tuple(answers.Bin(b["lower"], b["upper"], b["count"]) for b in bins),
         )
 
 
     # -- maintaining ----------------------------------------------------------
     def expire(
         self, retain_last: int = 1, *, orphan_age_minutes: int = 60, dry_run: bool = False
-    ) -> ExpireReport:
+    ) -> answers.ExpireReport:
         """Remove the versions of snapshots the table no longer has (always keeping the
         ``retain_last`` newest), files no kept version references (older than
         ``orphan_age_minutes``) and derived entries of removed snapshots. Returns
@@ -759,7 +737,7 @@ class LakestatsTable:
         kept = {manifest.load_version(root, n).snapshot_id for n in plan.versions_kept}
         removed = derived.expire(root, kept, dry_run=dry_run)
         self._forget_reader()
-        return ExpireReport(
+        return answers.ExpireReport(
             dry_run=dry_run,
             versions_removed=tuple(plan.versions_removed),
             versions_kept=tuple(plan.versions_kept),
@@ -820,24 +798,26 @@ def _derived_estimate(reader: StatisticsReader, found: StatisticsReader) -> dict
     }
 
 
-def _batch(result: dict[str, object], derived_predicate: str | None = None) -> BatchStatistics:
+def _batch(
+    result: dict[str, object], derived_predicate: str | None = None
+) -> answers.BatchStatistics:
     table = result["table"]
     parts = result.get("partitions")
-    return BatchStatistics(
+    return answers.BatchStatistics(
         row_count=table["row_count"],
         version=table["version"],
         snapshot_id=table["snapshot_id"],
         partitions_total=table["partitions"],
         partitions_matched=table["partitions_matched"],
-        columns=tuple(frozen_row(c) for c in table["columns"]),
+        columns=tuple(answers.frozen_row(c) for c in table["columns"]),
         partitions=None
         if parts is None
         else tuple(
-            PartitionColumns(
+            answers.PartitionColumns(
                 partition=p["partition"],
                 name=p["name"],
                 row_count=p["row_count"],
-                columns=tuple(frozen_row(c) for c in p["columns"]),
+                columns=tuple(answers.frozen_row(c) for c in p["columns"]),
             )
             for p in parts
         ),
@@ -906,7 +886,7 @@ def sql(
     catalog: str | None = None,
     warehouse: str | None = None,
     stats_root: str | None = None,
-) -> SqlResult:
+) -> answers.SqlResult:
     """Run ``ANALYZE TABLE t COMPUTE STATISTICS [NOSCAN | FOR COLUMNS a, b | FOR ALL
     COLUMNS]`` (``lakestats.compute.sql``): ``FOR`` analyzes those columns (Spark); without
     it, a counts-only version from metadata."""
@@ -915,9 +895,9 @@ def sql(
     parsed = parse(statement)
     table = open_table(parsed.table, stats_root=stats_root, catalog=catalog, warehouse=warehouse)
     if not parsed.scan:
-        return SqlResult(**count_only(table.format, table.store, parsed.table))
+        return answers.SqlResult(**count_only(table.format, table.store, parsed.table))
     result = table.analyze(columns=parsed.columns)
-    return SqlResult(
+    return answers.SqlResult(
         kind=VersionKind.FULL,
         version=result.version,
         snapshot_id=result.snapshot_id,

@@ -22,12 +22,15 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from lakestats import api, config, display
 from lakestats import options as opts
-from lakestats.answers import TableStatistics
 from lakestats.errors import InvalidArgumentError, LakestatsError
 from lakestats.options import AnalyzeOptions, SampleOptions
+
+if TYPE_CHECKING:
+    from lakestats.answers import TableStatistics
 
 
 class _Parser(argparse.ArgumentParser):

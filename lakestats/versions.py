@@ -10,14 +10,17 @@ integration all ask these questions of a table before they look anything up.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakestats.answers import Staleness
 from lakestats.errors import InvalidArgumentError, SnapshotNotFoundError, StatisticsNotFoundError
 from lakestats.formats import TableFormat
 from lakestats.store import layout, manifest
 from lakestats.store.handle import StatisticsStore
+
+if TYPE_CHECKING:
+    from lakestats.answers import Staleness
 
 
 def snapshot_as_of(table: TableFormat, timestamp_ms: int) -> int:
@@ -132,6 +135,8 @@ def staleness(
         for c in version.columns
         if current.get(c["name"]) != (c["type"], c.get("field_id"))
     ]
+    from lakestats.answers import Staleness  # on first use: a partition lookup never asks
+
     return Staleness(
         snapshot_id=target,
         statistics_snapshot_id=described,
