@@ -77,6 +77,11 @@ class LakestatsTable:
     _format: TableFormat | None = field(default=None, repr=False)
     _reader: StatisticsReader | None = field(default=None, repr=False)
     _residents: dict[int, Resident] = field(default_factory=dict, repr=False, compare=False)
+    # (statistics version, target snapshot) -> how stale: planning the table and walking
+    # its schema costs milliseconds, and the service asks for every table-level lookup
+    _staleness: dict[tuple[int, int | None], answers.Staleness] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def format(self) -> TableFormat:
@@ -121,7 +126,7 @@ class LakestatsTable:
         options = AnalyzeOptions.build(options, overrides)
         from lakestats.compute.analyze import analyze, select_columns
 
-        self._format = None  # re-read the table: it may have changed since it was opened
+        self.forget_table_state()  # re-read the table: it may have changed since it was opened
         table = self.format
         check_snapshot(table, options.snapshot_id)
         select_columns(table.schema(options.snapshot_id), options.columns)
@@ -235,12 +240,14 @@ class LakestatsTable:
         files: a long-running service's refresh when no newer statistics version exists
         but the table may have a new snapshot (``stale`` must see it)."""
         self._format = None
+        self._staleness.clear()
 
     def _forget_reader(self) -> None:
         """Re-read the statistics on next use (after this handle wrote some): the open
         version and the resident estimators (``estimate``) with it."""
         self._reader = None
         self._residents.clear()
+        self._staleness.clear()
 
     def reader(self) -> StatisticsReader:
         if self._reader is None:
@@ -340,7 +347,7 @@ class LakestatsTable:
         reader = self.reader()  # its open files, when it reads that version
         if reader.version.version != version.version:
             reader = StatisticsReader(self.store, version.version)
-        info = staleness(self.format, version, snapshot_id)
+        info = self._staleness_of(version, snapshot_id)
         keep = [c["name"] for c in version.columns if c["name"] not in info.columns_not_inherited]
         for name in columns or ():
             if name in info.columns_not_inherited:
@@ -365,6 +372,19 @@ class LakestatsTable:
             sample=version.extra.get("sample") if sampled else None,
             damaged_versions_skipped=tuple(version.skipped_versions or ()),
         )
+
+    def _staleness_of(
+        self, version: manifest.Version, snapshot_id: int | None
+    ) -> answers.Staleness:
+        """``staleness``, once per statistics version and target snapshot while this handle
+        holds the table's state (``forget_table_state`` re-reads both)."""
+        table = self.format
+        target = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
+        key = (version.version, target)
+        found = self._staleness.get(key)
+        if found is None:
+            found = self._staleness[key] = staleness(table, version, target)
+        return found
 
     def partitions_containing(self, column: str, value: str) -> answers.PartitionsContaining:
         """Partitions holding ``value`` (given as text, parsed with the column's type)."""
@@ -516,18 +536,18 @@ class LakestatsTable:
         if not wheres:
             raise InvalidArgumentError("wheres: the list of predicates is empty")
         resident = self._resident(snapshot_id)
-        answers = []
+        estimates = []
         for i, where in enumerate(wheres):
             if not isinstance(where, str):
                 raise InvalidArgumentError(f"wheres[{i}]: a predicate is a string, not {where!r}")
             try:
-                answers.append(
+                estimates.append(
                     self._estimate_with(resident, where, snapshot_id, table_level, source)
                 )
             except LakestatsError as exc:
                 raise type(exc)(f"predicate {i + 1} of {len(wheres)}: {exc}") from exc
         return answers.EstimateBatch(
-            estimates=tuple(answers), version=resident.version, snapshot_id=resident.snapshot_id
+            estimates=tuple(estimates), version=resident.version, snapshot_id=resident.snapshot_id
         )
 
     def _resident(self, snapshot_id: int | None) -> Resident:

@@ -84,18 +84,19 @@ def _partitions(
         rows = rows.filter(pc.is_in(rows.column("partition_id"), pa.array(selected, pa.int32())))
     per_partition: dict[int, list[dict[str, object]]] = {p: [] for p in selected}
     column_index = rows.column("column_index").to_numpy(zero_copy_only=False)
+    key_fields = [f for f in COLUMN_FIELDS if f in KEY_FIELDS]
+    plain_fields = [f for f in COLUMN_FIELDS if f not in KEY_FIELDS]
     for name in names:  # in the order asked for
         index = reader.column_index(name)
         start, stop = np.searchsorted(column_index, [index, index + 1])
         chunk = rows.slice(int(start), int(stop - start))
         dtype = parse_type(reader.columns[index]["type"])
-        values = {
-            f: _decoded(chunk.column(f), dtype) if f in KEY_FIELDS else chunk.column(f).to_pylist()
-            for f in COLUMN_FIELDS
-        }
+        plain = chunk.select(plain_fields).to_pylist()  # one call, not one per field
+        decoded = _decoded_fields(chunk, key_fields, dtype)
         for j, partition in enumerate(chunk.column("partition_id").to_pylist()):
+            found, keyed = plain[j], decoded[j]
             per_partition[partition].append(
-                {"name": name, **{f: values[f][j] for f in COLUMN_FIELDS}}
+                {"name": name, **{f: keyed[f] if f in keyed else found[f] for f in COLUMN_FIELDS}}
             )
     return [
         {
@@ -108,11 +109,23 @@ def _partitions(
     ]
 
 
-def _decoded(column: pa.ChunkedArray, dtype: object) -> list[object]:
+def _decoded_fields(
+    chunk: pa.Table, fields: list[str], dtype: object
+) -> list[dict[str, object]]:
+    """Per row, the key ``fields`` decoded to Python values: every field's keys in one
+    vectorized decode (a fan-out of 10 columns decoded 110 small arrays one by one)."""
+    n = chunk.num_rows
+    if not fields or n == 0:
+        return [{} for _ in range(n)]
+    combined = pa.concat_arrays([chunk.column(f).combine_chunks() for f in fields])
+    values = _decoded(combined, dtype)
+    return [{f: values[k * n + j] for k, f in enumerate(fields)} for j in range(n)]
+
+
+def _decoded(array: pa.Array, dtype: object) -> list[object]:
     """Keys decoded to Python values (vectorized; nulls stay None)."""
     if isinstance(dtype, Opaque) or pa.types.is_null(dtype):
-        return [None] * len(column)
-    array = column.combine_chunks()
+        return [None] * len(array)
     try:
         if array.null_count == 0:
             return keys.decode_array(array, dtype).to_pylist()
