@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 
@@ -44,6 +46,9 @@ from lakestats.stats.type_codec import Opaque, column_kind, decode_value, parse_
 from lakestats.store import layout, manifest
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.schemas import SKETCH_COLUMNS, STATISTICS_ROW_GROUP
+
+ROW_GROUP_CACHE_BYTES = 16 * 1024 * 1024
+"""Decoded statistics row groups a reader keeps (per reader: a service thread's handle)."""
 
 KEY_COLUMNS = ("min", "max", *percentile_names(), "histogram_lower")
 
@@ -93,6 +98,10 @@ class StatisticsReader:
         }
         self._files: dict[str, pq.ParquetFile] = {}
         self._last_uri: str | None = None
+        # decoded row groups of statistics files, newest last (see ``_row_group``)
+        self._groups: OrderedDict[tuple[object, ...], pa.Table] = OrderedDict()
+        self._groups_bytes = 0
+        self._groups_lock = threading.Lock()
 
     # -- naming ---------------------------------------------------------------
     @property
@@ -258,7 +267,7 @@ class StatisticsReader:
             stats = handle.metadata.row_group(g).column(position).statistics
             if stats is not None and not (stats.min <= index <= stats.max):
                 continue
-            table = handle.read_row_group(g, columns=["value", "frequency", "column_index"])
+            table = self._row_group(handle, g, ["value", "frequency", "column_index"])
             table = _rows_of_column(table, index)
             values = table.column("value").to_pylist()
             if key in values:
@@ -324,10 +333,40 @@ class StatisticsReader:
             return handle.read(columns=wanted)
         indices = [self.column_index(c) for c in columns]
         groups = sorted({i // STATISTICS_ROW_GROUP for i in indices})
-        table = handle.read_row_groups(groups, columns=wanted)
+        parts = [self._row_group(handle, g, wanted) for g in groups]
+        table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         starts = {g: n * STATISTICS_ROW_GROUP for n, g in enumerate(groups)}
         rows = [starts[i // STATISTICS_ROW_GROUP] + i % STATISTICS_ROW_GROUP for i in indices]
         return _take(table, rows)
+
+    def _row_group(
+        self, handle: pq.ParquetFile, group: int | None, fields: list[str]
+    ) -> pa.Table:
+        """Row group ``group`` (None: the whole file) of a statistics file, decoded once
+        while it stays among the last ``ROW_GROUP_CACHE_BYTES`` read: decoding it was two
+        thirds of a partition lookup, and a service asks for the same few groups again and
+        again (a version's files never change). A group bigger than a quarter of that
+        (an exact column's frequencies) is not kept."""
+        key = (handle, group, tuple(fields))
+        with self._groups_lock:
+            found = self._groups.get(key)
+            if found is not None:
+                self._groups.move_to_end(key)
+                return found
+        if group is None:
+            table = handle.read(columns=fields)
+        else:
+            table = handle.read_row_group(group, columns=fields)
+        if table.nbytes > ROW_GROUP_CACHE_BYTES // 4:
+            return table
+        with self._groups_lock:
+            if key not in self._groups:
+                self._groups[key] = table
+                self._groups_bytes += table.nbytes
+                while self._groups_bytes > ROW_GROUP_CACHE_BYTES:
+                    _, dropped = self._groups.popitem(last=False)
+                    self._groups_bytes -= dropped.nbytes
+        return table
 
     def column_statistics(
         self, partition: str | dict | None, columns: list[str] | None = None
@@ -491,7 +530,8 @@ class StatisticsReader:
         stop = bins if stop is None else min(stop, bins)
         entry = self.partition(partition)
         handle = self.parquet_file(entry, "histograms")
-        counts = handle.read(columns=[column]).column(0).slice(start, max(0, stop - start))
+        counts = self._row_group(handle, None, [column]).column(0)
+        counts = counts.slice(start, max(0, stop - start))
         edges = bin_edges(
             row["type"],
             row["histogram_lower"],
