@@ -3,7 +3,7 @@
 All eight TPC-H tables (``--scale``, default 1) as Iceberg tables (pyiceberg, SQLite catalog
 under bench/data), each analyzed with ``lakestats analyze --exact`` (timed: it commits the
 Puffin file and writes the Spark component's statistics). Then one Spark 4.1 process
-(``.venv-interop``, Iceberg 1.12's runtime, ``make interop jars jvm``) with
+(``.venv-interop``, the runtimes of ``bench/interop.py``, ``make interop jars jvm``) with
 ``spark.sql.cbo.enabled`` and ``spark.sql.cbo.joinReorder.enabled`` runs the join-heavy
 queries Q5, Q7, Q8, Q9 and Q10 three ways, three times each (median):
 
@@ -36,24 +36,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.common import DATA, machine
+from bench.interop import EXTENSIONS, JARS, PYTHON, ROOT
+from bench.interop import WAYS as ESTIMATE_WAYS
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHON = ROOT / ".venv-interop" / "bin" / "python"
-JARS = [
-    ROOT / "build" / "jvm" / "lakestats-spark.jar",
-    ROOT / "build" / "jars" / "iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
-]
-EXTENSIONS = ["org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-              "io.lakestats.spark.LakestatsExtensions"]
 TABLES = ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"]
-WAYS = {
-    "row counts": {"spark.lakestats.enabled": "false",
-                   "spark.sql.iceberg.report-column-stats": "false"},
-    "puffin": {"spark.lakestats.enabled": "false",
-               "spark.sql.iceberg.report-column-stats": "true"},
-    "lakestats": {"spark.lakestats.enabled": "true", "spark.lakestats.histograms": "true",
-                  "spark.sql.iceberg.report-column-stats": "true"},
-}
+# bench/interop.py's ways but the one without histograms (its jars and extensions too)
+WAYS = {"row counts": ESTIMATE_WAYS["defaults"], "puffin": ESTIMATE_WAYS["puffin"],
+        "lakestats": ESTIMATE_WAYS["lakestats"]}
 # TPC-H's join-heavy queries with the specification's validation parameters
 QUERIES = {
     "Q5": """
