@@ -56,7 +56,22 @@ final class Reflect {
     }
   }
 
+  /**
+   * The name of a case class's {@code i}-th field: {@code productElementName} (Scala 2.13), else
+   * (Scala 2.12, Spark 3.5) the {@code i}-th instance field, Scala 2.12 declaring the
+   * constructor's fields first and in order.
+   */
   private static String fieldName(Object value, int i) throws ReflectiveOperationException {
-    return (String) value.getClass().getMethod("productElementName", int.class).invoke(value, i);
+    try {
+      return (String) value.getClass().getMethod("productElementName", int.class).invoke(value, i);
+    } catch (NoSuchMethodException e) {
+      int seen = 0;
+      for (java.lang.reflect.Field field : value.getClass().getDeclaredFields()) {
+        if (!java.lang.reflect.Modifier.isStatic(field.getModifiers()) && seen++ == i) {
+          return field.getName();
+        }
+      }
+      throw e;
+    }
   }
 }
