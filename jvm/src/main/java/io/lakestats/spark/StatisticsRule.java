@@ -44,11 +44,16 @@ import scala.runtime.AbstractPartialFunction;
  *       reads only its catalog table's statistics): the relation gets a catalog table (its own,
  *       or a minimal external one for a path) carrying {@code CatalogStatistics}, as
  *       {@code ANALYZE TABLE ... FOR ALL COLUMNS} would have stored them.</li>
+ *   <li>Paimon (DataSource V2): the same forwarding table and scan builder as Iceberg's; the
+ *       scan looks its statistics up when Spark first asks for them ({@link PaimonScans}).</li>
+ *   <li>Hudi (Spark 3.5: a V1 {@code LogicalRelation} over {@code HoodieFileIndex}): as Delta's,
+ *       for the time-travel instant or the latest completed commit.</li>
  * </ul>
  *
- * The snapshot is the scan's own (Iceberg's snapshot id, Delta's table version, time travel
- * included); statistics of another snapshot are never reported. Any failure leaves the plan as
- * it was: statistics are advice, never a reason for a query to fail.
+ * The snapshot is the scan's own (Iceberg's snapshot id, Delta's table version, Hudi's instant,
+ * Paimon's snapshot id, time travel included); statistics of another snapshot are never
+ * reported. Any failure leaves the plan as it was: statistics are advice, never a reason for a
+ * query to fail.
  */
 final class StatisticsRule extends Rule<LogicalPlan> {
   static final String ENABLED = "spark.lakestats.enabled";
