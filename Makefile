@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean browser docs docs-gen screenshots jars interop jvm
+.PHONY: setup demo test lint bench clean browser docs docs-gen screenshots jars interop jvm jars35 interop35 jvm35
 
 setup: $(STAMP)
 
@@ -35,7 +35,7 @@ docs-gen: setup
 screenshots: setup browser
 	$(BIN)/python docs/screenshots.py
 
-test: setup browser jars interop jvm
+test: setup browser jars interop jvm jars35 interop35 jvm35
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 	$(BIN)/ruff check lakestats tests bench docs
 	$(BIN)/lint-imports  # the layers contract in pyproject.toml: imports point down only
@@ -74,6 +74,41 @@ jvm: $(JVM_JAR)
 $(JVM_JAR): $(JVM_SOURCES)
 	cd jvm && mvn -q -B package
 
+# Hudi and Paimon publish no Spark 4 runtime that Maven Central serves here: their Spark 3.5
+# runtimes (Scala 2.12) run in a PySpark 3.5 beside the default, with the same component
+# built against Spark 3.5 (`-P spark35`, the same sources) into build/jvm35 (docs/spark.md)
+SPARK35_PYSPARK := 3.5.9
+HUDI_VERSION := 0.15.0
+PAIMON_VERSION := 0.9.0
+JARS35 := build/jars35
+HUDI_JAR := $(JARS35)/hudi-spark3.5-bundle_2.12-$(HUDI_VERSION).jar
+PAIMON_JAR := $(JARS35)/paimon-spark-3.5-$(PAIMON_VERSION).jar
+JVM35_JAR := build/jvm35/lakestats-spark-3.5.jar
+INTEROP35_VENV := .venv-interop35
+INTEROP35_STAMP := $(INTEROP35_VENV)/.installed-$(SPARK35_PYSPARK)
+
+jars35: $(HUDI_JAR) $(PAIMON_JAR)
+
+jvm35: $(JVM35_JAR)
+
+interop35: $(INTEROP35_STAMP)
+
+$(JVM35_JAR): $(JVM_SOURCES)
+	cd jvm && mvn -q -B -P spark35 package
+
+$(HUDI_JAR):
+	mvn -q -B dependency:copy -Dartifact=org.apache.hudi:hudi-spark3.5-bundle_2.12:$(HUDI_VERSION) \
+		-DoutputDirectory=$(JARS35)
+
+$(PAIMON_JAR):
+	mvn -q -B dependency:copy -Dartifact=org.apache.paimon:paimon-spark-3.5:$(PAIMON_VERSION) \
+		-DoutputDirectory=$(JARS35)
+
+$(INTEROP35_STAMP):
+	$(PYTHON) -m venv $(INTEROP35_VENV)
+	$(INTEROP35_VENV)/bin/pip install --quiet --disable-pip-version-check pyspark==$(SPARK35_PYSPARK)
+	touch $(INTEROP35_STAMP)
+
 # the PySpark Iceberg's runtime supports, beside this venv's: tests run Spark with Iceberg's
 # own runtime in it (tests/formats/test_iceberg_spark_interop.py), nothing of lakestats there
 INTEROP_VENV := .venv-interop
@@ -101,4 +136,4 @@ $(DELTA_STORAGE_JAR):
 		-DoutputDirectory=$(JARS)
 
 clean:
-	rm -rf $(VENV) $(INTEROP_VENV) warehouse .pytest_cache site
+	rm -rf $(VENV) $(INTEROP_VENV) $(INTEROP35_VENV) warehouse .pytest_cache site

@@ -1,6 +1,6 @@
 """lakestats' statistics of one snapshot, written where lakestats' Spark component
 (``jvm/``, ``io.lakestats.spark.LakestatsExtensions``) finds them when Spark scans that
-snapshot of an Iceberg or Delta table (docs/spark.md).
+snapshot of an Iceberg, Delta, Hudi or Paimon table (docs/spark.md).
 
     <stats root>/spark/v<version>_<snapshot id>.json
 

@@ -91,9 +91,30 @@ def _file_io_options(s3: fs.S3Options | None) -> dict[str, str]:
     return {k: v for k, v in pairs if v}
 
 
+def _read_pre_1_0_manifests() -> None:
+    """Let pypaimon read manifests written by Paimon before 1.0 (Paimon 0.9's Spark 3.5
+    runtime, the newest Maven Central serves here for Spark 3.5): their file entries have no
+    ``_VALUE_STATS_COLS`` field, which pypaimon reads as a required key in one place and as
+    optional (None: value statistics of every column, what those files hold) everywhere else.
+    Patched once, to read a missing field as None."""
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+
+    fields = ManifestFileManager._get_value_stats_fields
+    if getattr(fields, "lakestats_pre_1_0", False):
+        return
+
+    def value_stats_fields(self, file_dict: dict, file_schema):  # noqa: ANN001, ANN202
+        file_dict.setdefault("_VALUE_STATS_COLS", None)
+        return fields(self, file_dict, file_schema)
+
+    value_stats_fields.lakestats_pre_1_0 = True
+    ManifestFileManager._get_value_stats_fields = value_stats_fields
+
+
 def _open(uri: str, options: dict[str, str]):  # noqa: ANN202 - pypaimon's FileStoreTable
     from pypaimon.table.file_store_table import FileStoreTable
 
+    _read_pre_1_0_manifests()
     try:
         return FileStoreTable.from_path(uri, options or None)
     except Exception as exc:

@@ -7,7 +7,7 @@ snapshot): Spark's own defaults, exactly as with the component off. Spark 4.1 wi
 Iceberg 1.12's and Delta 4.1's runtimes runs once for the module in ``.venv-interop``
 (``tests/formats/interop/spark_lakestats_stats.py``), the component switched on and off per
 case with ``spark.lakestats.enabled``. Hudi and Paimon publish no Spark 4 runtime that Maven
-Central serves here (docs/spark.md)."""
+Central serves here: they are tested on Spark 3.5 (test_spark35_component.py, docs/spark.md)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import scala.runtime.BoxedUnit;
  * {@code spark.sql.extensions=io.lakestats.spark.LakestatsExtensions}: one optimizer rule, run
  * with the pre-CBO rules (after the operator optimizations, just before filter and projection
  * push-down builds the scans, and so before join reordering and every rule that reads
- * statistics), that gives each scan of an analyzed Iceberg or Delta table lakestats'
+ * statistics), that gives each scan of an analyzed Iceberg, Delta, Hudi or Paimon table lakestats'
  * statistics for the snapshot it reads ({@link StatisticsRule}).
  */
 public final class LakestatsExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {

@@ -56,7 +56,25 @@ final class Reflect {
     }
   }
 
+  /**
+   * The name of a case class's {@code i}-th field: {@code productElementName} (Scala 2.13), else
+   * (Scala 2.12, Spark 3.5) the {@code i}-th final instance field: Scala 2.12 declares the
+   * constructor's fields in order before the body's vals (lazy vals, declared first, are not
+   * final).
+   */
   private static String fieldName(Object value, int i) throws ReflectiveOperationException {
-    return (String) value.getClass().getMethod("productElementName", int.class).invoke(value, i);
+    try {
+      return (String) value.getClass().getMethod("productElementName", int.class).invoke(value, i);
+    } catch (NoSuchMethodException e) {
+      int seen = 0;
+      for (java.lang.reflect.Field field : value.getClass().getDeclaredFields()) {
+        int modifiers = field.getModifiers();
+        if (java.lang.reflect.Modifier.isFinal(modifiers)
+            && !java.lang.reflect.Modifier.isStatic(modifiers) && seen++ == i) {
+          return field.getName();
+        }
+      }
+      throw e;
+    }
   }
 }

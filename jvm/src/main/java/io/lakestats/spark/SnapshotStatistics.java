@@ -23,7 +23,6 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 import scala.math.BigInt;
 
 /**
@@ -60,8 +59,7 @@ final class SnapshotStatistics {
     }
     Map<String, String> entries = new HashMap<>();
     column.get("stats").fields().forEachRemaining(e -> entries.put(e.getKey(), e.getValue().asText()));
-    scala.collection.immutable.Map<String, String> map =
-        scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(entries));
+    scala.collection.immutable.Map<String, String> map = Scala.map(entries);
     Option<CatalogColumnStat> parsed = CatalogColumnStat$.MODULE$.fromMap("lakestats", name, map);
     if (parsed.isEmpty()) {
       return Optional.empty();
@@ -80,15 +78,15 @@ final class SnapshotStatistics {
 
   /** The v1 form: a catalog table's statistics (Delta's relation reads them). */
   CatalogStatistics catalogStatistics(
-      scala.collection.immutable.Seq<AttributeReference> output, boolean histograms) {
+      scala.collection.Seq<AttributeReference> output, boolean histograms) {
     Map<String, CatalogColumnStat> stats = new HashMap<>();
-    for (AttributeReference attribute : CollectionConverters.asJava(output)) {
+    for (AttributeReference attribute : Scala.list(output)) {
       catalogStat(attribute.name(), attribute.dataType(), histograms).ifPresent(s -> stats.put(attribute.name(), s));
     }
     return new CatalogStatistics(
         BigInt.apply(sizeInBytes),
         Option.apply(BigInt.apply(rowCount)),
-        scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(stats)));
+        Scala.map(stats));
   }
 
   /** The v2 form: what a scan reading {@code schema} returns from {@code estimateStatistics}. */

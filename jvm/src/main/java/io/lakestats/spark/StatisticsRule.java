@@ -44,11 +44,16 @@ import scala.runtime.AbstractPartialFunction;
  *       reads only its catalog table's statistics): the relation gets a catalog table (its own,
  *       or a minimal external one for a path) carrying {@code CatalogStatistics}, as
  *       {@code ANALYZE TABLE ... FOR ALL COLUMNS} would have stored them.</li>
+ *   <li>Paimon (DataSource V2): the same forwarding table and scan builder as Iceberg's; the
+ *       scan looks its statistics up when Spark first asks for them ({@link PaimonScans}).</li>
+ *   <li>Hudi (Spark 3.5: a V1 {@code LogicalRelation} over {@code HoodieFileIndex}): as Delta's,
+ *       for the time-travel instant or the latest completed commit.</li>
  * </ul>
  *
- * The snapshot is the scan's own (Iceberg's snapshot id, Delta's table version, time travel
- * included); statistics of another snapshot are never reported. Any failure leaves the plan as
- * it was: statistics are advice, never a reason for a query to fail.
+ * The snapshot is the scan's own (Iceberg's snapshot id, Delta's table version, Hudi's instant,
+ * Paimon's snapshot id, time travel included); statistics of another snapshot are never
+ * reported. Any failure leaves the plan as it was: statistics are advice, never a reason for a
+ * query to fail.
  */
 final class StatisticsRule extends Rule<LogicalPlan> {
   static final String ENABLED = "spark.lakestats.enabled";
@@ -64,9 +69,12 @@ final class StatisticsRule extends Rule<LogicalPlan> {
   private static final Logger LOG = LoggerFactory.getLogger(StatisticsRule.class);
   private static final String ICEBERG_TABLE = "org.apache.iceberg.spark.source.SparkTable";
   private static final String ICEBERG_SCAN = "org.apache.iceberg.spark.source.SparkBatchQueryScan";
+  private static final String PAIMON_TABLE = "org.apache.paimon.spark.SparkTable";
   private static final java.util.Set<String> DELTA_INDEXES = java.util.Set.of(
       "org.apache.spark.sql.delta.files.TahoeLogFileIndex",
       "org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex");
+  /** Hudi's file index (Spark 3.5: its copy-on-write and read-optimized relations' index). */
+  private static final String HUDI_INDEX = "org.apache.hudi.HoodieFileIndex";
 
   private final SparkSession session;
 
@@ -114,8 +122,9 @@ final class StatisticsRule extends Rule<LogicalPlan> {
   private LogicalPlan v2(DataSourceV2Relation relation, Map<String, String> roots,
       boolean histograms) throws Exception {
     Table table = relation.table();
-    if (!table.getClass().getName().equals(ICEBERG_TABLE)) {
-      return relation; // not Iceberg's, or wrapped already
+    String kind = table.getClass().getName();
+    if (!kind.equals(ICEBERG_TABLE) && !kind.equals(PAIMON_TABLE)) {
+      return relation; // not Iceberg's or Paimon's, or wrapped already
     }
     Configuration hadoop = hadoop();
     Object wrapped = Forwarding.proxy(table, List.of(), (original, method, args) -> {
@@ -123,7 +132,10 @@ final class StatisticsRule extends Rule<LogicalPlan> {
         ScanBuilder builder = (ScanBuilder) method.invoke(original, args);
         return Forwarding.proxy(builder, List.of(), (b, m, a) -> {
           if (m.getName().equals("build") && m.getParameterCount() == 0) {
-            return withStatistics((Scan) m.invoke(b, a), roots, hadoop, histograms);
+            Scan scan = (Scan) m.invoke(b, a);
+            return kind.equals(PAIMON_TABLE)
+                ? PaimonScans.withStatistics(scan, roots, hadoop, histograms)
+                : withStatistics(scan, roots, hadoop, histograms);
           }
           return Forwarding.PASS;
         });
@@ -208,15 +220,20 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       return relation;
     }
     Object index = ((HadoopFsRelation) relation.relation()).location();
-    if (!DELTA_INDEXES.contains(index.getClass().getName())) {
+    boolean delta = DELTA_INDEXES.contains(index.getClass().getName());
+    if (!delta && !isA(index, HUDI_INDEX)) {
       return relation;
     }
     if (relation.catalogTable().isDefined()
         && relation.catalogTable().get().properties().contains(MARK)) {
       return relation;
     }
-    String version = Reflect.call(index, "version").toString();
-    String location = Reflect.call(index, "path").toString();
+    String version = delta ? Reflect.call(index, "version").toString() : hudiInstant(index);
+    if (version == null) {
+      return relation; // a Hudi table without a completed commit
+    }
+    String location = (delta ? Reflect.call(index, "path") : Reflect.call(index, "getBasePath"))
+        .toString();
     SnapshotStatistics stats = Sidecars.find(Sidecars.root(location, roots), version, hadoop());
     if (stats == null) {
       return relation;
@@ -224,7 +241,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
     CatalogStatistics catalogStats = stats.catalogStatistics(relation.output(), histograms);
     CatalogTable table = relation.catalogTable().isDefined()
         ? relation.catalogTable().get()
-        : pathTable(location, relation);
+        : pathTable(location, relation, delta ? "delta" : "hudi");
     table = (CatalogTable) Reflect.copyWith(table, "stats", Option.apply(catalogStats));
     table = (CatalogTable) Reflect.copyWith(table, "properties",
         table.properties().updated(MARK, Long.toString(stats.version)));
@@ -234,7 +251,8 @@ final class StatisticsRule extends Rule<LogicalPlan> {
   private static final String MARK = "lakestats.statistics.version";
 
   /** A minimal external catalog table for a path read (it only carries the statistics). */
-  private static CatalogTable pathTable(String location, LogicalRelation relation) throws Exception {
+  private static CatalogTable pathTable(String location, LogicalRelation relation, String provider)
+      throws Exception {
     CatalogStorageFormat storage = CatalogStorageFormat$.MODULE$.empty();
     storage = (CatalogStorageFormat) Reflect.copyWith(storage, "locationUri",
         Option.apply(new java.net.URI(location.startsWith("/") ? "file:" + location : location)));
@@ -245,7 +263,8 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       }
     }
     Object[] args = new Object[constructor.getParameterCount()];
-    args[0] = TableIdentifier$.MODULE$.apply("delta_" + Integer.toHexString(location.hashCode()));
+    args[0] = TableIdentifier$.MODULE$.apply(
+        provider + "_" + Integer.toHexString(location.hashCode()));
     args[1] = CatalogTableType$.MODULE$.EXTERNAL();
     args[2] = storage;
     args[3] = relation.schema();
@@ -254,7 +273,47 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       args[i] = fallback.invoke(null);
     }
     CatalogTable table = (CatalogTable) constructor.newInstance(args);
-    return (CatalogTable) Reflect.copyWith(table, "provider", Option.apply("delta"));
+    return (CatalogTable) Reflect.copyWith(table, "provider", Option.apply(provider));
+  }
+
+  /**
+   * The Hudi instant a file index reads: the time-travel instant ({@code as.of.instant}) when
+   * one is given, else the latest completed commit of its timeline (what lakestats names that
+   * snapshot: the instant's timestamp as a number). Null without a completed commit.
+   */
+  private static String hudiInstant(Object index) throws ReflectiveOperationException {
+    Object specified = field(index, "specifiedQueryInstant");
+    if (specified != null && (Boolean) Reflect.call(specified, "isPresent")) {
+      return Reflect.call(specified, "get").toString();
+    }
+    Object latest = Reflect.call(index, "getLatestCompletedInstant");
+    if (!(Boolean) Reflect.call(latest, "isPresent")) {
+      return null;
+    }
+    return Reflect.call(Reflect.call(latest, "get"), "getTimestamp").toString();
+  }
+
+  private static Object field(Object target, String name) throws ReflectiveOperationException {
+    for (Class<?> c = target.getClass(); c != null; c = c.getSuperclass()) {
+      try {
+        java.lang.reflect.Field f = c.getDeclaredField(name);
+        f.setAccessible(true);
+        return f.get(target);
+      } catch (NoSuchFieldException e) {
+        // look further up
+      }
+    }
+    return null;
+  }
+
+  /** Whether {@code value}'s class or a superclass has this name (format classes not linked). */
+  private static boolean isA(Object value, String className) {
+    for (Class<?> c = value.getClass(); c != null; c = c.getSuperclass()) {
+      if (c.getName().equals(className)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static Map<String, String> roots(String setting) {

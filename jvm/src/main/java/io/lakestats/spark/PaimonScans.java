@@ -1,0 +1,75 @@
+package io.lakestats.spark;
+
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Paimon's scans (DataSource V2, {@code org.apache.paimon.spark.PaimonScan}) reporting
+ * lakestats' statistics. Paimon's scan knows its snapshot only once it has planned its splits
+ * (each {@code DataSplit} names the snapshot it was planned from: the latest, or the one a
+ * time-travel option selects), which Paimon's own {@code estimateStatistics} does too: so the
+ * statistics are looked up when Spark first asks for them, and Paimon's own are returned when
+ * lakestats has none for that snapshot.
+ */
+final class PaimonScans {
+  private static final Logger LOG = LoggerFactory.getLogger(PaimonScans.class);
+  private static final String PAIMON_SCAN = "org.apache.paimon.spark.PaimonScan";
+
+  private PaimonScans() {}
+
+  static Scan withStatistics(
+      Scan scan, Map<String, String> roots, Configuration hadoop, boolean histograms) {
+    if (!scan.getClass().getName().equals(PAIMON_SCAN)) {
+      return scan; // e.g. a pushed-down aggregate's local scan
+    }
+    Statistics[] found = new Statistics[1];
+    boolean[] looked = new boolean[1];
+    return (Scan) Forwarding.proxy(scan, List.of(SupportsReportStatistics.class),
+        (original, m, a) -> {
+          if (!m.getName().equals("estimateStatistics") || m.getParameterCount() != 0) {
+            return Forwarding.PASS;
+          }
+          synchronized (found) {
+            if (!looked[0]) {
+              looked[0] = true;
+              found[0] = lookup((Scan) original, roots, hadoop, histograms);
+            }
+          }
+          return found[0] != null ? found[0] : Forwarding.PASS;
+        });
+  }
+
+  /** lakestats' statistics of the one snapshot the scan's splits come from, or null. */
+  private static Statistics lookup(
+      Scan scan, Map<String, String> roots, Configuration hadoop, boolean histograms) {
+    try {
+      Object reserved = Reflect.call(scan, "reservedFilters");
+      if (reserved instanceof scala.collection.Seq && !((scala.collection.Seq<?>) reserved).isEmpty()) {
+        return null; // partition filters Paimon evaluates itself: it reads part of the snapshot
+      }
+      String snapshot = null;
+      for (Object split : (Object[]) Reflect.call(scan, "getOriginSplits")) {
+        String id = Reflect.call(split, "snapshotId").toString();
+        if (snapshot != null && !snapshot.equals(id)) {
+          return null;
+        }
+        snapshot = id;
+      }
+      if (snapshot == null) {
+        return null; // nothing to read (an empty table)
+      }
+      String location = Reflect.call(Reflect.call(scan, "table"), "location").toString();
+      SnapshotStatistics stats = Sidecars.find(Sidecars.root(location, roots), snapshot, hadoop);
+      return stats == null ? null : stats.scanStatistics(scan.readSchema(), histograms);
+    } catch (Exception | LinkageError e) {
+      LOG.warn("lakestats: no statistics for a Paimon scan: {}", e.toString());
+      return null;
+    }
+  }
+}
