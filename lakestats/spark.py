@@ -60,6 +60,8 @@ DEFAULT_BINS = 254  # spark.sql.statistics.histogram.numBins
 INTEGRAL = {"byte": 1, "short": 2, "int": 4, "long": 8}
 FIXED_SIZE = {**INTEGRAL, "float": 4, "double": 8, "date": 4, "timestamp": 8,
               "timestamp_ntz": 8, "boolean": 1}  # fmt: skip
+LATTICE = {*INTEGRAL, "date", "timestamp", "timestamp_ntz"}
+"""Types whose values are whole numbers as Spark's histograms hold them (days, microseconds)."""
 HISTOGRAM_TYPES = {*INTEGRAL, "float", "double", "decimal", "date", "timestamp", "timestamp_ntz"}
 MAX_FREQUENCY_POINTS = 200_000  # beyond, the stored histogram is the source (decoding cost)
 EPOCH_DATE = dt.date(1970, 1, 1)
@@ -380,6 +382,12 @@ def _pieces(
         configured = reader.configured_bins()
         if not floating and row.get("histogram_exact") and len(bins) < configured:
             hi = lo.copy()
+        if spark_type in LATTICE:
+            # a bin [v, v + 1) of whole numbers holds v alone, exact counts or not: spread
+            # over the interval, Spark's join estimate met fractions of keys that cannot be
+            # (TPC-H Q7's nation keys: 21,101 estimated, 4.8 million rows; 14x slower)
+            single = (hi - lo <= 1) & (lo == np.floor(lo))
+            hi = np.where(single, lo, hi)
         total = counts.sum()
         ndv = np.where(hi == lo, 1.0, np.minimum(counts, distinct * counts / max(total, 1)))
         keep = counts > 0
