@@ -359,6 +359,7 @@ class IndexPartitions(Sequence):
         self._held_lock = threading.Lock()
         self._row_counts: np.ndarray | None = None
         self._visited: dict[str, np.ndarray] = {}
+        self.listed_cache: dict[str, tuple] = {}  # survivors.listed, per column
 
     def add_columns(self, columns: Sequence[str]) -> None:
         """Answer ``columns`` too: the index rows of those not yet read, one read (a

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -1208,7 +1208,10 @@ def _estimate_batched(
     if callable(visited) and visited(columns_of(pred), survivors):
         # a resident estimator visited these before: their statistics are in memory,
         # threads would only add their overhead
-        estimates = {i: full(i) for i in survivors.tolist()}
+        if VECTORISED_SURVIVORS:
+            estimates = _survivors_vectorised(top, partitions, survivors, counted, full)
+        else:
+            estimates = {i: full(i) for i in survivors.tolist()}
     else:
         with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
             estimates = dict(
@@ -1276,6 +1279,72 @@ def _estimate_batched(
         if e.upper > 0:
             matching.append(_matching_entry(part, part.row_count, e))
     return _estimate_result(pred, (total, low, high, exact_all), total_rows, matching, detail)
+
+
+VECTORISED_SURVIVORS = True
+"""Whether a resident estimator's survivors are estimated as vectors (the tests compare
+both ways)."""
+
+
+def _survivors_vectorised(
+    top: list[Predicate],
+    partitions,  # noqa: ANN001 - as in _estimate_batched
+    survivors: np.ndarray,
+    counted: dict[int, np.ndarray],
+    full: Callable[[int], list[sel.Estimate]],
+) -> dict[int, list[sel.Estimate]]:
+    """``{i: full(i) for i in survivors}`` with the same numbers: each single-column
+    condition estimated for all survivors at once (``survivors.leaf``), the partitions it
+    cannot decide that way one by one."""
+    from lakestats.query import survivors as sv_full
+
+    k = len(top)
+    count = len(survivors)
+    rows = np.zeros((k, count), dtype=np.float64)
+    lower = np.zeros((k, count), dtype=np.int64)
+    upper = np.zeros((k, count), dtype=np.int64)
+    codes = np.zeros((k, count), dtype=np.int64)
+    alone = np.zeros((k, count), dtype=bool)  # estimated one by one
+    for j, term in enumerate(top):
+        cols = columns_of(term)
+        vectors = partitions.vectors(cols[0]) if len(cols) == 1 and _is_set(term) else None
+        if vectors is None:
+            alone[j] = True
+            continue
+        table = sv_full.listed(partitions, cols[0], survivors)
+        rows[j], lower[j], upper[j], codes[j], alone[j] = sv_full.leaf(
+            vectors, column_set(term), table, survivors
+        )
+        if j in counted:  # the table level's per-partition counts, as full() takes them
+            got = counted[j][survivors]
+            have = got >= 0
+            rows[j] = np.where(have, got, rows[j])
+            lower[j] = np.where(have, got, lower[j])
+            upper[j] = np.where(have, got, upper[j])
+            codes[j] = np.where(have, sv_full.FREQUENCIES, codes[j])
+            alone[j] &= ~have
+    out: dict[int, list[sel.Estimate]] = {}
+    names = sv_full.method_name
+    rows_l, lower_l, upper_l, codes_l = (
+        rows.T.tolist(), lower.T.tolist(), upper.T.tolist(), codes.T.tolist()
+    )
+    any_alone = alone.any(axis=0).tolist()
+    for x, i in enumerate(survivors.tolist()):
+        if any_alone[x]:
+            slow = full(i)
+            out[i] = [
+                slow[j] if alone[j, x] else sel.Estimate(
+                    rows_l[x][j], lower_l[x][j], upper_l[x][j],
+                    lower_l[x][j] == upper_l[x][j], names(codes_l[x][j]))
+                for j in range(k)
+            ]
+        else:
+            out[i] = [
+                sel.Estimate(rows_l[x][j], lower_l[x][j], upper_l[x][j],
+                             lower_l[x][j] == upper_l[x][j], names(codes_l[x][j]))
+                for j in range(k)
+            ]
+    return out
 
 
 def _matching_entry(part: PartitionStatistics, rows: int, e: sel.Estimate) -> dict[str, object]:
