@@ -1265,20 +1265,69 @@ def _estimate_batched(
         )
         if not detail[-1]["row_count"]:
             detail[-1]["row_count"] = 0.0
+    order = np.fromiter(estimates, dtype=np.int64, count=len(estimates))
+    summed, matching = _combine_survivors(partitions, n, order, rows, lower, upper,
+                                          estimates if k == 1 else None)
+    return _estimate_result(pred, summed, total_rows, matching, detail)
+
+
+def _combine_survivors(
+    partitions,  # noqa: ANN001 - as in _estimate_batched
+    n: np.ndarray,
+    order: np.ndarray,
+    rows: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    single: dict[int, list[sel.Estimate]] | None,
+) -> tuple[tuple[float, int, int, bool], list[dict]]:
+    """The survivors' (``order``) answers summed, and those that can match listed:
+    ``combine_and`` of each survivor's conjunct estimates (``rows``, ``lower``, ``upper``:
+    conjunct x partition) done on arrays, in the same float operations and order; with one
+    conjunct (``single``) its own estimates, methods included."""
+    from lakestats.stats import selectivity_vector as sv
+
+    if single is not None:
+        picked = [single[i][0] for i in order.tolist()]
+        e_rows = [e.rows for e in picked]
+        e_lower = np.asarray([e.lower for e in picked], dtype=np.int64)
+        e_upper = np.asarray([e.upper for e in picked], dtype=np.int64)
+        methods = [e.method for e in picked]
+    else:
+        k = rows.shape[0]
+        nn = n[order]
+        r, lo, hi = rows[:, order], lower[:, order], upper[:, order]
+        point = nn.astype(np.float64)
+        for j in range(k):
+            point = point * (r[j] / nn)
+        bounds = np.maximum(0, lo.sum(axis=0) - (k - 1) * nn), hi.min(axis=0)
+        point, e_lower, e_upper = sv._of(point, *bounds)
+        nothing = (hi == 0).any(axis=0) | (nn <= 0)
+        point = np.where(nothing, 0.0, point)
+        e_lower = np.where(nothing, 0, e_lower)
+        e_upper = np.where(nothing, 0, e_upper)
+        e_rows = point.tolist()
+        methods = np.where((hi == 0).any(axis=0), "and: a term keeps nothing",
+                           np.where(nn <= 0, "empty", "and (independence)")).tolist()
     total = 0.0
-    low = high = 0
-    exact_all = True
+    for value in e_rows:  # in order, as the per-partition loop adds them
+        total += value
+    exact = e_lower == e_upper
     matching = []
-    for i, conjuncts in estimates.items():
-        part = partitions[i]
-        e = combine_and(part.row_count, conjuncts) if k > 1 else conjuncts[0]
-        total += e.rows
-        low += e.lower
-        high += e.upper
-        exact_all = exact_all and e.exact
-        if e.upper > 0:
-            matching.append(_matching_entry(part, part.row_count, e))
-    return _estimate_result(pred, (total, low, high, exact_all), total_rows, matching, detail)
+    lows, highs, exacts = e_lower.tolist(), e_upper.tolist(), exact.tolist()
+    for x in np.flatnonzero(e_upper > 0).tolist():
+        part = partitions[int(order[x])]
+        matching.append({
+            "partition": part.values,
+            "name": part.name,
+            "partition_rows": part.row_count,
+            "row_count": e_rows[x],
+            "lower": lows[x],
+            "upper": highs[x],
+            "exact": exacts[x],
+            "method": methods[x],
+        })
+    summed = (total, int(e_lower.sum()), int(e_upper.sum()), bool(exact.all()))
+    return summed, matching
 
 
 VECTORISED_SURVIVORS = True
