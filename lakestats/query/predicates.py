@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -1219,9 +1219,14 @@ def _estimate_batched(
             )
         if callable(visited):
             partitions.mark_visited(columns_of(pred), survivors)
-    for i, conjuncts in estimates.items():
-        for j, e in enumerate(conjuncts):
-            rows[j, i], lower[j, i], upper[j, i] = e.rows, e.lower, e.upper
+    if isinstance(estimates, _Survivors):
+        rows[:, survivors], lower[:, survivors], upper[:, survivors] = (
+            estimates.rows, estimates.lower, estimates.upper
+        )
+    else:
+        for i, conjuncts in estimates.items():
+            for j, e in enumerate(conjuncts):
+                rows[j, i], lower[j, i], upper[j, i] = e.rows, e.lower, e.upper
 
     # 4. equality / IN conjuncts scaled to the table level
     if table is not None:
@@ -1286,7 +1291,11 @@ def _combine_survivors(
     conjunct (``single``) its own estimates, methods included."""
     from lakestats.stats import selectivity_vector as sv
 
-    if single is not None:
+    if isinstance(single, _Survivors):  # its arrays, its methods (scaled ones changed)
+        e_rows = rows[0, order].tolist()  # scaled to the table level where it was
+        e_lower, e_upper = lower[0, order], upper[0, order]
+        methods = [single.method(0, x) for x in range(len(order))]
+    elif single is not None:
         picked = [single[i][0] for i in order.tolist()]
         e_rows = [e.rows for e in picked]
         e_lower = np.asarray([e.lower for e in picked], dtype=np.int64)
@@ -1341,7 +1350,7 @@ def _survivors_vectorised(
     survivors: np.ndarray,
     counted: dict[int, np.ndarray],
     full: Callable[[int], list[sel.Estimate]],
-) -> dict[int, list[sel.Estimate]]:
+) -> _Survivors:
     """``{i: full(i) for i in survivors}`` with the same numbers: each single-column
     condition estimated for all survivors at once (``survivors.leaf``), the partitions it
     cannot decide that way one by one."""
@@ -1372,28 +1381,68 @@ def _survivors_vectorised(
             upper[j] = np.where(have, got, upper[j])
             codes[j] = np.where(have, sv_full.FREQUENCIES, codes[j])
             alone[j] &= ~have
-    out: dict[int, list[sel.Estimate]] = {}
-    names = sv_full.method_name
-    rows_l, lower_l, upper_l, codes_l = (
-        rows.T.tolist(), lower.T.tolist(), upper.T.tolist(), codes.T.tolist()
-    )
-    any_alone = alone.any(axis=0).tolist()
-    for x, i in enumerate(survivors.tolist()):
-        if any_alone[x]:
-            slow = full(i)
-            out[i] = [
-                slow[j] if alone[j, x] else sel.Estimate(
-                    rows_l[x][j], lower_l[x][j], upper_l[x][j],
-                    lower_l[x][j] == upper_l[x][j], names(codes_l[x][j]))
-                for j in range(k)
-            ]
-        else:
-            out[i] = [
-                sel.Estimate(rows_l[x][j], lower_l[x][j], upper_l[x][j],
-                             lower_l[x][j] == upper_l[x][j], names(codes_l[x][j]))
-                for j in range(k)
-            ]
+    slow_ones = {}
+    for x in np.flatnonzero(alone.any(axis=0)).tolist():
+        slow = slow_ones[int(survivors[x])] = full(int(survivors[x]))
+        for j in np.flatnonzero(alone[:, x]).tolist():
+            e = slow[j]
+            rows[j, x], lower[j, x], upper[j, x] = e.rows, e.lower, e.upper
+            codes[j, x] = -1
+    out = _Survivors(survivors, rows, lower, upper, codes, alone, full)
+    out.slow.update(slow_ones)
     return out
+
+
+class _Survivors:
+    """``{i: full(i) for i in survivors}`` held as arrays (conjunct x survivor): the
+    ``Estimate`` lists are made only for the partitions asked (``estimates[i]``, kept, so
+    a change to one stays), their methods from the codes (``survivors.method_name``) or,
+    where a conjunct was estimated one by one, from ``full``."""
+
+    def __init__(self, survivors, rows, lower, upper, codes, alone, full) -> None:  # noqa: ANN001
+        self.survivors, self.rows, self.lower, self.upper = survivors, rows, lower, upper
+        self.codes, self.alone, self.full = codes, alone, full
+        self.at = {int(i): x for x, i in enumerate(survivors.tolist())}
+        self.made: dict[int, list[sel.Estimate]] = {}
+        self.slow: dict[int, list[sel.Estimate]] = {}
+
+    def __contains__(self, i: object) -> bool:
+        return i in self.at
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.at)
+
+    def __len__(self) -> int:
+        return len(self.at)
+
+    def _slow(self, i: int) -> list[sel.Estimate]:
+        if i not in self.slow:
+            self.slow[i] = self.full(i)
+        return self.slow[i]
+
+    def __getitem__(self, i: int) -> list[sel.Estimate]:
+        if i not in self.made:
+            x = self.at[i]
+            self.made[i] = [self._estimate(j, x) for j in range(self.rows.shape[0])]
+        return self.made[i]
+
+    def _estimate(self, j: int, x: int) -> sel.Estimate:
+        if self.alone[j, x]:
+            return self._slow(int(self.survivors[x]))[j]
+        from lakestats.query.survivors import method_name
+
+        low, high = int(self.lower[j, x]), int(self.upper[j, x])
+        return sel.Estimate(float(self.rows[j, x]), low, high, low == high,
+                            method_name(int(self.codes[j, x])))
+
+    def items(self) -> Iterator[tuple[int, list[sel.Estimate]]]:
+        return ((i, self[i]) for i in self.at)
+
+    def method(self, j: int, x: int) -> str:
+        i = int(self.survivors[x])
+        if i in self.made:
+            return self.made[i][j].method
+        return self._estimate(j, x).method
 
 
 def _matching_entry(part: PartitionStatistics, rows: int, e: sel.Estimate) -> dict[str, object]:
