@@ -38,6 +38,7 @@ class Vectors:
     min_key: pa.Array  # binary
     max_key: pa.Array  # binary
     _fractions: _Fractions | None = field(default=None, repr=False, compare=False)
+    _clips: dict = field(default_factory=dict, repr=False, compare=False)
 
     def fractions(self) -> _Fractions:
         """The key interpolation's matrices, made once per vectors (they depend only on
@@ -161,7 +162,20 @@ class Clip:
 
 
 def clip(v: Vectors, r: kr.KeyRange) -> Clip:
-    """``r`` against every partition's [min, max] (see ``Clip``)."""
+    """``r`` against every partition's [min, max] (see ``Clip``), remembered for the last
+    ranges asked (the pruning pass and the survivors' estimate ask the same ones)."""
+    found = v._clips.get(r)
+    if found is None:
+        if len(v._clips) >= 64:
+            v._clips.clear()
+        found = v._clips[r] = _clip(v, r)
+        for array in vars(found).values():
+            if isinstance(array, np.ndarray):
+                array.setflags(write=False)
+    return found
+
+
+def _clip(v: Vectors, r: kr.KeyRange) -> Clip:
     count = len(v.row_count)
     m = v.row_count - v.null_count - v.nan_count
     has = numbers(v.min_key.is_valid(), False, bool) & numbers(v.max_key.is_valid(), False, bool)
