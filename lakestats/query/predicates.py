@@ -1442,7 +1442,11 @@ class _Survivors:
         i = int(self.survivors[x])
         if i in self.made:
             return self.made[i][j].method
-        return self._estimate(j, x).method
+        if self.alone[j, x]:
+            return self._slow(i)[j].method
+        from lakestats.query.survivors import method_name
+
+        return method_name(int(self.codes[j, x]))
 
 
 def _matching_entry(part: PartitionStatistics, rows: int, e: sel.Estimate) -> dict[str, object]:
