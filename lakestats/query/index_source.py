@@ -381,6 +381,16 @@ class IndexPartitions(Sequence):
                 return False
         return True
 
+    def visited_mask(self, columns: Sequence[str], positions: np.ndarray) -> np.ndarray:
+        """Per position, whether ``visited`` holds for it."""
+        out = np.ones(len(positions), dtype=bool)
+        for column in columns:
+            seen = self._visited.get(column)
+            if seen is None:
+                return np.zeros(len(positions), dtype=bool)
+            out &= seen[positions]
+        return out
+
     def mark_visited(self, columns: Sequence[str], positions: np.ndarray) -> None:
         for column in columns:
             seen = self._visited.setdefault(column, np.zeros(len(self.entries), dtype=bool))

@@ -1205,13 +1205,23 @@ def _estimate_batched(
         return out
 
     visited = getattr(partitions, "visited", None)
-    if callable(visited) and visited(columns_of(pred), survivors):
+    seen = partitions.visited_mask(columns_of(pred), survivors) if callable(visited) else None
+    if seen is not None and seen.all():
         # a resident estimator visited these before: their statistics are in memory,
         # threads would only add their overhead
         if VECTORISED_SURVIVORS:
             estimates = _survivors_vectorised(top, partitions, survivors, counted, full)
         else:
             estimates = {i: full(i) for i in survivors.tolist()}
+    elif VECTORISED_SURVIVORS and seen is not None and seen.mean() >= 0.5:
+        # mostly visited: the others' statistics read (on threads, as below), then all
+        # of them as vectors
+        new = survivors[~seen].tolist()
+        with parallel():
+            for _ in prefetch(full, new):  # read, the numbers come from the vectors
+                pass
+        partitions.mark_visited(columns_of(pred), survivors)
+        estimates = _survivors_vectorised(top, partitions, survivors, counted, full)
     else:
         with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
             estimates = dict(
