@@ -14,9 +14,13 @@ at once, per key range:
   listed count in the clipped range, from one flat array of every partition's listed
   values (``Listed``: positions in the union of the listed keys, cumulative counts), two
   ``searchsorted`` per range;
-* anything else (a histogram's edge bins, an unlisted value, key interpolation, LIKE,
-  several columns): that partition's condition is estimated as before, one by one
-  (``fallback``).
+* a range over a histogram ("histogram", "frequencies + histogram", "histogram
+  (approx.)"): the bins' remainders (listed values taken out) flat with cumulative sums,
+  the bins strictly inside summed and the (at most two) edge bins' shares computed with
+  the writer's bin arithmetic, elementwise (``Listed.histogram_range``);
+* anything else (an unlisted value's bound, key interpolation of strings, a range that
+  clipping leaves as one key, LIKE, several columns, integers near the int64 ends): that
+  partition's condition is estimated as before, one by one (``fallback``).
 
 The numbers are those of the per-partition path (sums of exact integer counts, the same
 ``Estimate.of`` clamps, the same method names); the property test compares the two on
