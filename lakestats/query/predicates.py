@@ -1213,9 +1213,14 @@ def _estimate_batched(
             estimates = _survivors_vectorised(top, partitions, survivors, counted, full)
         else:
             estimates = {i: full(i) for i in survivors.tolist()}
-    elif VECTORISED_SURVIVORS and seen is not None and seen.mean() >= 0.5:
-        # mostly visited: the others' statistics read (on threads, as below), then all
-        # of them as vectors
+    elif (
+        VECTORISED_SURVIVORS
+        and seen is not None
+        and seen.mean() >= 0.5
+        and all(c in partitions.listed_cache for c in columns_of(pred))
+    ):
+        # mostly visited, the columns' listed values already laid out: the others'
+        # statistics read (on threads, as below), then all of them as vectors
         new = survivors[~seen].tolist()
         with parallel():
             for _ in prefetch(full, new):  # read, the numbers come from the vectors
@@ -1380,6 +1385,9 @@ def _survivors_vectorised(
             alone[j] = True
             continue
         table = sv_full.listed(partitions, cols[0], survivors)
+        if table.too_big:
+            alone[j] = True
+            continue
         rows[j], lower[j], upper[j], codes[j], alone[j] = sv_full.leaf(
             vectors, column_set(term), table, survivors
         )

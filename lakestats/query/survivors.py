@@ -57,6 +57,12 @@ def method_name(code: int) -> str:
     return found
 
 
+MAX_ENTRIES = 50_000
+"""Listed values (over the partitions of one column) beyond which a column's conditions
+are estimated one by one (complete frequencies of a high-cardinality column: their
+per-partition lookup is a bisection, the flat layout a sort of all of them)."""
+
+
 class Listed:
     """One column's listed (frequent) values over the partitions it was built for
     (``known``), flat: entry ``e`` is partition ``part[e]``'s value at ``position[e]`` of
@@ -72,9 +78,15 @@ class Listed:
         self.total = np.zeros(count, dtype=np.int64)
         per_part = []
         union: set[bytes] = set()
+        self.too_big = False
+        entries = 0
         for p in positions_.tolist():
             s = partitions[p].summary(column)
             listed, counts = sel._listed(s)
+            entries += len(listed)
+            if entries > MAX_ENTRIES:  # laying them out would cost more than it saves
+                self.too_big = True
+                return
             if any(a >= b for a, b in itertools.pairwise(listed)):
                 continue  # unsorted (never written so): estimated one by one
             freq = s.frequencies
@@ -132,6 +144,8 @@ class Listed:
             if hist is None or not len(hist.counts) or hist.width == 0:
                 continue
             listed_, counts = sel._listed(s)
+            if self.complete[p] or s.ordered_values - self.total[p] <= 0:
+                continue  # answered from the frequencies: the bins are never asked
             numbers = (hist.lower, hist.width, sel._number(s, s.min_key),
                        sel._number(s, s.max_key))
             if self.integral and any(abs(int(x)) >= 1 << 52 for x in numbers):
@@ -249,11 +263,14 @@ def listed(partitions: Sequence, column: str, survivors: np.ndarray) -> Listed:
     estimator's) and rebuilt with the partitions it did not cover yet."""
     cache = getattr(partitions, "listed_cache", None)
     found = cache.get(column) if cache is not None else None
-    if found is not None and found[0][survivors].all():
+    if found is not None and (found[1].too_big or found[0][survivors].all()):
         return found[1]
     wanted = np.zeros(len(partitions), dtype=bool)
     if found is not None:
         wanted |= found[0]
+    seen = getattr(partitions, "visited_mask", None)
+    if callable(seen):  # those read before too: fewer rebuilds as the set grows
+        wanted |= seen([column], np.arange(len(partitions)))
     wanted[survivors] = True
     built = Listed(partitions, column, np.flatnonzero(wanted))
     if cache is not None:
@@ -355,4 +372,4 @@ def leaf(
     return rows, lower, upper, code, fallback
 
 
-__all__ = ["FREQUENCIES", "Listed", "leaf", "listed", "method_name"]
+__all__ = ["FREQUENCIES", "MAX_ENTRIES", "Listed", "leaf", "listed", "method_name"]
