@@ -1399,30 +1399,27 @@ def _survivors_vectorised(
             upper[j] = np.where(have, got, upper[j])
             codes[j] = np.where(have, sv_full.FREQUENCIES, codes[j])
             alone[j] &= ~have
-    slow_ones = {}
-    for x in np.flatnonzero(alone.any(axis=0)).tolist():
-        slow = slow_ones[int(survivors[x])] = full(int(survivors[x]))
-        for j in np.flatnonzero(alone[:, x]).tolist():
-            e = slow[j]
-            rows[j, x], lower[j, x], upper[j, x] = e.rows, e.lower, e.upper
-            codes[j, x] = -1
-    out = _Survivors(survivors, rows, lower, upper, codes, alone, full)
-    out.slow.update(slow_ones)
-    return out
+    one_by_one: dict[tuple[int, int], sel.Estimate] = {}
+    for j, x in zip(*np.nonzero(alone), strict=True):
+        # what full(i) gives for this conjunct (its table-level count was taken above)
+        i = int(survivors[x])
+        e = one_by_one[int(j), i] = _estimate(top[j], partitions[i])
+        rows[j, x], lower[j, x], upper[j, x] = e.rows, e.lower, e.upper
+        codes[j, x] = -1
+    return _Survivors(survivors, rows, lower, upper, codes, alone, one_by_one)
 
 
 class _Survivors:
     """``{i: full(i) for i in survivors}`` held as arrays (conjunct x survivor): the
     ``Estimate`` lists are made only for the partitions asked (``estimates[i]``, kept, so
     a change to one stays), their methods from the codes (``survivors.method_name``) or,
-    where a conjunct was estimated one by one, from ``full``."""
+    where a conjunct was estimated one by one, from that estimate (``one_by_one``)."""
 
-    def __init__(self, survivors, rows, lower, upper, codes, alone, full) -> None:  # noqa: ANN001
+    def __init__(self, survivors, rows, lower, upper, codes, alone, one_by_one) -> None:  # noqa: ANN001
         self.survivors, self.rows, self.lower, self.upper = survivors, rows, lower, upper
-        self.codes, self.alone, self.full = codes, alone, full
+        self.codes, self.alone, self.one_by_one = codes, alone, one_by_one
         self.at = {int(i): x for x, i in enumerate(survivors.tolist())}
         self.made: dict[int, list[sel.Estimate]] = {}
-        self.slow: dict[int, list[sel.Estimate]] = {}
 
     def __contains__(self, i: object) -> bool:
         return i in self.at
@@ -1433,11 +1430,6 @@ class _Survivors:
     def __len__(self) -> int:
         return len(self.at)
 
-    def _slow(self, i: int) -> list[sel.Estimate]:
-        if i not in self.slow:
-            self.slow[i] = self.full(i)
-        return self.slow[i]
-
     def __getitem__(self, i: int) -> list[sel.Estimate]:
         if i not in self.made:
             x = self.at[i]
@@ -1446,7 +1438,7 @@ class _Survivors:
 
     def _estimate(self, j: int, x: int) -> sel.Estimate:
         if self.alone[j, x]:
-            return self._slow(int(self.survivors[x]))[j]
+            return self.one_by_one[j, int(self.survivors[x])]
         from lakestats.query.survivors import method_name
 
         low, high = int(self.lower[j, x]), int(self.upper[j, x])
@@ -1461,7 +1453,7 @@ class _Survivors:
         if i in self.made:
             return self.made[i][j].method
         if self.alone[j, x]:
-            return self._slow(i)[j].method
+            return self.one_by_one[j, i].method
         from lakestats.query.survivors import method_name
 
         return method_name(int(self.codes[j, x]))
