@@ -57,7 +57,7 @@ def method_name(code: int) -> str:
     return found
 
 
-MAX_ENTRIES = 50_000
+MAX_ENTRIES = 1_000_000
 """Listed values (over the partitions of one column) beyond which a column's conditions
 are estimated one by one (complete frequencies of a high-cardinality column: their
 per-partition lookup is a bisection, the flat layout a sort of all of them)."""
