@@ -359,6 +359,7 @@ class IndexPartitions(Sequence):
         self._held_lock = threading.Lock()
         self._row_counts: np.ndarray | None = None
         self._visited: dict[str, np.ndarray] = {}
+        self.listed_cache: dict[str, tuple] = {}  # survivors.listed, per column
 
     def add_columns(self, columns: Sequence[str]) -> None:
         """Answer ``columns`` too: the index rows of those not yet read, one read (a
@@ -379,6 +380,16 @@ class IndexPartitions(Sequence):
             if seen is None or not seen[positions].all():
                 return False
         return True
+
+    def visited_mask(self, columns: Sequence[str], positions: np.ndarray) -> np.ndarray:
+        """Per position, whether ``visited`` holds for it."""
+        out = np.ones(len(positions), dtype=bool)
+        for column in columns:
+            seen = self._visited.get(column)
+            if seen is None:
+                return np.zeros(len(positions), dtype=bool)
+            out &= seen[positions]
+        return out
 
     def mark_visited(self, columns: Sequence[str], positions: np.ndarray) -> None:
         for column in columns:

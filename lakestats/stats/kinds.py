@@ -23,6 +23,9 @@ class Kind(StrEnum):
 
 def kind_of(dtype: pa.DataType) -> Kind:
     """The kind of ``dtype`` (remembered per Arrow type: estimates ask it per partition)."""
+    same = _BY_ID.get(id(dtype))  # hashing an Arrow type costs microseconds
+    if same is not None and same[0] is dtype:
+        return same[1]
     if isinstance(dtype, pa.DataType):
         found = _KINDS.get(dtype)
         if found is None:
@@ -30,11 +33,15 @@ def kind_of(dtype: pa.DataType) -> Kind:
             if len(_KINDS) >= 4096:
                 _KINDS.clear()
             _KINDS[dtype] = found
+        if len(_BY_ID) >= 4096:
+            _BY_ID.clear()
+        _BY_ID[id(dtype)] = (dtype, found)  # the type kept: its id is not reused
         return found
     return _kind_of(dtype)
 
 
 _KINDS: dict[pa.DataType, Kind] = {}
+_BY_ID: dict[int, tuple[pa.DataType, Kind]] = {}
 
 
 def _kind_of(dtype: pa.DataType) -> Kind:

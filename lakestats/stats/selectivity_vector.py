@@ -38,6 +38,7 @@ class Vectors:
     min_key: pa.Array  # binary
     max_key: pa.Array  # binary
     _fractions: _Fractions | None = field(default=None, repr=False, compare=False)
+    _clips: dict = field(default_factory=dict, repr=False, compare=False)
 
     def fractions(self) -> _Fractions:
         """The key interpolation's matrices, made once per vectors (they depend only on
@@ -144,8 +145,37 @@ class _Fractions:
         return np.where(span <= 0, 0.5, share)
 
 
-def _ordered_part(v: Vectors, r: kr.KeyRange, fractions: _Fractions) -> Batch:
-    """``selectivity._ordered_part`` without frequencies or histogram."""
+@dataclass
+class Clip:
+    """How ``r`` meets each partition's [min, max] (``selectivity._ordered_part``'s first
+    cases): ``m`` the non-null, non-NaN rows; ``nonempty`` where the clipped range holds
+    some of them (False where ``m`` is 0 or min/max is missing); ``whole`` where it
+    covers [min, max]."""
+
+    m: np.ndarray
+    nonempty: np.ndarray
+    whole: np.ndarray
+    start_is_min: np.ndarray
+    end_is_max: np.ndarray
+    min_eq_hi: np.ndarray | None
+    lo_eq_max: np.ndarray | None
+
+
+def clip(v: Vectors, r: kr.KeyRange) -> Clip:
+    """``r`` against every partition's [min, max] (see ``Clip``), remembered for the last
+    ranges asked (the pruning pass and the survivors' estimate ask the same ones)."""
+    found = v._clips.get(r)
+    if found is None:
+        if len(v._clips) >= 64:
+            v._clips.clear()
+        found = v._clips[r] = _clip(v, r)
+        for array in vars(found).values():
+            if isinstance(array, np.ndarray):
+                array.setflags(write=False)
+    return found
+
+
+def _clip(v: Vectors, r: kr.KeyRange) -> Clip:
     count = len(v.row_count)
     m = v.row_count - v.null_count - v.nan_count
     has = numbers(v.min_key.is_valid(), False, bool) & numbers(v.max_key.is_valid(), False, bool)
@@ -190,6 +220,22 @@ def _ordered_part(v: Vectors, r: kr.KeyRange, fractions: _Fractions) -> Batch:
         )
     nonempty &= live
     whole = nonempty & start_is_min & end_is_max
+    return Clip(m, nonempty, whole, start_is_min, end_is_max,
+                min_eq_hi if hi is not None else None,
+                lo_eq_max if lo is not None else None)
+
+
+def _ordered_part(v: Vectors, r: kr.KeyRange, fractions: _Fractions) -> Batch:
+    """``selectivity._ordered_part`` without frequencies or histogram."""
+    count = len(v.row_count)
+    c = clip(v, r)
+    m, nonempty, whole = c.m, c.nonempty, c.whole
+    start_is_min, end_is_max = c.start_is_min, c.end_is_max
+    min_eq_hi, lo_eq_max = c.min_eq_hi, c.lo_eq_max
+    lo, lo_inclusive = r.lower
+    hi, hi_inclusive = r.upper
+    t = 1 if lo_inclusive else 2  # start tag of the range
+    u = 2 if hi_inclusive else 1  # end tag
     # a single key: the clipped start and end on the same key, tags 1 and 2
     if r.point is not None:
         point = nonempty & ~whole
@@ -289,4 +335,4 @@ def scalar_estimates(v: Vectors, key_set: kr.KeySet, null_true: bool) -> Batch:
     return out
 
 
-__all__ = ["Batch", "Vectors", "scalar_estimates"]
+__all__ = ["Batch", "Clip", "Vectors", "clip", "scalar_estimates"]

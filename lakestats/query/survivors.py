@@ -1,0 +1,375 @@
+"""The full estimate of the partitions left after pruning, as vector operations.
+
+``predicates._estimate_batched`` prunes every partition at once from the scalars; the
+partitions left (the survivors) are then estimated with all their statistics. Per
+partition, a single-column condition's estimate (``predicates._leaf_estimate``, i.e.
+``selectivity.estimate_keys`` plus the null rows) walks the condition's key ranges and,
+for each, clips it to [min, max], then either keeps nothing, keeps every value, or reads
+the listed values (frequencies) in it. Here the same cases are decided for all survivors
+at once, per key range:
+
+* the clip (``selectivity_vector.clip``): no value in range, or the whole [min, max]
+  ("min/max");
+* complete frequencies, or listed values that account for every row ("frequencies"): the
+  listed count in the clipped range, from one flat array of every partition's listed
+  values (``Listed``: positions in the union of the listed keys, cumulative counts), two
+  ``searchsorted`` per range;
+* a range over a histogram ("histogram", "frequencies + histogram", "histogram
+  (approx.)"): the bins' remainders (listed values taken out) flat with cumulative sums,
+  the bins strictly inside summed and the (at most two) edge bins' shares computed with
+  the writer's bin arithmetic, elementwise (``Listed.histogram_range``);
+* anything else (an unlisted value's bound, key interpolation of strings, a range that
+  clipping leaves as one key, LIKE, several columns, integers near the int64 ends): that
+  partition's condition is estimated as before, one by one (``fallback``).
+
+The numbers are those of the per-partition path (sums of exact integer counts, the same
+``Estimate.of`` clamps, the same method names); the property test compares the two on
+random predicates.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from lakestats.stats import key_ranges as kr
+from lakestats.stats import selectivity as sel
+from lakestats.stats import selectivity_vector as sv
+from lakestats.stats.kinds import Kind, kind_of
+
+_MIN_MAX, FREQUENCIES, _EMPTY, _NULLS, _HISTOGRAM, _APPROX = 1, 2, 4, 8, 16, 32
+_NAMES = ((_MIN_MAX, "min/max"), (FREQUENCIES, "frequencies"), (_EMPTY, "empty"),
+          (_HISTOGRAM, "histogram"), (_APPROX, "histogram (approx.)"))
+_METHODS: dict[int, str] = {}
+
+
+def method_name(code: int) -> str:
+    """The method text of a code (its names sorted and joined as ``selectivity._sum``
+    does, then `` + null count`` as ``_leaf_estimate`` adds it)."""
+    found = _METHODS.get(code)
+    if found is None:
+        names = sorted(name for bit, name in _NAMES if code & bit)
+        found = " + ".join(names) + (" + null count" if code & _NULLS else "")
+        _METHODS[code] = found
+    return found
+
+
+MAX_ENTRIES = 1_000_000
+"""Listed values (over the partitions of one column) beyond which a column's conditions
+are estimated one by one (complete frequencies of a high-cardinality column: their
+per-partition lookup is a bisection, the flat layout a sort of all of them)."""
+
+
+class Listed:
+    """One column's listed (frequent) values over the partitions it was built for
+    (``known``), flat: entry ``e`` is partition ``part[e]``'s value at ``position[e]`` of
+    the sorted union ``positions`` with count ``counts[e]``, ordered by partition then
+    value; ``cumulative`` sums them. Per partition: ``complete`` frequencies, ``total``
+    listed count, and where its [min, max] falls in the union (``span_start``,
+    ``span_end``)."""
+
+    def __init__(self, partitions: Sequence, column: str, positions_: np.ndarray) -> None:
+        count = len(partitions)
+        self.known = np.zeros(count, dtype=bool)
+        self.complete = np.zeros(count, dtype=bool)
+        self.total = np.zeros(count, dtype=np.int64)
+        per_part = []
+        union: set[bytes] = set()
+        self.too_big = False
+        entries = 0
+        for p in positions_.tolist():
+            s = partitions[p].summary(column)
+            listed, counts = sel._listed(s)
+            entries += len(listed)
+            if entries > MAX_ENTRIES:  # laying them out would cost more than it saves
+                self.too_big = True
+                return
+            if any(a >= b for a, b in itertools.pairwise(listed)):
+                continue  # unsorted (never written so): estimated one by one
+            freq = s.frequencies
+            self.known[p] = True
+            self.complete[p] = freq is not None and freq.complete
+            self.total[p] = int(counts.sum())
+            per_part.append((p, listed, counts, s.min_key, s.max_key))
+            union.update(listed)
+        self._histograms(partitions, column, [x[0] for x in per_part])
+        ordered = sorted(union)
+        self.positions = [(1, k, 1) for k in ordered]
+        where = {k: i for i, k in enumerate(ordered)}
+        self.stride = len(ordered) + 1
+        self.span_start = np.zeros(count, dtype=np.int64)
+        self.span_end = np.zeros(count, dtype=np.int64)
+        flat: list[int] = []
+        flat_counts: list[np.ndarray] = []
+        for p, listed, counts, low, high in per_part:
+            base = p * self.stride
+            flat.extend(base + where[k] for k in listed)
+            flat_counts.append(counts)
+            if low is not None and high is not None:
+                self.span_start[p] = bisect.bisect_left(self.positions, (1, low, 1))
+                self.span_end[p] = bisect.bisect_left(self.positions, (1, high, 2))
+        self.keys = np.asarray(flat, dtype=np.int64)
+        counts_all = (np.concatenate(flat_counts) if flat_counts
+                      else np.zeros(0, dtype=np.int64)).astype(np.int64)
+        self.cumulative = np.concatenate([[0], np.cumsum(counts_all)]).astype(np.int64)
+
+    def _histograms(self, partitions: Sequence, column: str, parts: list[int]) -> None:
+        """Per partition: its histogram's bins with the listed values taken out
+        (``selectivity._remainders``), flat with cumulative sums, and the bin arithmetic's
+        inputs (``lower``, ``width``, bins, min and max in storage units). ``usable``
+        where the histogram range case can be vectorised (an ordered column, a histogram
+        with bins and a width, integers far from the int64 ends)."""
+        count = len(partitions)
+        self.usable = np.zeros(count, dtype=bool)
+        self.exact = np.zeros(count, dtype=bool)
+        self.nbins = np.ones(count, dtype=np.int64)
+        self.offset = np.zeros(count, dtype=np.int64)
+        self.h_lower = np.zeros(count, dtype=object)
+        self.h_width = np.zeros(count, dtype=object)
+        self.min_num = np.zeros(count, dtype=object)
+        self.max_num = np.zeros(count, dtype=object)
+        self.has_listed = np.zeros(count, dtype=bool)
+        flat: list[np.ndarray] = []
+        at = 0
+        self.integral = False
+        for p in parts:
+            s = partitions[p].summary(column)
+            if s.kind not in sel._HISTOGRAM_KINDS or s.min_key is None or s.max_key is None:
+                continue
+            self.integral = sel._integral(s)
+            hist = s.histogram
+            if hist is None or not len(hist.counts) or hist.width == 0:
+                continue
+            listed_, counts = sel._listed(s)
+            if self.complete[p] or s.ordered_values - self.total[p] <= 0:
+                continue  # answered from the frequencies: the bins are never asked
+            numbers = (hist.lower, hist.width, sel._number(s, s.min_key),
+                       sel._number(s, s.max_key))
+            if self.integral and any(abs(int(x)) >= 1 << 52 for x in numbers):
+                continue  # far from the int64 ends, and exact as doubles
+            remainder = sel._remainders(s, hist, listed_, counts)
+            self.usable[p] = True
+            self.exact[p] = hist.exact
+            self.nbins[p] = len(remainder)
+            self.offset[p] = at
+            self.h_lower[p], self.h_width[p], self.min_num[p], self.max_num[p] = numbers
+            self.has_listed[p] = bool(len(listed_))
+            flat.append(np.asarray(remainder, dtype=np.int64))
+            at += len(remainder)
+        self.remainder = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
+        self.rem_cumulative = np.concatenate([[0], np.cumsum(self.remainder)]).astype(np.int64)
+        kind = np.int64 if self.integral else np.float64
+        for name in ("h_lower", "h_width", "min_num", "max_num"):
+            values = getattr(self, name)
+            setattr(self, name, np.asarray(
+                [int(v) if self.integral else float(v) for v in values.tolist()], dtype=kind
+            ))
+
+    def histogram_range(
+        self,
+        parts: np.ndarray,
+        c: sv.Clip,
+        r: kr.KeyRange,
+        number,  # noqa: ANN001 - a key to its storage number
+        listed_in: np.ndarray,
+        rest: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``selectivity._histogram_range`` of ``r`` clipped to each partition's [min, max]
+        for the partitions ``parts`` (all ``usable``): rows, lower, upper and method code."""
+        lo_key, lo_inclusive = r.lower
+        hi_key, hi_inclusive = r.upper
+        at_min, at_max = c.start_is_min[parts], c.end_is_max[parts]
+        dtype = np.int64 if self.integral else np.float64
+        lo = self.min_num[parts] if lo_key is None else np.where(
+            at_min, self.min_num[parts], np.asarray(number(lo_key), dtype=dtype))
+        hi = self.max_num[parts] if hi_key is None else np.where(
+            at_max, self.max_num[parts], np.asarray(number(hi_key), dtype=dtype))
+        lo_inc = at_min | lo_inclusive
+        hi_inc = at_max | hi_inclusive
+        lower, width, nbins = self.h_lower[parts], self.h_width[parts], self.nbins[parts]
+        first, last = self._bin_of(lo, lower, width, nbins), self._bin_of(hi, lower, width, nbins)
+        base = self.offset[parts]
+        cum = self.rem_cumulative
+        inner = last > first + 1
+        full = np.where(inner, cum[base + np.maximum(last, first + 1)] - cum[base + first + 1], 0)
+        point = full.astype(np.float64)
+        edge = np.zeros(len(parts), dtype=np.int64)
+        for b, take in ((first, np.ones(len(parts), dtype=bool)), (last, last != first)):
+            share = self._share(b, lo, lo_inc, hi, hi_inc, lower, width, nbins, parts)
+            rem = self.remainder[base + b]
+            whole = take & (share >= 1.0) if self.integral else np.zeros(len(parts), bool)
+            part_ = take & ~whole
+            full = np.where(whole, full + rem, full)
+            edge = np.where(part_, edge + rem, edge)
+            point = np.where(whole, point + rem.astype(np.float64),
+                             np.where(part_, point + rem * share, point))
+        exact = self.exact[parts]
+        rows = listed_in + point
+        low = np.where(exact, listed_in + full, listed_in)
+        high = np.where(exact, listed_in + full + edge, listed_in + rest)
+        rows, low, high = sv._of(rows, low, high)
+        code = np.where(exact, np.where(self.has_listed[parts], FREQUENCIES | _HISTOGRAM,
+                                        _HISTOGRAM), _APPROX)
+        return rows, low, high, code
+
+    def _bin_of(self, value, lower, width, nbins):  # noqa: ANN001, ANN202
+        """``selectivity._bin_of`` elementwise."""
+        if self.integral:
+            return np.minimum(np.maximum((value - lower) // width, 0), nbins - 1)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            raw = (value - lower) / width
+            b = np.minimum(np.maximum(np.floor(np.where(np.isfinite(raw), raw, 0.0)), 0),
+                           nbins - 1).astype(np.int64)
+        b = np.where(np.isnan(raw), 0, b)
+        return np.where(np.isinf(raw), np.where(raw > 0, nbins - 1, 0), b)
+
+    def _share(self, b, lo, lo_inc, hi, hi_inc, lower, width, nbins, parts):  # noqa: ANN001, ANN202, PLR0913
+        """``selectivity._bin_share`` elementwise."""
+        if self.integral:
+            start = lower + b * width
+            top = start + width - 1
+            top = np.where((b == nbins - 1) | (self.max_num[parts] < top),
+                           np.minimum(top, self.max_num[parts]), top)
+            q_lo = np.where(lo_inc, lo, lo + 1)
+            q_hi = np.where(hi_inc, hi, hi - 1)
+            covered = np.minimum(top, q_hi) - np.maximum(start, q_lo) + 1
+            return np.maximum(0.0, covered / (top - start + 1))
+        start = lower + b * width
+        end = lower + (b + 1) * width
+        end = np.where((b == nbins - 1), np.maximum(end, self.max_num[parts]), end)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            covered = np.minimum(end, hi) - np.maximum(start, lo)
+            share = np.where(end > start, covered / (end - start), 0.5)
+        return np.where(np.isfinite(share), np.minimum(1.0, np.maximum(0.0, share)), 0.5)
+
+    def listed_in(self, parts: np.ndarray, r: kr.KeyRange) -> np.ndarray:
+        """Per partition of ``parts``: the listed count inside ``r`` clipped to the
+        partition's [min, max] (``selectivity._listed_in`` of the clipped range)."""
+        start = max(0, bisect.bisect_left(self.positions, r.start))
+        end = bisect.bisect_left(self.positions, r.end)
+        lo = np.maximum(start, self.span_start[parts])
+        hi = np.maximum(lo, np.minimum(end, self.span_end[parts]))
+        base = parts * self.stride
+        a = np.searchsorted(self.keys, base + lo, side="left")
+        b = np.searchsorted(self.keys, base + hi, side="left")
+        return self.cumulative[b] - self.cumulative[a]
+
+
+def listed(partitions: Sequence, column: str, survivors: np.ndarray) -> Listed:
+    """The column's ``Listed`` covering ``survivors``, kept on ``partitions`` (a resident
+    estimator's) and rebuilt with the partitions it did not cover yet."""
+    cache = getattr(partitions, "listed_cache", None)
+    found = cache.get(column) if cache is not None else None
+    if found is not None and (found[1].too_big or found[0][survivors].all()):
+        return found[1]
+    wanted = np.zeros(len(partitions), dtype=bool)
+    if found is not None:
+        wanted |= found[0]
+    seen = getattr(partitions, "visited_mask", None)
+    if callable(seen):  # those read before too: fewer rebuilds as the set grows
+        wanted |= seen([column], np.arange(len(partitions)))
+    wanted[survivors] = True
+    built = Listed(partitions, column, np.flatnonzero(wanted))
+    if cache is not None:
+        cache[column] = (wanted, built)
+    return built
+
+
+def _clipped_point(c: sv.Clip, r: kr.KeyRange) -> np.ndarray:
+    """Where ``r`` clipped to [min, max] holds one key (min at an inclusive upper end, or
+    max at an inclusive lower end), as ``selectivity_vector._ordered_part`` finds."""
+    point = np.zeros(len(c.m), dtype=bool)
+    if r.upper[0] is not None and r.upper[1]:
+        point |= c.start_is_min & ~c.end_is_max & c.min_eq_hi
+    if r.lower[0] is not None and r.lower[1]:
+        point |= ~c.start_is_min & c.end_is_max & c.lo_eq_max
+    return point & c.nonempty & ~c.whole
+
+
+def leaf(
+    vectors: sv.Vectors,
+    cs,  # noqa: ANN001 - predicates.ColumnSet
+    table: Listed,
+    parts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``predicates._leaf_estimate`` of a single-column set condition (``cs``) for the
+    partitions ``parts``: rows, lower, upper, method codes and ``fallback`` (partitions
+    whose estimate needs more than the cases above: the caller estimates them one by
+    one; their numbers here are meaningless)."""
+    count = len(parts)
+    row_count = vectors.row_count[parts]
+    null_count = vectors.null_count[parts]
+    non_null = row_count - null_count
+    fallback = ~table.known[parts]
+    key_set = cs.true
+    floating = kind_of(vectors.dtype) == Kind.FLOATING
+    nan = vectors.nan_count[parts]
+    rest = sel._complement(key_set) if key_set else ()
+    flip = bool(rest) and all(r.point is not None for r in rest) and len(rest) <= len(key_set) + 1
+    ranges = rest if flip else key_set
+    rows = np.zeros(count, dtype=np.float64)
+    lower = np.zeros(count, dtype=np.int64)
+    upper = np.zeros(count, dtype=np.int64)
+    code = np.zeros(count, dtype=np.int64)
+    by_freq = table.complete[parts]
+
+    def number(key: bytes) -> int | float:
+        return sel.storage_number(vectors.dtype, key)
+
+    for r in ranges:
+        c = sv.clip(vectors, r)
+        m = c.m[parts]
+        nonempty, whole = c.nonempty[parts], c.whole[parts]
+        inner = nonempty & ~whole
+        rest_p = m - table.total[parts]
+        counted = inner & (by_freq | (rest_p <= 0))
+        ranged = None
+        if r.point is None:  # a range, unless clipping leaves one key
+            ranged = inner & ~counted & table.usable[parts] & ~_clipped_point(c, r)[parts]
+        value = np.where(whole, m, 0)
+        listed_in = None
+        if counted.any() or (ranged is not None and ranged.any()):
+            listed_in = table.listed_in(parts, r)
+            value = np.where(counted, listed_in, value)
+        r_rows, r_lower, r_upper = value.astype(np.float64), value.copy(), value.copy()
+        r_code = np.where(counted, FREQUENCIES, _MIN_MAX)
+        if ranged is not None and ranged.any():
+            at = np.flatnonzero(ranged)
+            got = table.histogram_range(parts[at], c, r, number, listed_in[at], rest_p[at])
+            r_rows[at], r_lower[at], r_upper[at], r_code[at] = got
+            counted = counted | ranged
+        fallback |= inner & ~counted
+        if floating and r.contains(sel.NAN_KEY):
+            has_nan = nan > 0
+            plus = sv._of(r_rows + nan, r_lower + nan, r_upper + nan)
+            r_rows = np.where(has_nan, plus[0], r_rows)
+            r_lower = np.where(has_nan, plus[1], r_lower)
+            r_upper = np.where(has_nan, plus[2], r_upper)
+        rows = rows + r_rows
+        lower = lower + r_lower
+        upper = upper + r_upper
+        code |= r_code
+    if ranges:
+        rows, lower, upper = sv._of(rows, lower, upper)
+    if flip:
+        rows, lower, upper = sv._of(non_null - rows, non_null - upper, non_null - lower)
+    empty = (non_null == 0) | (not key_set)
+    rows = np.where(empty, 0.0, rows)
+    lower = np.where(empty, 0, lower)
+    upper = np.where(empty, 0, upper)
+    code = np.where(empty, _EMPTY, code)
+    fallback &= ~empty
+    if cs.null == "T":
+        add = null_count > 0
+        plus = sv._of(rows + null_count, lower + null_count, upper + null_count)
+        rows = np.where(add, plus[0], rows)
+        lower = np.where(add, plus[1], lower)
+        upper = np.where(add, plus[2], upper)
+        code = np.where(add, code | _NULLS, code)
+    return rows, lower, upper, code, fallback
+
+
+__all__ = ["FREQUENCIES", "MAX_ENTRIES", "Listed", "leaf", "listed", "method_name"]
