@@ -11,6 +11,7 @@ the estimators and the facade: it sits in ``stats/`` so each can import it downw
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 import pyarrow as pa
@@ -83,7 +84,15 @@ def column_kind(type_text: str) -> Kind:
 
 
 def decode_value(key: bytes | None, type_text: str) -> object:
-    dtype = parse_type(type_text)
-    if key is None or isinstance(dtype, Opaque):
+    if key is None:
         return None
-    return keys.decode(key, dtype)
+    return _decoder(type_text)(key)
+
+
+@lru_cache(maxsize=256)
+def _decoder(type_text: str) -> Callable[[bytes], object]:
+    """The key decoder of a type's text (an opaque type decodes to None)."""
+    dtype = parse_type(type_text)
+    if isinstance(dtype, Opaque):
+        return lambda key: None
+    return keys.decoder(dtype)

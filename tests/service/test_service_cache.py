@@ -165,3 +165,24 @@ def test_a_new_table_snapshot_is_seen_as_stale_with_the_statistics_files_kept(
     assert after.stale is True and after.staleness.snapshots_behind == 1
     assert again.reader() is reader  # the open statistics files were kept
     assert after.row_count == before.row_count == 100  # what the version describes
+
+
+def test_warm_up_loads_what_the_first_overview_would_import() -> None:
+    """pyarrow imports pandas on its first value conversion (1.1 s of the 1,000-column
+    overview's first load): a warmed-up worker has done it before any request."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("pandas")
+    code = (
+        "import sys\n"
+        "from lakestats.service.tables import TableSet\n"
+        "before = 'pandas' in sys.modules\n"
+        "TableSet([]).warm_up()\n"
+        "print(before, 'pandas' in sys.modules)\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert found.stdout.split() == ["False", "True"]

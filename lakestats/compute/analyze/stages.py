@@ -1,11 +1,13 @@
-"""The per-partition Spark job: one task per slice (``mapInArrow`` over
-``spark.range(n, numPartitions=n)``, the ``Job`` shipped in its closure), then, for
+"""The per-partition Spark job: the slices over ``spark.range(n, numPartitions=tasks)``
+(``mapInArrow``, the ``Job`` shipped in its closure; small slices share a task,
+``task_count``), then, for
 partitions split into slices, a second equally small stage that merges their staged
 states. Only small summaries come back to the driver."""
 
 from __future__ import annotations
 
 import functools
+import heapq
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -35,11 +37,13 @@ def _batches(rows: list[dict[str, object]], extra: list[pa.Field] | None = None)
     return pa.RecordBatch.from_pylist(rows, schema=pa.schema(SUMMARY_FIELDS + (extra or [])))
 
 
-def _stage_one(job: Job, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _stage_one(
+    job: Job, order: list[int], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
     extra_fields = getattr(job.hook, "extra_fields", None)
     for batch in batches:
-        for task_id in batch.column(0).to_pylist():
-            summary = run_slice(job, task_id)
+        for position in batch.column(0).to_pylist():
+            summary = run_slice(job, order[position])
             extra = summary.pop("extra", None)
             yield _batches([summary], extra_fields)
             if extra is not None and extra.num_rows:  # the hook's rows: summary columns null
@@ -66,9 +70,52 @@ def plan_slices(job: Job, table: TableFormat, plans: list) -> None:
         for part in table.slices(plan, job.options.max_slice_bytes):
             slices.append(part)
             slice_partition.append(index)
-    order = sorted(range(len(slices)), key=lambda i: -sum(f.size_bytes for f in slices[i].files))
+    sizes = [_bytes(part) for part in slices]
+    order = sorted(range(len(slices)), key=lambda i: -sizes[i])
     job.slices = [slices[i] for i in order]
     job.slice_partition = [slice_partition[i] for i in order]
+
+
+# Many tiny partitions (thousands of small day partitions): a Spark task each cost about
+# 0.3 s of task overhead (scheduling, the closure's deserialization, which carries every
+# slice: quadratic in the partition count) against milliseconds of work. Slices share a
+# task until a task holds ``max_slice_bytes`` of data, with at least MIN_TASKS tasks (or
+# one per slice, when fewer) so a cluster's cores still all get work.
+MIN_TASKS = 64
+
+
+def task_count(slices: int, total_bytes: int, job: Job) -> int:
+    """How many Spark tasks run ``slices`` slices of ``total_bytes`` bytes in all."""
+    if job.hook is not None:  # a sample's hook sets its own task count (or one per slice)
+        return min(getattr(job.hook, "tasks", None) or slices, slices)
+    by_bytes = -(-total_bytes // max(job.options.max_slice_bytes, 1))
+    return max(1, min(slices, max(MIN_TASKS, by_bytes)))
+
+
+def _bytes(part: object) -> int:
+    return sum(f.size_bytes for f in part.files)  # type: ignore[attr-defined]
+
+
+def _in_task_blocks(sizes: list[int], tasks: int) -> list[int]:
+    """Slice indices (``sizes`` biggest first) in the order that gives the contiguous id
+    blocks of ``spark.range(n, numPartitions=tasks)`` about equal bytes: each slice,
+    biggest first, goes to the block with the fewest bytes that still has room. Position
+    ``i`` of the range runs slice ``order[i]``; summaries come back sorted by slice."""
+    n = len(sizes)
+    order = list(range(n))
+    if tasks >= n:
+        return order
+    bounds = [i * n // tasks for i in range(tasks + 1)]
+    room = [bounds[i + 1] - bounds[i] for i in range(tasks)]
+    blocks: list[list[int]] = [[] for _ in range(tasks)]
+    lightest = [(0, b) for b in range(tasks) if room[b]]
+    for i in order:
+        load, block = heapq.heappop(lightest)
+        blocks[block].append(i)
+        room[block] -= 1
+        if room[block]:
+            heapq.heappush(lightest, (load + sizes[i], block))
+    return [i for block in blocks for i in block]
 
 
 def compute_partitions(
@@ -96,14 +143,18 @@ def _partition_stages(spark: SparkSession, job: Job, progress: bool) -> list:
     """Stage one (every slice), then stage two (merging the slices of split partitions)."""
     slices = job.slices
     hook = job.hook
-    tasks = min(getattr(hook, "tasks", None) or len(slices), len(slices))  # slices per task
+    sizes = [_bytes(part) for part in slices]
+    tasks = task_count(len(slices), sum(sizes), job)
+    order = _in_task_blocks(sizes, tasks)
     frame = spark.range(0, len(slices), 1, numPartitions=tasks)
     schema = SUMMARY_SCHEMA if hook is None else f"{SUMMARY_SCHEMA}, {hook.extra_schema}"  # type: ignore[attr-defined]
-    stage = frame.mapInArrow(functools.partial(_stage_one, job), result_schema(schema))
+    stage = frame.mapInArrow(functools.partial(_stage_one, job, order), result_schema(schema))
     if hook is None:
         summaries = run_with_progress(
             spark, "analyzing partitions", len(slices), lambda: collect_small(stage), progress
         )
+        # the order of one task per slice (what the reduction's merge order follows)
+        summaries = sorted(summaries, key=lambda s: s["task_id"])
     else:
         summaries = run_with_progress(
             spark, "analyzing partitions", len(slices),
