@@ -69,6 +69,9 @@ def build(table, snapshot_id: int | None = None) -> dict[str, object]:  # noqa: 
 UNIFORM_TOLERANCE = 0.25
 """A histogram whose every bin's width is within this share of the mean width says no more
 than min and max do."""
+UNIFORM_DEVIATION = 0.05
+"""Nor does one whose every edge lies within this share of the range from where evenly
+spread values put it (a few evenly common whole numbers: points and steps)."""
 
 
 def uniform(bins: list[tuple[float, float, int]]) -> bool:
@@ -84,7 +87,17 @@ def uniform(bins: list[tuple[float, float, int]]) -> bool:
     if len(widths) < 4 or not all(math.isfinite(w) for w in widths):
         return False
     mean = sum(widths) / len(widths)
-    return mean > 0 and all(abs(w / mean - 1) <= UNIFORM_TOLERANCE for w in widths[1:-1])
+    if mean > 0 and all(abs(w / mean - 1) <= UNIFORM_TOLERANCE for w in widths[1:-1]):
+        return True
+    # a few whole numbers as evenly common (a nation key: 25 values): the bins are points
+    # and steps, each edge within a step of where an even spread puts it
+    low, high = bins[0][0], bins[-1][1]
+    span = high - low
+    steps = len(bins)
+    return span > 0 and all(
+        abs(hi - (low + span * (i + 1) / steps)) <= UNIFORM_DEVIATION * span
+        for i, (_, hi, _) in enumerate(bins)
+    )
 
 
 def _number(value: float) -> float | str:

@@ -84,17 +84,23 @@ def test_a_histogram_of_evenly_spread_values_is_left_out(spark, tmp_path: Path, 
     assert len(columns["skewed"]["histogram"]["bins"]) == 254
     assert uniform([(i, i + 1.0, 5) for i in range(10)])
     assert not uniform([(0, 1, 5), (1, 1.5, 5), (1.5, 4, 5), (4, 5, 5), (5, 9, 5)])
+    # 25 evenly common whole numbers (TPC-H's nation keys) in 254 bins: points and steps
+    edges = np.minimum(np.floor(np.arange(255) * 25 / 254), 24)
+    assert uniform([(edges[i], edges[i + 1], 1) for i in range(254)])
+    skewed = np.quantile(rng.exponential(size=50_000), np.linspace(0, 1, 255))
+    assert not uniform([(skewed[i], skewed[i + 1], 1) for i in range(254)])
 
 
 def test_a_small_key_domain_is_kept_as_its_values(spark, tmp_path: Path, capsys) -> None:
-    """A key of 25 whole numbers (TPC-H's nation keys) analyzed without --exact: its stored
+    """A key of 25 whole numbers analyzed without --exact: its stored
     bins [v, v + 1) each hold the one value v, so Spark's histogram is 25 point masses,
     never fractions of a key between two whole numbers (with those, Spark estimated the
     join of TPC-H Q7's nations and customers at 21,101 rows for 4.8 million)."""
     from deltalake import write_deltalake
 
     rng = np.random.default_rng(9)
-    keys = rng.integers(0, 25, 30_000)
+    weights = 1 / np.arange(1, 26)  # skewed, so the histogram is kept (see below)
+    keys = rng.choice(25, size=30_000, p=weights / weights.sum())
     path = tmp_path / "delta"
     write_deltalake(str(path), pa.table({"key": keys, "x": rng.exponential(size=30_000)}))
     assert cli.main(["analyze", str(path), "--json"]) == 0
