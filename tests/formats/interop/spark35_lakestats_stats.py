@@ -21,21 +21,8 @@ from __future__ import annotations
 import json
 import sys
 
+from component_cases import run_cases
 from pyspark.sql import SparkSession
-
-
-def _stats(frame) -> dict:
-    stats = frame._jdf.queryExecution().optimizedPlan().stats()
-    rows = stats.rowCount()
-    distinct = {}
-    attributes = stats.attributeStats()
-    names = attributes.keys().iterator()
-    while names.hasNext():
-        attribute = names.next()
-        found = attributes.apply(attribute).distinctCount()
-        distinct[attribute.name()] = int(str(found.get())) if found.isDefined() else None
-    return {"row_count": int(str(rows.get())) if rows.isDefined() else None,
-            "distinct": distinct, "size": int(str(stats.sizeInBytes()))}
 
 
 def _hudi(frame, name: str, path: str, mode: str) -> None:
@@ -89,20 +76,7 @@ def main(spec_path: str) -> None:
     by_name = {w["name"]: w for w in spec["writes"]}
     for append in step["appends"]:
         _write(spark, {**by_name[append["name"]], "parquet": append["parquet"]}, "append")
-    utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
-    out = {"spark": spark.version, "cases": {}}
-    for case in step["cases"]:
-        result = {}
-        for way, enabled in (("lakestats", "true"), ("spark", "false")):
-            spark.conf.set("spark.lakestats.enabled", enabled)
-            reader = spark.read.format(case["format"]).options(**case.get("options", {}))
-            frame = reader.load(case["path"])
-            seen = _stats(frame)
-            seen["explain"] = utils.explainString(frame._jdf.queryExecution(), "cost")
-            seen["filters"] = {f: _stats(frame.where(f))["row_count"] for f in case["filters"]}
-            seen["counted"] = frame.count() if way == "spark" else None
-            result[way] = seen
-        out["cases"][case["name"]] = result
+    out = run_cases(spark, step["cases"])
     print(json.dumps(out), flush=True)
     spark.stop()
 

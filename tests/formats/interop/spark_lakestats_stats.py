@@ -16,23 +16,10 @@ from __future__ import annotations
 import json
 import sys
 
+from component_cases import run_cases
 from pyspark.sql import SparkSession
 
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-
-
-def _stats(frame) -> dict:
-    stats = frame._jdf.queryExecution().optimizedPlan().stats()
-    rows = stats.rowCount()
-    distinct = {}
-    attributes = stats.attributeStats()
-    names = attributes.keys().iterator()
-    while names.hasNext():
-        attribute = names.next()
-        found = attributes.apply(attribute).distinctCount()
-        distinct[attribute.name()] = int(str(found.get())) if found.isDefined() else None
-    return {"row_count": int(str(rows.get())) if rows.isDefined() else None,
-            "distinct": distinct, "size": int(str(stats.sizeInBytes()))}
 
 
 def main(spec_path: str) -> None:
@@ -49,20 +36,7 @@ def main(spec_path: str) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
-    out = {"spark": spark.version, "cases": {}}
-    for case in spec["cases"]:
-        result = {}
-        for way, enabled in (("lakestats", "true"), ("spark", "false")):
-            spark.conf.set("spark.lakestats.enabled", enabled)
-            reader = spark.read.format(case["format"]).options(**case.get("options", {}))
-            frame = reader.load(case["path"])
-            seen = _stats(frame)
-            seen["explain"] = utils.explainString(frame._jdf.queryExecution(), "cost")
-            seen["filters"] = {f: _stats(frame.where(f))["row_count"] for f in case["filters"]}
-            seen["counted"] = frame.count() if way == "spark" else None
-            result[way] = seen
-        out["cases"][case["name"]] = result
+    out = run_cases(spark, spec["cases"])
     print(json.dumps(out))
     spark.stop()
 

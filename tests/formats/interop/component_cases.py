@@ -1,0 +1,42 @@
+"""What the component tests' Spark scripts (``spark_lakestats_stats.py`` on Spark 4.1,
+``spark35_lakestats_stats.py`` on Spark 3.5) read from Spark, in one place: imported by them
+from their own folder (a script's folder is first on its ``sys.path``), in the PySpark of
+their venv."""
+
+from __future__ import annotations
+
+
+def plan_stats(frame) -> dict:
+    """The optimized plan's row count, distinct counts and size."""
+    stats = frame._jdf.queryExecution().optimizedPlan().stats()
+    rows = stats.rowCount()
+    distinct = {}
+    attributes = stats.attributeStats()
+    names = attributes.keys().iterator()
+    while names.hasNext():
+        attribute = names.next()
+        found = attributes.apply(attribute).distinctCount()
+        distinct[attribute.name()] = int(str(found.get())) if found.isDefined() else None
+    return {"row_count": int(str(rows.get())) if rows.isDefined() else None,
+            "distinct": distinct, "size": int(str(stats.sizeInBytes()))}
+
+
+def run_cases(spark, cases: list[dict]) -> dict:
+    """Per case and way (the component on, off): the scan's statistics, ``EXPLAIN COST``,
+    each filter's estimated rows and (with the component off) the true count."""
+    utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
+    out = {"spark": spark.version, "cases": {}}
+    for case in cases:
+        result = {}
+        for way, enabled in (("lakestats", "true"), ("spark", "false")):
+            spark.conf.set("spark.lakestats.enabled", enabled)
+            reader = spark.read.format(case["format"]).options(**case.get("options", {}))
+            frame = reader.load(case["path"])
+            seen = plan_stats(frame)
+            seen["explain"] = utils.explainString(frame._jdf.queryExecution(), "cost")
+            seen["filters"] = {f: plan_stats(frame.where(f))["row_count"]
+                               for f in case["filters"]}
+            seen["counted"] = frame.count() if way == "spark" else None
+            result[way] = seen
+        out["cases"][case["name"]] = result
+    return out
