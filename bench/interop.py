@@ -96,7 +96,15 @@ def _shown(q_error: float) -> str:
     return "no estimate" if q_error >= 1e9 else f"{q_error:.2f}"
 
 
-def _analyze(target: list[str]) -> float:
+def require_built() -> None:
+    """Stop with one line when the interop venv, runtimes or component are not built."""
+    missing = [str(p) for p in [PYTHON, *JARS] if not p.exists()]
+    if missing:
+        raise SystemExit(f"missing {', '.join(missing)}: run make interop jars jvm")
+
+
+def analyze_exact(target: list[str]) -> float:
+    """Seconds of ``lakestats analyze TARGET --exact`` as a process."""
     started = time.perf_counter()
     subprocess.run([str(ROOT / ".venv" / "bin" / "lakestats"), "analyze", *target, "--exact"],
                    check=True, capture_output=True, text=True)
@@ -107,9 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=float, default=0.1)
     args = parser.parse_args()
-    missing = [str(p) for p in [PYTHON, *JARS] if not p.exists()]
-    if missing:
-        raise SystemExit(f"missing {', '.join(missing)}: run make interop jars jvm")
+    require_built()
     source = tpch_lineitem(args.scale)
     iceberg = as_iceberg(source)
     delta = as_delta(source)
@@ -119,8 +125,8 @@ def main() -> None:
     metadata = load_catalog(warehouse=str(warehouse)).load_table("bench.lineitem_year")
     print(f"machine: {machine()}; TPC-H lineitem scale {args.scale} by ship year as Iceberg "
           f"and Delta", flush=True)
-    took = {"iceberg": _analyze(["bench.lineitem_year", "--warehouse", str(warehouse)]),
-            "delta": _analyze([str(delta)])}
+    took = {"iceberg": analyze_exact(["bench.lineitem_year", "--warehouse", str(warehouse)]),
+            "delta": analyze_exact([str(delta)])}
     for name, seconds in took.items():
         print(f"lakestats analyze --exact ({name}): {seconds:.1f} s", flush=True)
     tables = {"ice": {"format": "iceberg",

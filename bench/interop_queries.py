@@ -28,7 +28,6 @@ import json
 import math
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import duckdb
@@ -36,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.common import DATA, machine
-from bench.interop import EXTENSIONS, JARS, PYTHON, ROOT
+from bench.interop import EXTENSIONS, JARS, PYTHON, ROOT, analyze_exact, require_built
 from bench.interop import WAYS as ESTIMATE_WAYS
 
 TABLES = ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"]
@@ -134,14 +133,6 @@ def iceberg_tables(source: Path) -> tuple[Path, dict[str, str]]:
     return warehouse, metadata
 
 
-def _analyze(name: str, warehouse: Path) -> float:
-    started = time.perf_counter()
-    subprocess.run([str(ROOT / ".venv" / "bin" / "lakestats"), "analyze", f"tpch.{name}",
-                    "--warehouse", str(warehouse), "--exact"],
-                   check=True, capture_output=True, text=True)
-    return time.perf_counter() - started
-
-
 def _cells(row: list[object]) -> list[object]:
     """A row's values as text, decimals and doubles as floats (engines differ in a sum's
     last digits and in how they print a decimal)."""
@@ -183,14 +174,12 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    missing = [str(p) for p in [PYTHON, *JARS] if not p.exists()]
-    if missing:
-        raise SystemExit(f"missing {', '.join(missing)}: run make interop jars jvm")
+    require_built()
     source = tpch_tables(args.scale)
     warehouse, metadata = iceberg_tables(source)
     print(f"machine: {machine()}; TPC-H scale {args.scale:g}, 8 Iceberg tables; "
           f"{args.runs} runs per query and way", flush=True)
-    took = sum(_analyze(name, warehouse) for name in TABLES)
+    took = sum(analyze_exact([f"tpch.{name}", "--warehouse", str(warehouse)]) for name in TABLES)
     print(f"lakestats analyze --exact of the 8 tables: {took:.1f} s (a table analyzed "
           "before and unchanged since publishes nothing)", flush=True)
     spec = Path(tempfile.mkdtemp(prefix="interop-queries-")) / "spec.json"
