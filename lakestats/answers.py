@@ -132,6 +132,36 @@ class TableStatistics:
 
 
 @dataclass(frozen=True)
+class StatisticsRows(Sequence[Row]):
+    """Decoded statistics rows of one partition (``partition`` its name) or of the table
+    (``partition`` None) in statistics version ``version``: a read-only sequence of rows,
+    one per column, so ``[row] = table.statistics(None, ["x"])`` reads as before."""
+
+    partition: str | None
+    version: int
+    columns: tuple[Row, ...]
+
+    def __getitem__(self, index):  # noqa: ANN001, ANN204 - Sequence's int/slice overloads
+        return self.columns[index]
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.columns)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "partition": self.partition,
+            "version": self.version,
+            "columns": _rows(self.columns),
+        }
+
+    def to_arrow(self) -> pa.Table:
+        return table_of(_rows(self.columns))
+
+
+@dataclass(frozen=True)
 class PartitionStatistics:
     """One partition's statistics (``show --partition``)."""
 
@@ -232,9 +262,7 @@ class Frequencies:
             "omitted": self.omitted,
             "duplicates_only": self.duplicates_only,
             "exact": self.exact,
-            "frequencies": [
-                {"value": jsonable(v), "frequency": f} for v, f in self.pairs
-            ],
+            "frequencies": [{"value": jsonable(v), "frequency": f} for v, f in self.pairs],
         }
 
     def to_arrow(self) -> pa.Table:
@@ -428,10 +456,12 @@ class EstimateBatch:
 
     def to_arrow(self) -> pa.Table:
         """One row per predicate: its estimate and bounds."""
-        return table_of([
-            {k: v for k, v in e.to_json().items() if k not in ("partitions", "detail")}
-            for e in self.estimates
-        ])
+        return table_of(
+            [
+                {k: v for k, v in e.to_json().items() if k not in ("partitions", "detail")}
+                for e in self.estimates
+            ]
+        )
 
 
 @dataclass(frozen=True)

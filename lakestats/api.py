@@ -601,18 +601,25 @@ class LakestatsTable:
         *,
         snapshot: int | None = None,
         version: int | None = None,
-    ) -> list[dict[str, object]]:
+    ) -> answers.StatisticsRows:
         """Decoded statistics rows of ``partition`` (default: the table level) in the
         latest version, in statistics version ``version``, or in the version describing
         ``snapshot`` (at table level without the columns changed since;
         ``table_statistics`` adds how stale it is)."""
         if version is not None:
-            return self._reader_of_version(version).column_statistics(partition, columns)
-        if snapshot is None:
-            return self.reader().column_statistics(partition, columns)
-        if partition is None:
-            return [dict(r) for r in self.table_statistics(snapshot, columns).columns]
-        return self._version_reader(snapshot).column_statistics(partition, columns)
+            reader = self._reader_of_version(version)
+        elif snapshot is None:
+            reader = self.reader()
+        elif partition is None:
+            found = self.table_statistics(snapshot, columns)
+            return answers.StatisticsRows(None, found.version, found.columns)
+        else:
+            reader = self._version_reader(snapshot)
+        name = None if partition is None else reader.partition(partition).name
+        rows = reader.column_statistics(partition, columns)
+        return answers.StatisticsRows(
+            name, reader.version.version, tuple(answers.frozen_row(r) for r in rows)
+        )
 
     def partition(self, partition: str | dict) -> answers.Partition:
         """One partition of the latest version (an unknown one is a

@@ -247,7 +247,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         )
     table = _table(args)
     if args.action == "show":
-        data = table.sample.show()
+        data = table.sample.manifest().to_json()
         if args.json:
             _print_json(data)
         else:

@@ -4,7 +4,7 @@
     table = ls.open_table("warehouse/lineitem")
     table.sample.create(fraction=0.01, seed=7)   # Spark job: a stratified bottom-k sample
     table.sample.refresh()                       # resample only partitions that changed
-    table.sample.show()                          # the manifest (snapshot, seed, N and n)
+    table.sample.manifest()                      # the manifest (snapshot, seed, N and n)
     table.analyze(from_sample=True)              # statistics estimated from the sample
 """
 
@@ -79,8 +79,5 @@ class SampleOperations:
             return refresh(table, root, self._spark(spark), sample)
 
     def manifest(self) -> store.SampleManifest:
+        """The sample's manifest (snapshot, seed, N and n; ``to_json()`` for ``sample show``)."""
         return store.load(self._table.store, self._table.name)
-
-    def show(self) -> dict[str, object]:
-        """The manifest as JSON-ready data."""
-        return self.manifest().to_json()

@@ -39,7 +39,7 @@ from lakestats.formats.puffin import THETA_BLOB, Blob, write_puffin
 from lakestats.stats import keys, sketches, theta
 from lakestats.stats.derived_sketches import frequencies_complete
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry, Version
 
 OWN_SUFFIX = "-lakestats.stats"
@@ -76,8 +76,8 @@ def theta_types(table: object, snapshot_id: int | None) -> dict[str, str]:
     return {n: t for n, t in native.items() if n in top and theta.supported(t)}
 
 
-def _read(root: str, relative: str, s3: fs.S3Options | None, columns: list[str]) -> pa.Table:
-    filesystem, path = fs.resolve(layout.absolute(root, relative), s3)
+def _read(store: StatisticsStore, relative: str, columns: list[str]) -> pa.Table:
+    filesystem, path = store.resolve(store.path(relative))
     with filesystem.open_input_file(path) as handle:
         parquet = pq.ParquetFile(handle)
         present = [c for c in columns if c in parquet.schema_arrow.names]
@@ -94,15 +94,14 @@ def _rebuilt(frequencies: pa.Table, index: int, dtype: pa.DataType, iceberg_type
 
 
 def partition_sketches(
-    root: str,
+    store: StatisticsStore,
     entry: PartitionEntry,
-    s3: fs.S3Options | None,
     wanted: dict[int, str],
     dtypes: list[pa.DataType],
 ) -> dict[int, bytes | None]:
     """Column position -> one partition's theta sketch (None: it has none, and its
     frequencies do not determine one)."""
-    rows = _read(root, entry.files["statistics"], s3, _FIELDS).to_pylist()
+    rows = _read(store, entry.files["statistics"], _FIELDS).to_pylist()
     out: dict[int, bytes | None] = {}
     rebuild: list[int] = []
     for c in wanted:
@@ -118,24 +117,23 @@ def partition_sketches(
             out[c] = None
     if rebuild:
         frequencies = _read(
-            root, entry.files["frequencies"], s3, ["column_index", "value", "frequency"]
+            store, entry.files["frequencies"], ["column_index", "value", "frequency"]
         )
         for c in rebuild:
             out[c] = _rebuilt(frequencies, c, dtypes[c], wanted[c])
     return out
 
 
-def _distinct_counts(root: str, version: Version, s3: fs.S3Options | None) -> list[dict]:
+def _distinct_counts(store: StatisticsStore, version: Version) -> list[dict]:
     if not version.table_files:
         return [{} for _ in version.columns]
     fields = ["distinct_count", "distinct_count_exact"]
-    return _read(root, version.table_files["statistics"], s3, fields).to_pylist()
+    return _read(store, version.table_files["statistics"], fields).to_pylist()
 
 
 def blobs_of(
-    root: str,
+    store: StatisticsStore,
     version: Version,
-    s3: fs.S3Options | None,
     types: dict[str, str],
     sequence_number: int,
     map_partitions: Callable = map,
@@ -156,14 +154,14 @@ def blobs_of(
     gathered: dict[int, list[bytes]] = {c: [] for c in wanted}
     missing: set[int] = set()
     for sketches_of in map_partitions(
-        lambda e: partition_sketches(root, e, s3, wanted, dtypes), version.partitions
+        lambda e: partition_sketches(store, e, wanted, dtypes), version.partitions
     ):
         for c, sketch in sketches_of.items():
             if sketch is None:
                 missing.add(c)
             else:
                 gathered[c].append(sketch)
-    counts = _distinct_counts(root, version, s3)
+    counts = _distinct_counts(store, version)
     blobs = []
     for c in wanted:
         name = version.columns[c]["name"]
@@ -188,12 +186,13 @@ def blobs_of(
 
 def publish(
     table: object,
-    root: str,
+    store: StatisticsStore,
     version: Version,
-    s3: fs.S3Options | None,
     map_partitions: Callable = map,
 ) -> PuffinRecord:
-    """Write and commit the Puffin file of ``version`` (an Iceberg table's, whole table)."""
+    """Write and commit the Puffin file of ``version`` (an Iceberg table's, whole table).
+    The file goes to the table's metadata folder with the store's filesystem options (a
+    table handle reads the table and its statistics with the same ones)."""
     snapshot = version.snapshot_id
     assert snapshot is not None
     refusal = table.statistics_commit_refusal()  # type: ignore[attr-defined]
@@ -201,7 +200,7 @@ def publish(
         return PuffinRecord(snapshot, None, [], {"*": refusal})
     types = theta_types(table, snapshot)
     sequence = table.sequence_number(snapshot)  # type: ignore[attr-defined]
-    blobs, skipped = blobs_of(root, version, s3, types, sequence, map_partitions)
+    blobs, skipped = blobs_of(store, version, types, sequence, map_partitions)
     if not blobs:
         return PuffinRecord(snapshot, None, [], skipped or {"*": "no column has a theta blob"})
     written = write_puffin(blobs, f"{CREATED_BY} {client_version()}")
@@ -209,20 +208,20 @@ def publish(
     path = f"{location}/metadata/{snapshot}-{uuid.uuid4()}{OWN_SUFFIX}"
     previous = table.statistics_files().get(snapshot)  # type: ignore[attr-defined]
     try:
-        fs.write_bytes_atomic(path, written.data, s3)
+        fs.write_bytes_atomic(path, written.data, store.s3)
         table.set_statistics_file(  # type: ignore[attr-defined]
             snapshot, path, len(written.data), written.footer_size, written.blobs
         )
     except Exception as exc:  # any commit failure: one lakestats error
         with contextlib.suppress(Exception):
-            fs.delete_file(path, s3)
+            fs.delete_file(path, store.s3)
         raise PuffinPublishError(
             f"the Puffin statistics file for snapshot {snapshot} could not be committed to "
             f"the table ({type(exc).__name__}: {exc}); analyze again, or pass --no-puffin"
         ) from exc
     if previous is not None and previous != path and is_own(previous):
         with contextlib.suppress(Exception):  # replaced: the table lists it no more
-            fs.delete_file(previous, s3)
+            fs.delete_file(previous, store.s3)
     names = [version.columns[c]["name"] for c, _ in _positions(version, blobs)]
     return PuffinRecord(snapshot, path, names, skipped)
 

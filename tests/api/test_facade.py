@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -175,9 +176,13 @@ def test_sql_noscan_counts_rows_from_metadata(tmp_path: Path) -> None:
     root = tmp_path / "stats"
     result = ls.sql(f"ANALYZE TABLE `{path}` COMPUTE STATISTICS NOSCAN", stats_root=str(root))
     assert result.merged_record_count == whole.num_rows
-    assert result.to_json() == {"kind": "noscan", "version": result.version,
-                                "snapshot_id": None, "message": result.message,
-                                "merged_record_count": whole.num_rows}
+    assert result.to_json() == {
+        "kind": "noscan",
+        "version": result.version,
+        "snapshot_id": None,
+        "message": result.message,
+        "merged_record_count": whole.num_rows,
+    }
     stored = _manifest(str(root), result.version)
     assert stored["kind"] == "noscan" == VersionKind.NOSCAN
     assert stored["merged_record_count"] == whole.num_rows
@@ -204,6 +209,21 @@ def test_statistics_at_a_snapshot(spark, tmp_path: Path, capsys) -> None:
     assert (latest["row_count"], latest["null_count"]) == (5, 3)
     [x_at_zero] = table.statistics("p=x", ["v"], snapshot=0)
     assert (x_at_zero["row_count"], x_at_zero["null_count"]) == (2, 1)
+    # a typed answer: which partition and version it describes, read-only rows, the same
+    # JSON as `show --partition` and an Arrow table pyarrow's own counts agree with
+    at_x = table.statistics({"p": "x"}, ["v"])
+    assert (at_x.partition, at_x.version, len(at_x)) == ("p=x", 2, 1)
+    with pytest.raises(TypeError):
+        at_x[0]["null_count"] = 0  # type: ignore[index]
+    assert (
+        at_x.to_json()["columns"] == table.partition_statistics("p=x", ["v"]).to_json()["columns"]
+    )
+    x_rows = pa.concat_tables([first, pa.table({"p": ["x"], "v": pa.array([None], pa.int64())})])
+    x_rows = x_rows.filter(pc.equal(x_rows["p"], "x"))
+    assert at_x.to_arrow().select(["name", "row_count", "null_count"]).to_pylist() == [
+        {"name": "v", "row_count": x_rows.num_rows, "null_count": x_rows["v"].null_count}
+    ]
+    assert table.statistics(columns=["v"], snapshot=0).version == 1
     # the CLI's `show --snapshot 0` answers the same
     args = ["show", path, "--stats-root", table.stats_root, "--snapshot", "0", "--json"]
     assert cli.main([*args, "--columns", "v"]) == 0
@@ -308,8 +328,12 @@ def test_a_jvm_that_does_not_start_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "t"
     _write_parquet_dir(path)
     run = _cli_without_java(
-        ["sql", f"ANALYZE TABLE `{path}` COMPUTE STATISTICS FOR ALL COLUMNS",
-         "--stats-root", str(tmp_path / "s")],
+        [
+            "sql",
+            f"ANALYZE TABLE `{path}` COMPUTE STATISTICS FOR ALL COLUMNS",
+            "--stats-root",
+            str(tmp_path / "s"),
+        ],
         tmp_path,
     )
     assert run.returncode == 2, run.stderr[-2000:]

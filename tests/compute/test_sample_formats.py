@@ -47,7 +47,7 @@ def _local(uri: str) -> Path:
 
 def _drawn(table: ls.LakestatsTable) -> dict[str, pa.Table]:
     """The sample's rows per partition (with their hashes), from its own files."""
-    data = table.sample.show()
+    data = table.sample.manifest().to_json()
     return {
         p["path"]: read_file(table.stats_root, p["file"]) for p in data["partitions"] if p["file"]
     }
@@ -83,7 +83,7 @@ def _refresh_equals_create(
     result = table.sample.refresh(spark=spark)
     assert result.files_read == len(changed), (result, sorted(changed))
     assert result.bytes_read == sum(changed.values())
-    changes = table.sample.show()["changes"]
+    changes = table.sample.manifest().to_json()["changes"]
     assert changes["files_read"] == len(changed)
     fresh.sample.create(fraction=RATE, seed=SEED, spark=spark)
     mine, theirs = _drawn(table), _drawn(fresh)
@@ -114,7 +114,7 @@ def test_iceberg_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:
     table.sample.create(fraction=RATE, seed=SEED, spark=spark)
     base = catalog.load_table("db.sales")
     ids = _check_sample(table, base.scan().to_arrow())
-    sibling = table.sample.show()["sibling"]
+    sibling = table.sample.manifest().to_json()["sibling"]
     assert sibling["format"] == "iceberg"
     read_back = StaticTable.from_metadata(sibling["metadata_location"])
     assert [f.name for f in read_back.spec().fields] == ["region"]
@@ -140,7 +140,7 @@ def test_iceberg_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:
     assert changes["partitions_updated"] == ["region=a", "region=b", "region=c"]
     removed = {path for path in before if path not in after}
     assert changes["change_log_files"] == len(changed) + len(removed) == 9  # from the manifests
-    shown = table.sample.show()
+    shown = table.sample.manifest().to_json()
     current = catalog.load_table("db.sales")
     assert shown["snapshot_id"] == current.current_snapshot().snapshot_id
     ids = _check_sample(table, current.scan().to_arrow())
@@ -154,7 +154,9 @@ def test_iceberg_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:
     # the sample table deleted by hand: the next create writes it again
     shutil.rmtree(Path(shown["sibling"]["location"]))
     table.sample.create(fraction=RATE, seed=SEED, spark=spark)
-    again = StaticTable.from_metadata(table.sample.show()["sibling"]["metadata_location"])
+    again = StaticTable.from_metadata(
+        table.sample.manifest().to_json()["sibling"]["metadata_location"]
+    )
     assert {r: v.tolist() for r, v in _by_region(again.scan().to_arrow()).items()} == {
         r: v.tolist() for r, v in ids.items()
     }
@@ -169,7 +171,7 @@ def test_delta_sibling_and_file_level_refresh(spark, tmp_path: Path, capsys) -> 
     table = ls.open_table(uri, str(tmp_path / "stats"))
     table.sample.create(fraction=RATE, seed=SEED, spark=spark)
     ids = _check_sample(table, DeltaTable(uri).to_pyarrow_table())
-    sibling = table.sample.show()["sibling"]
+    sibling = table.sample.manifest().to_json()["sibling"]
     read_back = DeltaTable(sibling["location"])
     assert read_back.metadata().partition_columns == ["region"]
     assert read_back.version() == sibling["version"] == 0
@@ -192,12 +194,15 @@ def test_delta_sibling_and_file_level_refresh(spark, tmp_path: Path, capsys) -> 
     assert changes["partitions_updated"] == ["region=a", "region=b", "region=c"]
     assert changes["change_log_files"] == 9  # the log's 6 adds and 3 removes
     ids = _check_sample(table, DeltaTable(uri).to_pyarrow_table())
-    read_back = DeltaTable(table.sample.show()["sibling"]["location"])
+    read_back = DeltaTable(table.sample.manifest().to_json()["sibling"]["location"])
     assert read_back.version() == 1
     capsys.readouterr()
     assert cli.main(["sample", "show", uri, "--stats-root", str(tmp_path / "stats")]) == 0
     shown = capsys.readouterr().out.splitlines()
-    assert shown[-1] == f"stored as: delta table {table.sample.show()['sibling']['location']}"
+    assert (
+        shown[-1]
+        == f"stored as: delta table {table.sample.manifest().to_json()['sibling']['location']}"
+    )
     assert {r: v.tolist() for r, v in _by_region(read_back.to_pyarrow_table()).items()} == {
         r: v.tolist() for r, v in ids.items()
     }
@@ -235,7 +240,7 @@ def test_paimon_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:
     table = ls.open_table(path, str(tmp_path / "stats"))
     table.sample.create(fraction=RATE, seed=SEED, spark=spark)
     ids = _check_sample(table, _paimon_read(path))
-    sibling = table.sample.show()["sibling"]
+    sibling = table.sample.manifest().to_json()["sibling"]
     assert sibling["format"] == "paimon"
     assert FileStoreTable.from_path(sibling["location"]).partition_keys == ["region"]
     copy = _paimon_read(sibling["location"])
@@ -251,8 +256,9 @@ def test_paimon_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:
     before = files()
     _paimon_commit(catalog.get_table("default.sales"), _rows(9_000, 300, 9))  # appends
     everything = _paimon_read(path)
-    kept_b = everything.filter(pc.and_(pc.equal(everything["region"], "b"),
-                                       pc.greater_equal(everything["id"], 30)))
+    kept_b = everything.filter(
+        pc.and_(pc.equal(everything["region"], "b"), pc.greater_equal(everything["id"], 30))
+    )
     _paimon_commit(catalog.get_table("default.sales"), kept_b, {"region": "b"})  # rewritten
     changed = {p: size for p, size in files().items() if p not in before}
     assert len(changed) == 3  # new files of a and c, the rewrite of b
@@ -264,7 +270,7 @@ def test_paimon_sibling_and_file_level_refresh(spark, tmp_path: Path) -> None:
     # (both removed by the overwrite), and the overwrite's new file
     assert changes["change_log_files"] == 7
     ids = _check_sample(table, _paimon_read(path))
-    copy = _paimon_read(table.sample.show()["sibling"]["location"])
+    copy = _paimon_read(table.sample.manifest().to_json()["sibling"]["location"])
     assert {r: v.tolist() for r, v in _by_region(copy).items()} == {
         r: v.tolist() for r, v in ids.items()
     }
@@ -290,7 +296,9 @@ def test_parquet_refresh_reads_only_changed_files(spark, tmp_path: Path) -> None
     table = ls.open_table(str(root), str(tmp_path / "stats"))
     table.sample.create(fraction=RATE, seed=SEED, spark=spark)
     _check_sample(table, everything())
-    assert table.sample.show()["sibling"] is None  # the Parquet directory is the sample table
+    assert (
+        table.sample.manifest().to_json()["sibling"] is None
+    )  # the Parquet directory is the sample table
     # an appended file in a, a rewritten file in b (30 rows deleted), a removed file in c
     new = root / "region=a" / "part-9.parquet"
     pq.write_table(_rows(9_000, 300, 9).drop_columns(["region"]), new)
@@ -306,9 +314,12 @@ def test_parquet_refresh_reads_only_changed_files(spark, tmp_path: Path) -> None
     assert changes["partitions_updated"] == ["region=a", "region=b", "region=c"]
     assert changes["change_log_files"] is None  # no log: the file lists were compared
     _check_sample(table, everything())
-    shown = table.sample.show()
-    assert all(not any(k.endswith("part-2.parquet") for k in p["units"])
-               for p in shown["partitions"] if p["path"] == "region=c")
+    shown = table.sample.manifest().to_json()
+    assert all(
+        not any(k.endswith("part-2.parquet") for k in p["units"])
+        for p in shown["partitions"]
+        if p["path"] == "region=c"
+    )
 
 
 class _Sibling:
@@ -432,14 +443,14 @@ def test_refresh_rewrites_only_the_changed_partitions_of_the_sibling(
         fmt.append(_rows(i * 3_000, 3_000, i))
     table = fmt.open()
     table.sample.create(fraction=RATE, seed=SEED, spark=spark)
-    record = table.sample.show()["sibling"]
+    record = table.sample.manifest().to_json()["sibling"]
     files, snapshots = fmt.sibling_files(record), fmt.sibling_snapshots(record)
     assert sorted(files) == list(REGIONS)
 
     only_a = _rows(9_000, 900, 9)
     fmt.append(only_a.filter(pc.equal(only_a["region"], "a")))  # one partition changes
     table.sample.refresh(spark=spark)
-    shown = table.sample.show()
+    shown = table.sample.manifest().to_json()
     assert shown["changes"]["partitions_updated"] == ["region=a"]
     record = shown["sibling"]
     assert fmt.sibling_snapshots(record) == snapshots + 1
@@ -451,12 +462,12 @@ def test_refresh_rewrites_only_the_changed_partitions_of_the_sibling(
     )
 
     table.sample.refresh(spark=spark)  # nothing changed: the sibling is left alone
-    assert table.sample.show()["sibling"] == record
+    assert table.sample.manifest().to_json()["sibling"] == record
     assert fmt.sibling_files(record) == after
 
     fmt.drop("c")  # a partition leaves the table: its sample leaves the sibling
     table.sample.refresh(spark=spark)
-    shown = table.sample.show()
+    shown = table.sample.manifest().to_json()
     assert shown["changes"]["partitions_removed"] == ["region=c"]
     record = shown["sibling"]
     final = fmt.sibling_files(record)
@@ -506,15 +517,16 @@ def _parquet_table(tmp_path: Path) -> tuple[str, dict]:
 
     uri = tmp_path / "sales"
     ds.write_dataset(
-        _rows(0, 3_000, 0), uri, format="parquet", partitioning=["region"],
+        _rows(0, 3_000, 0),
+        uri,
+        format="parquet",
+        partitioning=["region"],
         partitioning_flavor="hive",
     )
     return str(uri), {}
 
 
-@pytest.mark.parametrize(
-    "make", [_iceberg_table, _delta_table, _paimon_table, _parquet_table]
-)
+@pytest.mark.parametrize("make", [_iceberg_table, _delta_table, _paimon_table, _parquet_table])
 def test_from_sample_keeps_column_identity(make, spark, tmp_path: Path, capsys) -> None:
     """A sampled version describes the table's own columns (names, types and, where the
     format has them, field ids) exactly as a full analyze records them, so it is not stale

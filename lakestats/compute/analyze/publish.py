@@ -31,9 +31,7 @@ def publish_puffin(
     version records of it."""
     from lakestats.compute import puffin
 
-    record = puffin.publish(
-        table, root.uri, version, root.s3, lambda f, items: prefetch(f, list(items))
-    )
+    record = puffin.publish(table, root, version, lambda f, items: prefetch(f, list(items)))
     return record.to_json()
 
 
