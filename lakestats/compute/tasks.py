@@ -92,7 +92,7 @@ def _finalize_and_write(job: Job, partition: int, accumulators: list[ColumnAccum
         staged = value_counts.staged_values(accumulators, results)
         relative = layout.values_file(job.partition_paths[partition], job.run_id)
         uri = job.store.path(relative)
-        written += value_counts.write_values(staged, uri, job.store.s3)
+        written += writer.write_values(staged, uri, job.store)
     return written
 
 

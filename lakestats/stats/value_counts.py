@@ -13,15 +13,10 @@ partition: the changed partitions contribute new files, the others their old one
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from lakestats import fs
-from lakestats.errors import StorageError
 from lakestats.stats import keys
 from lakestats.stats.accumulator import ColumnAccumulator, ColumnResult
 from lakestats.stats.kinds import VALUE_KINDS
@@ -66,34 +61,3 @@ def staged_values(accumulators: list[ColumnAccumulator], results: list[ColumnRes
             )
         )
     return pa.concat_tables(parts) if parts else VALUES_SCHEMA.empty_table()
-
-
-def write_values(table: pa.Table, uri: str, s3: fs.S3Options | None) -> int:
-    """Write a staged value-count table; returns its size in bytes."""
-    filesystem, path = fs.resolve(uri, s3)
-    try:
-        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        index = table.column("column_index").to_numpy()
-        cuts = [0, *(np.flatnonzero(np.diff(index)) + 1).tolist(), len(index)]
-        with (
-            filesystem.open_output_stream(path) as out,
-            pq.ParquetWriter(
-                out,
-                VALUES_SCHEMA,
-                compression="zstd",
-                write_statistics=["column_index", "value"],
-                use_dictionary=False,
-                store_schema=False,
-            ) as writer,
-        ):
-            for start, stop in itertools.pairwise(cuts):  # one column per row group
-                if stop > start:
-                    writer.write_table(
-                        table.slice(start, stop - start), row_group_size=VALUES_ROW_GROUP
-                    )
-        return filesystem.get_file_info(path).size
-    except OSError as exc:
-        raise StorageError(
-            f"cannot write {uri}: {exc}; check that the statistics root is writable "
-            "or pass another one with --stats-root"
-        ) from exc

@@ -7,6 +7,7 @@ root through the filesystem layer; nothing passes through the driver.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 
 from lakestats import fs
 from lakestats.stats.accumulator import ColumnResult
+from lakestats.stats.value_counts import VALUES_ROW_GROUP, VALUES_SCHEMA
 from lakestats.store import schemas
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import FileKind
@@ -113,6 +115,20 @@ def write_parquet(table: pa.Table, uri: str, store: StatisticsStore, **options: 
     row_group_size = options.pop("row_group_size", None)
     with parquet_output(uri, store, table.schema, **options) as parquet:
         parquet.write_table(table, row_group_size=row_group_size)
+    return store.file_info(uri).size
+
+
+def write_values(table: pa.Table, uri: str, store: StatisticsStore) -> int:
+    """A partition's staged full value counts (``analyze --exact``, ``stats/value_counts.py``)
+    at ``uri``, one row group per column (min/max kept: the exact step cuts ranges by
+    them); returns its size."""
+    index = table.column("column_index").to_numpy()
+    cuts = [0, *(np.flatnonzero(np.diff(index)) + 1).tolist(), len(index)]
+    options = {"write_statistics": ["column_index", "value"], "use_dictionary": False}
+    with parquet_output(uri, store, VALUES_SCHEMA, **options) as parquet:
+        for start, stop in itertools.pairwise(cuts):
+            if stop > start:
+                parquet.write_table(table.slice(start, stop - start), VALUES_ROW_GROUP)
     return store.file_info(uri).size
 
 

@@ -1,6 +1,6 @@
 """The exact step's range merge without Spark: sources, cut ranges, range tasks, frequency runs.
 
-Several partitions' staged ``values.parquet`` (written by ``value_counts.write_values``,
+Several partitions' staged ``values.parquet`` (written by ``store.writer.write_values``,
 several row groups per column) plus one partition whose columns are listed in its
 ``frequencies.parquet`` are cut into small ranges and merged by the range tasks called
 directly; the result is compared with pyarrow's ``group_by`` over every source's rows:
@@ -21,8 +21,8 @@ import pytest
 
 from lakestats.compute.exact import frequencies, merge, ranges, sources
 from lakestats.stats import keys
-from lakestats.stats.value_counts import VALUES_ROW_GROUP, VALUES_SCHEMA, write_values
-from lakestats.store import layout, ranks, schemas
+from lakestats.stats.value_counts import VALUES_ROW_GROUP, VALUES_SCHEMA
+from lakestats.store import layout, ranks, schemas, writer
 from lakestats.store.handle import StatisticsStore
 
 COLUMNS = ["a", "s", "kept"]  # "kept": a column whose table frequencies stay as they were
@@ -100,7 +100,7 @@ def _listed(root, name: str, rng: np.random.Generator) -> tuple[sources.Source, 
 def _staged_source(root, name: str, table: pa.Table) -> sources.Source:
     directory = root / "partitions" / name
     directory.mkdir(parents=True)
-    write_values(table, str(directory / "values.parquet"), None)
+    writer.write_values(table, str(directory / "values.parquet"), StatisticsStore(str(root)))
     counts = [int(pc.sum(pc.equal(table.column("column_index"), c)).as_py() or 0) for c in (0, 1)]
     pq.write_table(
         pa.table(
@@ -136,7 +136,9 @@ def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
     outline = pa.Table.from_batches(
         list(
             sources.outline(
-                StatisticsStore(str(tmp_path)), chosen, wanted,
+                StatisticsStore(str(tmp_path)),
+                chosen,
+                wanted,
                 iter([pa.record_batch({"id": list(range(5))})]),
             )
         )
@@ -195,9 +197,10 @@ def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
                     pc.less_equal(rows.column("value"), pa.scalar(r["max"])),
                 )
             )
-            assert part.column("cumulative").to_pylist() == np.cumsum(
-                part.column("count").to_numpy()
-            ).tolist()
+            assert (
+                part.column("cumulative").to_pylist()
+                == np.cumsum(part.column("count").to_numpy()).tolist()
+            )
             assert r["total"] == int(pc.sum(part.column("count")).as_py())
         index = ranks.RankIndex(summaries, StatisticsStore(str(tmp_path)), layout.ranks_dir("run"))
         assert index.distinct_count(column) == want.num_rows
@@ -270,19 +273,14 @@ def test_merged_sums_equal_keys_and_drops_non_positive(width: int | None) -> Non
     if width is None:
         values = pa.array([b"k" * int(x % 5) + bytes([x % 7]) for x in raw], pa.binary())
     else:
-        values = pa.array(
-            [bytes([x % 7]) * (width - 1) + bytes([x % 5]) for x in raw], pa.binary()
-        )
+        values = pa.array([bytes([x % 7]) * (width - 1) + bytes([x % 5]) for x in raw], pa.binary())
     counts = rng.integers(-2, 4, 5000).astype(np.int64)
     got_keys, got_counts = merge.merged(values, counts)
     again = merge.merged(got_keys, np.concatenate([got_counts[:-1], [-1]]))  # in order
     assert again[0].to_pylist() == got_keys.to_pylist()[:-1]
     assert again[1].tolist() == got_counts.tolist()[:-1]
     truth = (
-        pa.table({"v": values, "c": counts})
-        .group_by("v")
-        .aggregate([("c", "sum")])
-        .sort_by("v")
+        pa.table({"v": values, "c": counts}).group_by("v").aggregate([("c", "sum")]).sort_by("v")
     )
     truth = truth.filter(pc.greater(truth.column("c_sum"), 0))
     assert got_keys.to_pylist() == truth.column("v").to_pylist()
@@ -314,9 +312,7 @@ def test_cut_points_split_interleaved_sources_evenly() -> None:
     # every group is read by exactly the pieces its keys overlap
     for g in groups:
         readers = [
-            p
-            for p in pieces
-            if any(r.source == g.source and g.group in r.groups for r in p.reads)
+            p for p in pieces if any(r.source == g.source and g.group in r.groups for r in p.reads)
         ]
         assert readers and all(
             (p.low is None or g.high >= p.low) and (p.high is None or g.low < p.high)
