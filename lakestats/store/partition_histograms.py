@@ -248,11 +248,19 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
     atomically: a cached part is reused by later versions). A row group holds whole
     columns, as many as ``GROUP_ROWS // partitions`` (the table's partitions: reading one
     column of every part then decodes about ``GROUP_ROWS`` rows, however the table is
-    grouped), at most ``GROUP_ROWS`` rows; a longer column is split."""
+    grouped) while their lists stay under ``GROUP_BYTES``, at most ``GROUP_ROWS`` rows; a
+    longer column is split."""
     from lakestats.store.writer import parquet_buffer  # writing only: keeps sketches out
 
     limit = schemas.PARTITION_HISTOGRAMS_GROUP_ROWS
     per_group = max(1, limit // max(1, partitions))
+    budget = schemas.PARTITION_HISTOGRAMS_GROUP_BYTES
+    elements = np.zeros(rows.num_rows, np.int64)
+    for name in ("frequency_values", "frequency_ints", "frequency_counts", "histogram_counts"):
+        if name in rows.column_names:
+            lengths = pc.list_value_length(rows.column(name)).fill_null(0)
+            elements += lengths.to_numpy(zero_copy_only=False).astype(np.int64)
+    weight = np.concatenate([[0], np.cumsum(elements * 8)])  # bytes of rows [0, i)
     with parquet_buffer(
         rows.schema,
         compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
@@ -274,7 +282,8 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
         packed = 0  # how many
         begin = 0
         for start, stop in itertools.pairwise(starts):
-            if pending and (pending + stop - start > limit or packed == per_group):
+            heavy = weight[stop] - weight[begin] > budget
+            if pending and (pending + stop - start > limit or packed == per_group or heavy):
                 parquet.write_table(rows.slice(begin, pending), row_group_size=pending)
                 begin, pending, packed = start, 0, 0
             if stop - start > limit:  # a long column: its own row groups

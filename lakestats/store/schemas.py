@@ -169,6 +169,12 @@ PARTITION_HISTOGRAMS_GROUP_ROWS = 1024
 """Rows per row group of a part, and over the table's partitions, of one column's row
 groups in all parts (see ``PARTITION_HISTOGRAMS_SCHEMA``)."""
 
+PARTITION_HISTOGRAMS_GROUP_BYTES = 64 * 1024
+"""Whole columns share a row group of a part only while their list elements (frequency
+values and counts, histogram counts; 8 bytes each) stay under this: a lookup of a column
+with few values then never decodes a column of thousands (lineitem's ``l_discount``
+beside ``l_extendedprice``)."""
+
 PARTITION_HISTOGRAM_PARTS_SCHEMA = pa.schema(
     [
         pa.field("part", pa.string(), nullable=False),  # relative to the statistics root

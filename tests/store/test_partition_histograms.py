@@ -407,6 +407,19 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
     # more partitions: one column per row group, however small the part
     _synthetic(tmp_path, 6)
     assert pq.ParquetFile(tmp_path / "part-0").num_row_groups == 2
+    # whole columns share a row group only while their lists stay small: a lookup of a
+    # column of few values never decodes a column of thousands
+    monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_BYTES", 8)
+    opened = _synthetic(tmp_path, 4)
+    handle = pq.ParquetFile(tmp_path / "part-0")
+    assert handle.num_row_groups == 2
+    assert [len(set(handle.read_row_group(g)["column_index"].to_pylist())) for g in (0, 1)] == [
+        1, 1
+    ]
+    got = opened.read(0, [2], ["frequency_ints", "frequency_counts"])
+    assert got.to_pylist() == [
+        {"partition_id": 2, "column_index": 0, "frequency_ints": [1, 2], "frequency_counts": [5, 3]}
+    ]
 
 
 def test_keys_as_ints_keep_the_key_order() -> None:
