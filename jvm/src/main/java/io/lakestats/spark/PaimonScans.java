@@ -6,6 +6,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.sources.Filter;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,14 +46,43 @@ final class PaimonScans {
         });
   }
 
+  /**
+   * Paimon's scan builder's {@code pushFilters}: Paimon pushes every filter it can convert, as
+   * before, but the ones it evaluates completely on partition values ({@code reservedFilters},
+   * which it would drop from Spark's post-scan filters) are returned too, so Spark keeps a
+   * Filter above the scan. The scan reports the whole snapshot's statistics and that Filter's
+   * estimate narrows them to the partitions read, as for a partition filter on Delta or Hudi;
+   * without it the whole snapshot's row count would stand for a pruned scan. Spark then
+   * evaluates those filters again on rows of partitions that satisfy them (cheap, always true).
+   */
+  static Object keepPartitionFilters(Object builder, java.lang.reflect.Method method,
+      Object[] args) throws Throwable {
+    Filter[] postScan;
+    try {
+      postScan = (Filter[]) method.invoke(builder, args);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw e.getCause();
+    }
+    try {
+      Filter[] reserved = (Filter[]) Reflect.call(builder, "reservedFilters");
+      if (reserved == null || reserved.length == 0) {
+        return postScan;
+      }
+      Filter[] all = java.util.Arrays.copyOf(postScan, postScan.length + reserved.length);
+      System.arraycopy(reserved, 0, all, postScan.length, reserved.length);
+      return all;
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      LOG.warn("lakestats: Paimon's partition filters not kept: {}", e.toString());
+      return postScan;
+    }
+  }
+
   /** lakestats' statistics of the one snapshot the scan's splits come from, or null. */
   private static Statistics lookup(
       Scan scan, Map<String, String> roots, Configuration hadoop, boolean histograms) {
     try {
-      Object reserved = Reflect.call(scan, "reservedFilters");
-      if (reserved instanceof scala.collection.Seq && !((scala.collection.Seq<?>) reserved).isEmpty()) {
-        return null; // partition filters Paimon evaluates itself: it reads part of the snapshot
-      }
+      // partition filters Paimon evaluates itself (reservedFilters) are Filters above this
+      // scan too (keepPartitionFilters): the whole snapshot's statistics, narrowed by them
       String snapshot = null;
       for (Object split : (Object[]) Reflect.call(scan, "getOriginSplits")) {
         String id = Reflect.call(split, "snapshotId").toString();
