@@ -23,7 +23,8 @@ def plan_stats(frame) -> dict:
 
 def run_cases(spark, cases: list[dict]) -> dict:
     """Per case and way (the component on, off): the scan's statistics, ``EXPLAIN COST``,
-    each filter's estimated rows and (with the component off) the true count."""
+    each filter's estimated rows, (with the component off) the true count and, for a case
+    with an ``explain_filter``, that filtered read's ``EXPLAIN EXTENDED``."""
     utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
     out = {"spark": spark.version, "cases": {}}
     for case in cases:
@@ -37,6 +38,9 @@ def run_cases(spark, cases: list[dict]) -> dict:
             seen["filters"] = {f: plan_stats(frame.where(f))["row_count"]
                                for f in case["filters"]}
             seen["counted"] = frame.count() if way == "spark" else None
+            if case.get("explain_filter"):  # the plans Spark makes for one filtered read
+                filtered = frame.where(case["explain_filter"])._jdf.queryExecution()
+                seen["filter_explain"] = utils.explainString(filtered, "extended")
             result[way] = seen
         out["cases"][case["name"]] = result
     return out
