@@ -24,8 +24,14 @@ final class PaimonScans {
 
   private PaimonScans() {}
 
-  static Scan withStatistics(
-      Scan scan, Map<String, String> roots, Configuration hadoop, boolean histograms) {
+  /**
+   * The scan, reporting lakestats' statistics of its snapshot when there are some. {@code kept}:
+   * whether the partition filters Paimon evaluates itself were returned to Spark (a Filter
+   * above the scan narrows the statistics); a scan with such filters otherwise (a Paimon whose
+   * builder pushes them another way) keeps Paimon's own statistics.
+   */
+  static Scan withStatistics(Scan scan, Map<String, String> roots, Configuration hadoop,
+      boolean histograms, boolean kept) {
     if (!scan.getClass().getName().equals(PAIMON_SCAN)) {
       return scan; // e.g. a pushed-down aggregate's local scan
     }
@@ -39,7 +45,7 @@ final class PaimonScans {
           synchronized (found) {
             if (!looked[0]) {
               looked[0] = true;
-              found[0] = lookup((Scan) original, roots, hadoop, histograms);
+              found[0] = lookup((Scan) original, roots, hadoop, histograms, kept);
             }
           }
           return found[0] != null ? found[0] : Forwarding.PASS;
@@ -56,7 +62,7 @@ final class PaimonScans {
    * evaluates those filters again on rows of partitions that satisfy them (cheap, always true).
    */
   static Object keepPartitionFilters(Object builder, java.lang.reflect.Method method,
-      Object[] args) throws Throwable {
+      Object[] args, boolean[] kept) throws Throwable {
     Filter[] postScan;
     try {
       postScan = (Filter[]) method.invoke(builder, args);
@@ -66,10 +72,12 @@ final class PaimonScans {
     try {
       Filter[] reserved = (Filter[]) Reflect.call(builder, "reservedFilters");
       if (reserved == null || reserved.length == 0) {
+        kept[0] = true;
         return postScan;
       }
       Filter[] all = java.util.Arrays.copyOf(postScan, postScan.length + reserved.length);
       System.arraycopy(reserved, 0, all, postScan.length, reserved.length);
+      kept[0] = true;
       return all;
     } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
       LOG.warn("lakestats: Paimon's partition filters not kept: {}", e.toString());
@@ -78,11 +86,14 @@ final class PaimonScans {
   }
 
   /** lakestats' statistics of the one snapshot the scan's splits come from, or null. */
-  private static Statistics lookup(
-      Scan scan, Map<String, String> roots, Configuration hadoop, boolean histograms) {
+  private static Statistics lookup(Scan scan, Map<String, String> roots, Configuration hadoop,
+      boolean histograms, boolean kept) {
     try {
-      // partition filters Paimon evaluates itself (reservedFilters) are Filters above this
-      // scan too (keepPartitionFilters): the whole snapshot's statistics, narrowed by them
+      Object reserved = Reflect.call(scan, "reservedFilters");
+      if (!kept && !(reserved instanceof scala.collection.Seq
+          && ((scala.collection.Seq<?>) reserved).isEmpty())) {
+        return null; // partition filters Paimon evaluates itself, no Filter left above the scan
+      }
       String snapshot = null;
       for (Object split : (Object[]) Reflect.call(scan, "getOriginSplits")) {
         String id = Reflect.call(split, "snapshotId").toString();

@@ -142,15 +142,16 @@ final class StatisticsRule extends Rule<LogicalPlan> {
     Object wrapped = Forwarding.proxy(table, List.of(), (original, method, args) -> {
       if (method.getName().equals("newScanBuilder") && method.getParameterCount() == 1) {
         ScanBuilder builder = (ScanBuilder) method.invoke(original, args);
+        boolean[] kept = new boolean[1]; // Paimon's partition filters returned to Spark
         return Forwarding.proxy(builder, List.of(), (b, m, a) -> {
           if (kind.equals(PAIMON_TABLE) && m.getName().equals("pushFilters")
               && m.getParameterCount() == 1) {
-            return PaimonScans.keepPartitionFilters(b, m, a);
+            return PaimonScans.keepPartitionFilters(b, m, a, kept);
           }
           if (m.getName().equals("build") && m.getParameterCount() == 0) {
             Scan scan = (Scan) m.invoke(b, a);
             return kind.equals(PAIMON_TABLE)
-                ? PaimonScans.withStatistics(scan, roots, hadoop, histograms)
+                ? PaimonScans.withStatistics(scan, roots, hadoop, histograms, kept[0])
                 : withStatistics(scan, roots, hadoop, histograms);
           }
           return Forwarding.PASS;
