@@ -207,6 +207,9 @@ def seen(spark, tmp_path_factory) -> dict:
             step["cases"].append({**case, "name": f"{name}-appended"})
             step["cases"].append({**case, "name": f"{name}-travel",
                                   "options": {TRAVEL[fmt]: str(snapshot)}})
+            if name == "hudi-mor":  # base files only: not the snapshot's rows
+                step["before"].append({**case, "name": f"{name}-read-optimized", "options": {
+                    "hoodie.datasource.query.type": "read_optimized"}})
             if name == "paimon-pk":  # a tag on the analyzed snapshot
                 step["tags"].append({"name": name, "tag": "analyzed", "snapshot": snapshot})
                 step["cases"].append({**case, "name": f"{name}-tag",
@@ -264,6 +267,17 @@ def test_paimon_still_prunes_partitions_and_spark_keeps_the_filter(seen: dict) -
                  for plan in (on, off)]
     assert "Filter" in optimized[0] and "(p#" in optimized[0]
     assert "Filter" not in optimized[1]
+
+
+def test_a_read_optimized_read_of_the_merge_on_read_table_keeps_spark_defaults(
+        seen: dict) -> None:
+    """Read-optimized reads see the base files without their logs' updates: other rows than
+    the analyzed snapshot's, so what Spark has without the component."""
+    case = seen["spark"]["hudi-mor-read-optimized"]
+    on, off = case["lakestats"], case["spark"]
+    assert (on["row_count"], on["distinct"], on["filters"]) == (
+        off["row_count"], off["distinct"], off["filters"])
+    assert on["row_count"] is None
 
 
 def test_the_merge_on_read_table_has_log_files(seen: dict) -> None:
