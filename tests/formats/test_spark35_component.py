@@ -57,6 +57,7 @@ TABLES = {
 }
 APPENDED = [name for name in TABLES if not name.endswith("-current")]
 TRAVEL = {"hudi": "as.of.instant", "paimon": "scan.snapshot-id"}
+CATALOG_TABLE = "default.hudi_partitioned"  # hudi-appended registered in the session catalog
 
 pytestmark = [
     pytest.mark.spark,
@@ -187,6 +188,7 @@ def seen(spark, tmp_path_factory) -> dict:
                        "io.lakestats.spark.LakestatsExtensions"],
         "paimon_warehouse": f"file:{base / 'paimon'}",
         "writes": writes,
+        "catalog": {CATALOG_TABLE: str(base / "hudi" / "hudi-appended")},
     }))
     spark35 = _Spark(spec)
     try:
@@ -207,6 +209,9 @@ def seen(spark, tmp_path_factory) -> dict:
             step["cases"].append({**case, "name": f"{name}-appended"})
             step["cases"].append({**case, "name": f"{name}-travel",
                                   "options": {TRAVEL[fmt]: str(snapshot)}})
+            if name == "hudi-appended":  # the same table through the session catalog
+                step["before"].append({**case, "name": f"{name}-catalog",
+                                       "table": CATALOG_TABLE})
             if name == "hudi-mor":  # base files only: not the snapshot's rows
                 step["before"].append({**case, "name": f"{name}-read-optimized", "options": {
                     "hoodie.datasource.query.type": "read_optimized"}})
@@ -278,6 +283,16 @@ def test_a_read_optimized_read_of_the_merge_on_read_table_keeps_spark_defaults(
     assert (on["row_count"], on["distinct"], on["filters"]) == (
         off["row_count"], off["distinct"], off["filters"])
     assert on["row_count"] is None
+
+
+def test_a_partitioned_hudi_table_in_the_session_catalog(seen: dict) -> None:
+    """Through a catalog table, Hudi's partition pruning replaces the table's statistics with
+    the pruned files' size before the component's rule runs, which sets the snapshot's again;
+    partition filters are then estimated by the Filter Hudi keeps above the relation."""
+    case = seen["spark"]["hudi-appended-catalog"]
+    _lakestats_statistics(case["lakestats"], seen["truth"]["hudi-appended"])
+    assert case["spark"]["counted"] == seen["truth"]["hudi-appended"]["rows"]
+    assert case["spark"]["row_count"] is None
 
 
 def test_the_merge_on_read_table_has_log_files(seen: dict) -> None:

@@ -31,8 +31,11 @@ def run_cases(spark, cases: list[dict]) -> dict:
         result = {}
         for way, enabled in (("lakestats", "true"), ("spark", "false")):
             spark.conf.set("spark.lakestats.enabled", enabled)
-            reader = spark.read.format(case["format"]).options(**case.get("options", {}))
-            frame = reader.load(case["path"])
+            if case.get("table"):  # a table of the session catalog
+                frame = spark.table(case["table"])
+            else:
+                reader = spark.read.format(case["format"]).options(**case.get("options", {}))
+                frame = reader.load(case["path"])
             seen = plan_stats(frame)
             seen["explain"] = utils.explainString(frame._jdf.queryExecution(), "cost")
             seen["filters"] = {f: plan_stats(frame.where(f))["row_count"]

@@ -9,7 +9,8 @@ SPEC: {"jars": [...], "extensions": [...], "paimon_warehouse": dir, "roots" (the
 component's ``spark.lakestats.roots``),
 "writes": [{"name", "format": "hudi"|"paimon", "path" (Hudi) | "table" (Paimon), "parquet",
 "partition" (a column, optional), "mor" (Hudi: merge-on-read), "primary_key" (Paimon: a
-column, bucketed), "updates" (a Parquet file upserted as a second commit, optional)}]}
+column, bucketed), "updates" (a Parquet file upserted as a second commit, optional)}],
+"catalog": {name: Hudi path} (registered in the session catalog after the writes)}
 
 Phase 1 writes every table from its Parquet file (then upserts its updates) and prints
 ``{"written": {name: path}}``. Phase 2 reads one JSON line from standard input,
@@ -91,6 +92,8 @@ def main(spec_path: str) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     spark.sql("CREATE DATABASE IF NOT EXISTS paimon.db")
     written = {w["name"]: _written(spark, w) for w in spec["writes"]}
+    for name, path in spec.get("catalog", {}).items():  # Hudi tables in the session catalog
+        spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{path}'")
     print(json.dumps({"written": written}), flush=True)
 
     step = json.loads(sys.stdin.readline())
