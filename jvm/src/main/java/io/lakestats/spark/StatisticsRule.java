@@ -79,7 +79,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
   private static final java.util.Set<String> DELTA_INDEXES = java.util.Set.of(
       "org.apache.spark.sql.delta.files.TahoeLogFileIndex",
       "org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex");
-  /** Hudi's file index (Spark 3.5: of its copy-on-write, read-optimized and MOR snapshot reads). */
+  /** Hudi's file index (Spark 3.5: copy-on-write, read-optimized and MOR snapshot reads). */
   private static final String HUDI_INDEX = "org.apache.hudi.HoodieFileIndex";
   /**
    * Hudi's merge-on-read snapshot relation (not a {@code HadoopFsRelation}): it reads each file
