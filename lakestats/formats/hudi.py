@@ -459,6 +459,14 @@ class HudiTableFormat(PathTable):
         try:
             slices = self._table.get_file_slices(_read_options(as_of))
         except Exception as exc:
+            inside = fs.join(self._uri, "_lakestats")
+            if self._fields() and fs.is_dir(inside, self._s3):
+                raise UnsupportedFeatureError(
+                    f"hudi-rs could not list the file slices of {self._uri}: {_hudi_error(exc)}; "
+                    f"lakestats' statistics at {inside} are inside the table, where hudi-rs "
+                    "takes every file but .hoodie/'s for a partition's: keep a partitioned "
+                    "Hudi table's statistics outside it (--stats-root)"
+                ) from exc
             raise LakestatsError(
                 f"hudi-rs could not list the file slices of {self._uri}: {_hudi_error(exc)}"
             ) from exc

@@ -369,3 +369,19 @@ def test_hudi_as_of_picks_the_commit_current_then(
     shown = json.loads(capsys.readouterr().out)
     assert shown["snapshot_id"] == first.snapshot_id and not shown["stale"]
     assert_matches(shown, hudi_read(path, as_of=first.snapshot_id))
+
+
+def test_statistics_inside_a_partitioned_table_are_refused_with_the_way_out(
+    spark, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """hudi-rs takes every file under a table's base path but ``.hoodie/``'s for a partition's:
+    after an analyze with the default root (``<table>/_lakestats``) a partitioned table cannot
+    be listed again, which is said as such (``--stats-root`` keeps them apart)."""
+    import shutil
+
+    path = tmp_path / "table"
+    shutil.copytree(fixtures_dir / "hudi" / "v6_trips_8i1u", path)
+    cli.main(["analyze", str(path)])
+    capsys.readouterr()
+    with pytest.raises(UnsupportedFeatureError, match="--stats-root"):
+        open_table(str(path)).plan()

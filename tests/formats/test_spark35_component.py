@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import subprocess
 import threading
 from pathlib import Path
@@ -36,9 +37,27 @@ NEEDED = [
     ROOT / "build" / "jars35" / "paimon-spark-3.5-0.9.0.jar",
 ]
 FILTERS = ["x < -1.0", "k < 100", "z > 2.5"]
+# on the partition column (Hudi and Paimon prune partitions with them) and mixed
+PARTITION_FILTERS = ["p = 3", "p < 3", "p = 3 AND x < -1.0"]
 COLUMNS = ["k", "s", "x", "z"]
 FORMATS = ["hudi", "paimon"]
 TIMEOUT = 600  # seconds for each phase of the Spark process
+# table: how it is written (seed of its rows). The ``current`` tables are read once, the
+# others before and after a commit/snapshot nobody analyzed (and as of the analyzed one).
+TABLES = {
+    "hudi-current": ({"format": "hudi"}, 1),
+    "paimon-current": ({"format": "paimon"}, 2),
+    # partitioned Hudi tables keep their statistics outside the table (``--stats-root``,
+    # ``spark.lakestats.roots``): hudi-rs takes every file under the base path but
+    # ``.hoodie/`` for a partition's, lakestats' own at ``<table>/_lakestats`` included
+    "hudi-appended": ({"format": "hudi", "partition": "p"}, 3),
+    "paimon-appended": ({"format": "paimon", "partition": "p"}, 4),
+    "hudi-mor": ({"format": "hudi", "partition": "p", "mor": True, "updates": True}, 5),
+    "paimon-pk": ({"format": "paimon", "primary_key": "id", "updates": True}, 7),
+}
+APPENDED = [name for name in TABLES if not name.endswith("-current")]
+TRAVEL = {"hudi": "as.of.instant", "paimon": "scan.snapshot-id"}
+CATALOG_TABLE = "default.hudi_partitioned"  # hudi-appended registered in the session catalog
 
 pytestmark = [
     pytest.mark.spark,
@@ -53,6 +72,7 @@ def _rows(seed: int, n: int = 20_000, first_id: int = 0) -> pa.Table:
     rng = np.random.default_rng(seed)
     return pa.table({
         "id": pa.array(np.arange(first_id, first_id + n, dtype=np.int64)),
+        "p": pa.array(rng.integers(0, 8, n)),
         "k": pa.array(rng.integers(0, 700, n)),
         "s": pa.array([f"v{i}" for i in rng.integers(0, 123, n)]),
         "x": pa.array(rng.normal(size=n)),
@@ -60,14 +80,27 @@ def _rows(seed: int, n: int = 20_000, first_id: int = 0) -> pa.Table:
     })
 
 
-def _true_counts(rows: pa.Table) -> dict:
+def _updates(rows: pa.Table, seed: int, n: int = 2_000) -> pa.Table:
+    """New values for the first ``n`` keys, each in its own partition (an upsert that moved a
+    key to another partition would be an insert under Hudi's default, non-global index)."""
+    fresh = _rows(seed, n)
+    return fresh.set_column(1, "p", rows["p"].slice(0, n))
+
+
+def _merged(rows: pa.Table, updates: pa.Table) -> pa.Table:
+    """The table after the upsert: what a snapshot read returns."""
+    kept = rows.filter(pc.invert(pc.is_in(rows["id"], updates["id"])))
+    return pa.concat_tables([kept, updates])
+
+
+def _true_counts(rows: pa.Table, filters: list[str]) -> dict:
     con = duckdb.connect()
     con.register("t", rows)
     return {
         "rows": rows.num_rows,
         "distinct": {c: pc.count_distinct(rows[c]).as_py() for c in COLUMNS},
         "filters": {f: con.execute(f"SELECT count(*) FROM t WHERE {f}").fetchone()[0]
-                    for f in FILTERS},
+                    for f in filters},
     }
 
 
@@ -111,57 +144,86 @@ class _Spark:
             self.process.kill()
 
 
-def _analyze(path: str, spark) -> int:
-    table = ls.open_table(path)
+def _analyze(path: str, spark, root: str | None) -> int:
+    table = ls.open_table(path, stats_root=root)
     table.analyze(exact=True, spark=spark)
     assert publish(table) is not None
     return table.format.current_snapshot_id()
 
 
+def _spec(base: Path) -> tuple[dict, list[dict], dict]:
+    """The tables' rows as read after their writes, the writes, and the Parquet of the rows
+    appended later."""
+    data, writes = {}, []
+    for name, (how, seed) in TABLES.items():
+        rows = _rows(seed)
+        pq.write_table(rows, base / f"{name}.parquet")
+        write = {**how, "name": name, "parquet": str(base / f"{name}.parquet"),
+                 "path": str(base / "hudi" / name), "table": f"db.{name.replace('-', '_')}"}
+        if how.get("updates"):
+            updates = _updates(rows, seed + 1)
+            pq.write_table(updates, base / f"{name}-updates.parquet")
+            write["updates"] = str(base / f"{name}-updates.parquet")
+            rows = _merged(rows, updates)
+        data[name] = rows
+        writes.append(write)
+    extra = _rows(9, 1_000, first_id=1_000_000)
+    pq.write_table(extra, base / "extra.parquet")
+    return data, writes, {"appends": [{"name": name, "parquet": str(base / "extra.parquet")}
+                                      for name in APPENDED]}
+
+
 @pytest.fixture(scope="module")
 def seen(spark, tmp_path_factory) -> dict:
     base = tmp_path_factory.mktemp("component35")
-    data = {("current", fmt): _rows(seed) for seed, fmt in enumerate(FORMATS, 1)}
-    data |= {("appended", fmt): _rows(seed) for seed, fmt in enumerate(FORMATS, 3)}
-    writes = []
-    for (name, fmt), rows in data.items():
-        parquet = base / f"{fmt}-{name}.parquet"
-        pq.write_table(rows, parquet)
-        writes.append({"name": f"{fmt}-{name}", "format": fmt, "parquet": str(parquet),
-                       "path": str(base / "hudi" / name), "table": f"db.{name}"})
-    extra = _rows(9, 1_000, first_id=1_000_000)
-    pq.write_table(extra, base / "extra.parquet")
+    data, writes, step = _spec(base)
+    roots = {w["path"]: str(base / "stats" / w["name"]) for w in writes
+             if w["format"] == "hudi" and "partition" in w}
     spec = base / "spec.json"
     spec.write_text(json.dumps({
+        "roots": ",".join(f"{path}={root}" for path, root in roots.items()),
         "jars": [str(p) for p in NEEDED],
         "extensions": ["org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
                        "org.apache.paimon.spark.extensions.PaimonSparkSessionExtensions",
                        "io.lakestats.spark.LakestatsExtensions"],
         "paimon_warehouse": f"file:{base / 'paimon'}",
         "writes": writes,
+        "catalog": {CATALOG_TABLE: str(base / "hudi" / "hudi-appended")},
     }))
     spark35 = _Spark(spec)
     try:
         written = spark35.next_json()["written"]
-        cases, truth = [], {}
-        for (name, fmt), rows in data.items():
-            path = written[f"{fmt}-{name}"].removeprefix("file:")
-            snapshot = _analyze(path, spark)
-            cases.append({"name": f"{fmt}-{name}", "format": fmt, "path": path,
-                          "filters": FILTERS})
-            truth[f"{fmt}-{name}"] = _true_counts(rows)
-            if name == "appended":  # read again at the analyzed commit / snapshot
-                travel = {"hudi": "as.of.instant", "paimon": "scan.snapshot-id"}[fmt]
-                cases.append({"name": f"{fmt}-travel", "format": fmt, "path": path,
-                              "options": {travel: str(snapshot)}, "filters": FILTERS})
-                truth[f"{fmt}-travel"] = _true_counts(rows)
-        appends = [{"name": f"{fmt}-appended", "parquet": str(base / "extra.parquet")}
-                   for fmt in FORMATS]
-        spark35.send({"appends": appends, "cases": cases})
+        step |= {"before": [], "cases": [], "tags": []}
+        truth, paths = {}, {}
+        for name, rows in data.items():
+            fmt = TABLES[name][0]["format"]
+            paths[name] = path = written[name].removeprefix("file:")
+            snapshot = _analyze(path, spark, roots.get(path))
+            filters = FILTERS + (PARTITION_FILTERS if "partition" in TABLES[name][0] else [])
+            case = {"format": fmt, "path": path, "filters": filters}
+            truth[name] = _true_counts(rows, filters)
+            if name not in APPENDED:
+                step["cases"].append({**case, "name": name})
+                continue
+            step["before"].append({**case, "name": f"{name}-analyzed", "explain_filter": "p = 3"})
+            step["cases"].append({**case, "name": f"{name}-appended"})
+            step["cases"].append({**case, "name": f"{name}-travel",
+                                  "options": {TRAVEL[fmt]: str(snapshot)}})
+            if name == "hudi-appended":  # the same table through the session catalog
+                step["before"].append({**case, "name": f"{name}-catalog",
+                                       "table": CATALOG_TABLE})
+            if name == "hudi-mor":  # base files only: not the snapshot's rows
+                step["before"].append({**case, "name": f"{name}-read-optimized", "options": {
+                    "hoodie.datasource.query.type": "read_optimized"}})
+            if name == "paimon-pk":  # a tag on the analyzed snapshot
+                step["tags"].append({"name": name, "tag": "analyzed", "snapshot": snapshot})
+                step["cases"].append({**case, "name": f"{name}-tag",
+                                      "options": {"scan.tag-name": "analyzed"}})
+        spark35.send(step)
         out = spark35.next_json()
     finally:
         spark35.close()
-    return {"spark": out["cases"], "truth": truth, "version": out["spark"]}
+    return {"spark": out["cases"], "truth": truth, "version": out["spark"], "paths": paths}
 
 
 def _q_error(estimate: float, true: float) -> float:
@@ -186,6 +248,61 @@ def test_component_reports_lakestats_statistics(seen: dict, fmt: str) -> None:
     assert seen["spark"][f"{fmt}-current"]["spark"]["counted"] == truth["rows"]
 
 
+@pytest.mark.parametrize("name", APPENDED)
+def test_partitioned_merge_on_read_and_primary_key_tables(seen: dict, name: str) -> None:
+    """Read before the next commit: a partitioned table (filters on its partition column
+    included, which Hudi and Paimon evaluate by pruning partitions), a merge-on-read Hudi table
+    whose updates sit in log files, a Paimon primary-key table whose upserted keys are merged:
+    lakestats' statistics of the rows the snapshot query returns (Spark counts them too)."""
+    case = seen["spark"][f"{name}-analyzed"]
+    _lakestats_statistics(case["lakestats"], seen["truth"][name])
+    assert case["spark"]["counted"] == seen["truth"][name]["rows"]
+
+
+def test_paimon_still_prunes_partitions_and_spark_keeps_the_filter(seen: dict) -> None:
+    """With the component Paimon still gets the partition filter (its scan's pushed filters)
+    and Spark keeps it in a Filter above the scan, which narrows the whole snapshot's
+    statistics; without it Paimon drops the filter from Spark's plan (its own row count is
+    then the pruned splits')."""
+    case = seen["spark"]["paimon-appended-analyzed"]
+    on, off = (case[way]["filter_explain"] for way in ("lakestats", "spark"))
+    for plan in (on, off):
+        assert re.search(r"PushedFilters: \[[^\]]*\bp\b", plan.split("== Physical Plan ==")[1])
+    optimized = [plan.split("== Optimized Logical Plan ==")[1].split("== Physical Plan ==")[0]
+                 for plan in (on, off)]
+    assert "Filter" in optimized[0] and "(p#" in optimized[0]
+    assert "Filter" not in optimized[1]
+
+
+def test_a_read_optimized_read_of_the_merge_on_read_table_keeps_spark_defaults(
+        seen: dict) -> None:
+    """Read-optimized reads see the base files without their logs' updates: other rows than
+    the analyzed snapshot's, so what Spark has without the component."""
+    case = seen["spark"]["hudi-mor-read-optimized"]
+    on, off = case["lakestats"], case["spark"]
+    assert (on["row_count"], on["distinct"], on["filters"]) == (
+        off["row_count"], off["distinct"], off["filters"])
+    assert on["row_count"] is None
+
+
+def test_a_partitioned_hudi_table_in_the_session_catalog(seen: dict) -> None:
+    """Through a catalog table, Hudi's partition pruning replaces the table's statistics with
+    the pruned files' size before the component's rule runs, which sets the snapshot's again;
+    partition filters are then estimated by the Filter Hudi keeps above the relation."""
+    case = seen["spark"]["hudi-appended-catalog"]
+    _lakestats_statistics(case["lakestats"], seen["truth"]["hudi-appended"])
+    assert case["spark"]["counted"] == seen["truth"]["hudi-appended"]["rows"]
+    assert case["spark"]["row_count"] is None
+
+
+def test_the_merge_on_read_table_has_log_files(seen: dict) -> None:
+    """The Hudi merge-on-read case is one: its upsert left log files beside the base files
+    (hudi-rs merges them for lakestats, Hudi's snapshot relation for Spark)."""
+    files = [p.name for p in Path(seen["paths"]["hudi-mor"]).rglob("*") if p.is_file()]
+    assert any(".log." in name for name in files)
+    assert any(name.endswith(".parquet") for name in files)
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_histogram_beats_min_max_on_a_skewed_range(seen: dict, fmt: str) -> None:
     """``x < -1`` on a normal column: what min/max alone give (a uniform spread) is far off;
@@ -195,16 +312,16 @@ def test_histogram_beats_min_max_on_a_skewed_range(seen: dict, fmt: str) -> None
     assert _q_error(ours, true) <= 1.2
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_statistics_of_another_snapshot_are_not_reported(seen: dict, fmt: str) -> None:
+@pytest.mark.parametrize("name", APPENDED)
+def test_statistics_of_another_snapshot_are_not_reported(seen: dict, name: str) -> None:
     """After a commit (Hudi) or snapshot (Paimon) nobody analyzed: what Spark has without the
-    component, never the analyzed snapshot's 20,000 rows."""
-    case = seen["spark"][f"{fmt}-appended"]
+    component, never the analyzed snapshot's rows, partition filters included."""
+    case = seen["spark"][f"{name}-appended"]
     on, off = case["lakestats"], case["spark"]
     assert (on["row_count"], on["distinct"], on["filters"]) == (
         off["row_count"], off["distinct"], off["filters"])
-    assert off["counted"] == 21_000
-    assert on["row_count"] != seen["truth"][f"{fmt}-appended"]["rows"]
+    assert off["counted"] == seen["truth"][name]["rows"] + 1_000
+    assert on["row_count"] != seen["truth"][name]["rows"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -217,9 +334,12 @@ def test_without_the_component_spark_keeps_its_defaults(seen: dict, fmt: str) ->
         assert not any(off["distinct"].get(c) for c in COLUMNS)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_time_travel_to_the_analyzed_snapshot_gets_its_statistics(seen: dict, fmt: str) -> None:
+@pytest.mark.parametrize("name", [*APPENDED, "paimon-pk-tag"])
+def test_time_travel_to_the_analyzed_snapshot_gets_its_statistics(seen: dict, name: str) -> None:
     """The appended table read as of the analyzed Hudi instant (``as.of.instant``) or Paimon
-    snapshot (``scan.snapshot-id``): that snapshot's statistics, as for a current one."""
-    _lakestats_statistics(seen["spark"][f"{fmt}-travel"]["lakestats"],
-                          seen["truth"][f"{fmt}-travel"])
+    snapshot (``scan.snapshot-id``, or a tag made on it, ``scan.tag-name``): that snapshot's
+    statistics, as for a current one."""
+    table = name.removesuffix("-tag")
+    case = f"{name}" if name.endswith("-tag") else f"{name}-travel"
+    _lakestats_statistics(seen["spark"][case]["lakestats"], seen["truth"][table])
+    assert seen["spark"][case]["spark"]["counted"] == seen["truth"][table]["rows"]

@@ -23,20 +23,27 @@ def plan_stats(frame) -> dict:
 
 def run_cases(spark, cases: list[dict]) -> dict:
     """Per case and way (the component on, off): the scan's statistics, ``EXPLAIN COST``,
-    each filter's estimated rows and (with the component off) the true count."""
+    each filter's estimated rows, (with the component off) the true count and, for a case
+    with an ``explain_filter``, that filtered read's ``EXPLAIN EXTENDED``."""
     utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
     out = {"spark": spark.version, "cases": {}}
     for case in cases:
         result = {}
         for way, enabled in (("lakestats", "true"), ("spark", "false")):
             spark.conf.set("spark.lakestats.enabled", enabled)
-            reader = spark.read.format(case["format"]).options(**case.get("options", {}))
-            frame = reader.load(case["path"])
+            if case.get("table"):  # a table of the session catalog
+                frame = spark.table(case["table"])
+            else:
+                reader = spark.read.format(case["format"]).options(**case.get("options", {}))
+                frame = reader.load(case["path"])
             seen = plan_stats(frame)
             seen["explain"] = utils.explainString(frame._jdf.queryExecution(), "cost")
             seen["filters"] = {f: plan_stats(frame.where(f))["row_count"]
                                for f in case["filters"]}
             seen["counted"] = frame.count() if way == "spark" else None
+            if case.get("explain_filter"):  # the plans Spark makes for one filtered read
+                filtered = frame.where(case["explain_filter"])._jdf.queryExecution()
+                seen["filter_explain"] = utils.explainString(filtered, "extended")
             result[way] = seen
         out["cases"][case["name"]] = result
     return out

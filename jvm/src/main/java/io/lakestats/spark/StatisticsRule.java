@@ -45,9 +45,15 @@ import scala.runtime.AbstractPartialFunction;
  *       or a minimal external one for a path) carrying {@code CatalogStatistics}, as
  *       {@code ANALYZE TABLE ... FOR ALL COLUMNS} would have stored them.</li>
  *   <li>Paimon (DataSource V2): the same forwarding table and scan builder as Iceberg's; the
- *       scan looks its statistics up when Spark first asks for them ({@link PaimonScans}).</li>
- *   <li>Hudi (Spark 3.5: a V1 {@code LogicalRelation} over {@code HoodieFileIndex}): as Delta's,
- *       for the time-travel instant or the latest completed commit.</li>
+ *       scan looks its statistics up when Spark first asks for them, and the filters Paimon
+ *       evaluates on partition values stay in a Filter above the scan ({@link PaimonScans}).</li>
+ *   <li>Hudi (Spark 3.5: a V1 {@code LogicalRelation} over {@code HoodieFileIndex}, or over
+ *       the merge-on-read snapshot relation that merges log files into base files): as
+ *       Delta's, for the time-travel instant or the latest completed commit. Hudi's own
+ *       partition pruning (an operator-optimization rule, before this one) replaces the
+ *       relation's statistics and keeps the partition filters in a Filter above it: the
+ *       whole snapshot's statistics given back here are then narrowed by that Filter's
+ *       estimate.</li>
  * </ul>
  *
  * The snapshot is the scan's own (Iceberg's snapshot id, Delta's table version, Hudi's instant,
@@ -73,8 +79,14 @@ final class StatisticsRule extends Rule<LogicalPlan> {
   private static final java.util.Set<String> DELTA_INDEXES = java.util.Set.of(
       "org.apache.spark.sql.delta.files.TahoeLogFileIndex",
       "org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex");
-  /** Hudi's file index (Spark 3.5: its copy-on-write and read-optimized relations' index). */
+  /** Hudi's file index (Spark 3.5: copy-on-write, read-optimized and MOR snapshot reads). */
   private static final String HUDI_INDEX = "org.apache.hudi.HoodieFileIndex";
+  /**
+   * Hudi's merge-on-read snapshot relation (not a {@code HadoopFsRelation}): it reads each file
+   * slice's base file merged with its log files, through a {@code HoodieFileIndex} that lists
+   * them; its {@code LogicalRelation} reads catalog statistics as any V1 relation does.
+   */
+  private static final String HUDI_MOR_SNAPSHOT = "org.apache.hudi.MergeOnReadSnapshotRelation";
 
   private final SparkSession session;
 
@@ -130,11 +142,16 @@ final class StatisticsRule extends Rule<LogicalPlan> {
     Object wrapped = Forwarding.proxy(table, List.of(), (original, method, args) -> {
       if (method.getName().equals("newScanBuilder") && method.getParameterCount() == 1) {
         ScanBuilder builder = (ScanBuilder) method.invoke(original, args);
+        boolean[] kept = new boolean[1]; // Paimon's partition filters returned to Spark
         return Forwarding.proxy(builder, List.of(), (b, m, a) -> {
+          if (kind.equals(PAIMON_TABLE) && m.getName().equals("pushFilters")
+              && m.getParameterCount() == 1) {
+            return PaimonScans.keepPartitionFilters(b, m, a, kept);
+          }
           if (m.getName().equals("build") && m.getParameterCount() == 0) {
             Scan scan = (Scan) m.invoke(b, a);
             return kind.equals(PAIMON_TABLE)
-                ? PaimonScans.withStatistics(scan, roots, hadoop, histograms)
+                ? PaimonScans.withStatistics(scan, roots, hadoop, histograms, kept[0])
                 : withStatistics(scan, roots, hadoop, histograms);
           }
           return Forwarding.PASS;
@@ -216,12 +233,19 @@ final class StatisticsRule extends Rule<LogicalPlan> {
 
   private LogicalPlan v1(LogicalRelation relation, Map<String, String> roots, boolean histograms)
       throws Exception {
-    if (!(relation.relation() instanceof HadoopFsRelation) || relation.isStreaming()) {
+    if (relation.isStreaming()) {
       return relation;
     }
-    Object index = ((HadoopFsRelation) relation.relation()).location();
+    Object index;
+    if (relation.relation() instanceof HadoopFsRelation) {
+      index = ((HadoopFsRelation) relation.relation()).location();
+    } else if (relation.relation().getClass().getName().equals(HUDI_MOR_SNAPSHOT)) {
+      index = Reflect.call(relation.relation(), "fileIndex"); // base files merged with logs
+    } else {
+      return relation;
+    }
     boolean delta = DELTA_INDEXES.contains(index.getClass().getName());
-    if (!delta && !isA(index, HUDI_INDEX)) {
+    if (!delta && !(isA(index, HUDI_INDEX) && hudiSnapshotRead(index))) {
       return relation;
     }
     if (relation.catalogTable().isDefined()
@@ -291,6 +315,26 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       return null;
     }
     return Reflect.call(Reflect.call(latest, "get"), "getTimestamp").toString();
+  }
+
+  /**
+   * Whether a Hudi file index reads the table's snapshot as lakestats reads it: not an
+   * incremental query, and on a merge-on-read table a snapshot query that includes the log
+   * files. A read-optimized read of a merge-on-read table sees only base files, not the rows the
+   * snapshot's statistics describe, so it keeps Spark's defaults (on a copy-on-write table the
+   * two are the same files).
+   */
+  private static boolean hudiSnapshotRead(Object index) throws ReflectiveOperationException {
+    Object queryType = field(index, "queryType");
+    if (queryType == null || queryType.toString().equals("INCREMENTAL")) {
+      return false;
+    }
+    Object tableType = Reflect.call(field(index, "metaClient"), "getTableType");
+    if (tableType.toString().equals("COPY_ON_WRITE")) {
+      return true;
+    }
+    return queryType.toString().equals("SNAPSHOT")
+        && (Boolean) Reflect.call(index, "includeLogFiles");
   }
 
   private static Object field(Object target, String name) throws ReflectiveOperationException {
