@@ -30,6 +30,7 @@ from lakestats.errors import (
     LakestatsError,
     StatisticsNotFoundError,
     TableNotFoundError,
+    UnsupportedFeatureError,
 )
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
@@ -131,6 +132,7 @@ class LakestatsTable:
         check_snapshot(table, options.snapshot_id)
         select_columns(table.schema(options.snapshot_id), options.columns)
         root = self.store
+        self.check_root_placement()
         if options.from_sample:
             from lakestats.store.sample import load
 
@@ -166,6 +168,13 @@ class LakestatsTable:
                 raise explained from exc
         self._forget_reader()
         return result
+
+    def check_root_placement(self) -> None:
+        """Refuse, before anything is written, a statistics root the table's own reader
+        would take for table files (``TableFormat.statistics_root_refusal``)."""
+        refusal = self.format.statistics_root_refusal(self.store.uri)
+        if refusal is not None:
+            raise UnsupportedFeatureError(refusal)
 
     def _derived_job(
         self, where: str, snapshot_id: int | None

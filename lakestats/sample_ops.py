@@ -52,6 +52,7 @@ class SampleOperations:
         self._table._format = None
         table = self._table.format
         root = self._table.store
+        self._table.check_root_placement()
         with as_it_was(root):  # a failure leaves no directory it created
             root.probe_writable()
             session = self._spark(spark)

@@ -121,6 +121,11 @@ class TableFormat(ABC):
     def location(self) -> str:
         """The table's root URI (statistics go to ``<location>/_lakestats`` by default)."""
 
+    def statistics_root_refusal(self, root: str) -> str | None:
+        """Why statistics cannot be written at ``root`` for this table (None: they can):
+        checked before an analyze or a sample writes anything."""
+        return None
+
     @property
     @abstractmethod
     def identifier(self) -> str:

@@ -231,6 +231,19 @@ class HudiTableFormat(PathTable):
                 "version does not support"
             )
 
+    def statistics_root_refusal(self, root: str) -> str | None:
+        """hudi-rs takes every file under the base path but ``.hoodie/``'s for a partition's,
+        so a partitioned table with statistics inside it could not be listed again."""
+        base = fs.normalize(self._uri).rstrip("/") + "/"
+        inside = fs.normalize(root).rstrip("/") + "/"
+        if not self._fields() or not inside.startswith(base):
+            return None
+        return (
+            f"statistics at {root} would be inside the partitioned Hudi table {self._uri}, "
+            "where hudi-rs reads every file but .hoodie/'s as the table's: pass a "
+            "--stats-root outside the table (e.g. beside it)"
+        )
+
     def _option(self, key: str, default: str = "") -> str:
         """A table property; hudi-rs keeps Java properties escapes (``ts\\:timestamp``)."""
         return re.sub(r"\\(.)", r"\1", self._options.get(key, default))

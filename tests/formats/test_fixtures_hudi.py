@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import lakestats.api as ls
 from lakestats import cli
 from lakestats.errors import UnsupportedFeatureError
 from lakestats.formats import open_table
@@ -375,13 +376,22 @@ def test_statistics_inside_a_partitioned_table_are_refused_with_the_way_out(
     spark, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """hudi-rs takes every file under a table's base path but ``.hoodie/``'s for a partition's:
-    after an analyze with the default root (``<table>/_lakestats``) a partitioned table cannot
-    be listed again, which is said as such (``--stats-root`` keeps them apart)."""
+    statistics inside a partitioned table (the default ``<table>/_lakestats``) would make it
+    unlistable, so analyze and sample refuse them before writing anything, in one line that
+    names the way out; a root beside the table works."""
     import shutil
 
     path = tmp_path / "table"
     shutil.copytree(fixtures_dir / "hudi" / "v6_trips_8i1u", path)
-    cli.main(["analyze", str(path)])
-    capsys.readouterr()
+    before = sorted(p.relative_to(path) for p in path.rglob("*"))
+    assert cli.main(["analyze", str(path)]) == 2  # bad input: before Spark starts
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--stats-root" in err[0] and "partitioned Hudi" in err[0]
     with pytest.raises(UnsupportedFeatureError, match="--stats-root"):
-        open_table(str(path)).plan()
+        ls.open_table(str(path)).sample.create(rows=10)
+    assert sorted(p.relative_to(path) for p in path.rglob("*")) == before  # nothing written
+    beside = str(tmp_path / "stats")
+    assert cli.main(["analyze", str(path), "--stats-root", beside]) == 0
+    capsys.readouterr()
+    table = ls.open_table(str(path), stats_root=beside)
+    assert table.table_statistics().row_count == hudi_read(str(path)).num_rows
