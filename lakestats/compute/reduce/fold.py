@@ -34,7 +34,7 @@ from lakestats.stats.derived_sketches import (
     restore_sketches,
 )
 from lakestats.stats.kinds import Kind, kind_of
-from lakestats.stats.rebin import Grid, rebin
+from lakestats.stats.rebin import Grid, rebin, rebin_numbers, storage_numbers
 from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_fold import fold_statistics
 from lakestats.threads import prefetch
@@ -252,20 +252,7 @@ def fold_histograms(
         return fields[position]
 
     if part is not None:
-        lists = part.column("histogram_counts").combine_chunks()
-        offsets = lists.offsets.to_numpy()
-        values = lists.values.to_numpy(zero_copy_only=False).astype(np.float64)
-        valid = lists.is_valid().to_numpy(zero_copy_only=False)
-        column = part.column("column_index").to_numpy()
-        member = part.column("member").to_numpy()
-        for k in np.lexsort((member, column)):
-            i, position = int(column[k]), int(member[k])
-            row = rows_of(position)[i]
-            if not valid[k] or not row["histogram_bins"] or i not in grids:
-                continue
-            counts = values[offsets[k] : offsets[k + 1]]
-            sums[i] += rebin(row, counts, grids[i], job.dtype(i))
-        return sums
+        return _fold_part(job, files, members, grids, histogram_rows, part, sums)
     for position, partition in enumerate(members):
         entry = job.partitions[partition]
         rows = rows_of(position)
@@ -278,6 +265,52 @@ def fold_histograms(
                 continue
             values = counts.column(name).to_numpy(zero_copy_only=False)
             sums[i] += rebin(row, np.nan_to_num(values), grids[i], job.dtype(i))
+    return sums
+
+
+def _fold_part(
+    job: ReduceJob,
+    files: ReadAhead,
+    members: list[int],
+    grids: dict[int, Grid],
+    histogram_rows: dict[int, pa.Table] | None,
+    part: pa.Table,
+    sums: dict[int, np.ndarray],
+) -> dict[int, np.ndarray]:
+    """``fold_histograms`` from the group's part: each member's histogram fields decoded
+    per column at once (``storage_numbers``), then re-binned member by member."""
+    ncols = len(job.columns)
+
+    def table_of(position: int) -> pa.Table:
+        if histogram_rows is not None and position in histogram_rows:
+            return histogram_rows[position]
+        return files.read(job.partitions[members[position]], "statistics", HISTOGRAM_FIELDS)
+
+    stacked = pa.concat_tables([table_of(p) for p in range(len(members))])
+    lists = part.column("histogram_counts").combine_chunks()
+    offsets = lists.offsets.to_numpy()
+    values = lists.values.to_numpy(zero_copy_only=False).astype(np.float64)
+    valid = lists.is_valid().to_numpy(zero_copy_only=False)
+    column = part.column("column_index").to_numpy()
+    member = part.column("member").to_numpy()
+    order = np.lexsort((member, column))
+    for i, grid in grids.items():
+        dtype = job.dtype(i)
+        rows = pa.array(np.arange(i, len(stacked), ncols))
+        fields = stacked.take(rows)
+        bins = fields.column("histogram_bins").to_pylist()
+        widths = fields.column("histogram_width").to_pylist()
+        lowers = storage_numbers(fields.column("histogram_lower"), dtype)
+        tops = storage_numbers(fields.column("max"), dtype)
+        for k in order[column[order] == i]:
+            position = int(member[k])
+            if not valid[k] or not bins[position]:
+                continue
+            counts = values[offsets[k] : offsets[k + 1]]
+            sums[i] += rebin_numbers(
+                float(lowers[position]), widths[position], bins[position], tops[position],
+                counts, grid,
+            )
     return sums
 
 
