@@ -48,17 +48,27 @@ class Grid:
 
 def histogram_range(row: dict[str, object], dtype: pa.DataType) -> tuple[float, float]:
     """The finite value range a partition histogram covers, in storage units."""
-    kind = kind_of(dtype)
-    bins, width = row["histogram_bins"], row["histogram_width"]
-    lower = storage_number(row["histogram_lower"], dtype)
-    if kind == Kind.FLOATING:
+    return range_of_numbers(
+        storage_number(row["histogram_lower"], dtype),
+        row["histogram_width"],
+        row["histogram_bins"],
+        storage_number(row["max"], dtype),
+        kind_of(dtype) == Kind.FLOATING,
+    )
+
+
+def range_of_numbers(
+    lower: float | int, width: float, bins: int, top: float | int, floating: bool
+) -> tuple[float, float]:
+    """``histogram_range`` given numbers: the lower edge and the max in storage units
+    (``storage_number``), the bin width and count."""
+    if floating:
         upper = lower + bins * width if width else lower
-        top = keys.decode(row["max"], dtype)
         if math.isfinite(top):
             upper = min(upper, top) if width else top
         return lower, upper
     # the last bin's nominal end can lie past the partition's max: the table range must not
-    return lower, min(lower + bins * int(width) - 1, storage_number(row["max"], dtype))
+    return lower, min(lower + bins * int(width) - 1, top)
 
 
 def rebin(row: dict[str, object], counts: np.ndarray, grid: Grid, dtype: pa.DataType) -> np.ndarray:
@@ -67,8 +77,26 @@ def rebin(row: dict[str, object], counts: np.ndarray, grid: Grid, dtype: pa.Data
     Values are taken as uniform inside each source bin: the source's piecewise-linear
     cumulative count is interpolated at the grid's edges and differenced.
     """
-    bins, width = row["histogram_bins"], row["histogram_width"]
-    lower = float(storage_number(row["histogram_lower"], dtype))
+    return rebin_numbers(
+        float(storage_number(row["histogram_lower"], dtype)),
+        row["histogram_width"],
+        row["histogram_bins"],
+        storage_number(row["max"], dtype),
+        counts,
+        grid,
+    )
+
+
+def rebin_numbers(
+    lower: float,
+    width: float,
+    bins: int,
+    top: float | int,
+    counts: np.ndarray,
+    grid: Grid,
+) -> np.ndarray:
+    """``rebin`` of a histogram given as numbers: its lower edge and the column's max in
+    storage units (``storage_number``), its bin width and count."""
     counts = np.asarray(counts[:bins], dtype=np.float64)
     if grid.width == 0 or width == 0:
         out = np.zeros(grid.bins, dtype=np.float64)
@@ -78,7 +106,6 @@ def rebin(row: dict[str, object], counts: np.ndarray, grid: Grid, dtype: pa.Data
         return out
     source_edges = lower + np.arange(bins + 1, dtype=np.float64) * float(width)
     # the last source bin holds nothing past the partition's max: spread it only up to there
-    top = storage_number(row["max"], dtype)
     end = float(top) + 1.0 if grid.integral else float(top)
     if math.isfinite(end) and end < source_edges[-1]:
         source_edges[-1] = max(end, np.nextafter(source_edges[-2], np.inf))
@@ -111,6 +138,42 @@ def storage_number(key: bytes, dtype: pa.DataType) -> float | int:
     if kind == Kind.TEMPORAL:
         return int.from_bytes(key, "big") - (1 << 63)
     return int(value)
+
+
+_SIGN = np.uint64(1 << 63)
+
+
+def storage_numbers(keys_array: pa.Array | pa.ChunkedArray, dtype: pa.DataType) -> list:
+    """``storage_number`` of every key (None where null): 8-byte integer, temporal and
+    floating keys decoded at once (the same numbers), other kinds key by key."""
+    if isinstance(keys_array, pa.ChunkedArray):
+        keys_array = keys_array.combine_chunks()
+    kind = kind_of(dtype)
+    eight = (
+        kind in (Kind.TEMPORAL, Kind.FLOATING)
+        or (kind == Kind.INTEGER and not pa.types.is_uint64(_value_type(dtype)))
+    )
+    binary = keys_array.cast(pa.large_binary())
+    if not eight or not len(binary):
+        return [None if k is None else storage_number(k, dtype) for k in binary.to_pylist()]
+    valid = binary.is_valid().to_numpy(zero_copy_only=False)
+    offsets = np.frombuffer(binary.buffers()[1], dtype=np.int64)
+    offsets = offsets[binary.offset : binary.offset + len(binary) + 1]
+    if not np.array_equal(np.diff(offsets), np.where(valid, 8, 0)):
+        return [None if k is None else storage_number(k, dtype) for k in binary.to_pylist()]
+    raw = np.frombuffer(binary.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    words = np.zeros(len(binary), np.uint64)
+    words[valid] = raw.view(">u8").astype(np.uint64)
+    if kind == Kind.FLOATING:
+        negative = (words >> np.uint64(63)) == 0
+        numbers = np.where(negative, ~words, words ^ _SIGN).view(np.float64).tolist()
+    else:
+        numbers = (words ^ _SIGN).view(np.int64).tolist()
+    return [n if v else None for n, v in zip(numbers, valid, strict=True)]
+
+
+def _value_type(dtype: pa.DataType) -> pa.DataType:
+    return dtype.value_type if pa.types.is_dictionary(dtype) else dtype
 
 
 def table_histogram(

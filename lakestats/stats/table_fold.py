@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 
 from lakestats.stats.derived_sketches import listed_all
-from lakestats.stats.kinds import MOMENT_KINDS, kind_of
-from lakestats.stats.rebin import histogram_range
+from lakestats.stats.kinds import MOMENT_KINDS, Kind, kind_of
+from lakestats.stats.rebin import range_of_numbers, storage_numbers
 from lakestats.stats.scalar_state import ScalarState
 
 
@@ -111,14 +111,13 @@ def fold_statistics(
                 state.kll_union().merge(ds.kll_doubles_sketch.deserialize(kll[r]))
         with_histogram = rows_of[bins[rows_of] > 0]
         if len(with_histogram):
-            for r in with_histogram:
-                row = {
-                    "histogram_bins": int(bins[r]),
-                    "histogram_width": float(data.column("histogram_width")[r].as_py()),
-                    "histogram_lower": lowers[r].as_py(),
-                    "max": data.column("max")[r].as_py(),
-                }
-                lo, hi = histogram_range(row, dtypes[c])
+            taken = pa.array(with_histogram)
+            widths = data.column("histogram_width").take(taken).to_pylist()
+            lows = storage_numbers(lowers.take(taken), dtypes[c])
+            tops = storage_numbers(data.column("max").take(taken), dtypes[c])
+            floating = kind == Kind.FLOATING
+            for r, width, low, top in zip(with_histogram, widths, lows, tops, strict=True):
+                lo, hi = range_of_numbers(low, float(width), int(bins[r]), top, floating)
                 state.histogram_lo = (
                     lo if state.histogram_lo is None else min(state.histogram_lo, lo)
                 )

@@ -33,11 +33,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.compute.reduce.fold import (
-    GroupStates,
-    fold_frequency_rows,
-    fold_histograms,
-    fold_states,
+from lakestats.compute.reduce.fold import GroupStates, fold_histograms, fold_states
+from lakestats.compute.reduce.frequency_rows import (
+    CombinedRows,
+    combine_frequency_rows,
+    decode_combined,
+    encode_combined,
+    finish_frequency_rows,
 )
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.prune import group_keep
@@ -251,11 +253,38 @@ class GroupCache:
             return holders.to_version(decoded, members)
         data = self._load(key)
         if data is None:
-            table = fold_frequency_rows(self.job, self.ahead, members, incomplete)
+            combined = self._combined_rows(members)
+            table = finish_frequency_rows(self.job, combined, incomplete)
             self._save(key, lambda: _ipc_bytes(table))
         else:
             table = read_rows(data)
         return holders.to_version(table, members)
+
+    def _combined_key(self, members: list[int]) -> str:
+        return self._key("combined", members)
+
+    def _combined_rows(self, members: list[int]) -> CombinedRows:
+        """The group's frequency rows before pruning: made by this run's first pass
+        (``ensure_combined_rows``, removed once read), else from the partition files now."""
+        if self.enabled:
+            uri = self.job.store.path(f"{self.cache_dir}/{self._combined_key(members)}")
+            with contextlib.suppress(OSError):
+                rows = decode_combined(self.job.store.read_bytes(uri))
+                with contextlib.suppress(OSError):  # read once (a retried task: the files)
+                    self.job.store.delete_file(uri)
+                return rows
+        return combine_frequency_rows(self.job, self.ahead, members)
+
+    def ensure_combined_rows(self, members: list[int]) -> None:
+        """A staged reduction's first pass: a group whose files changed (its states are
+        not cached) also combines its frequency rows from the files it holds, so the
+        frequencies stage does not read them again (an entry of this run only: it is not
+        among the entries the next version reuses)."""
+        if not self.enabled or self._states_key(members) in self.job.cache:
+            return
+        rows = combine_frequency_rows(self.job, self.ahead, members)
+        self._save(self._combined_key(members), lambda: encode_combined(rows))
+        self.written.pop(self._combined_key(members), None)
 
     def index_part(self, members: list[int]) -> pa.Table:
         """The group's rows of the partition index (``store/partition_index.index_part``,
@@ -359,6 +388,8 @@ class GroupCache:
             kinds.append("statistics")
         if parts and partition_histograms.held_columns(self.job.columns):
             kinds += ["histograms", "frequencies"]
+        elif self.enabled and states:  # ``ensure_combined_rows``
+            kinds.append("frequencies")
         return kinds
 
     @contextlib.contextmanager

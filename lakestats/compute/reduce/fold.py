@@ -4,9 +4,8 @@ Contract: each ``fold_*`` reads the partition files of a group (``members``: pos
 ``job.partitions``) and returns the group's partial result: ``fold_states`` one merged
 ``ScalarState`` per column (and each partition's histogram fields, which
 ``fold_histograms`` needs again), ``fold_histograms`` the partition histograms re-binned onto
-the table grids and summed, ``fold_frequency_rows`` the frequency rows combined per
-(column, value) and pruned with sound bounds (``prune.py``), with holders packed with
-positions inside the group. ``merge_state`` merges two partial states of one column.
+the table grids and summed (the frequency rows: ``frequency_rows.py``). ``merge_state``
+merges two partial states of one column.
 Positions inside the group key what ``cache.py`` stores, so a cached group is valid in any
 version that has the same members.
 """
@@ -21,11 +20,7 @@ import datasketches as ds
 import numpy as np
 import pyarrow as pa
 
-from lakestats.compute.reduce.combine import EMPTY_COMBINED, combine
 from lakestats.compute.reduce.job import ReduceJob
-from lakestats.compute.reduce.prune import group_keep, prune
-from lakestats.compute.reduce.wire import FREQUENCY_ROW_ARROW
-from lakestats.stats import holders as holder_bits
 from lakestats.stats.derived_sketches import (
     FREQUENCY_COLUMNS,
     listed_all,
@@ -33,8 +28,8 @@ from lakestats.stats.derived_sketches import (
     rebuilt_sketches,
     restore_sketches,
 )
-from lakestats.stats.kinds import Kind, kind_of
-from lakestats.stats.rebin import Grid, rebin
+from lakestats.stats.kinds import Kind
+from lakestats.stats.rebin import Grid, rebin, rebin_numbers, storage_numbers
 from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_fold import fold_statistics
 from lakestats.threads import prefetch
@@ -252,20 +247,7 @@ def fold_histograms(
         return fields[position]
 
     if part is not None:
-        lists = part.column("histogram_counts").combine_chunks()
-        offsets = lists.offsets.to_numpy()
-        values = lists.values.to_numpy(zero_copy_only=False).astype(np.float64)
-        valid = lists.is_valid().to_numpy(zero_copy_only=False)
-        column = part.column("column_index").to_numpy()
-        member = part.column("member").to_numpy()
-        for k in np.lexsort((member, column)):
-            i, position = int(column[k]), int(member[k])
-            row = rows_of(position)[i]
-            if not valid[k] or not row["histogram_bins"] or i not in grids:
-                continue
-            counts = values[offsets[k] : offsets[k + 1]]
-            sums[i] += rebin(row, counts, grids[i], job.dtype(i))
-        return sums
+        return _fold_part(job, files, members, grids, histogram_rows, part, sums)
     for position, partition in enumerate(members):
         entry = job.partitions[partition]
         rows = rows_of(position)
@@ -281,95 +263,47 @@ def fold_histograms(
     return sums
 
 
-def fold_frequency_rows(
-    job: ReduceJob, files: ReadAhead, members: list[int], incomplete: np.ndarray
-) -> pa.Table:
-    """The group's frequency rows, combined per (column, value) and pruned
-    (``FREQUENCY_ROW_ARROW``).
+def _fold_part(
+    job: ReduceJob,
+    files: ReadAhead,
+    members: list[int],
+    grids: dict[int, Grid],
+    histogram_rows: dict[int, pa.Table] | None,
+    part: pa.Table,
+    sums: dict[int, np.ndarray],
+) -> dict[int, np.ndarray]:
+    """``fold_histograms`` from the group's part: each member's histogram fields decoded
+    per column at once (``storage_numbers``), then re-binned member by member."""
+    ncols = len(job.columns)
 
-    Totals and bounds are summed as partitions are read; for categorical columns each
-    value also keeps its holders (``stats/holders.py``), which travel as separate rows
-    (count 0, bound 0) that the final aggregation joins."""
-    meta = ["distinct_count", "frequencies_count", "frequencies_min", "all_distinct"]
-    categorical = (
-        np.array(
-            [kind_of(job.dtype(i)) in CATEGORICAL for i in range(len(job.columns))], dtype=bool
-        )
-        & ~incomplete
-    )  # "which partitions hold v" is recorded only where it is exact
-    combined: pa.Table | None = None
-    pending: list[pa.Table] = []
-    holders: list[pa.Table] = []
-    slack = np.zeros(len(job.columns), dtype=np.int64)
+    def table_of(position: int) -> pa.Table:
+        if histogram_rows is not None and position in histogram_rows:
+            return histogram_rows[position]
+        return files.read(job.partitions[members[position]], "statistics", HISTOGRAM_FIELDS)
 
-    def read(p: int) -> tuple[pa.Table, list[dict]]:
-        entry = job.partitions[p]
-        return (
-            files.read(entry, "frequencies", ["column_index", "value", "frequency"]),
-            files.read(entry, "statistics", meta).to_pylist(),
-        )
-
-    for position, (frequencies, rows) in enumerate(prefetch(read, members)):
-        bounds = np.zeros(len(rows), dtype=np.int64)
-        for i, row in enumerate(rows):
-            distinct = row["distinct_count"]
-            if distinct is not None and (row["frequencies_count"] or 0) < distinct:
-                bounds[i] = 1 if row["all_distinct"] else (row["frequencies_min"] or 0)
-        # before skipping a partition that listed nothing: its unlisted values
-        # (all distinct) still bound every value's count from above
-        slack += bounds
-        if frequencies.num_rows == 0:
-            continue
-        index = frequencies.column("column_index").to_numpy(zero_copy_only=False)
-        counts = frequencies.column("frequency").to_numpy(zero_copy_only=False)
-        pending.append(
-            pa.table(
-                {
-                    "column_index": frequencies.column("column_index"),
-                    "value": frequencies.column("value"),
-                    "count": frequencies.column("frequency"),
-                    "bound": pa.array(bounds[index]),
-                }
+    stacked = pa.concat_tables([table_of(p) for p in range(len(members))])
+    lists = part.column("histogram_counts").combine_chunks()
+    offsets = lists.offsets.to_numpy()
+    values = lists.values.to_numpy(zero_copy_only=False).astype(np.float64)
+    valid = lists.is_valid().to_numpy(zero_copy_only=False)
+    column = part.column("column_index").to_numpy()
+    member = part.column("member").to_numpy()
+    order = np.lexsort((member, column))
+    for i, grid in grids.items():
+        dtype = job.dtype(i)
+        rows = pa.array(np.arange(i, len(stacked), ncols))
+        fields = stacked.take(rows)
+        bins = fields.column("histogram_bins").to_pylist()
+        widths = fields.column("histogram_width").to_pylist()
+        lowers = storage_numbers(fields.column("histogram_lower"), dtype)
+        tops = storage_numbers(fields.column("max"), dtype)
+        for k in order[column[order] == i]:
+            position = int(member[k])
+            if not valid[k] or not bins[position]:
+                continue
+            counts = values[offsets[k] : offsets[k + 1]]
+            sums[i] += rebin_numbers(
+                float(lowers[position]), widths[position], bins[position], tops[position],
+                counts, grid,
             )
-        )
-        keep = categorical[index]
-        if keep.any():
-            holders.append(
-                pa.table(
-                    {
-                        "column_index": pa.array(index[keep]),
-                        "value": frequencies.column("value").filter(pa.array(keep)),
-                        "holder": pa.array(holder_bits.pack(position, counts[keep])),
-                    }
-                )
-            )
-        if sum(t.num_rows for t in pending) > COMBINE_ROWS:
-            combined = combine([combined, *pending] if combined else pending)
-            pending = []
-    if pending:
-        combined = combine([combined, *pending] if combined else pending)
-    if combined is None:
-        combined = EMPTY_COMBINED
-    combined = prune(combined, incomplete, slack, group_keep(job.max_frequencies))
-    batches = combined.append_column(
-        "holder_list", pa.nulls(combined.num_rows, pa.list_(pa.int64()))
-    ).to_batches()
-    if holders:
-        lists = (
-            pa.concat_tables(holders)
-            .group_by(["column_index", "value"])
-            .aggregate([("holder", "list")])
-        )
-        zeros = pa.array(np.zeros(lists.num_rows, dtype=np.int64))
-        batches += pa.table(
-            {
-                "column_index": lists.column("column_index"),
-                "value": lists.column("value"),
-                "count": zeros,
-                "bound": zeros,
-                "holder_list": lists.column("holder_list"),
-            }
-        ).to_batches()
-    return pa.Table.from_batches(
-        [b.cast(FREQUENCY_ROW_ARROW) for b in batches], schema=FREQUENCY_ROW_ARROW
-    )
+    return sums

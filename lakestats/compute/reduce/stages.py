@@ -13,7 +13,8 @@ and ``spark.py`` on Spark, each stage by its shape:
   the executors until the writing task; in one process, ``combine.aggregate_column``.
 * ``Write``: a file written from what the earlier stages merged (``write``: the bytes
   written). On Spark every ``Write`` runs, in order, in one task after the others; a
-  ``prepare`` runs per group in Spark's first pass (so that task reads cached parts).
+  ``prepare`` runs per group in Spark's first pass (so that task reads cached parts; the
+  table files' prepare combines the frequency rows the frequencies stage then prunes).
 
 ``plan`` turns the merged scalar states into the table grids, and is called once, by the
 first stage, whichever runner runs it. A new stage (ranks, a per-group index, …) is one
@@ -194,6 +195,10 @@ def _table_files(reduction: Reduction) -> int:
     return write_tables(r.job, r.states, r.plan.grids, r.rebinned, r.files, r.frequencies)
 
 
+def _combined_rows(groups: GroupCache, members: list[int]) -> None:
+    groups.ensure_combined_rows(members)  # for the frequencies stage, which writes none
+
+
 def _partition_index(reduction: Reduction) -> int:
     return write_partition_index(reduction.groups, reduction.index_file)
 
@@ -230,7 +235,7 @@ STAGES: tuple[Stage, ...] = (
         wanted=_some_rebinned,
     ),
     PerValue("frequencies", _group_frequency_rows, _finalize, _keep_frequencies),
-    Write("table files", _table_files),
+    Write("table files", _table_files, prepare=_combined_rows),
     Write("partition index", _partition_index, prepare=_index_part),
     Write("partition histograms", _partition_histograms, prepare=_histograms_part),
 )
