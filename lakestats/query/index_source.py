@@ -360,6 +360,7 @@ class IndexPartitions(Sequence):
         self._row_counts: np.ndarray | None = None
         self._visited: dict[str, np.ndarray] = {}
         self.listed_cache: dict[str, tuple] = {}  # survivors.listed, per column
+        self.term_cache = None  # term_cache.Terms, made on first use
 
     def add_columns(self, columns: Sequence[str]) -> None:
         """Answer ``columns`` too: the index rows of those not yet read, one read (a

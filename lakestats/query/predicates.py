@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -53,7 +53,7 @@ from lakestats.errors import (
     StatisticsNotFoundError,
     UnsupportedPredicateError,
 )
-from lakestats.query import predicate_text, sql_keywords
+from lakestats.query import predicate_text, sql_keywords, term_cache
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import keys, leaves, literals
 from lakestats.stats import selectivity as sel
@@ -142,19 +142,33 @@ def parse(
     text: str,
     columns: Mapping[str, pa.DataType],
     unanalyzed: Container[str] = (),
+    parsed: dict[str, Predicate] | None = None,
 ) -> Predicate:
     """Parse ``text`` against ``columns`` (name -> Arrow type of analyzed columns);
     ``unanalyzed`` names table columns that exist but have no statistics.
 
     A conjunction of simple comparisons (``a = 1 AND b > 'x'``, see
     ``simple_comparison``; a planner's usual question) is split without tokenizing it:
-    the tree is the one the general path (``predicate_text.Skeleton``) builds."""
+    the tree is the one the general path (``predicate_text.Skeleton``) builds. Its
+    conditions are looked up in and added to ``parsed`` when given (a resident
+    estimator's: the same ``columns``; a condition that fails is not added)."""
     if not text or not text.strip():
         raise InvalidPredicateError("the predicate is empty: pass --where 'column = value'")
     parser = _Parser(columns, unanalyzed)
     conditions = simple_conjuncts(text)
     if conditions is not None:
-        items = [parser.condition(c, False) for c in conditions]
+        if parsed is None:
+            items = [parser.condition(c, False) for c in conditions]
+        else:
+            items = []
+            for c in conditions:
+                found = parsed.get(c)
+                if found is None:
+                    found = parser.condition(c, False)
+                    if len(parsed) >= 4096:
+                        parsed.clear()
+                    parsed[c] = found
+                items.append(found)
         return items[0] if len(items) == 1 else _join("and", items)
     return _parse_general(text, parser)
 
@@ -1165,7 +1179,14 @@ def _estimate_batched(
     lower = np.zeros((k, count), dtype=np.int64)
     upper = np.zeros((k, count), dtype=np.int64)
     computed = np.zeros((k, count), dtype=bool)
+    cache = term_cache.terms_of(partitions) if VECTORISED_SURVIVORS else None
+    entries = [cache.of(t) for t in top] if cache is not None else None
     for j, term in enumerate(top):
+        kept = entries[j].scalar if entries is not None else None
+        if kept is not None:  # this term's scalar pass, from an earlier predicate
+            rows[j], lower[j], upper[j] = kept
+            computed[j] = True
+            continue
         cols = columns_of(term)
         if len(cols) != 1 or not _is_set(term):
             continue
@@ -1181,6 +1202,9 @@ def _estimate_batched(
         for j in np.flatnonzero(~computed[:, i]):
             e = _estimate(top[j], light)
             rows[j, i], lower[j, i], upper[j, i] = e.rows, e.lower, e.upper
+    for j, entry in enumerate(entries or ()):
+        if entry.scalar is None:
+            entry.scalar = (rows[j].copy(), lower[j].copy(), upper[j].copy())
     survivors = np.flatnonzero(live & ~(upper == 0).any(axis=0))
 
     # 3. the survivors, with all their statistics
@@ -1206,11 +1230,14 @@ def _estimate_batched(
 
     visited = getattr(partitions, "visited", None)
     seen = partitions.visited_mask(columns_of(pred), survivors) if callable(visited) else None
-    if seen is not None and seen.all():
+    if entries is not None and all(e.covers(survivors) for e in entries):
+        # every term's survivors estimated before (by other predicates): their numbers
+        estimates = _survivors_vectorised(top, partitions, survivors, counted, entries)
+    elif seen is not None and seen.all():
         # a resident estimator visited these before: their statistics are in memory,
         # threads would only add their overhead
         if VECTORISED_SURVIVORS:
-            estimates = _survivors_vectorised(top, partitions, survivors, counted, full)
+            estimates = _survivors_vectorised(top, partitions, survivors, counted, entries)
         else:
             estimates = {i: full(i) for i in survivors.tolist()}
     elif (
@@ -1226,7 +1253,7 @@ def _estimate_batched(
             for _ in prefetch(full, new):  # read, the numbers come from the vectors
                 pass
         partitions.mark_visited(columns_of(pred), survivors)
-        estimates = _survivors_vectorised(top, partitions, survivors, counted, full)
+        estimates = _survivors_vectorised(top, partitions, survivors, counted, entries)
     else:
         with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
             estimates = dict(
@@ -1234,6 +1261,10 @@ def _estimate_batched(
             )
         if callable(visited):
             partitions.mark_visited(columns_of(pred), survivors)
+        for j, entry in enumerate(entries or ()):  # the terms' own estimates, kept
+            for i, conjuncts in estimates.items():
+                if j not in counted or counted[j][i] < 0:
+                    entry.record(i, conjuncts[j])
     if isinstance(estimates, _Survivors):
         rows[:, survivors], lower[:, survivors], upper[:, survivors] = (
             estimates.rows, estimates.lower, estimates.upper
@@ -1253,8 +1284,12 @@ def _estimate_batched(
             loose = live & ~exact
             if not loose.any():
                 continue
-            summary = table.summary(columns_of(term)[0])
-            target = sel.estimate_keys(summary, kr.points(point_keys)).rows
+            def target_of(term: Predicate = term, point_keys: list[bytes] = point_keys) -> float:
+                summary = table.summary(columns_of(term)[0])
+                return sel.estimate_keys(summary, kr.points(point_keys)).rows
+
+            target = (entries[j].table_target(table, target_of) if entries is not None
+                      else target_of())
             fixed = sum(rows[j][live & exact].tolist())
             want = max(0.0, target - fixed)
             have = sum(rows[j][loose].tolist())
@@ -1273,9 +1308,15 @@ def _estimate_batched(
     detail = []
     for j, t in enumerate(top):
         kept = live
+        if entries is not None:
+            if entries[j].normalized is None:
+                entries[j].normalized = normalize(t)
+            text = entries[j].normalized
+        else:
+            text = normalize(t)
         detail.append(
             {
-                "predicate": normalize(t),
+                "predicate": text,
                 "row_count": sum(rows[j][kept].tolist()),
                 "lower": int(lower[j][kept].sum()),
                 "upper": int(upper[j][kept].sum()),
@@ -1364,12 +1405,15 @@ def _survivors_vectorised(
     partitions,  # noqa: ANN001 - as in _estimate_batched
     survivors: np.ndarray,
     counted: dict[int, np.ndarray],
-    full: Callable[[int], list[sel.Estimate]],
+    entries: list | None,
 ) -> _Survivors:
     """``{i: full(i) for i in survivors}`` with the same numbers: each single-column
     condition estimated for all survivors at once (``survivors.leaf``), the partitions it
-    cannot decide that way one by one."""
+    cannot decide that way one by one; each term's numbers kept on its
+    ``term_cache.Term`` (``entries``, or throwaway ones), where an earlier predicate may
+    have computed them."""
     from lakestats.query import survivors as sv_full
+    from lakestats.query.term_cache import Term
 
     k = len(top)
     count = len(survivors)
@@ -1378,19 +1422,15 @@ def _survivors_vectorised(
     upper = np.zeros((k, count), dtype=np.int64)
     codes = np.zeros((k, count), dtype=np.int64)
     alone = np.zeros((k, count), dtype=bool)  # estimated one by one
+    if entries is None:
+        entries = [Term(len(partitions)) for _ in top]
     for j, term in enumerate(top):
-        cols = columns_of(term)
-        vectors = partitions.vectors(cols[0]) if len(cols) == 1 and _is_set(term) else None
-        if vectors is None:
-            alone[j] = True
-            continue
-        table = sv_full.listed(partitions, cols[0], survivors)
-        if table.too_big:
-            alone[j] = True
-            continue
-        rows[j], lower[j], upper[j], codes[j], alone[j] = sv_full.leaf(
-            vectors, column_set(term), table, survivors
+        entry = entries[j]
+        entry.fill(term, partitions, survivors)
+        rows[j], lower[j], upper[j] = (
+            entry.rows[survivors], entry.lower[survivors], entry.upper[survivors]
         )
+        codes[j], alone[j] = entry.codes[survivors], entry.alone[survivors]
         if j in counted:  # the table level's per-partition counts, as full() takes them
             got = counted[j][survivors]
             have = got >= 0
@@ -1403,7 +1443,7 @@ def _survivors_vectorised(
     for j, x in zip(*np.nonzero(alone), strict=True):
         # what full(i) gives for this conjunct (its table-level count was taken above)
         i = int(survivors[x])
-        e = one_by_one[int(j), i] = _estimate(top[j], partitions[i])
+        e = one_by_one[int(j), i] = entries[j].estimate(top[j], partitions, i)
         rows[j, x], lower[j, x], upper[j, x] = e.rows, e.lower, e.upper
         codes[j, x] = -1
     return _Survivors(survivors, rows, lower, upper, codes, alone, one_by_one)

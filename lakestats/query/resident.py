@@ -5,7 +5,8 @@ against (``LakestatsTable.estimate`` / ``estimate_many``), so a planner's repeat
 are answered from memory after the first:
 
 * the column types (for parsing) and each predicate text's parsed tree (``parse``: a text
-  is parsed once, then looked up);
+  is parsed once, then looked up), and the conditions of simple conjunctions (a new
+  conjunction of conditions seen before parses nothing);
 * the partition index rows of every column a predicate named so far, as vectors by
   partition (``index_source.IndexPartitions``, to which each predicate's columns are
   added), its ``IndexPartition`` objects with the summaries, frequencies and histograms
@@ -71,8 +72,10 @@ class Resident:
         self.types = estimate_source.column_types(reader)
         self.lock = threading.RLock()
         self._parsed = _Lru(PARSED)
+        self._conditions: dict[str, predicates.Predicate] = {}
         self._answers = _Lru(ANSWERS)
         self._derived: dict[str, tuple[float, object]] = {}
+        self._derived_keys: tuple[float, frozenset[str]] | None = None
         self._index: index_source.IndexPartitions | None = None
         self._files: list[estimate_source.ReaderPartition] | None = None
         self._table: estimate_source.ReaderPartition | None = None
@@ -85,7 +88,8 @@ class Resident:
             if where in self._parsed:
                 self._parsed.move_to_end(where)
                 return self._parsed[where]
-        pred = predicates.parse(where, self.types, unanalyzed)
+        with self.lock:  # the conditions parsed before are reused (a planner repeats them)
+            pred = predicates.parse(where, self.types, unanalyzed, self._conditions)
         with self.lock:
             self._parsed.take(where, lambda: pred)
         return pred
@@ -103,6 +107,19 @@ class Resident:
             if len(self._derived) >= ANSWERS:
                 self._derived.clear()
             self._derived[normalized] = (now, value)
+        return value
+
+    def derived_keys(self, listing: Callable[[], frozenset[str]]) -> frozenset[str]:
+        """``listing()`` (the keys of the derived stores), reused for
+        ``DERIVED_RECHECK_SECONDS``: a predicate whose key is absent has none."""
+        now = time.monotonic()
+        with self.lock:
+            found = self._derived_keys
+        if found is not None and now - found[0] < DERIVED_RECHECK_SECONDS:
+            return found[1]
+        value = listing()
+        with self.lock:
+            self._derived_keys = (now, value)
         return value
 
     # -- estimating ---------------------------------------------------------------------
