@@ -40,7 +40,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.query import estimate_source
-from lakestats.stats.arrays import binary_array, int64_array, int_values, integer_array, numbers
+from lakestats.stats.arrays import (
+    binary_array,
+    binary_values,
+    int64_array,
+    int_values,
+    integer_array,
+    numbers,
+)
 from lakestats.stats.kinds import kind_of
 from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies, Histogram
 from lakestats.stats.selectivity_vector import Vectors
@@ -250,13 +257,13 @@ class HeldRow:
         start, stop = self.offsets[name][self.j : self.j + 2]
         return self.table.column(name).chunk(0).values.slice(int(start), int(stop - start))
 
-    def frequency_rows(self) -> tuple[list[bytes], list[int]]:
+    def frequency_rows(self) -> tuple[list[bytes], np.ndarray]:
         if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
             ints = numbers(self._list("frequency_ints"))
             values = ints_as_keys(ints)
         else:
-            values = self._list("frequency_values").to_pylist()
-        return values, self._list("frequency_counts").to_pylist()
+            values = binary_values(self._list("frequency_values"))
+        return values, numbers(self._list("frequency_counts"), 0, np.int64)
 
     def histogram_counts(self) -> np.ndarray:
         counts = self._list("histogram_counts")

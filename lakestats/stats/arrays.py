@@ -9,6 +9,8 @@ imports pandas (``tests/cli/test_lean_imports.py``).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 
@@ -61,6 +63,25 @@ def binary_array(values: list[bytes]) -> pa.Array:
     return pa.Array.from_buffers(
         pa.binary(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))]
     )
+
+
+def binary_values(array: pa.Array) -> list:
+    """``array.to_pylist()`` of a binary array, sliced from its buffers (about ten times
+    faster: no Arrow scalar per value); other arrays, or with nulls, by ``to_pylist``."""
+    if array.null_count or array.type != pa.binary():
+        return array.to_pylist()
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    if not len(array):
+        return []
+    start = int(offsets[0])
+    if buffers[2] is None or offsets[-1] == start:
+        return [b""] * len(array)
+    blob = buffers[2].slice(start, int(offsets[-1]) - start).to_pybytes()
+    ends = (offsets - start).tolist()
+    return [blob[a:b] for a, b in itertools.pairwise(ends)]
 
 
 def int_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:

@@ -143,6 +143,7 @@ class _Fractions:
         self.low_matrix = _matrix(v.min_key, width) if width else None
         self.high_matrix = _matrix(v.max_key, width) if width else None
         self.ok = self.low_matrix is not None and self.high_matrix is not None
+        self._commons: tuple[np.ndarray, np.ndarray] | None = None
         if self.ok:
             differ = self.low_matrix != self.high_matrix
             self.common = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
@@ -150,10 +151,15 @@ class _Fractions:
             self.high = _positions(self.high_matrix, self.common)
 
     def constant(self, key: bytes) -> np.ndarray | None:
+        """``key``'s position in every partition's frame: computed once per distinct
+        common prefix length (few), then spread to the partitions."""
         if not self.ok or len(key) != self.width:
             return None
-        matrix = np.broadcast_to(np.frombuffer(key, dtype=np.uint8), self.low_matrix.shape)
-        return _positions(np.ascontiguousarray(matrix), self.common)
+        if self._commons is None:
+            self._commons = np.unique(self.common, return_inverse=True)
+        commons, inverse = self._commons
+        matrix = np.broadcast_to(np.frombuffer(key, dtype=np.uint8), (len(commons), self.width))
+        return _positions(np.ascontiguousarray(matrix), commons)[inverse.reshape(-1)]
 
     def fraction(self, start_is_min, lo_key, end_is_max, hi_key) -> np.ndarray | None:  # noqa: ANN001
         a = self.low if lo_key is None else np.where(start_is_min, self.low, lo_key)

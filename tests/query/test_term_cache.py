@@ -135,3 +135,22 @@ def test_fixed_width_comparison_is_arrows() -> None:
         other = sv._cmp_of(v, "max_key", b"\x01" * (width + 1))  # another width: Arrow's
         want = sv._cmp(keys, b"\x01" * (width + 1))
         assert all(np.array_equal(g, w) for g, w in zip(other, want, strict=True))
+
+
+def test_constant_position_is_the_per_partition_one() -> None:
+    """``_Fractions.constant`` (once per distinct common prefix) is ``_positions`` of the
+    key broadcast to every partition."""
+    rng = np.random.default_rng(8)
+    for width in (4, 8, 12):
+        count = 300
+        low = [bytes(rng.integers(0, 4, width).astype(np.uint8)) for _ in range(count)]
+        high = [max(a, bytes(rng.integers(0, 4, width).astype(np.uint8))) for a in low]
+        v = sv.Vectors(pa.int64(), np.ones(count, np.int64), np.zeros(count, np.int64),
+                       np.zeros(count, np.int64), np.full(count, np.nan),
+                       pa.array(low, pa.binary()), pa.array(high, pa.binary()))
+        f = v.fractions()
+        assert f.ok and len(np.unique(f.common)) > 1
+        for key in low[:10] + [b"\x00" * width, b"\xff" * width]:
+            matrix = np.broadcast_to(np.frombuffer(key, dtype=np.uint8), f.low_matrix.shape)
+            want = sv._positions(np.ascontiguousarray(matrix), f.common)
+            assert np.array_equal(f.constant(key), want), (width, key)
