@@ -39,6 +39,7 @@ import decimal
 import re
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
@@ -1371,17 +1372,17 @@ def _combine_survivors(
         e_lower = np.where(nothing, 0, e_lower)
         e_upper = np.where(nothing, 0, e_upper)
         e_rows = point.tolist()
-        methods = np.where((hi == 0).any(axis=0), "and: a term keeps nothing",
-                           np.where(nn <= 0, "empty", "and (independence)")).tolist()
+        methods = _AndMethods((hi == 0).any(axis=0), nn <= 0)
     total = 0.0
     for value in e_rows:  # in order, as the per-partition loop adds them
         total += value
     exact = e_lower == e_upper
     matching = []
     lows, highs, exacts = e_lower.tolist(), e_upper.tolist(), exact.tolist()
+    positions = order.tolist()
     for x in np.flatnonzero(e_upper > 0).tolist():
-        part = partitions[int(order[x])]
-        matching.append({
+        part = partitions[positions[x]]
+        matching.append(MappingProxyType({  # answers.Estimate.of keeps it as it is
             "partition": part.values,
             "name": part.name,
             "partition_rows": part.row_count,
@@ -1390,9 +1391,22 @@ def _combine_survivors(
             "upper": highs[x],
             "exact": exacts[x],
             "method": methods[x],
-        })
+        }))
     summed = (total, int(e_lower.sum()), int(e_upper.sum()), bool(exact.all()))
     return summed, matching
+
+
+class _AndMethods:
+    """``combine_and``'s method per survivor, made when asked (only those that can match
+    are)."""
+
+    def __init__(self, nothing: np.ndarray, empty: np.ndarray) -> None:
+        self.nothing, self.empty = nothing, empty
+
+    def __getitem__(self, x: int) -> str:
+        if self.nothing[x]:
+            return "and: a term keeps nothing"
+        return "empty" if self.empty[x] else "and (independence)"
 
 
 VECTORISED_SURVIVORS = True
