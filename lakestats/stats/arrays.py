@@ -99,8 +99,10 @@ def int_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
     """``length`` bits of an Arrow bitmap from bit ``offset`` (least significant first)."""
-    packed = np.frombuffer(buffer, dtype=np.uint8)
-    return np.unpackbits(packed, bitorder="little")[offset : offset + length].astype(bool)
+    start = offset // 8  # only the bytes that hold them: a slice of a long array is short
+    packed = np.frombuffer(buffer, dtype=np.uint8)[start : (offset + length + 7) // 8]
+    skip = offset - 8 * start
+    return np.unpackbits(packed, bitorder="little")[skip : skip + length].astype(bool)
 
 
 def _numpy_dtype(dtype: pa.DataType) -> np.dtype:
