@@ -43,6 +43,7 @@ from lakestats.query import estimate_source
 from lakestats.stats.arrays import (
     binary_array,
     binary_values,
+    bool_array,
     int64_array,
     int_values,
     integer_array,
@@ -132,7 +133,8 @@ and the histogram fields of a column are read separately, each only when needed.
 class _HeldPart:
     """Some fields of one column's rows of the partition histograms, by partition
     position, read on first need: for the partitions the estimator said it will look at
-    (``expected``), or for all of them."""
+    (``expected``), or for all of them, and the column's other rows in the row groups
+    that read decodes (a resident estimator's later predicates need them, for free now)."""
 
     def __init__(
         self, source: PartitionHistograms, column_index: int, expected: np.ndarray,
@@ -153,8 +155,14 @@ class _HeldPart:
             wanted = positions[~self.loaded[positions]]
             if not len(wanted):
                 return
-            table = self.source.read(self.column_index, wanted, self.fields).combine_chunks()
+            table = self.source.read(
+                self.column_index, wanted, self.fields, whole_groups=True
+            ).combine_chunks()
             ids = numbers(table.column("partition_id"))
+            fresh = ~self.loaded[ids]  # the groups' other rows: those not loaded before
+            if not fresh.all():
+                table = table.filter(bool_array(fresh))
+                ids = ids[fresh]
             offsets = {
                 name: numbers(table.column(name).chunk(0).offsets)
                 if table.num_rows else np.zeros(1, np.int32)
@@ -164,6 +172,7 @@ class _HeldPart:
             self.tables.append((table, offsets))
             self.slot[ids] = base + np.arange(len(ids))
             self.loaded[wanted] = True
+            self.loaded[ids] = True
 
     def ensure(self, position: int) -> None:
         if not self.loaded[position]:

@@ -21,6 +21,12 @@ def int64_array(values: list[int] | np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
 
 
+def bool_array(values: np.ndarray) -> pa.Array:
+    """A boolean array without nulls."""
+    data = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(data)])
+
+
 def integer_array(values: list[int], dtype: pa.DataType) -> pa.Array:
     """Integers as a fixed-width integer-backed ``dtype`` (int32/int64 storage, viewed)."""
     width = dtype.bit_width
