@@ -130,10 +130,17 @@ HISTOGRAM_FIELDS = ["histogram_lower", "histogram_width", "histogram_counts"]
 and the histogram fields of a column are read separately, each only when needed."""
 
 
+WHOLE_GROUPS_PARTITIONS = 1000
+"""Up to this many partitions, a held column's load keeps every row of the row groups it
+decodes (``_HeldPart``); above, the rows kept would make each new point count (which
+scans the loaded rows) cost more than the reads it saves."""
+
+
 class _HeldPart:
     """Some fields of one column's rows of the partition histograms, by partition
     position, read on first need: for the partitions the estimator said it will look at
-    (``expected``), or for all of them, and the column's other rows in the row groups
+    (``expected``), or for all of them, and, for tables of up to
+    ``WHOLE_GROUPS_PARTITIONS`` partitions, the column's other rows in the row groups
     that read decodes (a resident estimator's later predicates need them, for free now)."""
 
     def __init__(
@@ -155,8 +162,9 @@ class _HeldPart:
             wanted = positions[~self.loaded[positions]]
             if not len(wanted):
                 return
+            whole = len(self.loaded) <= WHOLE_GROUPS_PARTITIONS
             table = self.source.read(
-                self.column_index, wanted, self.fields, whole_groups=True
+                self.column_index, wanted, self.fields, whole_groups=whole
             ).combine_chunks()
             ids = numbers(table.column("partition_id"))
             fresh = ~self.loaded[ids]  # the groups' other rows: those not loaded before
