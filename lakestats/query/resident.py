@@ -11,6 +11,8 @@ are answered from memory after the first:
   partition (``index_source.IndexPartitions``, to which each predicate's columns are
   added), its ``IndexPartition`` objects with the summaries, frequencies and histograms
   they loaded, and the partition histograms' rows they read (read once per version);
+* each predicate term's per-partition estimates, shared by every predicate that names the
+  term (``term_cache``, kept on the index partitions);
 * the table-level statistics rows (``estimate_source.ReaderPartition``, likewise grown);
 * the answers, keyed by the normalized predicate and the estimate's options (equivalent
   spellings share one).

@@ -46,7 +46,7 @@ def _pool_predicates(seed: int, count: int, pool: int = 30) -> list[str]:
     return list(out)
 
 
-def _holds_truth(con, where: str, answer: dict) -> None:  # noqa: ANN001
+def _holds_truth(con, where: str, answer: dict) -> None:
     truth = dict(con.execute(f"SELECT p, count(*) FROM t WHERE {where} GROUP BY p").fetchall())
     total = sum(truth.values())
     assert answer["lower"] <= total <= answer["upper"], (where, total, answer["lower"],
@@ -68,7 +68,7 @@ def test_reused_terms_answer_as_one_by_one_and_hold_truth(table, monkeypatch) ->
     hits = []
     of = term_cache.Terms.of
 
-    def counted(self, term):  # noqa: ANN001, ANN202
+    def counted(self, term):
         found = self.get(term)
         hits.append(found is not None and found.scalar is not None)
         return of(self, term)
@@ -126,7 +126,7 @@ def test_fixed_width_comparison_is_arrows() -> None:
                         pa.binary())
         v = sv.Vectors(pa.int64(), np.ones(200, np.int64), np.zeros(200, np.int64),
                        np.zeros(200, np.int64), np.full(200, np.nan), keys, keys)
-        probes = values[:20] + [b"\x00" * width, b"\x02" * width, b"\x01" + b"\x00" * (width - 1)]
+        probes = [*values[:20], b"\x00" * width, b"\x02" * width, b"\x01" + b"\x00" * (width - 1)]
         for key in probes:
             got = sv._cmp_of(v, "min_key", key)
             want = sv._cmp(keys, key)
@@ -150,7 +150,7 @@ def test_constant_position_is_the_per_partition_one() -> None:
                        pa.array(low, pa.binary()), pa.array(high, pa.binary()))
         f = v.fractions()
         assert f.ok and len(np.unique(f.common)) > 1
-        for key in low[:10] + [b"\x00" * width, b"\xff" * width]:
+        for key in [*low[:10], b"\x00" * width, b"\xff" * width]:
             matrix = np.broadcast_to(np.frombuffer(key, dtype=np.uint8), f.low_matrix.shape)
             want = sv._positions(np.ascontiguousarray(matrix), f.common)
             assert np.array_equal(f.constant(key), want), (width, key)
