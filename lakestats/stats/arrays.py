@@ -72,8 +72,9 @@ def binary_array(values: list[bytes]) -> pa.Array:
 
 
 def binary_values(array: pa.Array) -> list:
-    """``array.to_pylist()`` of a binary array, sliced from its buffers (about ten times
-    faster: no Arrow scalar per value); other arrays, or with nulls, by ``to_pylist``."""
+    """``array.to_pylist()`` of a binary array, sliced from its buffers (no Arrow scalar
+    per value: about 5x faster on 3,500 8-byte values); other arrays, or with nulls, by
+    ``to_pylist``."""
     if array.null_count or array.type != pa.binary():
         return array.to_pylist()
     buffers = array.buffers()
