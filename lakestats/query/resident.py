@@ -35,6 +35,7 @@ from typing import TypeVar
 
 from lakestats.query import estimate_source, index_source, predicates
 from lakestats.store.reader import StatisticsReader
+from lakestats.threads import collection_paused
 
 ANSWERS = 4096
 """Answers kept per version (least recently used dropped first)."""
@@ -134,18 +135,20 @@ class Resident:
         self, pred: predicates.Predicate, table_level: bool, source: str
     ) -> dict[str, object]:
         """``predicates.estimate`` of ``pred`` over the resident partitions (the caller
-        holds ``lock``)."""
-        columns = predicates.columns_of(pred)
-        if table_level:
-            parts = [self.table_partition(columns)]
-        elif source == "index" and self.has_index():
-            parts = self.index_partitions(columns)
-        else:
-            parts = self.file_partitions(columns)
-        table = None
-        if not table_level and self.reader.version.table_files:
-            table = self.table_partition(columns)
-        return predicates.estimate(pred, parts, table)
+        holds ``lock``), with the cyclic garbage collector paused
+        (``threads.collection_paused``)."""
+        with collection_paused():
+            columns = predicates.columns_of(pred)
+            if table_level:
+                parts = [self.table_partition(columns)]
+            elif source == "index" and self.has_index():
+                parts = self.index_partitions(columns)
+            else:
+                parts = self.file_partitions(columns)
+            table = None
+            if not table_level and self.reader.version.table_files:
+                table = self.table_partition(columns)
+            return predicates.estimate(pred, parts, table)
 
     def has_index(self) -> bool:
         if self._has_index is None:

@@ -154,3 +154,41 @@ def test_constant_position_is_the_per_partition_one() -> None:
             matrix = np.broadcast_to(np.frombuffer(key, dtype=np.uint8), f.low_matrix.shape)
             want = sv._positions(np.ascontiguousarray(matrix), f.common)
             assert np.array_equal(f.constant(key), want), (width, key)
+
+
+def test_collection_paused_restores_the_collector() -> None:
+    """``threads.collection_paused`` turns the cyclic collector off inside, nested and from
+    several threads, and leaves it as it found it (off stays off)."""
+    import gc
+    import threading
+
+    from lakestats.threads import collection_paused
+
+    assert gc.isenabled()
+    with collection_paused():
+        assert not gc.isenabled()
+        with collection_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        inside = threading.Event()
+        release = threading.Event()
+
+        def other() -> None:
+            with collection_paused():
+                inside.set()
+                release.wait(5)
+
+        worker = threading.Thread(target=other)
+        worker.start()
+        inside.wait(5)
+    assert not gc.isenabled()  # the other thread is still inside
+    release.set()
+    worker.join()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()  # the caller's choice kept
+    finally:
+        gc.enable()
