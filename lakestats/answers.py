@@ -401,7 +401,10 @@ class Estimate:
             table_rows=int(result["table_rows"]),
             version=version,
             snapshot_id=snapshot_id,
-            partitions=tuple(frozen_row(p) for p in result["partitions"]),
+            partitions=tuple(
+                p if type(p) is MappingProxyType else frozen_row(p)  # made read-only
+                for p in result["partitions"]
+            ),
             detail=tuple(frozen_row(d) for d in result["detail"]),
             derived_version=result.get("derived_version"),
         )

@@ -586,10 +586,13 @@ class LakestatsTable:
 
         pred = resident.parse(where, _TableColumns(self, snapshot_id))
         normalized = predicates.normalize(pred)
-        found = resident.derived(
-            normalized,
-            lambda: derived.find(self.store, normalized, resident.snapshot_id),
-        )
+        def find() -> object:
+            listed = resident.derived_keys(lambda: derived.keys(self.store))
+            if derived.key_of(normalized) not in listed:
+                return None
+            return derived.find(self.store, normalized, resident.snapshot_id)
+
+        found = resident.derived(normalized, find)
         if found is not None:  # analyzed with --where: the exact count
             return answers.Estimate.of(
                 _derived_estimate(resident.reader, found), resident.version,

@@ -40,7 +40,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.query import estimate_source
-from lakestats.stats.arrays import binary_array, int64_array, int_values, integer_array, numbers
+from lakestats.stats.arrays import (
+    binary_array,
+    binary_values,
+    bool_array,
+    int64_array,
+    int_values,
+    integer_array,
+    numbers,
+)
 from lakestats.stats.kinds import kind_of
 from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies, Histogram
 from lakestats.stats.selectivity_vector import Vectors
@@ -122,10 +130,18 @@ HISTOGRAM_FIELDS = ["histogram_lower", "histogram_width", "histogram_counts"]
 and the histogram fields of a column are read separately, each only when needed."""
 
 
+WHOLE_GROUPS_PARTITIONS = 1000
+"""Up to this many partitions, a held column's load keeps every row of the row groups it
+decodes (``_HeldPart``); above, the rows kept would make each new point count (which
+scans the loaded rows) cost more than the reads it saves."""
+
+
 class _HeldPart:
     """Some fields of one column's rows of the partition histograms, by partition
     position, read on first need: for the partitions the estimator said it will look at
-    (``expected``), or for all of them."""
+    (``expected``), or for all of them, and, for tables of up to
+    ``WHOLE_GROUPS_PARTITIONS`` partitions, the column's other rows in the row groups
+    that read decodes (a resident estimator's later predicates need them, for free now)."""
 
     def __init__(
         self, source: PartitionHistograms, column_index: int, expected: np.ndarray,
@@ -146,8 +162,15 @@ class _HeldPart:
             wanted = positions[~self.loaded[positions]]
             if not len(wanted):
                 return
-            table = self.source.read(self.column_index, wanted, self.fields).combine_chunks()
+            whole = len(self.loaded) <= WHOLE_GROUPS_PARTITIONS
+            table = self.source.read(
+                self.column_index, wanted, self.fields, whole_groups=whole
+            ).combine_chunks()
             ids = numbers(table.column("partition_id"))
+            fresh = ~self.loaded[ids]  # the groups' other rows: those not loaded before
+            if not fresh.all():
+                table = table.filter(bool_array(fresh))
+                ids = ids[fresh]
             offsets = {
                 name: numbers(table.column(name).chunk(0).offsets)
                 if table.num_rows else np.zeros(1, np.int32)
@@ -157,6 +180,7 @@ class _HeldPart:
             self.tables.append((table, offsets))
             self.slot[ids] = base + np.arange(len(ids))
             self.loaded[wanted] = True
+            self.loaded[ids] = True
 
     def ensure(self, position: int) -> None:
         if not self.loaded[position]:
@@ -250,13 +274,13 @@ class HeldRow:
         start, stop = self.offsets[name][self.j : self.j + 2]
         return self.table.column(name).chunk(0).values.slice(int(start), int(stop - start))
 
-    def frequency_rows(self) -> tuple[list[bytes], list[int]]:
+    def frequency_rows(self) -> tuple[list[bytes], np.ndarray]:
         if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
             ints = numbers(self._list("frequency_ints"))
             values = ints_as_keys(ints)
         else:
-            values = self._list("frequency_values").to_pylist()
-        return values, self._list("frequency_counts").to_pylist()
+            values = binary_values(self._list("frequency_values"))
+        return values, numbers(self._list("frequency_counts"), 0, np.int64)
 
     def histogram_counts(self) -> np.ndarray:
         counts = self._list("histogram_counts")
@@ -360,6 +384,7 @@ class IndexPartitions(Sequence):
         self._row_counts: np.ndarray | None = None
         self._visited: dict[str, np.ndarray] = {}
         self.listed_cache: dict[str, tuple] = {}  # survivors.listed, per column
+        self.term_cache = None  # term_cache.Terms, made on first use
 
     def add_columns(self, columns: Sequence[str]) -> None:
         """Answer ``columns`` too: the index rows of those not yet read, one read (a

@@ -30,14 +30,16 @@ Combination within one partition (documented in README "Selectivity estimates"):
 
 Over 400 lines because the tree, its parser, its normal form and the estimate over it are one
 contract (a node's kinds are matched in each); the text reader (``predicate_text``), SQL
-keywords (``sql_keywords``) and the per-partition inputs (``index_source``) are apart.
+keywords (``sql_keywords``), the per-partition inputs (``index_source``), the survivors'
+estimates as arrays (``survivor_sets``, ``survivors``) and the per-term cache
+(``term_cache``) are apart.
 """
 
 from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -53,7 +55,7 @@ from lakestats.errors import (
     StatisticsNotFoundError,
     UnsupportedPredicateError,
 )
-from lakestats.query import predicate_text, sql_keywords
+from lakestats.query import predicate_text, sql_keywords, term_cache
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import keys, leaves, literals
 from lakestats.stats import selectivity as sel
@@ -142,19 +144,33 @@ def parse(
     text: str,
     columns: Mapping[str, pa.DataType],
     unanalyzed: Container[str] = (),
+    parsed: dict[str, Predicate] | None = None,
 ) -> Predicate:
     """Parse ``text`` against ``columns`` (name -> Arrow type of analyzed columns);
     ``unanalyzed`` names table columns that exist but have no statistics.
 
     A conjunction of simple comparisons (``a = 1 AND b > 'x'``, see
     ``simple_comparison``; a planner's usual question) is split without tokenizing it:
-    the tree is the one the general path (``predicate_text.Skeleton``) builds."""
+    the tree is the one the general path (``predicate_text.Skeleton``) builds. Its
+    conditions are looked up in and added to ``parsed`` when given (a resident
+    estimator's: the same ``columns``; a condition that fails is not added)."""
     if not text or not text.strip():
         raise InvalidPredicateError("the predicate is empty: pass --where 'column = value'")
     parser = _Parser(columns, unanalyzed)
     conditions = simple_conjuncts(text)
     if conditions is not None:
-        items = [parser.condition(c, False) for c in conditions]
+        if parsed is None:
+            items = [parser.condition(c, False) for c in conditions]
+        else:
+            items = []
+            for c in conditions:
+                found = parsed.get(c)
+                if found is None:
+                    found = parser.condition(c, False)
+                    if len(parsed) >= 4096:
+                        parsed.clear()
+                    parsed[c] = found
+                items.append(found)
         return items[0] if len(items) == 1 else _join("and", items)
     return _parse_general(text, parser)
 
@@ -1154,6 +1170,7 @@ def _estimate_batched(
        their files.
     4. Equality / IN conjuncts are scaled to the table level over all partitions (the
        same arithmetic on arrays)."""
+    from lakestats.query import survivor_sets
     from lakestats.stats import selectivity_vector as sv
     from lakestats.threads import parallel, prefetch
 
@@ -1165,7 +1182,14 @@ def _estimate_batched(
     lower = np.zeros((k, count), dtype=np.int64)
     upper = np.zeros((k, count), dtype=np.int64)
     computed = np.zeros((k, count), dtype=bool)
+    cache = term_cache.terms_of(partitions) if VECTORISED_SURVIVORS else None
+    entries = [cache.of(t) for t in top] if cache is not None else None
     for j, term in enumerate(top):
+        kept = entries[j].scalar if entries is not None else None
+        if kept is not None:  # this term's scalar pass, from an earlier predicate
+            rows[j], lower[j], upper[j] = kept
+            computed[j] = True
+            continue
         cols = columns_of(term)
         if len(cols) != 1 or not _is_set(term):
             continue
@@ -1181,6 +1205,9 @@ def _estimate_batched(
         for j in np.flatnonzero(~computed[:, i]):
             e = _estimate(top[j], light)
             rows[j, i], lower[j, i], upper[j, i] = e.rows, e.lower, e.upper
+    for j, entry in enumerate(entries or ()):
+        if entry.scalar is None:
+            entry.scalar = (rows[j].copy(), lower[j].copy(), upper[j].copy())
     survivors = np.flatnonzero(live & ~(upper == 0).any(axis=0))
 
     # 3. the survivors, with all their statistics
@@ -1206,11 +1233,14 @@ def _estimate_batched(
 
     visited = getattr(partitions, "visited", None)
     seen = partitions.visited_mask(columns_of(pred), survivors) if callable(visited) else None
-    if seen is not None and seen.all():
+    if entries is not None and all(e.covers(survivors) for e in entries):
+        # every term's survivors estimated before (by other predicates): their numbers
+        estimates = survivor_sets.vectorised(top, partitions, survivors, counted, entries)
+    elif seen is not None and seen.all():
         # a resident estimator visited these before: their statistics are in memory,
         # threads would only add their overhead
         if VECTORISED_SURVIVORS:
-            estimates = _survivors_vectorised(top, partitions, survivors, counted, full)
+            estimates = survivor_sets.vectorised(top, partitions, survivors, counted, entries)
         else:
             estimates = {i: full(i) for i in survivors.tolist()}
     elif (
@@ -1226,7 +1256,7 @@ def _estimate_batched(
             for _ in prefetch(full, new):  # read, the numbers come from the vectors
                 pass
         partitions.mark_visited(columns_of(pred), survivors)
-        estimates = _survivors_vectorised(top, partitions, survivors, counted, full)
+        estimates = survivor_sets.vectorised(top, partitions, survivors, counted, entries)
     else:
         with parallel():  # the survivors' file reads overlap (Parquet releases the GIL)
             estimates = dict(
@@ -1234,7 +1264,11 @@ def _estimate_batched(
             )
         if callable(visited):
             partitions.mark_visited(columns_of(pred), survivors)
-    if isinstance(estimates, _Survivors):
+        for j, entry in enumerate(entries or ()):  # the terms' own estimates, kept
+            for i, conjuncts in estimates.items():
+                if j not in counted or counted[j][i] < 0:
+                    entry.record(i, conjuncts[j])
+    if isinstance(estimates, survivor_sets.Survivors):
         rows[:, survivors], lower[:, survivors], upper[:, survivors] = (
             estimates.rows, estimates.lower, estimates.upper
         )
@@ -1253,8 +1287,12 @@ def _estimate_batched(
             loose = live & ~exact
             if not loose.any():
                 continue
-            summary = table.summary(columns_of(term)[0])
-            target = sel.estimate_keys(summary, kr.points(point_keys)).rows
+            def target_of(term: Predicate = term, point_keys: list[bytes] = point_keys) -> float:
+                summary = table.summary(columns_of(term)[0])
+                return sel.estimate_keys(summary, kr.points(point_keys)).rows
+
+            target = (entries[j].table_target(table, target_of) if entries is not None
+                      else target_of())
             fixed = sum(rows[j][live & exact].tolist())
             want = max(0.0, target - fixed)
             have = sum(rows[j][loose].tolist())
@@ -1273,9 +1311,15 @@ def _estimate_batched(
     detail = []
     for j, t in enumerate(top):
         kept = live
+        if entries is not None:
+            if entries[j].normalized is None:
+                entries[j].normalized = normalize(t)
+            text = entries[j].normalized
+        else:
+            text = normalize(t)
         detail.append(
             {
-                "predicate": normalize(t),
+                "predicate": text,
                 "row_count": sum(rows[j][kept].tolist()),
                 "lower": int(lower[j][kept].sum()),
                 "upper": int(upper[j][kept].sum()),
@@ -1286,177 +1330,14 @@ def _estimate_batched(
         if not detail[-1]["row_count"]:
             detail[-1]["row_count"] = 0.0
     order = np.fromiter(estimates, dtype=np.int64, count=len(estimates))
-    summed, matching = _combine_survivors(partitions, n, order, rows, lower, upper,
+    summed, matching = survivor_sets.combine(partitions, n, order, rows, lower, upper,
                                           estimates if k == 1 else None)
     return _estimate_result(pred, summed, total_rows, matching, detail)
-
-
-def _combine_survivors(
-    partitions,  # noqa: ANN001 - as in _estimate_batched
-    n: np.ndarray,
-    order: np.ndarray,
-    rows: np.ndarray,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    single: dict[int, list[sel.Estimate]] | None,
-) -> tuple[tuple[float, int, int, bool], list[dict]]:
-    """The survivors' (``order``) answers summed, and those that can match listed:
-    ``combine_and`` of each survivor's conjunct estimates (``rows``, ``lower``, ``upper``:
-    conjunct x partition) done on arrays, in the same float operations and order; with one
-    conjunct (``single``) its own estimates, methods included."""
-    from lakestats.stats import selectivity_vector as sv
-
-    if isinstance(single, _Survivors):  # its arrays, its methods (scaled ones changed)
-        e_rows = rows[0, order].tolist()  # scaled to the table level where it was
-        e_lower, e_upper = lower[0, order], upper[0, order]
-        methods = [single.method(0, x) for x in range(len(order))]
-    elif single is not None:
-        picked = [single[i][0] for i in order.tolist()]
-        e_rows = [e.rows for e in picked]
-        e_lower = np.asarray([e.lower for e in picked], dtype=np.int64)
-        e_upper = np.asarray([e.upper for e in picked], dtype=np.int64)
-        methods = [e.method for e in picked]
-    else:
-        k = rows.shape[0]
-        nn = n[order]
-        r, lo, hi = rows[:, order], lower[:, order], upper[:, order]
-        point = nn.astype(np.float64)
-        for j in range(k):
-            point = point * (r[j] / nn)
-        bounds = np.maximum(0, lo.sum(axis=0) - (k - 1) * nn), hi.min(axis=0)
-        point, e_lower, e_upper = sv._of(point, *bounds)
-        nothing = (hi == 0).any(axis=0) | (nn <= 0)
-        point = np.where(nothing, 0.0, point)
-        e_lower = np.where(nothing, 0, e_lower)
-        e_upper = np.where(nothing, 0, e_upper)
-        e_rows = point.tolist()
-        methods = np.where((hi == 0).any(axis=0), "and: a term keeps nothing",
-                           np.where(nn <= 0, "empty", "and (independence)")).tolist()
-    total = 0.0
-    for value in e_rows:  # in order, as the per-partition loop adds them
-        total += value
-    exact = e_lower == e_upper
-    matching = []
-    lows, highs, exacts = e_lower.tolist(), e_upper.tolist(), exact.tolist()
-    for x in np.flatnonzero(e_upper > 0).tolist():
-        part = partitions[int(order[x])]
-        matching.append({
-            "partition": part.values,
-            "name": part.name,
-            "partition_rows": part.row_count,
-            "row_count": e_rows[x],
-            "lower": lows[x],
-            "upper": highs[x],
-            "exact": exacts[x],
-            "method": methods[x],
-        })
-    summed = (total, int(e_lower.sum()), int(e_upper.sum()), bool(exact.all()))
-    return summed, matching
 
 
 VECTORISED_SURVIVORS = True
 """Whether a resident estimator's survivors are estimated as vectors (the tests compare
 both ways)."""
-
-
-def _survivors_vectorised(
-    top: list[Predicate],
-    partitions,  # noqa: ANN001 - as in _estimate_batched
-    survivors: np.ndarray,
-    counted: dict[int, np.ndarray],
-    full: Callable[[int], list[sel.Estimate]],
-) -> _Survivors:
-    """``{i: full(i) for i in survivors}`` with the same numbers: each single-column
-    condition estimated for all survivors at once (``survivors.leaf``), the partitions it
-    cannot decide that way one by one."""
-    from lakestats.query import survivors as sv_full
-
-    k = len(top)
-    count = len(survivors)
-    rows = np.zeros((k, count), dtype=np.float64)
-    lower = np.zeros((k, count), dtype=np.int64)
-    upper = np.zeros((k, count), dtype=np.int64)
-    codes = np.zeros((k, count), dtype=np.int64)
-    alone = np.zeros((k, count), dtype=bool)  # estimated one by one
-    for j, term in enumerate(top):
-        cols = columns_of(term)
-        vectors = partitions.vectors(cols[0]) if len(cols) == 1 and _is_set(term) else None
-        if vectors is None:
-            alone[j] = True
-            continue
-        table = sv_full.listed(partitions, cols[0], survivors)
-        if table.too_big:
-            alone[j] = True
-            continue
-        rows[j], lower[j], upper[j], codes[j], alone[j] = sv_full.leaf(
-            vectors, column_set(term), table, survivors
-        )
-        if j in counted:  # the table level's per-partition counts, as full() takes them
-            got = counted[j][survivors]
-            have = got >= 0
-            rows[j] = np.where(have, got, rows[j])
-            lower[j] = np.where(have, got, lower[j])
-            upper[j] = np.where(have, got, upper[j])
-            codes[j] = np.where(have, sv_full.FREQUENCIES, codes[j])
-            alone[j] &= ~have
-    one_by_one: dict[tuple[int, int], sel.Estimate] = {}
-    for j, x in zip(*np.nonzero(alone), strict=True):
-        # what full(i) gives for this conjunct (its table-level count was taken above)
-        i = int(survivors[x])
-        e = one_by_one[int(j), i] = _estimate(top[j], partitions[i])
-        rows[j, x], lower[j, x], upper[j, x] = e.rows, e.lower, e.upper
-        codes[j, x] = -1
-    return _Survivors(survivors, rows, lower, upper, codes, alone, one_by_one)
-
-
-class _Survivors:
-    """``{i: full(i) for i in survivors}`` held as arrays (conjunct x survivor): the
-    ``Estimate`` lists are made only for the partitions asked (``estimates[i]``, kept, so
-    a change to one stays), their methods from the codes (``survivors.method_name``) or,
-    where a conjunct was estimated one by one, from that estimate (``one_by_one``)."""
-
-    def __init__(self, survivors, rows, lower, upper, codes, alone, one_by_one) -> None:  # noqa: ANN001
-        self.survivors, self.rows, self.lower, self.upper = survivors, rows, lower, upper
-        self.codes, self.alone, self.one_by_one = codes, alone, one_by_one
-        self.at = {int(i): x for x, i in enumerate(survivors.tolist())}
-        self.made: dict[int, list[sel.Estimate]] = {}
-
-    def __contains__(self, i: object) -> bool:
-        return i in self.at
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.at)
-
-    def __len__(self) -> int:
-        return len(self.at)
-
-    def __getitem__(self, i: int) -> list[sel.Estimate]:
-        if i not in self.made:
-            x = self.at[i]
-            self.made[i] = [self._estimate(j, x) for j in range(self.rows.shape[0])]
-        return self.made[i]
-
-    def _estimate(self, j: int, x: int) -> sel.Estimate:
-        if self.alone[j, x]:
-            return self.one_by_one[j, int(self.survivors[x])]
-        from lakestats.query.survivors import method_name
-
-        low, high = int(self.lower[j, x]), int(self.upper[j, x])
-        return sel.Estimate(float(self.rows[j, x]), low, high, low == high,
-                            method_name(int(self.codes[j, x])))
-
-    def items(self) -> Iterator[tuple[int, list[sel.Estimate]]]:
-        return ((i, self[i]) for i in self.at)
-
-    def method(self, j: int, x: int) -> str:
-        i = int(self.survivors[x])
-        if i in self.made:
-            return self.made[i][j].method
-        if self.alone[j, x]:
-            return self.one_by_one[j, i].method
-        from lakestats.query.survivors import method_name
-
-        return method_name(int(self.codes[j, x]))
 
 
 def _matching_entry(part: PartitionStatistics, rows: int, e: sel.Estimate) -> dict[str, object]:

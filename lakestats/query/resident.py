@@ -5,11 +5,14 @@ against (``LakestatsTable.estimate`` / ``estimate_many``), so a planner's repeat
 are answered from memory after the first:
 
 * the column types (for parsing) and each predicate text's parsed tree (``parse``: a text
-  is parsed once, then looked up);
+  is parsed once, then looked up), and the conditions of simple conjunctions (a new
+  conjunction of conditions seen before parses nothing);
 * the partition index rows of every column a predicate named so far, as vectors by
   partition (``index_source.IndexPartitions``, to which each predicate's columns are
   added), its ``IndexPartition`` objects with the summaries, frequencies and histograms
   they loaded, and the partition histograms' rows they read (read once per version);
+* each predicate term's per-partition estimates, shared by every predicate that names the
+  term (``term_cache``, kept on the index partitions);
 * the table-level statistics rows (``estimate_source.ReaderPartition``, likewise grown);
 * the answers, keyed by the normalized predicate and the estimate's options (equivalent
   spellings share one).
@@ -32,6 +35,7 @@ from typing import TypeVar
 
 from lakestats.query import estimate_source, index_source, predicates
 from lakestats.store.reader import StatisticsReader
+from lakestats.threads import collection_paused
 
 ANSWERS = 4096
 """Answers kept per version (least recently used dropped first)."""
@@ -71,8 +75,10 @@ class Resident:
         self.types = estimate_source.column_types(reader)
         self.lock = threading.RLock()
         self._parsed = _Lru(PARSED)
+        self._conditions: dict[str, predicates.Predicate] = {}
         self._answers = _Lru(ANSWERS)
         self._derived: dict[str, tuple[float, object]] = {}
+        self._derived_keys: tuple[float, frozenset[str]] | None = None
         self._index: index_source.IndexPartitions | None = None
         self._files: list[estimate_source.ReaderPartition] | None = None
         self._table: estimate_source.ReaderPartition | None = None
@@ -85,7 +91,8 @@ class Resident:
             if where in self._parsed:
                 self._parsed.move_to_end(where)
                 return self._parsed[where]
-        pred = predicates.parse(where, self.types, unanalyzed)
+        with self.lock:  # the conditions parsed before are reused (a planner repeats them)
+            pred = predicates.parse(where, self.types, unanalyzed, self._conditions)
         with self.lock:
             self._parsed.take(where, lambda: pred)
         return pred
@@ -105,6 +112,19 @@ class Resident:
             self._derived[normalized] = (now, value)
         return value
 
+    def derived_keys(self, listing: Callable[[], frozenset[str]]) -> frozenset[str]:
+        """``listing()`` (the keys of the derived stores), reused for
+        ``DERIVED_RECHECK_SECONDS``: a predicate whose key is absent has none."""
+        now = time.monotonic()
+        with self.lock:
+            found = self._derived_keys
+        if found is not None and now - found[0] < DERIVED_RECHECK_SECONDS:
+            return found[1]
+        value = listing()
+        with self.lock:
+            self._derived_keys = (now, value)
+        return value
+
     # -- estimating ---------------------------------------------------------------------
     def answer(self, key: Hashable, compute: Callable[[], V]) -> V:
         """``compute()`` once per ``key`` (normalized predicate and options)."""
@@ -115,18 +135,20 @@ class Resident:
         self, pred: predicates.Predicate, table_level: bool, source: str
     ) -> dict[str, object]:
         """``predicates.estimate`` of ``pred`` over the resident partitions (the caller
-        holds ``lock``)."""
-        columns = predicates.columns_of(pred)
-        if table_level:
-            parts = [self.table_partition(columns)]
-        elif source == "index" and self.has_index():
-            parts = self.index_partitions(columns)
-        else:
-            parts = self.file_partitions(columns)
-        table = None
-        if not table_level and self.reader.version.table_files:
-            table = self.table_partition(columns)
-        return predicates.estimate(pred, parts, table)
+        holds ``lock``), with the cyclic garbage collector paused
+        (``threads.collection_paused``)."""
+        with collection_paused():
+            columns = predicates.columns_of(pred)
+            if table_level:
+                parts = [self.table_partition(columns)]
+            elif source == "index" and self.has_index():
+                parts = self.index_partitions(columns)
+            else:
+                parts = self.file_partitions(columns)
+            table = None
+            if not table_level and self.reader.version.table_files:
+                table = self.table_partition(columns)
+            return predicates.estimate(pred, parts, table)
 
     def has_index(self) -> bool:
         if self._has_index is None:

@@ -30,7 +30,6 @@ random predicates.
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,6 +56,7 @@ def method_name(code: int) -> str:
     return found
 
 
+_at = sel.key_position
 MAX_ENTRIES = 1_000_000
 """Listed values (over the partitions of one column) beyond which a column's conditions
 are estimated one by one (complete frequencies of a high-cardinality column: their
@@ -66,7 +66,7 @@ per-partition lookup is a bisection, the flat layout a sort of all of them)."""
 class Listed:
     """One column's listed (frequent) values over the partitions it was built for
     (``known``), flat: entry ``e`` is partition ``part[e]``'s value at ``position[e]`` of
-    the sorted union ``positions`` with count ``counts[e]``, ordered by partition then
+    the sorted union ``ordered`` with count ``counts[e]``, ordered by partition then
     value; ``cumulative`` sums them. Per partition: ``complete`` frequencies, ``total``
     listed count, and where its [min, max] falls in the union (``span_start``,
     ``span_end``)."""
@@ -87,7 +87,7 @@ class Listed:
             if entries > MAX_ENTRIES:  # laying them out would cost more than it saves
                 self.too_big = True
                 return
-            if any(a >= b for a, b in itertools.pairwise(listed)):
+            if not sel.strictly_increasing(listed):
                 continue  # unsorted (never written so): estimated one by one
             freq = s.frequencies
             self.known[p] = True
@@ -96,8 +96,7 @@ class Listed:
             per_part.append((p, listed, counts, s.min_key, s.max_key))
             union.update(listed)
         self._histograms(partitions, column, [x[0] for x in per_part])
-        ordered = sorted(union)
-        self.positions = [(1, k, 1) for k in ordered]
+        ordered = self.ordered = sorted(union)
         where = {k: i for i, k in enumerate(ordered)}
         self.stride = len(ordered) + 1
         self.span_start = np.zeros(count, dtype=np.int64)
@@ -109,8 +108,8 @@ class Listed:
             flat.extend(base + where[k] for k in listed)
             flat_counts.append(counts)
             if low is not None and high is not None:
-                self.span_start[p] = bisect.bisect_left(self.positions, (1, low, 1))
-                self.span_end[p] = bisect.bisect_left(self.positions, (1, high, 2))
+                self.span_start[p] = bisect.bisect_left(ordered, (1, low, 1), key=_at)
+                self.span_end[p] = bisect.bisect_left(ordered, (1, high, 2), key=_at)
         self.keys = np.asarray(flat, dtype=np.int64)
         counts_all = (np.concatenate(flat_counts) if flat_counts
                       else np.zeros(0, dtype=np.int64)).astype(np.int64)
@@ -248,8 +247,8 @@ class Listed:
     def listed_in(self, parts: np.ndarray, r: kr.KeyRange) -> np.ndarray:
         """Per partition of ``parts``: the listed count inside ``r`` clipped to the
         partition's [min, max] (``selectivity._listed_in`` of the clipped range)."""
-        start = max(0, bisect.bisect_left(self.positions, r.start))
-        end = bisect.bisect_left(self.positions, r.end)
+        start = max(0, bisect.bisect_left(self.ordered, r.start, key=_at))
+        end = bisect.bisect_left(self.ordered, r.end, key=_at)
         lo = np.maximum(start, self.span_start[parts])
         hi = np.maximum(lo, np.minimum(end, self.span_end[parts]))
         base = parts * self.stride

@@ -9,6 +9,8 @@ imports pandas (``tests/cli/test_lean_imports.py``).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 
@@ -17,6 +19,12 @@ def int64_array(values: list[int] | np.ndarray) -> pa.Array:
     """An int64 array without nulls."""
     data = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def bool_array(values: np.ndarray) -> pa.Array:
+    """A boolean array without nulls."""
+    data = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(data)])
 
 
 def integer_array(values: list[int], dtype: pa.DataType) -> pa.Array:
@@ -63,6 +71,26 @@ def binary_array(values: list[bytes]) -> pa.Array:
     )
 
 
+def binary_values(array: pa.Array) -> list:
+    """``array.to_pylist()`` of a binary array, sliced from its buffers (no Arrow scalar
+    per value: about 5x faster on 3,500 8-byte values); other arrays, or with nulls, by
+    ``to_pylist``."""
+    if array.null_count or array.type != pa.binary():
+        return array.to_pylist()
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    if not len(array):
+        return []
+    start = int(offsets[0])
+    if buffers[2] is None or offsets[-1] == start:
+        return [b""] * len(array)
+    blob = buffers[2].slice(start, int(offsets[-1]) - start).to_pybytes()
+    ends = (offsets - start).tolist()
+    return [blob[a:b] for a, b in itertools.pairwise(ends)]
+
+
 def int_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """The values of a null-free integer column as NumPy (``to_numpy`` without pandas)."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
@@ -78,8 +106,10 @@ def int_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
     """``length`` bits of an Arrow bitmap from bit ``offset`` (least significant first)."""
-    packed = np.frombuffer(buffer, dtype=np.uint8)
-    return np.unpackbits(packed, bitorder="little")[offset : offset + length].astype(bool)
+    start = offset // 8  # only the bytes that hold them: a slice of a long array is short
+    packed = np.frombuffer(buffer, dtype=np.uint8)[start : (offset + length + 7) // 8]
+    skip = offset - 8 * start
+    return np.unpackbits(packed, bitorder="little")[skip : skip + length].astype(bool)
 
 
 def _numpy_dtype(dtype: pa.DataType) -> np.dtype:

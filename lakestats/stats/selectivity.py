@@ -25,11 +25,9 @@ splitting them would separate a bound from the argument that it holds.
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +36,30 @@ import pyarrow.types as pat
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import keys
 from lakestats.stats.kinds import Kind, kind_of
+
+
+class _cached:
+    """``functools.cached_property`` without its lock: Python 3.11's holds one lock per
+    property over all instances while the value is computed, so the survivors' reads on
+    threads (``predicates._estimate_batched``) would wait for each other's frequencies
+    and histograms. Two threads computing one instance's value at once both compute it
+    (the same value; one is kept)."""
+
+    def __init__(self, compute: Callable) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> object:
+        if instance is None:
+            return self
+        cache = instance.__dict__
+        if self.name not in cache:
+            cache[self.name] = self.compute(instance)
+        return cache[self.name]
 
 
 @dataclass(frozen=True)
@@ -112,17 +134,17 @@ class ColumnSummary:
     histogram_source: Histogram | Loader | None = None
     percentiles: dict[str, bytes] | None = field(default=None)
 
-    @cached_property
+    @_cached
     def frequencies(self) -> Frequencies | None:
         source = self.frequencies_source
         return source() if callable(source) else source
 
-    @cached_property
+    @_cached
     def histogram(self) -> Histogram | None:
         source = self.histogram_source
         return source() if callable(source) else source
 
-    @cached_property
+    @_cached
     def kind(self) -> Kind:
         return kind_of(self.dtype)
 
@@ -247,16 +269,26 @@ def _listed_in(s: ColumnSummary, r: kr.KeyRange) -> int:
     if not len(listed):
         return 0
     memo = _memo(s)
-    if "positions" not in memo:
-        positions = [(1, k, 1) for k in listed]
-        ordered = all(a < b for a, b in itertools.pairwise(positions))
-        memo["positions"] = positions if ordered else None
-    positions = memo["positions"]
-    if positions is None:
+    ordered = memo.get("ordered")
+    if ordered is None:
+        ordered = memo["ordered"] = strictly_increasing(listed)
+    if not ordered:
         inside = np.fromiter((r.contains(k) for k in listed), dtype=bool, count=len(listed))
         return int(counts[inside].sum())
-    start, stop = bisect.bisect_left(positions, r.start), bisect.bisect_left(positions, r.end)
+    start = bisect.bisect_left(listed, r.start, key=key_position)
+    stop = bisect.bisect_left(listed, r.end, key=key_position)
     return int(counts[start:stop].sum())
+
+
+def key_position(key: bytes) -> tuple[int, bytes, int]:
+    """A key's position among key range ends (``key_ranges.KeyRange.start``/``end``)."""
+    return (1, key, 1)
+
+
+def strictly_increasing(values: Sequence[bytes]) -> bool:
+    """Whether every value is less than the next (sorted, no duplicate), in C loops."""
+    values = values if isinstance(values, list) else list(values)
+    return values == sorted(values) and len(set(values)) == len(values)
 
 
 def _listed_values(s: ColumnSummary) -> tuple[list[bytes], np.ndarray]:

@@ -39,6 +39,7 @@ class Vectors:
     max_key: pa.Array  # binary
     _fractions: _Fractions | None = field(default=None, repr=False, compare=False)
     _clips: dict = field(default_factory=dict, repr=False, compare=False)
+    _fixed: dict = field(default_factory=dict, repr=False, compare=False)
 
     def fractions(self) -> _Fractions:
         """The key interpolation's matrices, made once per vectors (they depend only on
@@ -77,6 +78,25 @@ def _cmp(keys: pa.Array, key: bytes) -> tuple[np.ndarray, np.ndarray]:
     """``keys < key`` and ``keys == key`` (False where a key is null)."""
     scalar = binary_scalar(key)
     return numbers(pc.less(keys, scalar), False, bool), numbers(pc.equal(keys, scalar), False, bool)
+
+
+def _cmp_of(v: Vectors, name: str, key: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``_cmp(getattr(v, name), key)``; where every key has one width, as ``key`` does,
+    on a NumPy array of fixed-width bytes (compared as ``memcmp``), made once."""
+    found = v._fixed.get(name)
+    if found is None:
+        fractions = v.fractions()
+        matrix = fractions.low_matrix if name == "min_key" else fractions.high_matrix
+        found = v._fixed[name] = (None, None, 0) if matrix is None else (
+            np.ascontiguousarray(matrix).view(f"S{fractions.width}").ravel(),
+            numbers(getattr(v, name).is_valid(), False, bool),
+            fractions.width,
+        )
+    fixed, valid, width = found
+    if fixed is None or len(key) != width:
+        return _cmp(getattr(v, name), key)
+    scalar = np.bytes_(key)
+    return (fixed < scalar) & valid, (fixed == scalar) & valid
 
 
 def _matrix(keys: pa.Array, width: int) -> np.ndarray | None:
@@ -123,6 +143,7 @@ class _Fractions:
         self.low_matrix = _matrix(v.min_key, width) if width else None
         self.high_matrix = _matrix(v.max_key, width) if width else None
         self.ok = self.low_matrix is not None and self.high_matrix is not None
+        self._commons: tuple[np.ndarray, np.ndarray] | None = None
         if self.ok:
             differ = self.low_matrix != self.high_matrix
             self.common = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
@@ -130,10 +151,15 @@ class _Fractions:
             self.high = _positions(self.high_matrix, self.common)
 
     def constant(self, key: bytes) -> np.ndarray | None:
+        """``key``'s position in every partition's frame: computed once per distinct
+        common prefix length (few), then spread to the partitions."""
         if not self.ok or len(key) != self.width:
             return None
-        matrix = np.broadcast_to(np.frombuffer(key, dtype=np.uint8), self.low_matrix.shape)
-        return _positions(np.ascontiguousarray(matrix), self.common)
+        if self._commons is None:
+            self._commons = np.unique(self.common, return_inverse=True)
+        commons, inverse = self._commons
+        matrix = np.broadcast_to(np.frombuffer(key, dtype=np.uint8), (len(commons), self.width))
+        return _positions(np.ascontiguousarray(matrix), commons)[inverse.reshape(-1)]
 
     def fraction(self, start_is_min, lo_key, end_is_max, hi_key) -> np.ndarray | None:  # noqa: ANN001
         a = self.low if lo_key is None else np.where(start_is_min, self.low, lo_key)
@@ -188,16 +214,16 @@ def _clip(v: Vectors, r: kr.KeyRange) -> Clip:
         start_is_min = np.ones(count, dtype=bool)
         lo_lt_max = lo_eq_max = None
     else:
-        min_lt_lo, min_eq_lo = _cmp(v.min_key, lo)
+        min_lt_lo, min_eq_lo = _cmp_of(v, "min_key", lo)
         start_is_min = (~min_lt_lo & ~min_eq_lo) | (min_eq_lo & (t == 1))  # lo <= min
-        lo_lt_max, lo_eq_max = _cmp(v.max_key, lo)  # max < lo, max == lo
+        lo_lt_max, lo_eq_max = _cmp_of(v, "max_key", lo)  # max < lo, max == lo
     if hi is None:
         end_is_max = np.ones(count, dtype=bool)
     else:
-        max_lt_hi, max_eq_hi = _cmp(v.max_key, hi)
+        max_lt_hi, max_eq_hi = _cmp_of(v, "max_key", hi)
         hi_gt_max = max_lt_hi
         end_is_max = hi_gt_max | (max_eq_hi & (u == 2))
-        min_lt_hi, min_eq_hi = _cmp(v.min_key, hi)
+        min_lt_hi, min_eq_hi = _cmp_of(v, "min_key", hi)
     # the clipped range is non-empty when its start is before its end
     if lo is None and hi is None:
         nonempty = np.ones(count, dtype=bool)

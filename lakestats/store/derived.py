@@ -71,6 +71,16 @@ def find(
     return None
 
 
+def keys(stats_root: StatisticsStore) -> frozenset[str]:
+    """The keys (``key_of``) of the derived stores under the table's statistics: one
+    listing, so a lookup of many predicates skips ``find``'s listing for those absent."""
+    return frozenset(
+        info.base_name
+        for info in stats_root.list_files(stats_root.join(DERIVED_DIR))
+        if info.type == pafs.FileType.Directory
+    )
+
+
 def roots(stats_root: StatisticsStore) -> list[StatisticsStore]:
     """Every derived store under the table's statistics."""
     out = []

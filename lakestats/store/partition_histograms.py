@@ -410,11 +410,12 @@ class PartitionHistograms:
                     self._parts[k] = None  # gone: its partitions read their own files
             return self._parts[k]
 
-    def read(self, column_index: int, partition_ids: Sequence[int], fields: Sequence[str]
-             ) -> pa.Table:
+    def read(self, column_index: int, partition_ids: Sequence[int], fields: Sequence[str],
+             whole_groups: bool = False) -> pa.Table:
         """``partition_id`` and ``fields`` of the rows of one column for those partitions
         (partitions without a row are absent; counts int32, or int64 when some part
-        holds int64 counts)."""
+        holds int64 counts); ``whole_groups``: also the column's other rows in the row
+        groups read (decoded anyway), so a later need of those partitions reads nothing."""
         ids = unique(np.asarray(partition_ids, dtype=np.int64))
         ids = ids[(ids >= 0) & (ids < len(self.part_of))]
         names = ["member", "column_index", *[f for f in fields if f not in _IDS]]
@@ -430,11 +431,16 @@ class PartitionHistograms:
                 return None
             with part.lock:
                 table = part.handle.read_row_groups(groups, columns=names, use_threads=False)
-            keep = pc.and_(
-                pc.equal(table.column("column_index"),
-                         integer_array([column_index], table.column("column_index").type)[0]),
-                pc.is_in(table.column("member"), integer_array(members, pa.int32())),
-            )
+            keep = pc.equal(table.column("column_index"),
+                            integer_array([column_index], table.column("column_index").type)[0])
+            if whole_groups:  # every member the version reads from this part
+                ids_k = self.members[k]
+                valid = (ids_k >= 0) & (ids_k < len(self.part_of))
+                mine = np.zeros(len(ids_k), dtype=bool)
+                mine[valid] = self.part_of[ids_k[valid]] == k
+                members = np.flatnonzero(mine)
+            keep = pc.and_(keep, pc.is_in(table.column("member"),
+                                          integer_array(members, pa.int32())))
             table = table.filter(keep)
             local = numbers(table.column("member"), 0, np.int64)
             partition_id = integer_array(self.members[k][local], pa.int32())

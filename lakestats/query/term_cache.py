@@ -1,0 +1,148 @@
+"""Per-term estimates kept by a resident estimator, shared by every predicate that names
+the term (issue 25: a cache keyed by statistics version and normalised predicate, one
+level below the answers).
+
+``predicates._estimate_batched`` estimates a conjunction term by term: first every term
+from the scalars for every partition (pruning), then every term with all the statistics
+for the partitions left (the survivors). Neither number depends on the other terms of the
+conjunction: a term's scalar estimate of partition ``i`` is a function of the term and
+the partition's scalars, its full estimate a function of the term and the partition's
+statistics. A planner asks many conjunctions that share terms (the same filter with
+different companions, a batch of selectivities of one query), so each term's numbers are
+kept, per partition, on the resident partitions (``IndexPartitions.term_cache``) and a
+later conjunction with that term reuses them:
+
+* ``Term.scalar``: the scalar pass over all partitions (``rows``, ``lower``, ``upper``;
+  the one-by-one scalar fallbacks included);
+* ``Term.rows``/``lower``/``upper``/``codes``/``alone``/``one_by_one``: the full estimate
+  of the partitions estimated so far (``have``), as ``survivors.leaf`` gives it, or as the
+  one-by-one estimate where the vectors hand a partition back (``alone``);
+* ``Term.target``: the table-level estimate an equality / IN term is scaled to.
+
+What depends on the conjunction is not kept: which partitions survive, the table level's
+per-partition counts of equality terms (``point_counts``, used only with other terms), the
+scaling (over the partitions' mixed scalar and full estimates) and the combination. A
+statistics version never changes, so nothing goes stale; the handle drops the cache with
+its ``Resident``. Entries are dropped least recently used first, fewer the more
+partitions (``MAX_VALUES``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+
+import numpy as np
+
+from lakestats.stats import selectivity as sel
+
+MAX_VALUES = 2_000_000
+"""Partition x term numbers kept per resident partitions (about 5 arrays of 8 bytes
+each): 16 terms at least, 4096 at most."""
+
+ENABLED = True
+"""Whether resident estimates reuse terms (the tests compare with and without)."""
+
+
+class Term:
+    """One term's numbers per partition (see the module docstring)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.scalar: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.have: np.ndarray | None = None
+        self.one_by_one: dict[int, sel.Estimate] = {}
+        self.target: tuple[object, float] | None = None
+        self.normalized: str | None = None
+
+    def _arrays(self) -> None:
+        if self.have is None:
+            count = self.count
+            self.have = np.zeros(count, dtype=bool)
+            self.alone = np.zeros(count, dtype=bool)
+            self.rows = np.zeros(count, dtype=np.float64)
+            self.lower = np.zeros(count, dtype=np.int64)
+            self.upper = np.zeros(count, dtype=np.int64)
+            self.codes = np.zeros(count, dtype=np.int64)
+
+    def covers(self, positions: np.ndarray) -> bool:
+        return self.have is not None and bool(self.have[positions].all())
+
+    def fill(self, term, partitions, positions: np.ndarray) -> None:  # noqa: ANN001
+        """The full estimate of the ``positions`` not estimated yet: ``survivors.leaf``
+        where the vectors decide, else marked ``alone`` (estimated one by one when
+        asked, ``estimate``)."""
+        from lakestats.query import predicates as p
+        from lakestats.query import survivors as sv_full
+
+        self._arrays()
+        missing = positions[~self.have[positions]]
+        if not len(missing):
+            return
+        cols = p.columns_of(term)
+        vectors = partitions.vectors(cols[0]) if len(cols) == 1 and p._is_set(term) else None
+        table = sv_full.listed(partitions, cols[0], missing) if vectors is not None else None
+        if table is None or table.too_big:
+            self.alone[missing] = True
+        else:
+            got = sv_full.leaf(vectors, p.column_set(term), table, missing)
+            (self.rows[missing], self.lower[missing], self.upper[missing],
+             self.codes[missing], self.alone[missing]) = got
+        self.have[missing] = True
+
+    def estimate(self, term, partitions, i: int) -> sel.Estimate:  # noqa: ANN001
+        """Partition ``i``'s one-by-one estimate (kept)."""
+        found = self.one_by_one.get(i)
+        if found is None:
+            from lakestats.query import predicates as p
+
+            found = self.one_by_one[i] = p._estimate(term, partitions[i])
+        return found
+
+    def record(self, i: int, e: sel.Estimate) -> None:
+        """Partition ``i``'s full estimate, computed one by one elsewhere."""
+        self._arrays()
+        if not self.have[i]:
+            self.have[i] = self.alone[i] = True
+            self.one_by_one[i] = e
+
+    def table_target(self, table: object, compute: Callable[[], float]) -> float:
+        if self.target is None or self.target[0] is not table:
+            self.target = (table, compute())
+        return self.target[1]
+
+
+class Terms(OrderedDict):
+    """The ``Term`` of each predicate term asked (least recently used dropped)."""
+
+    def __init__(self, partitions: int) -> None:
+        super().__init__()
+        self.partitions = partitions
+        self.size = max(16, min(4096, MAX_VALUES // max(1, partitions)))
+
+    def of(self, term: Hashable) -> Term:
+        try:
+            found = self.get(term)
+        except TypeError:  # an unhashable literal value: not kept
+            return Term(self.partitions)
+        if found is not None:
+            self.move_to_end(term)
+            return found
+        found = self[term] = Term(self.partitions)
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return found
+
+
+def terms_of(partitions) -> Terms | None:  # noqa: ANN001
+    """The resident partitions' ``Terms`` (made on first use), None where they keep
+    none."""
+    if not ENABLED:
+        return None
+    found = getattr(partitions, "term_cache", None)
+    if found is None and hasattr(partitions, "term_cache"):
+        found = partitions.term_cache = Terms(len(partitions))
+    return found
+
+
+__all__ = ["ENABLED", "MAX_VALUES", "Term", "Terms", "terms_of"]
