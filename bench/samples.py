@@ -95,12 +95,12 @@ def bench(name: str, root: Path, fraction: float, spark) -> None:  # noqa: ANN00
     files = sum(1 for f in root.rglob("*.parquet") if "_lakestats" not in f.parts)
     full_s, full = _timed(lambda: table.analyze(spark=spark))
     create_s, created = _timed(lambda: table.sample.create(fraction=fraction, spark=spark))
-    sample_bytes = sum(p["file_size"] for p in table.sample.show()["partitions"])
+    sample_bytes = sum(p["file_size"] for p in table.sample.manifest().to_json()["partitions"])
     from_s, _ = _timed(lambda: table.analyze(from_sample=True, spark=spark))
     appended, deleted = change(root, full.row_count)
     refresh_s, refreshed = _timed(lambda: table.sample.refresh(spark=spark))
     print(f"\n{name}: {full.row_count:,} rows, {data_bytes / 1e6:,.1f} MB of data files, "
-          f"{len(table.sample.show()['partitions'])} partitions")
+          f"{len(table.sample.manifest().to_json()['partitions'])} partitions")
     print(f"{'step':<38}{'seconds':>9}{'MB read':>10}{'files':>7}{'vs full analyze':>20}")
     rows = [
         ("full analyze", full_s, data_bytes, files),

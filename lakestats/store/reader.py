@@ -333,11 +333,49 @@ class StatisticsReader:
             return handle.read(columns=wanted)
         indices = [self.column_index(c) for c in columns]
         groups = sorted({i // STATISTICS_ROW_GROUP for i in indices})
-        parts = [self._row_group(handle, g, wanted) for g in groups]
+        parts = self._row_groups(handle, groups, wanted)
         table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         starts = {g: n * STATISTICS_ROW_GROUP for n, g in enumerate(groups)}
         rows = [starts[i // STATISTICS_ROW_GROUP] + i % STATISTICS_ROW_GROUP for i in indices]
         return _take(table, rows)
+
+    def _row_groups(
+        self, handle: pq.ParquetFile, groups: list[int], fields: list[str]
+    ) -> list[pa.Table]:
+        """``_row_group`` of each of ``groups``; the ones not cached are read in one call
+        (one coalesced read, as a lookup of columns in many row groups made before the
+        cache existed), then kept group by group."""
+        found: dict[int, pa.Table] = {}
+        with self._groups_lock:
+            for g in groups:
+                table = self._groups.get((handle, g, tuple(fields)))
+                if table is not None:
+                    self._groups.move_to_end((handle, g, tuple(fields)))
+                    found[g] = table
+        missing = [g for g in groups if g not in found]
+        if len(missing) == 1:
+            found[missing[0]] = self._row_group(handle, missing[0], fields)
+        elif missing:
+            read = handle.read_row_groups(missing, columns=fields)
+            offset = 0
+            for g in missing:
+                rows = handle.metadata.row_group(g).num_rows
+                found[g] = self._keep((handle, g, tuple(fields)), read.slice(offset, rows))
+                offset += rows
+        return [found[g] for g in groups]
+
+    def _keep(self, key: tuple, table: pa.Table) -> pa.Table:
+        """``table`` into the row-group cache (unless it is too big to keep)."""
+        if table.nbytes > ROW_GROUP_CACHE_BYTES // 4:
+            return table
+        with self._groups_lock:
+            if key not in self._groups:
+                self._groups[key] = table
+                self._groups_bytes += table.nbytes
+                while self._groups_bytes > ROW_GROUP_CACHE_BYTES:
+                    _, dropped = self._groups.popitem(last=False)
+                    self._groups_bytes -= dropped.nbytes
+        return table
 
     def _row_group(
         self, handle: pq.ParquetFile, group: int | None, fields: list[str]
@@ -357,16 +395,7 @@ class StatisticsReader:
             table = handle.read(columns=fields)
         else:
             table = handle.read_row_group(group, columns=fields)
-        if table.nbytes > ROW_GROUP_CACHE_BYTES // 4:
-            return table
-        with self._groups_lock:
-            if key not in self._groups:
-                self._groups[key] = table
-                self._groups_bytes += table.nbytes
-                while self._groups_bytes > ROW_GROUP_CACHE_BYTES:
-                    _, dropped = self._groups.popitem(last=False)
-                    self._groups_bytes -= dropped.nbytes
-        return table
+        return self._keep(key, table)
 
     def column_statistics(
         self, partition: str | dict | None, columns: list[str] | None = None

@@ -46,7 +46,7 @@ def _table_rows(root: Path) -> dict[str, pa.Table]:
 
 
 def _sample_rows(table: ls.LakestatsTable) -> dict[str, pa.Table]:
-    data = table.sample.show()
+    data = table.sample.manifest().to_json()
     base = Path(table.stats_root) / "sample"
     return {
         p["path"]: pq.ParquetFile(base / p["file"]).read() for p in data["partitions"] if p["file"]
@@ -78,7 +78,7 @@ def test_create_sizes_membership_and_refresh(sales: Path, spark) -> None:
     rows = _table_rows(sales)
     populations = [rows[k].num_rows for k in sorted(rows)]
     expected = dict(zip(sorted(rows), _hamilton(populations, 1_000), strict=True))
-    data = table.sample.show()
+    data = table.sample.manifest().to_json()
     assert (result.population, result.sample_rows) == (sum(populations), 1_000)
     assert {p["path"]: p["sample_rows"] for p in data["partitions"]} == expected
     assert {p["path"]: p["population"] for p in data["partitions"]} == {
@@ -97,7 +97,7 @@ def test_create_sizes_membership_and_refresh(sales: Path, spark) -> None:
     table.sample.create(rows=1_000, seed=11, spark=spark)
     again = _sample_rows(table)
     assert all(again[k].column("id").equals(first[k].column("id")) for k in first)
-    old_files = {p["path"]: p["file"] for p in table.sample.show()["partitions"]}
+    old_files = {p["path"]: p["file"] for p in table.sample.manifest().to_json()["partitions"]}
 
     # inserts into a, deletes from b (rewritten), c dropped, d new
     _write(sales, "a", "p1.parquet", np.arange(20_000, 20_400), 4)
@@ -109,7 +109,7 @@ def test_create_sizes_membership_and_refresh(sales: Path, spark) -> None:
     refreshed = table.sample.refresh(spark=spark)
     assert (refreshed.partitions_sampled, refreshed.partitions_kept) == (3, 0)
     assert refreshed.partitions_removed == 1
-    data = table.sample.show()
+    data = table.sample.manifest().to_json()
     rows = _table_rows(sales)
     rate = 1_000 / sum(populations)
     by_path = {p["path"]: p for p in data["partitions"]}
@@ -126,7 +126,7 @@ def test_create_sizes_membership_and_refresh(sales: Path, spark) -> None:
     before = {p["path"]: p["file"] for p in data["partitions"]}
     again = table.sample.refresh(spark=spark)
     assert (again.partitions_sampled, again.partitions_kept, again.bytes_read) == (0, 3, 0)
-    assert {p["path"]: p["file"] for p in table.sample.show()["partitions"]} == before
+    assert {p["path"]: p["file"] for p in table.sample.manifest().to_json()["partitions"]} == before
 
 
 def test_analyze_from_sample(sales: Path, spark, capsys, monkeypatch) -> None:
@@ -149,7 +149,7 @@ def test_analyze_from_sample(sales: Path, spark, capsys, monkeypatch) -> None:
     assert amount["mean_upper"] == pytest.approx(np.mean(drawn_amounts) + half)
     assert abs(truth - np.mean(drawn_amounts)) < 1.7 * half  # 3.3 sigma (coverage: elsewhere)
     assert amount["row_count"] == everything.num_rows
-    assert amount["sample_row_count"] == table.sample.show()["sample_rows"]
+    assert amount["sample_row_count"] == table.sample.manifest().to_json()["sample_rows"]
     item = by_name["item"]
     true_items = len(set(everything["item"].to_pylist()))
     assert item["distinct_estimator"] and item["distinct_count_exact"] is False
@@ -221,7 +221,7 @@ def test_bad_input_one_line(tmp_path: Path, sales: Path, spark, capsys) -> None:
     assert capsys.readouterr().err.strip() == f"lakestats: error: {expected}"
     # a sample file deleted by hand
     table.sample.create(rows=50, spark=spark)
-    data = table.sample.show()
+    data = table.sample.manifest().to_json()
     (sales / "_lakestats" / "sample" / data["partitions"][0]["file"]).unlink()
     with pytest.raises(SampleNotFoundError, match="was deleted\\); run `lakestats sample"):
         table.sample.refresh(spark=spark)
@@ -250,7 +250,7 @@ def test_refresh_after_the_base_snapshot_expired(tmp_path: Path, spark) -> None:
         if i == 0:
             table = ls.open_table(str(uri))
             table.sample.create(rows=30, spark=spark)
-            assert table.sample.show()["snapshot_id"] == 0
+            assert table.sample.manifest().to_json()["snapshot_id"] == 0
     DeltaTable(str(uri)).create_checkpoint()
     (uri / "_delta_log" / "00000000000000000000.json").unlink()
     snapshots = [s.snapshot_id for s in ls.open_table(str(uri)).format.snapshots()]
@@ -260,7 +260,7 @@ def test_refresh_after_the_base_snapshot_expired(tmp_path: Path, spark) -> None:
     assert result.resampled_because == (
         "the sample's snapshot 0 was expired from the table; resampled the current snapshot"
     )
-    data = table.sample.show()
+    data = table.sample.manifest().to_json()
     assert data["snapshot_id"] == 2 and data["sample_rows"] == 30
     assert json.loads(json.dumps(data))["population"] == 300
 
@@ -289,7 +289,8 @@ def test_from_sample_reads_the_sample_once_in_the_tasks(sales: Path, spark, monk
     monkeypatch.setattr(SampleReader, "read", no_driver_read)
     table.analyze(from_sample=True, spark=spark)
     drawn = _sample_rows(table)
-    populations = {p["path"]: p["population"] for p in table.sample.show()["partitions"]}
+    listed = table.sample.manifest().to_json()["partitions"]
+    populations = {p["path"]: p["population"] for p in listed}
     for column in ("id", "item", "amount"):
         values = [v for t in drawn.values() for v in t[column].to_pylist()]
         n, big_n = len(values), sum(populations.values())

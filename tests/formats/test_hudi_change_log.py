@@ -145,8 +145,8 @@ def _hudi_rows(path: Path) -> pa.Table:
 
 
 def _sampled(table: ls.LakestatsTable) -> pa.Table:
-    parts = [read_file(table.stats_root, p["file"]) for p in table.sample.show()["partitions"]
-             if p["file"]]
+    listed = table.sample.manifest().to_json()["partitions"]
+    parts = [read_file(table.stats_root, p["file"]) for p in listed if p["file"]]
     return pa.concat_tables(parts, promote_options="permissive")
 
 
@@ -174,10 +174,10 @@ def test_refresh_reads_only_the_file_groups_a_commit_touched(
     result = table.sample.refresh(spark=spark)
     assert result.files_read == len(to_read), (result, sorted(to_read))
     assert result.bytes_read == sum((path / f).stat().st_size for f in to_read)
-    changes = table.sample.show()["changes"]
+    changes = table.sample.manifest().to_json()["changes"]
     assert changes["change_log_files"] is not None  # read from the timeline
     assert changes["change_log_files"] >= len(before_files ^ after_files)
-    assert table.sample.show()["snapshot_id"] == int(now)
+    assert table.sample.manifest().to_json()["snapshot_id"] == int(now)
 
     # the refreshed sample: every current row (fraction 1), as a fresh create draws it
     truth = _hudi_rows(path)
@@ -286,7 +286,7 @@ def test_refresh_after_an_insert_overwrite_resamples_only_that_partition(
     result = table.sample.refresh(spark=spark)
     assert (result.files_read, result.partitions_resampled) == (1, 1)
     assert result.bytes_read == (path / _NEW_FILE).stat().st_size
-    changes = table.sample.show()["changes"]
+    changes = table.sample.manifest().to_json()["changes"]
     assert changes["partitions_resampled"] == [_OVERWRITTEN]
     assert changes["partitions_updated"] == []
     truth = _hudi_rows(path)

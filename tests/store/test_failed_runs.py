@@ -124,7 +124,7 @@ def test_a_failed_sample_refresh_rolls_the_sibling_table_back(
     uri, options = getattr(formats, f"_{make}_table")(tmp_path)
     handle = ls.open_table(uri, str(tmp_path / "stats"), **options)
     handle.sample.create(fraction=0.2, seed=3, spark=spark)
-    sibling = handle.sample.show()["sibling"]
+    sibling = handle.sample.manifest().to_json()["sibling"]
     root = tmp_path / "stats"
     _more_rows(make, uri, options)
     handle = ls.open_table(uri, str(root), **options)
@@ -139,7 +139,7 @@ def test_a_failed_sample_refresh_rolls_the_sibling_table_back(
     assert _latest_sibling_snapshot(make, sibling) == latest
     # and the next refresh commits as if the failed one never ran
     handle.sample.refresh(spark=spark)
-    assert _latest_sibling_snapshot(make, handle.sample.show()["sibling"]) != latest
+    assert _latest_sibling_snapshot(make, handle.sample.manifest().to_json()["sibling"]) != latest
 
 
 def _more_rows(make: str, uri: str, options: dict) -> None:
