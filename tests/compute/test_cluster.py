@@ -118,7 +118,7 @@ def assert_same_statistics(
         expected = reference.statistics(partition)
         got = mine.statistics(partition)
         assert [r["column"] for r in got] == [r["column"] for r in expected]
-        for row, want in zip(got, expected, strict=True):
+        for row, want in zip(map(dict, got), map(dict, expected), strict=True):
             if want["percentiles_exact"] is False:
                 sketched += 1
                 for stats in (row, want):
