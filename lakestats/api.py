@@ -627,11 +627,10 @@ class LakestatsTable:
             return answers.StatisticsRows(None, found.version, found.columns)
         else:
             reader = self._version_reader(snapshot)
-        name = None if partition is None else reader.partition(partition).name
-        rows = reader.column_statistics(partition, columns)
-        return answers.StatisticsRows(
-            name, reader.version.version, tuple(answers.frozen_row(r) for r in rows)
-        )
+        entry = None if partition is None else reader.partition(partition)
+        rows = tuple(answers.frozen_row(r) for r in reader.column_statistics(entry, columns))
+        name = None if entry is None else entry.name
+        return answers.StatisticsRows(name, reader.version.version, rows)
 
     def partition(self, partition: str | dict) -> answers.Partition:
         """One partition of the latest version (an unknown one is a

@@ -46,22 +46,6 @@ def _pool_predicates(seed: int, count: int, pool: int = 30) -> list[str]:
     return list(out)
 
 
-def _holds_truth(con, where: str, answer: dict) -> None:
-    truth = dict(con.execute(f"SELECT p, count(*) FROM t WHERE {where} GROUP BY p").fetchall())
-    total = sum(truth.values())
-    assert answer["lower"] <= total <= answer["upper"], (where, total, answer["lower"],
-                                                         answer["upper"])
-    if answer["exact"]:
-        assert answer["row_count"] == total, where
-    by_partition = {p["partition"]["p"]: p for p in answer["partitions"]}
-    for p, count in truth.items():
-        assert p in by_partition, f"{where}: partition {p} holds {count} rows but was pruned"
-        got = by_partition[p]
-        assert got["lower"] <= count <= got["upper"], (where, p, count, got)
-        if got["exact"]:
-            assert got["row_count"] == count, (where, p)
-
-
 def test_reused_terms_answer_as_one_by_one_and_hold_truth(table, monkeypatch) -> None:
     lt, con = table
     cached, one_by_one = ls.open_table(lt.root_dir), ls.open_table(lt.root_dir)
@@ -88,7 +72,7 @@ def test_reused_terms_answer_as_one_by_one_and_hold_truth(table, monkeypatch) ->
     for where in wheres:
         a = cached.estimate(where).to_json()
         assert a == reference(where), where
-        _holds_truth(con, where, a)
+        batched.holds_truth(con, where, a)
     assert sum(hits) > len(hits) / 2, (sum(hits), len(hits))  # most terms were reused
 
     # a batch, as a planner asks: new conjunctions of the same conditions, some repeated
