@@ -94,7 +94,7 @@ class ColumnAccumulator:
             numbers = (
                 keys.unscaled_int64(non_null) if kind == Kind.DECIMAL else keys.integers(non_null)
             )
-            unique, counts = np.unique(numbers, return_counts=True)
+            unique, counts = unique_counts(numbers)
             if kind == Kind.DECIMAL:
                 values = keys.decimals_from_unscaled(pa.array(unique), dtype)
             elif kind == Kind.TEMPORAL:
@@ -317,6 +317,25 @@ class ColumnAccumulator:
         row["frequencies_count"] = table.num_rows
         row["frequencies_min"] = int(table.column("c")[-1].as_py()) if table.num_rows else None
         return keys.encode(table.column("v")), table.column("c").to_numpy()
+
+
+TALLY_CELLS = 1 << 24
+"""The widest value range counted by a tally (128 MiB of counts) instead of a sort."""
+
+
+def unique_counts(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(numbers, return_counts=True)`` of int64s. Dates, small integers and keys
+    span a range not much wider than their count: a tally of the range is linear where
+    the sort is not (l_suppkey, 915,000 rows: 3 ms against 90 ms)."""
+    if len(numbers) == 0:
+        return np.unique(numbers, return_counts=True)
+    low, high = int(numbers.min()), int(numbers.max())
+    span = high - low + 1
+    if span > min(TALLY_CELLS, 8 * len(numbers) + 65_536):
+        return np.unique(numbers, return_counts=True)
+    tally = np.bincount((numbers - low).astype(np.intp, copy=False), minlength=span)
+    present = np.flatnonzero(tally)
+    return present.astype(np.int64) + low, tally[present].astype(np.int64)
 
 
 def _element_counts(values: pa.Array) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
-from lakestats.stats import hashing, keys
+from lakestats.stats import hashing, hll_image, keys
 from lakestats.stats.kinds import Kind
 
 HLL_LG_K = 12
@@ -29,10 +29,19 @@ _HLL_OUT_OF_ORDER = 16
 _HLL_MODE = 2  # the low two bits of the mode byte: 0 list, 1 set, 2 HLL array
 
 
-def hll_of(distinct: list) -> bytes:
+HLL_IMAGE_MIN = 4096
+"""From this many distinct values the library's sketch is always in HLL mode (it leaves its
+coupon list and set at about 400 coupons), so the NumPy image (``hll_image``) is what the
+library would hold; below it the library's exact small-count modes are kept."""
+
+
+def hll_of(distinct: np.ndarray) -> bytes:
+    """The HLL sketch of distinct values (int64 or float64, ``hashable_values``)."""
+    if len(distinct) >= HLL_IMAGE_MIN:
+        return hll_image.hll8_image(distinct, HLL_LG_K)
     sketch = ds.hll_sketch(HLL_LG_K, ds.tgt_hll_type.HLL_8)
     update = sketch.update
-    for value in distinct:
+    for value in distinct.tolist():
         update(value)
     return sketch.serialize_compact()
 
@@ -40,7 +49,7 @@ def hll_of(distinct: list) -> bytes:
 def kll_of(values: np.ndarray, counts: np.ndarray | None = None) -> bytes:
     sketch = ds.kll_doubles_sketch(KLL_K)
     data = values.astype(np.float64, copy=False)
-    if counts is not None:
+    if counts is not None and not (counts == 1).all():  # a repeat of ones is a copy
         data = np.repeat(data, counts)
     if len(data):
         sketch.update(np.ascontiguousarray(data))
@@ -72,7 +81,7 @@ def numeric_values(values: pa.Array, kind: Kind) -> np.ndarray:
     return keys.integers(values)
 
 
-def hashable_values(values: pa.Array, kind: Kind) -> list:
+def hashable_values(values: pa.Array, kind: Kind) -> np.ndarray:
     """Distinct values in the form the HLL sketch hashes (consistent across partitions).
 
     Integers (and temporal storage, and decimals of precision ≤ 18 as unscaled
@@ -80,14 +89,14 @@ def hashable_values(values: pa.Array, kind: Kind) -> list:
     decimals as the stable 64-bit hash of their bytes (``lakestats.stats.hashing``).
     """
     if kind in (Kind.INTEGER, Kind.TEMPORAL):
-        return keys.integers(values).tolist()
+        return keys.integers(values).astype(np.int64, copy=False)
     if kind == Kind.FLOATING:
-        return values.to_numpy(zero_copy_only=False).tolist()
+        return values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     if kind == Kind.DECIMAL and values.type.precision <= 18:
-        return keys.unscaled_int64(values).tolist()
+        return keys.unscaled_int64(values)
     if kind in (Kind.STRING, Kind.BINARY):
-        return hashing.hash_binary(values).view(np.int64).tolist()
-    return hashing.hash_binary(keys.encode(values)).view(np.int64).tolist()
+        return hashing.hash_binary(values).view(np.int64)
+    return hashing.hash_binary(keys.encode(values)).view(np.int64)
 
 
 def value_type(dtype: pa.DataType) -> pa.DataType:

@@ -31,7 +31,7 @@ def top_set(counts: np.ndarray, values: pa.Array | pa.ChunkedArray, k: int) -> n
         return np.zeros(0, dtype=np.int64)
     if k >= n:
         return np.arange(n, dtype=np.int64)
-    kth = np.partition(counts, n - k)[n - k]  # the k-th largest count
+    kth = kth_largest(counts, k)
     above = np.flatnonzero(counts > kth)
     tied = np.flatnonzero(counts == kth)
     need = k - len(above)
@@ -45,6 +45,20 @@ def top_set(counts: np.ndarray, values: pa.Array | pa.ChunkedArray, k: int) -> n
             smallest = pc.sort_indices(tied_values).to_numpy()[:need]
         tied = tied[smallest]
     return np.concatenate([above, tied])
+
+
+def kth_largest(counts: np.ndarray, k: int) -> int:
+    """The ``k``-th largest of ``counts`` (1 ≤ k ≤ len). Counts are small integers on the
+    columns where this matters (near-unique: almost all 1), where ``np.partition``'s
+    selection degrades on the ties (115 ms for 800k counts) and a tally of the counts takes
+    2 ms."""
+    n = len(counts)
+    top = int(counts.max())
+    if counts.dtype.kind in "iu" and int(counts.min()) >= 0 and top <= 4 * n:
+        tally = np.bincount(counts)
+        at_least = np.cumsum(tally[::-1])  # at_least[j]: how many counts are >= top - j
+        return top - int(np.searchsorted(at_least, k))
+    return int(np.partition(counts, n - k)[n - k])
 
 
 SELECT_FRACTION = 8

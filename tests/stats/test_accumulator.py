@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakestats.stats.accumulator import ColumnAccumulator
+from lakestats.stats.accumulator import ColumnAccumulator, unique_counts
 from lakestats.stats.keys import decode
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.stats.percentiles import percentile_names
@@ -148,3 +148,19 @@ def test_real_data_like_columns_match_duckdb(bins: int) -> None:
     )
     rows, freqs, hists = _compute(table, slices=2, bins=bins)
     check_partition(table, rows, freqs.__getitem__, hists.__getitem__)
+
+
+def test_unique_counts_is_numpys_unique() -> None:
+    """The tally (narrow ranges) and the sort (wide ones) both give ``np.unique``'s answer,
+    at the int64 extremes too."""
+    rng = np.random.default_rng(11)
+    for trial in range(1_000):
+        n = int(rng.integers(0, 600))
+        if trial % 4 == 0:
+            numbers = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+        else:
+            low = int(rng.integers(-(2**62), 2**62))
+            numbers = low + rng.integers(0, int(rng.integers(1, 5_000)), n)
+        got, expected = unique_counts(numbers), np.unique(numbers, return_counts=True)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+        assert got[0].dtype == np.int64 and got[1].dtype == np.int64

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from lakestats.stats.top_values import most_frequent, top_set
+from lakestats.stats.top_values import kth_largest, most_frequent, top_set
 
 
 def _reference(counts: np.ndarray, values: pa.Array, k: int) -> list:
@@ -46,3 +46,16 @@ def test_top_set_is_the_first_k_of_the_sort_with_either_tie_strategy(need_fracti
     got = top_set(counts, values, k)
     assert len(got) == k
     assert sorted(got.tolist()) == sorted(_reference(counts, values, k))
+
+
+def test_kth_largest_is_numpys_selection() -> None:
+    """The tally path (small counts) and the selection path agree with ``np.partition``."""
+    rng = np.random.default_rng(5)
+    for trial in range(2_000):
+        n = int(rng.integers(1, 400))
+        if trial % 3 == 0:
+            counts = rng.zipf(1.3, n).astype(np.int64)  # a wide range: np.partition
+        else:
+            counts = rng.integers(1, int(rng.integers(2, 40)), n)
+        k = int(rng.integers(1, n + 1))
+        assert kth_largest(counts, k) == np.partition(counts, n - k)[n - k]
