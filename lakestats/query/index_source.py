@@ -434,8 +434,8 @@ class IndexPartitions(Sequence):
         if data is None or kind_of(data.dtype) not in HELD_KINDS:
             return None
         source = self.reader.partition_histograms()
-        if source is None:
-            return None
+        if source is None or not source.holds(kind_of(data.dtype)):
+            return None  # an older directory: not its kind
         return _Held(source, self.reader.column_index(column), len(self.entries))
 
     def expect(self, columns: Sequence[str], positions: np.ndarray) -> None:

@@ -5,7 +5,8 @@ Stored as one **part** per group of partitions (the reduction's groups,
 ``compute/reduce/cache.py``) plus a small **directory** per version:
 
 * a part (schema ``schemas.PARTITION_HISTOGRAMS_SCHEMA``) holds one row per member
-  partition x ordered column (integer, floating, decimal, temporal: ``HELD_KINDS``): the
+  partition x column of a held kind (integer, floating, decimal, temporal, and since
+  format 3 string, binary and boolean: ``HELD_KINDS``): the
   partition's frequency rows of that column (sorted by value) with the
   ``statistics.parquet`` fields that say how to read them, and its histogram (lower key,
   width, counts). ``member`` is the partition's position in its group, so a part depends
@@ -19,8 +20,11 @@ Stored as one **part** per group of partitions (the reduction's groups,
   ``partition_histogram_parts``) has one row per part: its path and the version's
   partition ids of its members, in member order.
 
-Categorical columns are left out: the table-level ``frequencies.parquet`` already records,
-per value, which partitions hold it and how often (``partition_counts``).
+Categorical columns are held too (directories written before them say nothing and
+hold ordered columns only: ``PartitionHistograms.holds``): the table-level
+``frequencies.parquet`` records which partitions hold a value only when the table level
+knows every value (``frequencies_exact``), and never a partition's top values, so an
+equality or LIKE prefix on a string column would otherwise open every partition's files.
 
 Write side (the reduction's ``partition histograms`` stage): ``histograms_part`` turns a
 group's partition files into a part's rows, ``write_part`` encodes a part,
@@ -52,8 +56,13 @@ from lakestats.store import manifest, schemas
 from lakestats.store.handle import StatisticsStore
 from lakestats.threads import parallel, thread_map
 
-HELD_KINDS = ORDERED_NUMERIC
-"""The kinds of column the parts hold."""
+HELD_KINDS = frozenset(ORDERED_NUMERIC) | {Kind.STRING, Kind.BINARY, Kind.BOOLEAN}
+"""The kinds of column the parts hold (what this code writes)."""
+HELD_KINDS_BEFORE = frozenset(ORDERED_NUMERIC)
+"""The kinds the parts of a directory without ``HELD_KEY`` hold (written before the
+categorical columns were)."""
+HELD_KEY = b"lakestats.held_kinds"
+"""Directory metadata: the kinds its parts hold, comma-separated."""
 
 SOURCE_FIELDS = [
     "frequencies_count",
@@ -333,6 +342,7 @@ def write_directory(
                         column_encoding={"partition_ids.list.element": "DELTA_BINARY_PACKED"},
                         use_dictionary=False) as parquet:
         parquet.write_table(table)
+        parquet.add_key_value_metadata({HELD_KEY: ",".join(sorted(HELD_KINDS)).encode()})
     return store.file_info(uri).size
 
 
@@ -397,6 +407,15 @@ class PartitionHistograms:
             self.member_of[inside] = np.flatnonzero((members >= 0) & (members < partitions))
         self._parts: dict[int, _Part | None] = {}
         self._lock = threading.Lock()
+        held = (directory.schema.metadata or {}).get(HELD_KEY)
+        self.kinds = (
+            frozenset(held.decode().split(",")) if held is not None else HELD_KINDS_BEFORE
+        )
+
+    def holds(self, kind: Kind) -> bool:
+        """Whether the parts hold rows for columns of ``kind`` (else their partitions'
+        files answer)."""
+        return kind in self.kinds
 
     def _part(self, k: int) -> _Part | None:
         with self._lock:
