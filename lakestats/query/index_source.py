@@ -463,9 +463,7 @@ class IndexPartitions(Sequence):
 
     def row_counts(self) -> np.ndarray:
         if self._row_counts is None:
-            self._row_counts = np.fromiter(
-                (e.row_count for e in self.entries), np.int64, len(self.entries)
-            )
+            self._row_counts = np.array([e.row_count for e in self.entries], np.int64)
             self._row_counts.setflags(write=False)
         return self._row_counts
 

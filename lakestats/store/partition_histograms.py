@@ -54,7 +54,7 @@ from lakestats.stats.kinds import ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest, schemas
 from lakestats.store.handle import StatisticsStore
-from lakestats.threads import parallel, thread_map
+from lakestats.threads import leaf_map
 
 HELD_KINDS = frozenset(ORDERED_NUMERIC) | {Kind.STRING, Kind.BINARY, Kind.BOOLEAN}
 """The kinds of column the parts hold (what this code writes)."""
@@ -348,7 +348,10 @@ def write_directory(
 
 # -- read side ----------------------------------------------------------------------------
 class _Part:
-    """An open part: its row groups' column and member ranges. ``lock``: one read of the
+    """An open part: its row groups' column and member ranges, read from the footer as
+    asked (a part of a 100-column table has hundreds of row groups; a read needs the few
+    of one column, found by bisection: ``column_index`` never decreases from one row group
+    to the next). ``lock``: one read of the
     handle at a time (a pre-buffered ``ParquetFile`` is not safe for concurrent reads: two
     estimates of one resident table read the same part from the estimator's threads, and
     pyarrow's read-range cache then fails with "did not find matching cache entry")."""
@@ -356,22 +359,44 @@ class _Part:
     def __init__(self, handle: pq.ParquetFile) -> None:
         self.handle = handle
         self.lock = threading.Lock()
-        metadata = handle.metadata
+        self._metadata = handle.metadata
         names = handle.schema_arrow.names
-        self.ranges = []
-        for g in range(metadata.num_row_groups):
-            group = metadata.row_group(g)
+        self._positions = (names.index("column_index"), names.index("member"))
+        self._ranges: dict[int, tuple] = {}
+
+    def _range(self, g: int) -> tuple:
+        """Row group ``g``'s ((column low, high), (member low, high)); None: no statistics."""
+        found = self._ranges.get(g)
+        if found is None:
+            group = self._metadata.row_group(g)
             pair = []
-            for name in ("column_index", "member"):
-                stats = group.column(names.index(name)).statistics
+            for position in self._positions:
+                stats = group.column(position).statistics
                 has = stats is not None and stats.has_min_max
                 pair.append((stats.min, stats.max) if has else (None, None))
-            self.ranges.append(tuple(pair))
+            found = self._ranges[g] = tuple(pair)
+        return found
 
     def row_groups(self, column_index: int, members: np.ndarray) -> list[int]:
         """The row groups holding rows of ``column_index`` for any of the (sorted) members."""
+        count = self._metadata.num_row_groups
+        # the first row group whose highest column is not below column_index
+        low, high, sorted_ = 0, count, True
+        while low < high:
+            middle = (low + high) // 2
+            c_high = self._range(middle)[0][1]
+            if c_high is None:  # no statistics: every row group is a candidate
+                low, sorted_ = 0, False
+                break
+            if c_high < column_index:
+                low = middle + 1
+            else:
+                high = middle
         out = []
-        for g, ((c_low, c_high), (m_low, m_high)) in enumerate(self.ranges):
+        for g in range(low, count):
+            (c_low, c_high), (m_low, m_high) = self._range(g)
+            if sorted_ and c_low is not None and c_low > column_index:
+                break  # sorted by column: no later row group holds it
             if c_low is not None and not c_low <= column_index <= c_high:
                 continue
             if m_low is not None:
@@ -465,8 +490,9 @@ class PartitionHistograms:
             partition_id = integer_array(self.members[k][local], pa.int32())
             return table.drop_columns(["member"]).add_column(0, "partition_id", partition_id)
 
-        with parallel():  # parts decode on two threads (Parquet releases the GIL)
-            tables = [t for t in thread_map(one, wanted) if t is not None]
+        # parts decode on two threads (Parquet releases the GIL), also when the read
+        # comes from an estimate's survivor on the shared pool
+        tables = [t for t in leaf_map(one, wanted) if t is not None]
         if not tables:
             empty = part_schema().empty_table().drop_columns(["member"])
             empty = empty.add_column(0, "partition_id", integer_array([], pa.int32()))
