@@ -72,6 +72,24 @@ def thread_map(
     return [done[i] for i in range(len(items))]
 
 
+_leaf_pool: ThreadPoolExecutor | None = None
+
+
+def leaf_map(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[function(x) for x in items]`` on ``THREADS`` threads of a second pool, also from
+    the shared pool's own threads: for leaf reads (a Parquet decode that never uses these
+    helpers itself, so waiting on them cannot deadlock). An estimate's survivors run on
+    the shared pool and the first of them reads a column of every partition: in line,
+    that read would take one core while the other waits for it."""
+    global _leaf_pool
+    if len(items) < 2:
+        return [function(x) for x in items]
+    with _pool_lock:
+        if _leaf_pool is None:
+            _leaf_pool = ThreadPoolExecutor(THREADS, "lakestats-leaf")
+    return list(_leaf_pool.map(function, items))
+
+
 def prefetch(function: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
     """``function`` over ``items`` in order, up to ``THREADS`` calls running ahead of the
     consumer (reads overlap; memory stays bounded by the look-ahead)."""

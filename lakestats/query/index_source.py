@@ -434,8 +434,8 @@ class IndexPartitions(Sequence):
         if data is None or kind_of(data.dtype) not in HELD_KINDS:
             return None
         source = self.reader.partition_histograms()
-        if source is None:
-            return None
+        if source is None or not source.holds(kind_of(data.dtype)):
+            return None  # an older directory: not its kind
         return _Held(source, self.reader.column_index(column), len(self.entries))
 
     def expect(self, columns: Sequence[str], positions: np.ndarray) -> None:
@@ -463,9 +463,7 @@ class IndexPartitions(Sequence):
 
     def row_counts(self) -> np.ndarray:
         if self._row_counts is None:
-            self._row_counts = np.fromiter(
-                (e.row_count for e in self.entries), np.int64, len(self.entries)
-            )
+            self._row_counts = np.array([e.row_count for e in self.entries], np.int64)
             self._row_counts.setflags(write=False)
         return self._row_counts
 

@@ -200,10 +200,19 @@ def outside_roots(paths: list[object]) -> list[object]:
     """The ``paths`` that ``outside_root`` refuses: one scan of the joined text when none
     looks suspect (a manifest of 10,000 partitions names ~120,000 paths), else path by
     path."""
-    if all(type(p) is str and p and "\n" not in p for p in paths):
+    try:
         joined = "\n" + "\n".join(paths) + "\n"  # type: ignore[arg-type]
-        if not any(s in joined for s in _SUSPECT):
-            return []
+    except TypeError:  # not all strings
+        joined = None
+    # every path a string without a newline (as many newlines as paths, plus one), none
+    # empty, none suspect
+    if (
+        joined is not None
+        and joined.count("\n") == len(paths) + 1
+        and "\n\n" not in joined
+        and not any(s in joined for s in _SUSPECT)
+    ):
+        return []
     return [p for p in paths if outside_root(p)]
 
 

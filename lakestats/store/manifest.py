@@ -22,6 +22,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import orjson
+
 from lakestats.errors import (
     ConflictError,
     CorruptStatisticsError,
@@ -122,14 +124,14 @@ class Version:
 
     @classmethod
     def _from_json(cls, text: str | bytes) -> Version:
-        data = json.loads(text)
+        data = _loads(text)
         written = data.get("format_version", 1)
         if isinstance(written, int) and not isinstance(written, bool) and (
             written > FORMAT_VERSION
         ):
             raise NewerFormatError(written)
         data.pop("skipped_versions", None)
-        data["partitions"] = [PartitionEntry(**p) for p in data["partitions"]]
+        data["partitions"] = _entries(data["partitions"])
         # a manifest written by hand or another tool may name less of its table, or more
         known = {f.name for f in dataclasses.fields(TableRef)}
         data["table"] = TableRef(**{k: v for k, v in data["table"].items() if k in known})
@@ -158,6 +160,46 @@ class Version:
             if p is not None
         ]
         return named
+
+
+def _loads(text: str | bytes) -> object:
+    """``json.loads``, through orjson where it reads the text (several times faster on a
+    manifest of 10,000 partitions); json decides whatever orjson refuses (NaN, integers
+    beyond 64 bits, other encodings), so both accept and refuse the same manifests."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+_ENTRY_FIELDS = frozenset(f.name for f in dataclasses.fields(PartitionEntry))
+_ENTRY_DEFAULTS = {
+    f.name: f.default_factory if f.default_factory is not dataclasses.MISSING else f.default
+    for f in dataclasses.fields(PartitionEntry)
+    if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+}
+_ENTRY_REQUIRED = _ENTRY_FIELDS - set(_ENTRY_DEFAULTS)
+
+
+def _entries(raw: list) -> list[PartitionEntry]:
+    """``[PartitionEntry(**p) for p in raw]``, the decoded dicts adopted as the entries'
+    attributes instead of passed through ``__init__`` (a third of the cost on 10,000
+    partitions); a dict of other keys goes through ``__init__`` and raises as it would."""
+    new = PartitionEntry.__new__
+    out = []
+    for p in raw:
+        keys = p.keys() if type(p) is dict else None
+        if keys is None or not (_ENTRY_REQUIRED <= keys <= _ENTRY_FIELDS):
+            out.append(PartitionEntry(**p))
+            continue
+        if len(p) != len(_ENTRY_FIELDS):
+            for name, default in _ENTRY_DEFAULTS.items():
+                if name not in p:
+                    p[name] = default() if callable(default) else default
+        entry = new(PartitionEntry)
+        entry.__dict__ = p
+        out.append(entry)
+    return out
 
 
 class NewerFormatError(UnsupportedFeatureError):

@@ -142,9 +142,9 @@ PARTITION_HISTOGRAMS_SCHEMA = pa.schema(
         pa.field("frequencies_truncated", pa.bool_()),
         pa.field("frequencies_min", pa.int64()),
         # the partition's frequency rows of the column, by increasing value: the binary
-        # keys of a decimal column, or (null values) the 8-byte keys of an integer,
-        # floating or temporal column as int64 (big-endian word, top bit flipped: the
-        # same order), then the counts
+        # keys of a decimal, string, binary or boolean column, or (null values) the
+        # 8-byte keys of an integer, floating or temporal column as int64 (big-endian
+        # word, top bit flipped: the same order), then the counts
         pa.field("frequency_values", pa.list_(pa.binary())),
         pa.field("frequency_ints", pa.list_(pa.int64())),
         pa.field("frequency_counts", pa.list_(pa.int32())),
@@ -155,9 +155,10 @@ PARTITION_HISTOGRAMS_SCHEMA = pa.schema(
     ]
 )
 """One part of the table-level partition histograms (``store/partition_histograms.py``):
-one row per member partition of a reduction group x ordered column (integer, floating,
-decimal, temporal), what an estimate reads of the partition's ``frequencies.parquet`` and
-``histograms.parquet`` for that column. Sorted by ``column_index`` then ``member``; a row
+one row per member partition of a reduction group x held column (integer, floating,
+decimal, temporal; string, binary and boolean since part format 3), what an estimate
+reads of the partition's ``frequencies.parquet`` and ``histograms.parquet`` for that
+column. Sorted by ``column_index`` then ``member``; a row
 group holds ``PARTITION_HISTOGRAMS_GROUP_ROWS // partitions`` whole columns of the table's
 partitions (at least one; at most that many rows, a longer column is split), and only
 ``column_index`` and ``member`` have row-group statistics.

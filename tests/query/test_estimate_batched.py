@@ -47,6 +47,7 @@ def _partition(rng: np.random.Generator, p: int) -> pa.Table:
             "c": pa.array(rng.integers(0, 4 + p % 5, n).astype(np.int32)),
             "day": pa.array([base + dt.timedelta(days=int(d)) for d in rng.integers(0, 20, n)],
                             pa.date32()),
+            "b": pa.array(ints % 3 == 0),  # no draw: the other columns stay as they were
         }
     )
 
@@ -158,6 +159,54 @@ def test_index_provider_batches(table) -> None:
     truth = con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchone()[0]
     assert (result["row_count"], result["exact"]) == (truth, True)
     assert opened == []
+
+
+EVERY_CLASS = [
+    # ranges
+    "i >= 1500", "f > 30", "day >= DATE '2024-03-01'", "s >= 'w30'", "c BETWEEN 1 AND 3",
+    # equalities: integers, strings (truncated and complete frequencies), dates, booleans
+    "i = 1550", "c = 2", "s = 'w07'", "s = 'nope'", "k = 'k3'", "day = DATE '2024-01-07'",
+    "b = true", "i <> 1550", "s <> 'w07'",
+    # IN, NOT IN
+    "i IN (60, 1550, 3100)", "s IN ('w01', 'w02', 'w39')", "k IN ('k1', 'zz')",
+    "day IN (DATE '2024-01-07', DATE '2024-02-01')", "s NOT IN ('w01', 'w02')",
+    # IS NULL, NaN
+    "i IS NULL", "f IS NOT NULL", "f = 'NaN'",
+    # LIKE: prefix, general
+    "s LIKE 'w1%'", "s LIKE '%5'", "k LIKE 'k%'",
+    # conjunctions and disjunctions
+    *CONJUNCTIONS, "s = 'w07' OR k = 'k2'", "b = false AND s = 'w03' AND day < DATE '2024-03-01'",
+]
+
+
+@pytest.mark.parametrize("where", EVERY_CLASS)
+def test_a_fresh_handle_opens_no_partition_file(table, where: str) -> None:
+    """A planner's answer comes from the table-level files (partition index, partition
+    histograms, table-level frequencies): a freshly opened handle estimates every predicate
+    class without opening one partition's statistics, frequencies or histograms, with the
+    per-partition path's numbers, and DuckDB's true count inside its bounds."""
+    import unittest.mock
+
+    from lakestats.store.reader import StatisticsReader
+
+    lt, con = table
+    opened: list[tuple[str, str]] = []
+    original = StatisticsReader.parquet_file
+
+    def spy(self, entry, kind):
+        if entry.name:  # a partition's file, not the table level's
+            opened.append((entry.name, kind))
+        return original(self, entry, kind)
+
+    fresh = ls.open_table(lt.root_dir)
+    with unittest.mock.patch.object(StatisticsReader, "parquet_file", spy):
+        got = fresh.estimate(where).to_json()
+        again = fresh.estimate(where).to_json()  # the resident handle, too
+    assert opened == [], (where, opened[:3], len(opened))
+    assert got == again
+    one_by_one = lt.estimate(where, source="files").to_json()
+    assert _close(got, one_by_one), (where, got, one_by_one)
+    holds_truth(con, where, got)
 
 
 @pytest.mark.parametrize(

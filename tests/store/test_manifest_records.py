@@ -116,3 +116,32 @@ def test_outside_roots_is_outside_root_path_by_path() -> None:
     clean = [c for c in cases if not layout.outside_root(c)]
     assert layout.outside_roots(clean) == []
     assert layout.outside_roots(cases) == [c for c in cases if layout.outside_root(c)]
+
+
+def test_partition_entries_decode_as_their_constructor_would(tmp_path: Path) -> None:
+    """The fast decode (orjson, the decoded dicts adopted as the entries' attributes) gives
+    the entries ``PartitionEntry(**p)`` gives, fills the defaults of keys a manifest leaves
+    out (each entry its own dict), refuses the entries the constructor refuses, and reads
+    what only ``json`` reads (NaN)."""
+    from lakestats.errors import CorruptStatisticsError
+
+    number = _publish(tmp_path)
+    path = tmp_path / layout.version_path(number)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    full = data["partitions"][0]
+    short = {k: full[k] for k in ("path", "name", "values", "row_count", "size_bytes", "files")}
+    data["partitions"] = [full, {**short, "path": "p=2", "name": "p=2"}, dict(short)]
+    data["options"] = {**data["options"], "ratio": float("nan")}  # json writes NaN
+    path.write_text(json.dumps(data), encoding="utf-8")
+    version = manifest.read_version(str(tmp_path), number)
+    expected = [manifest.PartitionEntry(**p) for p in json.loads(json.dumps(data["partitions"]))]
+    assert version.partitions == expected
+    assert version.partitions[1].file_sizes == {} and version.partitions[1].fingerprint == ""
+    assert version.partitions[1].file_sizes is not version.partitions[2].file_sizes
+    assert version.options["ratio"] != version.options["ratio"]  # NaN, read by json
+    for damaged in ({**full, "unknown": 1}, {k: v for k, v in full.items() if k != "files"},
+                    ["p=1"]):
+        data["partitions"] = [full, damaged]
+        path.write_text(json.dumps(data), encoding="utf-8")
+        with pytest.raises(CorruptStatisticsError):
+            manifest.read_version(str(tmp_path), number)

@@ -33,7 +33,7 @@ import pytest
 import lakestats.api as ls
 from lakestats.compute.reduce import local as reduce_local
 from lakestats.query import partition_filter
-from lakestats.stats.kinds import ORDERED_NUMERIC, kind_of
+from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import layout, manifest, partition_histograms, schemas
 from lakestats.store.handle import StatisticsStore
@@ -110,9 +110,10 @@ def _check_file(root: Path) -> manifest.Version:
     table, paths = _rows_of(stats, version)
     held = [
         i for i, c in enumerate(version.columns)
-        if kind_of(parse_type(c["type"])) in ORDERED_NUMERIC
+        if kind_of(parse_type(c["type"])) in partition_histograms.HELD_KINDS
     ]
-    assert [version.columns[i]["name"] for i in held] == ["i", "n", "f", "amount", "day", "p"]
+    assert [version.columns[i]["name"] for i in held] == [
+        "i", "n", "f", "amount", "day", "s", "p"]
     keys = sorted(zip(table["column_index"].to_pylist(), table["partition_id"].to_pylist(),
                       strict=True))
     assert keys == [(c, p) for c in held for p in range(len(version.partitions))]
@@ -134,8 +135,9 @@ def _check_file(root: Path) -> manifest.Version:
                 assert got[field] == row[field], (entry.name, name, field)
             listed = sorted((f["value"], f["frequency"]) for f in frequencies
                             if f["column"] == name)
-            # decimals keep binary keys; 8-byte keys are stored as order-preserving ints
-            if name == "amount":
+            # decimals and strings keep binary keys; 8-byte keys are stored as
+            # order-preserving ints
+            if name in ("amount", "s"):
                 assert got["frequency_ints"] is None
                 keys = got["frequency_values"]
             else:
@@ -143,12 +145,15 @@ def _check_file(root: Path) -> manifest.Version:
                 keys = partition_histograms.ints_as_keys(np.array(got["frequency_ints"]))
                 assert got["frequency_ints"] == sorted(got["frequency_ints"])
             assert list(zip(keys, got["frequency_counts"], strict=True)) == listed
-            counts = histograms[name].to_pylist()[: row["histogram_bins"]]
-            assert got["histogram_counts"] == [c or 0 for c in counts]
-            valid = f"{name} IS NOT NULL" + (" AND NOT isnan(f)" if name == "f" else "")
-            (non_null,) = con.execute(
-                f"SELECT count(*) FROM t WHERE p = ? AND {valid}", [p]).fetchone()
-            assert sum(got["histogram_counts"]) == non_null, (entry.name, name)
+            if row["histogram_bins"] is None:  # a string column: no histogram
+                assert got["histogram_counts"] is None, (entry.name, name)
+            else:
+                counts = histograms[name].to_pylist()[: row["histogram_bins"]]
+                assert got["histogram_counts"] == [c or 0 for c in counts]
+                valid = f"{name} IS NOT NULL" + (" AND NOT isnan(f)" if name == "f" else "")
+                (non_null,) = con.execute(
+                    f"SELECT count(*) FROM t WHERE p = ? AND {valid}", [p]).fetchone()
+                assert sum(got["histogram_counts"]) == non_null, (entry.name, name)
             if row["distinct_count"] is not None and not row["frequencies_truncated"] and (
                 not row["all_distinct"]
             ):
@@ -376,7 +381,7 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
     monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 16)
     opened = _synthetic(tmp_path, 40)
     part = pq.read_table(tmp_path / "part-1")
-    assert part.num_rows == 40  # a and b of 20 members, not the string column
+    assert part.num_rows == 60  # a, s and b of 20 members
     first = part.to_pylist()[0]
     assert (first["member"], first["column_index"]) == (0, 0)
     assert first["frequency_values"] is None  # an int64 column: its keys as ints
@@ -385,7 +390,7 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
     assert first["frequency_counts"] == [5, 3]
     handle = pq.ParquetFile(tmp_path / "part-1")
     groups = [handle.read_row_group(g).to_pydict() for g in range(handle.num_row_groups)]
-    assert [len(g["member"]) for g in groups] == [16, 4, 16, 4]
+    assert [len(g["member"]) for g in groups] == [16, 4, 16, 4, 16, 4]
     assert all(len(set(g["column_index"])) == 1 for g in groups)
     # version ids 17, 20, 39: members 8 (odd part), 10 (even part), 19 (odd part)
     got = opened.read(2, [39, 17, 20], ["histogram_counts", "frequency_counts"])
@@ -399,22 +404,35 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
                                 "frequency_ints": direct["frequency_ints"],
                                 "frequency_counts": [5, 3],
                                 "histogram_counts": direct["histogram_counts"]}]
-    assert opened.read(1, [17], ["histogram_counts"]).num_rows == 0  # the string column
+    # the string column: its binary keys, no histogram
+    got = opened.read(1, [17], ["frequency_values", "frequency_counts", "histogram_counts"])
+    assert got.to_pylist() == [{"partition_id": 17, "column_index": 1,
+                                "frequency_values": [b"x"], "frequency_counts": [4],
+                                "histogram_counts": None}]
+    assert opened.holds(Kind.STRING) and opened.holds(Kind.INTEGER)
+    # a directory written before string columns were held says so by saying nothing
+    older = partition_histograms.PartitionHistograms(
+        StatisticsStore(str(tmp_path)),
+        pq.read_table(tmp_path / "directory.parquet").replace_schema_metadata(None), 40,
+        lambda filesystem, path: filesystem.open_input_file(path))
+    assert older.holds(Kind.INTEGER) and not older.holds(Kind.STRING)
     # a table of few partitions: whole columns share a row group (8 // 4 = 2 of them)
     monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 8)
     _synthetic(tmp_path, 4)
-    assert pq.ParquetFile(tmp_path / "part-0").num_row_groups == 1
+    handle = pq.ParquetFile(tmp_path / "part-0")
+    assert [len(set(handle.read_row_group(g)["column_index"].to_pylist()))
+            for g in range(handle.num_row_groups)] == [2, 1]
     # more partitions: one column per row group, however small the part
     _synthetic(tmp_path, 6)
-    assert pq.ParquetFile(tmp_path / "part-0").num_row_groups == 2
+    assert pq.ParquetFile(tmp_path / "part-0").num_row_groups == 3
     # whole columns share a row group only while their lists stay small: a lookup of a
     # column of few values never decodes a column of thousands
     monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_BYTES", 8)
     opened = _synthetic(tmp_path, 4)
     handle = pq.ParquetFile(tmp_path / "part-0")
-    assert handle.num_row_groups == 2
-    assert [len(set(handle.read_row_group(g)["column_index"].to_pylist())) for g in (0, 1)] == [
-        1, 1
+    assert handle.num_row_groups == 3
+    assert [len(set(handle.read_row_group(g)["column_index"].to_pylist())) for g in (0, 1, 2)] == [
+        1, 1, 1
     ]
     got = opened.read(0, [2], ["frequency_ints", "frequency_counts"])
     assert got.to_pylist() == [
