@@ -32,6 +32,9 @@ import pyspark
 
 from lakestats import fs
 
+MOTO_SERVER = Path(__file__).parent / "s3_server.py"
+"""moto with S3's atomic conditional writes."""
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 REPO = Path(__file__).resolve().parents[1]
 BUCKET = "lakestats-test"
@@ -219,7 +222,7 @@ def moto_server(log_dir: Path, timeout: float = 30) -> Iterator[fs.S3Options]:
     try:
         processes.start(
             "moto",
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            [sys.executable, str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
             dict(os.environ),
         )
         processes.wait_until(lambda: _listening(port), timeout, "moto server")

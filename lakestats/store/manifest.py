@@ -355,6 +355,9 @@ def publish(
         data = version.to_json().encode()
         if store.create_exclusive(target, data):
             break
+        with contextlib.suppress(StorageError, FileNotFoundError):
+            if store.read_bytes(target) == data:  # ours: a retried request found its own
+                break  # first attempt's write (S3 acknowledged it late)
         if on_conflict is not None:
             with contextlib.suppress(CorruptStatisticsError, StatisticsNotFoundError):
                 on_conflict(read_version(store, version.version))

@@ -14,6 +14,9 @@ import pytest
 import lakestats.api as ls
 from lakestats import cli, fs
 
+MOTO_SERVER = Path(__file__).parents[1] / "s3_server.py"
+"""moto with S3's atomic conditional writes."""
+
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
 
 
@@ -34,7 +37,7 @@ def s3_endpoint():
 
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

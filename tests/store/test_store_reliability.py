@@ -106,6 +106,29 @@ def test_latest_never_goes_backwards_with_many_publishers_on_s3(
     _check_same_snapshot_on_empty_root(f"s3://lakestats-test/race-{stamp}/empty", s3_endpoint)
 
 
+def test_a_late_acknowledged_write_publishes_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conditional write whose first attempt stored the file but whose answer was lost
+    (S3 retried the request, which then found the file): the publisher keeps its version
+    and does not publish the same statistics again under the next number."""
+    root = str(tmp_path / "stats")
+    create = StatisticsStore.create_exclusive
+    answers: list[bool] = []
+
+    def acknowledged_late(self: StatisticsStore, uri: str, data: bytes) -> bool:
+        created = create(self, uri, data)
+        answers.append(created)
+        return created and len(answers) > 1  # the first write's "created" is lost
+
+    monkeypatch.setattr(StatisticsStore, "create_exclusive", acknowledged_late)
+    number = analyze.publish_version(StatisticsStore(root, None), _version(7, "late"))
+    store = StatisticsStore(root, None)
+    assert answers == [True]
+    assert number == 1 and manifest.version_numbers(store) == [1]
+    assert manifest.load_version(store, None).run_id == "late"
+
+
 def test_a_stale_latest_hint_is_not_trusted(tmp_path: Path) -> None:
     """latest.json pointing behind (or at garbage) does not change what latest is."""
     root = str(tmp_path / "stats")
