@@ -267,9 +267,7 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
     longer column is split."""
     from lakestats.store.writer import parquet_buffer  # writing only: keeps sketches out
 
-    limit = schemas.PARTITION_HISTOGRAMS_GROUP_ROWS
-    per_group = max(1, limit // max(1, partitions))
-    budget = schemas.PARTITION_HISTOGRAMS_GROUP_BYTES
+    per_group = max(1, schemas.PARTITION_HISTOGRAMS_GROUP_ROWS // max(1, partitions))
     elements = np.zeros(rows.num_rows, np.int64)
     for name in ("frequency_values", "frequency_ints", "frequency_counts", "histogram_counts"):
         if name in rows.column_names:
@@ -291,26 +289,43 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
             "frequencies_min": "DELTA_BINARY_PACKED",
         },
     ) as (parquet, out):
-        column = rows.column("column_index").to_numpy()
-        starts = [*map(int, np.flatnonzero(np.diff(column, prepend=-1))), len(column)]
-        pending = 0  # rows.slice(begin, pending): whole columns not yet written
-        packed = 0  # how many
-        begin = 0
-        for start, stop in itertools.pairwise(starts):
-            heavy = weight[stop] - weight[begin] > budget
-            if pending and (pending + stop - start > limit or packed == per_group or heavy):
-                parquet.write_table(rows.slice(begin, pending), row_group_size=pending)
-                begin, pending, packed = start, 0, 0
-            if stop - start > limit:  # a long column: its own row groups
-                for s in range(start, stop, limit):
-                    piece = rows.slice(s, min(limit, stop - s))
-                    parquet.write_table(piece, row_group_size=piece.num_rows)
-                begin = stop
-                continue
-            pending, packed = pending + stop - start, packed + 1
-        if pending or not len(column):
-            parquet.write_table(rows.slice(begin, pending), row_group_size=max(1, pending))
+        sizes = _row_groups(rows.column("column_index").to_numpy(), weight, per_group)
+        if len(set(sizes[:-1])) <= 1 and sizes[-1] <= sizes[0]:
+            # equal row groups (one per column when the table has GROUP_ROWS partitions
+            # or more): one call writes the same row groups as one call per group
+            parquet.write_table(rows, row_group_size=max(1, sizes[0]))
+        else:
+            begin = 0
+            for size in sizes:
+                parquet.write_table(rows.slice(begin, size), row_group_size=max(1, size))
+                begin += size
     return out.getvalue().to_pybytes()
+
+
+def _row_groups(column: np.ndarray, weight: np.ndarray, per_group: int) -> list[int]:
+    """``write_part``'s row groups, as row counts in order (one empty group for no rows):
+    whole columns, at most ``per_group`` and ``GROUP_ROWS`` rows while their list elements
+    weigh at most ``GROUP_BYTES``; a longer column split into ``GROUP_ROWS`` rows each."""
+    limit = schemas.PARTITION_HISTOGRAMS_GROUP_ROWS
+    budget = schemas.PARTITION_HISTOGRAMS_GROUP_BYTES
+    starts = [*map(int, np.flatnonzero(np.diff(column, prepend=-1))), len(column)]
+    sizes = []
+    pending = 0  # rows from begin: whole columns not yet in a row group
+    packed = 0  # how many
+    begin = 0
+    for start, stop in itertools.pairwise(starts):
+        heavy = weight[stop] - weight[begin] > budget
+        if pending and (pending + stop - start > limit or packed == per_group or heavy):
+            sizes.append(pending)
+            begin, pending, packed = start, 0, 0
+        if stop - start > limit:  # a long column: its own row groups
+            sizes += [min(limit, stop - s) for s in range(start, stop, limit)]
+            begin = stop
+            continue
+        pending, packed = pending + stop - start, packed + 1
+    if pending or not len(column):
+        sizes.append(pending)
+    return sizes
 
 
 def write_directory(
