@@ -513,3 +513,29 @@ def test_key_value_order_is_lexsort() -> None:
         if trial % 2:  # unique pairs, as frequency files have
             value = value + np.arange(n)
         assert np.array_equal(_key_value_order(key, value), np.lexsort((value, key)))
+
+
+@pytest.mark.parametrize("partitions", [3, 4, 6, 40])
+def test_equal_row_groups_in_one_call_are_the_groups_written_one_by_one(
+    partitions: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``write_part`` writes equal row groups with one ``write_table`` call: the bytes are
+    those of writing each row group on its own (pyarrow's writer, slice by slice)."""
+    monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 4)
+    stats, hists, freqs = _inputs(partitions)
+    rows = partition_histograms.histograms_part(COLUMNS, stats, hists, freqs)
+    got = partition_histograms.write_part(rows, partitions)
+    handle = pq.ParquetFile(pa.BufferReader(got))
+    sizes = [handle.metadata.row_group(g).num_rows for g in range(handle.num_row_groups)]
+    assert sum(sizes) == rows.num_rows
+    for g in range(handle.num_row_groups):  # whole columns, or GROUP_ROWS of a long one
+        columns = handle.read_row_group(g)["column_index"].to_pylist()
+        assert len(set(columns)) == 1 or len(columns) <= 4
+    class OneByOne(pq.ParquetWriter):  # every write_table call cut into its row groups
+        def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
+            size = row_group_size or max(1, table.num_rows)
+            for start in range(0, max(1, table.num_rows), size):
+                super().write_table(table.slice(start, size), row_group_size=size)
+
+    monkeypatch.setattr(pq, "ParquetWriter", OneByOne)
+    assert partition_histograms.write_part(rows, partitions) == got
