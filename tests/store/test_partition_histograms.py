@@ -502,14 +502,19 @@ def test_expire_keeps_the_parts_a_kept_version_lists(analyzed: Path, tmp_path: P
 
 def test_key_value_order_is_lexsort() -> None:
     """The part's row order (member x column key, then value) equals NumPy's lexsort,
-    with keys past 16 bits and with repeated (key, value) pairs (lexsort's tie order)."""
+    with keys past 16 bits and with repeated (key, value) pairs (lexsort's tie order),
+    for values of a wide range and of a range that leaves room to pack the key beside."""
     from lakestats.store.partition_histograms import _key_value_order
 
     rng = np.random.default_rng(3)
-    for trial in range(300):
+    top = np.iinfo(np.int64)
+    for trial in range(600):
         n = int(rng.integers(0, 400))
         key = rng.integers(0, 6 if trial % 3 else 70_000, n)
-        value = rng.integers(-4, 4, n) * (2**62 // 4)
+        if trial % 4 < 2:
+            value = rng.integers(-4, 4, n) * (2**62 // 4)
+        else:  # narrow: packed with the key; at the ends of int64 too
+            value = rng.integers(-500, 500, n) + rng.choice([0, top.min + 600, top.max - n - 600])
         if trial % 2:  # unique pairs, as frequency files have
             value = value + np.arange(n)
         assert np.array_equal(_key_value_order(key, value), np.lexsort((value, key)))
