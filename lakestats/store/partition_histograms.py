@@ -194,18 +194,22 @@ def histograms_part(
     bins = stats.column("histogram_bins").to_pylist()
     lengths, valid = np.zeros(cells, np.int64), np.zeros(cells, bool)
     chunks: list[pa.Array] = []  # in row order: by column, then member
-    present = [set(table.column_names) for table in histograms]
+    # each member's columns by name, looked up once (2,325 rows for 31 members x 75)
+    by_name = [dict(zip(table.column_names, table.columns, strict=True)) for table in histograms]
     for j, name in enumerate(names):
-        for m, table in enumerate(histograms):
+        for m, columns_of in enumerate(by_name):
             r = j * count + m
-            if bins[r] is None or not lowers[r] or name not in present[m]:
+            column = columns_of.get(name)
+            if bins[r] is None or not lowers[r] or column is None:
                 continue
-            column = table.column(name).slice(0, bins[r])
+            if bins[r] < len(column):
+                column = column.slice(0, bins[r])
             chunks.extend(column.chunks)
             lengths[r], valid[r] = len(column), True
+    flat = pa.chunked_array(chunks, pa.int64()).combine_chunks() if chunks else None
     flat = (
-        pc.fill_null(pa.chunked_array(chunks, pa.int64()).combine_chunks(), 0).to_numpy()
-        if chunks else np.zeros(0, np.int64)
+        np.zeros(0, np.int64) if flat is None
+        else (pc.fill_null(flat, 0) if flat.null_count else flat).to_numpy()
     )
     wide = max(_top(frequency), _top(flat)) > INT32_MAX
     count_type = np.int64 if wide else np.int32
