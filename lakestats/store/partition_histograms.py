@@ -176,11 +176,15 @@ def histograms_part(
     sizes = np.bincount(key, minlength=cells)
     # 8-byte keys as ints (a key of another width, never written today, keeps the column
     # binary), the others as binary; each row has one of the two lists, the other null
-    odd = np.bincount(key, weights=(~eight_wide) * 1.0, minlength=cells)
-    as_ints = np.repeat(eight, count) & (odd == 0)
+    all_eight = bool(eight_wide.all())
+    as_ints = np.repeat(eight, count)
+    if not all_eight:
+        as_ints &= np.bincount(key, weights=(~eight_wide) * 1.0, minlength=cells) == 0
     in_ints = as_ints[key]
-    if eight_wide.all():
-        binary = value.take(pa.array(order[~in_ints])) if not in_ints.all() else value.slice(0, 0)
+    if all_eight and in_ints.all():  # (almost every part: every column's keys as ints)
+        binary, ints_flat = value.slice(0, 0), as_int
+    elif all_eight:
+        binary = value.take(pa.array(order[~in_ints]))
         ints_flat = as_int[in_ints]
     else:
         sorted_value = value.take(pa.array(order))
