@@ -520,14 +520,45 @@ def test_expire_keeps_the_parts_a_kept_version_lists(analyzed: Path, tmp_path: P
 
 def test_key_value_order_is_lexsort() -> None:
     """The part's row order (member x column key, then value) equals NumPy's lexsort,
-    with keys past 16 bits and with repeated (key, value) pairs (lexsort's tie order)."""
+    with keys past 16 bits and with repeated (key, value) pairs (lexsort's tie order),
+    for values of a wide range and of a range that leaves room to pack the key beside."""
     from lakestats.store.partition_histograms import _key_value_order
 
     rng = np.random.default_rng(3)
-    for trial in range(300):
+    top = np.iinfo(np.int64)
+    for trial in range(600):
         n = int(rng.integers(0, 400))
         key = rng.integers(0, 6 if trial % 3 else 70_000, n)
-        value = rng.integers(-4, 4, n) * (2**62 // 4)
+        if trial % 4 < 2:
+            value = rng.integers(-4, 4, n) * (2**62 // 4)
+        else:  # narrow: packed with the key; at the ends of int64 too
+            value = rng.integers(-500, 500, n) + rng.choice([0, top.min + 600, top.max - n - 600])
         if trial % 2:  # unique pairs, as frequency files have
             value = value + np.arange(n)
         assert np.array_equal(_key_value_order(key, value), np.lexsort((value, key)))
+
+
+@pytest.mark.parametrize("partitions", [3, 4, 6, 40])
+def test_equal_row_groups_in_one_call_are_the_groups_written_one_by_one(
+    partitions: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``write_part`` writes equal row groups with one ``write_table`` call: the bytes are
+    those of writing each row group on its own (pyarrow's writer, slice by slice)."""
+    monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 4)
+    stats, hists, freqs = _inputs(partitions)
+    rows = partition_histograms.histograms_part(COLUMNS, stats, hists, freqs)
+    got = partition_histograms.write_part(rows, partitions)
+    handle = pq.ParquetFile(pa.BufferReader(got))
+    sizes = [handle.metadata.row_group(g).num_rows for g in range(handle.num_row_groups)]
+    assert sum(sizes) == rows.num_rows
+    for g in range(handle.num_row_groups):  # whole columns, or GROUP_ROWS of a long one
+        columns = handle.read_row_group(g)["column_index"].to_pylist()
+        assert len(set(columns)) == 1 or len(columns) <= 4
+    class OneByOne(pq.ParquetWriter):  # every write_table call cut into its row groups
+        def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
+            size = row_group_size or max(1, table.num_rows)
+            for start in range(0, max(1, table.num_rows), size):
+                super().write_table(table.slice(start, size), row_group_size=size)
+
+    monkeypatch.setattr(pq, "ParquetWriter", OneByOne)
+    assert partition_histograms.write_part(rows, partitions) == got

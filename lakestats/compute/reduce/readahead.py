@@ -41,7 +41,8 @@ class ReadAhead:
         if whole is not None:  # absent columns are left out, as a Parquet read does
             if columns is None:
                 return whole
-            return whole.select([c for c in columns if c in whole.schema.names])
+            names = set(whole.schema.names)  # once, not a list per column
+            return whole.select([c for c in columns if c in names])
         return self.job.read_file(entry.files[kind], columns)
 
 
