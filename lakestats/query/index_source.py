@@ -282,9 +282,38 @@ class HeldRow:
             values = binary_values(self._list("frequency_values"))
         return values, numbers(self._list("frequency_counts"), 0, np.int64)
 
+    def frequency_arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``frequency_rows`` without a Python object per value: the keys as one NumPy
+        array of fixed-width bytes (``S{width}``, compared as ``memcmp``), or None when
+        the keys differ in width or have nulls (``frequency_rows`` then)."""
+        counts = numbers(self._list("frequency_counts"), 0, np.int64)
+        if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
+            ints = numbers(self._list("frequency_ints"), 0, np.int64)
+            return (ints.view(np.uint64) ^ _SIGN).astype(">u8").view("S8"), counts
+        return fixed_width(self._list("frequency_values")), counts
+
     def histogram_counts(self) -> np.ndarray:
         counts = self._list("histogram_counts")
         return numbers(counts, 0, np.int64)
+
+
+_SIGN = np.uint64(1 << 63)
+
+
+def fixed_width(array: pa.Array) -> np.ndarray | None:
+    """A null-free binary array whose values all have one width as a NumPy ``S{width}``
+    array over its buffer, else None."""
+    if array.null_count or array.type != pa.binary() or not len(array):
+        return None
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    width = int(offsets[1] - offsets[0])
+    if width <= 0 or buffers[2] is None or not np.all(np.diff(offsets) == width):
+        return None
+    data = np.frombuffer(buffers[2], dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
+    return data.view(f"S{width}")
 
 
 class IndexPartition:
@@ -355,6 +384,30 @@ class IndexPartition:
         if found is None:
             return self._file_partition().summary(column).frequencies
         return estimate_source.frequencies_of({**row, **found.fields}, found.frequency_rows)
+
+    def frequency_arrays(self, column: str) -> Frequencies | None:
+        """``summary(column).frequencies`` with its keys as one NumPy ``S{width}`` array
+        (``HeldRow.frequency_arrays``), where the partition histograms hold them and
+        something is listed; else None (ask ``summary``)."""
+        data = self._columns[column]
+        j = int(data.slot[self.position])
+        if j < 0:
+            return None
+        row = data.row(j)
+        if row["all_distinct"] or (
+            row["frequencies_complete"] and (row["distinct_count"] or 0) == 0
+        ):
+            return None
+        held = self._held(column)
+        found = held.frequencies.row(self.position) if held is not None else None
+        if found is None:
+            return None
+        arrays = found.frequency_arrays()
+        if arrays is None or arrays[0] is None:
+            return None
+        return estimate_source.frequencies_of(
+            {**row, **found.fields}, lambda: arrays, keep_keys=True
+        )
 
     def _histogram(self, column: str) -> Histogram | None:
         held = self._held(column)

@@ -1246,6 +1246,17 @@ def _estimate_batched(
     elif (
         VECTORISED_SURVIVORS
         and seen is not None
+        and all(len(columns_of(t)) == 1 and _is_set(t) for t in top)
+        and all(partitions.held(c) is not None for c in columns_of(pred))
+    ):
+        # not visited, but the partition histograms hold these columns: their listed
+        # values are laid out as NumPy keys from the held rows (``survivors.Fixed``),
+        # no Python object per value, and estimated as vectors
+        estimates = survivor_sets.vectorised(top, partitions, survivors, counted, entries)
+        partitions.mark_visited(columns_of(pred), survivors)
+    elif (
+        VECTORISED_SURVIVORS
+        and seen is not None
         and seen.mean() >= 0.5
         and all(c in partitions.listed_cache for c in columns_of(pred))
     ):
