@@ -18,6 +18,7 @@ here); each method only checks its request and calls the layer below that answer
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -545,10 +546,17 @@ class LakestatsTable:
         if not wheres:
             raise InvalidArgumentError("wheres: the list of predicates is empty")
         resident = self._resident(snapshot_id)
-        estimates = []
         for i, where in enumerate(wheres):
             if not isinstance(where, str):
                 raise InvalidArgumentError(f"wheres[{i}]: a predicate is a string, not {where!r}")
+        parsed = []
+        for where in wheres:  # a bad one is reported below, in its turn
+            with contextlib.suppress(LakestatsError):
+                parsed.append(resident.parse(where, _TableColumns(self, snapshot_id)))
+        with contextlib.suppress(LakestatsError):  # likewise
+            resident.prepare(parsed, table_level, source)  # the new terms' scalars, at once
+        estimates = []
+        for i, where in enumerate(wheres):
             try:
                 estimates.append(
                     self._estimate_with(resident, where, snapshot_id, table_level, source)

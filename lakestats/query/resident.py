@@ -150,6 +150,21 @@ class Resident:
                 table = self.table_partition(columns)
             return predicates.estimate(pred, parts, table)
 
+    def prepare(self, preds: list[predicates.Predicate], table_level: bool, source: str) -> None:
+        """Before a batch's predicates are estimated one by one: their new terms' scalar
+        passes, column by column at once (``term_cache.prefill``); the same numbers."""
+        if table_level or source != "index" or not self.has_index():
+            return
+        from lakestats.query import term_cache
+
+        tops = []
+        for pred in preds:
+            pred = predicates.push_not(pred)
+            tops.extend(predicates.terms(pred) if isinstance(pred, predicates.And) else [pred])
+        columns = sorted({c for t in tops for c in predicates.columns_of(t)})
+        with self.lock, collection_paused():
+            term_cache.prefill(self.index_partitions(columns), tops)
+
     def has_index(self) -> bool:
         if self._has_index is None:
             self._has_index = self.reader.partition_index() is not None

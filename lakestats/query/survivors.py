@@ -278,7 +278,10 @@ def _arrays_of(
         part = partitions[p]
         s = part.summary(column)
         get = getattr(part, "frequency_arrays", None)
-        freq = get(column) if callable(get) else None
+        memo = sel._memo(s)  # a rebuild (more partitions) does not redo the others
+        if "fixed" not in memo:
+            memo["fixed"] = get(column) if callable(get) else None
+        freq = memo["fixed"]
         if freq is None:
             if not callable(get) or (s.frequencies is not None and len(s.frequencies.keys)):
                 return None

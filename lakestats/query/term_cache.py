@@ -134,6 +134,45 @@ class Terms(OrderedDict):
         return found
 
 
+def prefill(partitions, terms: list) -> None:  # noqa: ANN001
+    """The scalar pass of a batch's new terms, each column's single-range terms at once
+    (``scalar_many``), kept as ``Term.scalar`` before the batch's predicates are
+    estimated one by one (which then reuse them). A term with a partition the stacked
+    pass cannot decide is left to the one-term pass."""
+    from lakestats.query import predicates as p
+    from lakestats.stats import scalar_many as sm
+
+    cache = terms_of(partitions)
+    if cache is None:
+        return
+    by_column: dict[str, dict] = {}
+    for term in terms:
+        cols = p.columns_of(term)
+        if len(cols) != 1 or not p._is_set(term):
+            continue
+        entry = cache.of(term)
+        if entry.scalar is not None:
+            continue
+        cs = p.column_set(term)
+        if sm.takes(cs.true, cs.null == "T"):
+            by_column.setdefault(cols[0], {}).setdefault(cs.true[0], []).append(entry)
+    live = partitions.row_counts() > 0
+    for column, groups in by_column.items():
+        vectors = partitions.vectors(column) if len(groups) > 1 else None
+        if vectors is None:
+            continue
+        ranges = list(groups)
+        batch = sm.scalar_many(vectors, ranges)
+        if batch is None:
+            continue
+        for x, r in enumerate(ranges):
+            if (batch.fallback[x] & live).any():
+                continue
+            for entry in groups[r]:
+                entry.scalar = (batch.rows[x].copy(), batch.lower[x].copy(),
+                                batch.upper[x].copy())
+
+
 def terms_of(partitions) -> Terms | None:  # noqa: ANN001
     """The resident partitions' ``Terms`` (made on first use), None where they keep
     none."""
@@ -145,4 +184,4 @@ def terms_of(partitions) -> Terms | None:  # noqa: ANN001
     return found
 
 
-__all__ = ["ENABLED", "MAX_VALUES", "Term", "Terms", "terms_of"]
+__all__ = ["ENABLED", "MAX_VALUES", "Term", "Terms", "prefill", "terms_of"]
