@@ -437,6 +437,7 @@ class IndexPartitions(Sequence):
         self._row_counts: np.ndarray | None = None
         self._visited: dict[str, np.ndarray] = {}
         self.listed_cache: dict[str, tuple] = {}  # survivors.listed, per column
+        self.row_heads: dict[int, tuple] = {}  # survivor_sets.combine's, per partition
         self.term_cache = None  # term_cache.Terms, made on first use
 
     def add_columns(self, columns: Sequence[str]) -> None:
