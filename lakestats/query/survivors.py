@@ -194,6 +194,20 @@ class Listed:
             at_max, self.max_num[parts], np.asarray(number(hi_key), dtype=dtype))
         lo_inc = at_min | lo_inclusive
         hi_inc = at_max | hi_inclusive
+        return self.histogram_pairs(parts, lo, lo_inc, hi, hi_inc, listed_in, rest)
+
+    def histogram_pairs(
+        self,
+        parts: np.ndarray,
+        lo: np.ndarray,
+        lo_inc: np.ndarray,
+        hi: np.ndarray,
+        hi_inc: np.ndarray,
+        listed_in: np.ndarray,
+        rest: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``histogram_range``'s arithmetic, per element: partition ``parts[e]`` and the
+        range's clipped ends (storage numbers ``lo``/``hi``, inclusive or not)."""
         lower, width, nbins = self.h_lower[parts], self.h_width[parts], self.nbins[parts]
         first, last = self._bin_of(lo, lower, width, nbins), self._bin_of(hi, lower, width, nbins)
         base = self.offset[parts]

@@ -171,6 +171,38 @@ def prefill(partitions, terms: list) -> None:  # noqa: ANN001
             for entry in groups[r]:
                 entry.scalar = (batch.rows[x].copy(), batch.lower[x].copy(),
                                 batch.upper[x].copy())
+        _prefill_full(partitions, column, vectors, groups, batch.upper, live)
+
+
+def _prefill_full(partitions, column, vectors, groups, upper, live) -> None:  # noqa: ANN001
+    """The full estimate of the stacked terms (``survivors_many.leaf_many``) over the
+    partitions the column's laid-out listed values already cover where some of them
+    keeps rows (a superset of any conjunction's survivors there), kept as
+    ``Term.fill`` keeps it."""
+    from lakestats.query import survivors_many
+
+    found = getattr(partitions, "listed_cache", {}).get(column)
+    if found is None or found[1].too_big:
+        return
+    covered, table = found
+    positions = np.flatnonzero(covered & live & (upper > 0).any(axis=0))
+    if not len(positions):
+        return
+    ranges = list(groups)
+    try:
+        rows, lower, upper_, codes, alone = survivors_many.leaf_many(
+            vectors, ranges, table, positions)
+    except (OverflowError, ValueError):  # a key beyond the storage numbers: one by one
+        return
+    for x, r in enumerate(ranges):
+        for entry in groups[r]:
+            entry._arrays()
+            fresh = ~entry.have[positions]
+            missing = positions[fresh]
+            entry.rows[missing], entry.lower[missing] = rows[x][fresh], lower[x][fresh]
+            entry.upper[missing], entry.codes[missing] = upper_[x][fresh], codes[x][fresh]
+            entry.alone[missing] = alone[x][fresh]
+            entry.have[missing] = True
 
 
 def terms_of(partitions) -> Terms | None:  # noqa: ANN001
