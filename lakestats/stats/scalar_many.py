@@ -54,6 +54,20 @@ def _compare(v: sv.Vectors, name: str, keys_: list[bytes | None]) -> tuple | Non
     return lt, eq
 
 
+def _constants(fractions: sv._Fractions, keys_: list[bytes | None], count: int) -> np.ndarray:
+    """``fractions.constant`` of each key (rows; zeros for a missing key), in one
+    ``_positions`` over every key x distinct common prefix length."""
+    if fractions._commons is None:
+        fractions._commons = np.unique(fractions.common, return_inverse=True)
+    commons, inverse = fractions._commons
+    width = fractions.width
+    blob = b"".join(k if k is not None else bytes(width) for k in keys_)
+    keys_matrix = np.frombuffer(blob, dtype=np.uint8).reshape(len(keys_), width)
+    matrix = np.repeat(keys_matrix, len(commons), axis=0)
+    positions = sv._positions(matrix, np.tile(commons, len(keys_)))
+    return positions.reshape(len(keys_), len(commons))[:, inverse.reshape(-1)]
+
+
 def scalar_many(v: sv.Vectors, ranges: Sequence[kr.KeyRange]) -> sv.Batch | None:
     """Per range (rows) and partition (columns): ``scalar_estimates(v, (r,), False)``;
     None when some key's width differs from the stored keys' (ask one by one)."""
@@ -134,20 +148,11 @@ def scalar_many(v: sv.Vectors, ranges: Sequence[kr.KeyRange]) -> sv.Batch | None
         upper = np.where(point, mm, upper)
     if ranged.any():
         fractions = v.fractions()
-        zero = np.zeros(count, dtype=np.float64)
-        lo_pos, hi_pos, ok = [], [], []
-        for x in range(rcount):  # each key's position in every partition's frame
-            lo, hi = lo_keys[x], hi_keys[x]
-            a = fractions.constant(lo) if lo is not None and ranged[x].any() else None
-            b = fractions.constant(hi) if hi is not None and ranged[x].any() else None
-            ok.append(fractions.ok and (lo is None or a is not None)
-                      and (hi is None or b is not None))
-            lo_pos.append(zero if a is None else a)  # unused where there is no key:
-            hi_pos.append(zero if b is None else b)  # start_is_min / end_is_max hold
-        usable = np.array(ok, dtype=bool)[:, None]
-        if fractions.ok:
-            share = fractions.fraction(start_is_min, np.stack(lo_pos), end_is_max,
-                                       np.stack(hi_pos))
+        usable = np.array([fractions.ok] * rcount, dtype=bool)[:, None]
+        if fractions.ok:  # the keys have the stored width (``_compare``): no None
+            lo_pos = _constants(fractions, lo_keys, count)  # rows without a key: unused,
+            hi_pos = _constants(fractions, hi_keys, count)  # start_is_min/end_is_max hold
+            share = fractions.fraction(start_is_min, lo_pos, end_is_max, hi_pos)
             take = ranged & usable
             rows = np.where(take, m * share, rows)
             upper = np.where(take, mm, upper)
