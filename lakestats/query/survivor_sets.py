@@ -151,6 +151,7 @@ def vectorised(
     upper = np.zeros((k, count), dtype=np.int64)
     codes = np.zeros((k, count), dtype=np.int64)
     alone = np.zeros((k, count), dtype=bool)  # estimated one by one
+    ready = np.zeros((k, count), dtype=bool)  # ... and their numbers on the Term
     if entries is None:
         entries = [Term(len(partitions)) for _ in top]
     for j, term in enumerate(top):
@@ -160,6 +161,7 @@ def vectorised(
             entry.rows[survivors], entry.lower[survivors], entry.upper[survivors]
         )
         codes[j], alone[j] = entry.codes[survivors], entry.alone[survivors]
+        ready[j] = entry.numbers[survivors]
         if j in counted:  # the table level's per-partition counts, as full() takes them
             got = counted[j][survivors]
             have = got >= 0
@@ -168,14 +170,26 @@ def vectorised(
             upper[j] = np.where(have, got, upper[j])
             codes[j] = np.where(have, sv_full.FREQUENCIES, codes[j])
             alone[j] &= ~have
-    one_by_one: dict[tuple[int, int], sel.Estimate] = {}
-    for j, x in zip(*np.nonzero(alone), strict=True):
+    for j, x in zip(*np.nonzero(alone & ~ready), strict=True):
         # what full(i) gives for this conjunct (its table-level count was taken above)
         i = int(survivors[x])
-        e = one_by_one[int(j), i] = entries[j].estimate(top[j], partitions, i)
+        e = entries[j].estimate(top[j], partitions, i)
         rows[j, x], lower[j, x], upper[j, x] = e.rows, e.lower, e.upper
-        codes[j, x] = -1
-    return Survivors(survivors, rows, lower, upper, codes, alone, one_by_one)
+    codes[alone] = -1
+    return Survivors(survivors, rows, lower, upper, codes, alone,
+                     _OneByOne(top, entries, partitions))
+
+
+class _OneByOne:
+    """Conjunct ``j``'s one-by-one estimate of partition ``i`` (``[j, i]``), as its
+    ``Term`` keeps it."""
+
+    def __init__(self, top: list, entries: list, partitions) -> None:  # noqa: ANN001
+        self.top, self.entries, self.partitions = top, entries, partitions
+
+    def __getitem__(self, key: tuple[int, int]) -> sel.Estimate:
+        j, i = key
+        return self.entries[j].estimate(self.top[j], self.partitions, i)
 
 
 class Survivors:

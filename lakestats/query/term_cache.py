@@ -64,6 +64,7 @@ class Term:
             self.lower = np.zeros(count, dtype=np.int64)
             self.upper = np.zeros(count, dtype=np.int64)
             self.codes = np.zeros(count, dtype=np.int64)
+            self.numbers = np.zeros(count, dtype=bool)  # an alone one's numbers are in
 
     def covers(self, positions: np.ndarray) -> bool:
         return self.have is not None and bool(self.have[positions].all())
@@ -97,7 +98,14 @@ class Term:
             from lakestats.query import predicates as p
 
             found = self.one_by_one[i] = p._estimate(term, partitions[i])
+            self._numbers(i, found)
         return found
+
+    def _numbers(self, i: int, e: sel.Estimate) -> None:
+        """Partition ``i``'s one-by-one numbers in the arrays too (read as vectors)."""
+        if self.have is not None:
+            self.rows[i], self.lower[i], self.upper[i] = e.rows, e.lower, e.upper
+            self.numbers[i] = True
 
     def record(self, i: int, e: sel.Estimate) -> None:
         """Partition ``i``'s full estimate, computed one by one elsewhere."""
@@ -105,6 +113,7 @@ class Term:
         if not self.have[i]:
             self.have[i] = self.alone[i] = True
             self.one_by_one[i] = e
+            self._numbers(i, e)
 
     def table_target(self, table: object, compute: Callable[[], float]) -> float:
         if self.target is None or self.target[0] is not table:
