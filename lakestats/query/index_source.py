@@ -65,6 +65,9 @@ from lakestats.store.reader import StatisticsReader
 
 FIELDS = SCALAR_FIELDS
 """What the estimator reads from the index."""
+KEPT_ROWS = 100_000
+"""Table-level frequency rows of one column kept in memory for point counts (more are
+read again for each new set of keys)."""
 
 
 class _Columns:
@@ -438,6 +441,8 @@ class IndexPartitions(Sequence):
         self._visited: dict[str, np.ndarray] = {}
         self.listed_cache: dict[str, tuple] = {}  # survivors.listed, per column
         self.row_heads: dict[int, tuple] = {}  # survivor_sets.combine's, per partition
+        self._table_rows: dict[str, list[pa.Table]] = {}  # _table_frequency_rows, kept
+        self._table_flags: dict[str, dict] = {}  # the table level's frequency flags
         self.term_cache = None  # term_cache.Terms, made on first use
 
     def add_columns(self, columns: Sequence[str]) -> None:
@@ -542,6 +547,35 @@ class IndexPartitions(Sequence):
             self._point_counts[key] = self._read_point_counts(column, list(point_keys))
         return self._point_counts[key]
 
+    def _table_frequency_rows(self, column: str) -> list[pa.Table] | None:
+        """The table-level frequency rows of ``column`` (value and per-partition counts),
+        per row group read; kept for the version when they are few (``KEPT_ROWS``), so
+        later keys are counted without reading again. None without per-partition counts."""
+        found = self._table_rows.get(column)
+        if found is not None:
+            return found
+        index = self.reader.column_index(column)
+        handle = self.reader.parquet_file(self.reader.table_entry(), "frequencies")
+        names = handle.schema_arrow.names
+        if "partition_counts" not in names or "column_index" not in names:
+            return None
+        position = names.index("column_index")
+        out = []
+        for g in range(handle.metadata.num_row_groups):
+            stats = handle.metadata.row_group(g).column(position).statistics
+            if stats is not None and stats.has_min_max and not stats.min <= index <= stats.max:
+                continue
+            t = handle.read_row_group(
+                g,
+                columns=["value", "column_index", "partition_counts", "partition_ids",
+                         "partition_id_counts"],
+            )
+            at = integer_array([index], t.column("column_index").type)[0]  # no pandas probe
+            out.append(t.filter(pc.equal(t.column("column_index"), at)))
+        if sum(t.num_rows for t in out) <= KEPT_ROWS:
+            self._table_rows[column] = out
+        return out
+
     def _read_point_counts(self, column: str, point_keys: list[bytes]) -> np.ndarray | None:
         data = self._columns.get(column)
         if data is None or not data.complete or NAN_KEY in point_keys:
@@ -555,32 +589,21 @@ class IndexPartitions(Sequence):
             return np.where(complete & (counts >= 0), counts, -1)
         if not self.reader.version.table_files:
             return None
-        table_row = self.reader.statistics_table(
-            None, [column], fields=["frequencies_exact", "frequencies_truncated", "all_distinct"]
-        ).to_pylist()[0]
+        table_row = self._table_flags.get(column)
+        if table_row is None:  # a version never changes: read once
+            table_row = self._table_flags[column] = self.reader.statistics_table(
+                None, [column],
+                fields=["frequencies_exact", "frequencies_truncated", "all_distinct"],
+            ).to_pylist()[0]
         if not table_row.get("frequencies_exact") or table_row.get("all_distinct"):
             return None
-        index = self.reader.column_index(column)
-        handle = self.reader.parquet_file(self.reader.table_entry(), "frequencies")
-        names = handle.schema_arrow.names
-        if "partition_counts" not in names or "column_index" not in names:
-            return None
-        position = names.index("column_index")
         wanted = binary_array(point_keys)
+        rows = self._table_frequency_rows(column)
+        if rows is None:
+            return None
         hits = []
-        for g in range(handle.metadata.num_row_groups):
-            stats = handle.metadata.row_group(g).column(position).statistics
-            if stats is not None and stats.has_min_max and not stats.min <= index <= stats.max:
-                continue
-            t = handle.read_row_group(
-                g,
-                columns=["value", "column_index", "partition_counts", "partition_ids",
-                         "partition_id_counts"],
-            )
-            at = integer_array([index], t.column("column_index").type)[0]  # no pandas probe
-            keep = pc.and_(pc.equal(t.column("column_index"), at),
-                           pc.is_in(t.column("value"), wanted))
-            hits.extend(t.filter(keep).to_pylist())
+        for t in rows:
+            hits.extend(t.filter(pc.is_in(t.column("value"), wanted)).to_pylist())
         total = np.zeros(len(self.entries), dtype=np.int64)
         for hit in hits:
             if hit["partition_counts"] is not None:
