@@ -592,11 +592,10 @@ class LakestatsTable:
         table_level: bool,
         source: str,
     ) -> answers.Estimate:
-        from lakestats.query import predicates
         from lakestats.store import derived
 
         pred = resident.parse(where, _TableColumns(self, snapshot_id))
-        normalized = predicates.normalize(pred)
+        normalized = resident.normalized(pred)
         def find() -> object:
             listed = resident.derived_keys(lambda: derived.keys(self.store))
             if derived.key_of(normalized) not in listed:
