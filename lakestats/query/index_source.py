@@ -65,6 +65,8 @@ from lakestats.store.reader import StatisticsReader
 
 FIELDS = SCALAR_FIELDS
 """What the estimator reads from the index."""
+LISTED_ROWS = 1_000
+"""Index rows of a column up to which ``_Columns.row`` converts them all at once."""
 KEPT_ROWS = 100_000
 """Table-level frequency rows of one column kept in memory for point counts (more are
 read again for each new set of keys)."""
@@ -81,9 +83,14 @@ class _Columns:
         self.slot[ids] = np.arange(len(ids))
         self.rows = rows.combine_chunks()
         self._vectors: Vectors | None = None
+        self._lists: dict[str, list] | None = None
 
     def row(self, j: int) -> dict:
-        return {f: self.rows.column(f)[j].as_py() for f in FIELDS}
+        if self.rows.num_rows > LISTED_ROWS:  # a few of many asked: an Arrow scalar each
+            return {f: self.rows.column(f)[j].as_py() for f in FIELDS}
+        if self._lists is None:  # every partition's asked soon: as Python lists, once
+            self._lists = {f: self.rows.column(f).to_pylist() for f in FIELDS}
+        return {f: self._lists[f][j] for f in FIELDS}
 
     @property
     def complete(self) -> bool:
@@ -158,6 +165,7 @@ class _HeldPart:
         self.slot = np.full(len(expected), -1, dtype=np.int64)
         self.loaded = np.zeros(len(expected), dtype=bool)
         self.tables: list[tuple[pa.Table, dict[str, np.ndarray]]] = []
+        self.scalars: dict[int, dict[str, list]] = {}
         self.lock = threading.Lock()
 
     def load(self, positions: np.ndarray) -> None:
@@ -198,11 +206,23 @@ class _HeldPart:
         j = int(self.slot[position])
         if j < 0:
             return None
-        for table, offsets in self.tables:
+        for k, (table, offsets) in enumerate(self.tables):
             if j < table.num_rows:
-                return HeldRow(table, offsets, j)
+                return HeldRow(table, offsets, j, self._scalars(k, table, offsets))
             j -= table.num_rows
         return None
+
+    def _scalars(self, k: int, table: pa.Table, offsets: dict) -> dict[str, list] | None:
+        """The ``k``-th loaded table's non-list fields as Python lists (made once), when
+        it has at most ``LISTED_ROWS`` rows."""
+        if table.num_rows > LISTED_ROWS:
+            return None
+        found = self.scalars.get(k)
+        if found is None:
+            found = self.scalars[k] = {
+                f: table.column(f).to_pylist() for f in table.column_names if f not in offsets
+            }
+        return found
 
 
 class _Held:
@@ -264,11 +284,20 @@ class _Held:
 class HeldRow:
     """Some fields of one partition x column row of the partition histograms."""
 
-    def __init__(self, table: pa.Table, offsets: dict[str, np.ndarray], j: int) -> None:
+    def __init__(
+        self,
+        table: pa.Table,
+        offsets: dict[str, np.ndarray],
+        j: int,
+        scalars: dict[str, list] | None = None,
+    ) -> None:
         self.table, self.offsets, self.j = table, offsets, j
-        self.fields = {
-            f: table.column(f)[j].as_py() for f in table.column_names if f not in offsets
-        }
+        if scalars is not None:
+            self.fields = {f: values[j] for f, values in scalars.items()}
+        else:
+            self.fields = {
+                f: table.column(f)[j].as_py() for f in table.column_names if f not in offsets
+            }
 
     def is_valid(self, name: str) -> bool:
         return self.table.column(name)[self.j].is_valid
