@@ -25,6 +25,14 @@ at once, per key range:
 The numbers are those of the per-partition path (sums of exact integer counts, the same
 ``Estimate.of`` clamps, the same method names); the property test compares the two on
 random predicates.
+
+Where every listed key of a column has one width and the partition histograms hold them
+(``IndexPartition.frequency_arrays``), ``Listed`` lays them out in NumPy (``Fixed``: no
+Python object per value, so a first visit of a high-cardinality column is vectorised too).
+
+Over 400 lines because the layout of the listed values (bytes and fixed-width), the
+histogram bins' arithmetic and ``leaf`` answer one estimate together: ``leaf`` reads each
+layout's arrays directly.
 """
 
 from __future__ import annotations
