@@ -18,6 +18,7 @@ here); each method only checks its request and calls the layer below that answer
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -544,17 +545,27 @@ class LakestatsTable:
             raise InvalidArgumentError("wheres: a list of predicates, e.g. ['a = 1', 'b > 2']")
         if not wheres:
             raise InvalidArgumentError("wheres: the list of predicates is empty")
+        from lakestats.threads import collection_paused
+
         resident = self._resident(snapshot_id)
-        estimates = []
         for i, where in enumerate(wheres):
             if not isinstance(where, str):
                 raise InvalidArgumentError(f"wheres[{i}]: a predicate is a string, not {where!r}")
-            try:
-                estimates.append(
-                    self._estimate_with(resident, where, snapshot_id, table_level, source)
-                )
-            except LakestatsError as exc:
-                raise type(exc)(f"predicate {i + 1} of {len(wheres)}: {exc}") from exc
+        with collection_paused():  # no collection of the whole process inside one batch
+            parsed = []
+            for where in wheres:  # a bad one is reported below, in its turn
+                with contextlib.suppress(LakestatsError):
+                    parsed.append(resident.parse(where, _TableColumns(self, snapshot_id)))
+            with contextlib.suppress(LakestatsError):  # likewise
+                resident.prepare(parsed, table_level, source)  # new terms' scalars at once
+            estimates = []
+            for i, where in enumerate(wheres):
+                try:
+                    estimates.append(
+                        self._estimate_with(resident, where, snapshot_id, table_level, source)
+                    )
+                except LakestatsError as exc:
+                    raise type(exc)(f"predicate {i + 1} of {len(wheres)}: {exc}") from exc
         return answers.EstimateBatch(
             estimates=tuple(estimates), version=resident.version, snapshot_id=resident.snapshot_id
         )
@@ -581,11 +592,10 @@ class LakestatsTable:
         table_level: bool,
         source: str,
     ) -> answers.Estimate:
-        from lakestats.query import predicates
         from lakestats.store import derived
 
         pred = resident.parse(where, _TableColumns(self, snapshot_id))
-        normalized = predicates.normalize(pred)
+        normalized = resident.normalized(pred)
         def find() -> object:
             listed = resident.derived_keys(lambda: derived.keys(self.store))
             if derived.key_of(normalized) not in listed:

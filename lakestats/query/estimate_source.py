@@ -147,12 +147,15 @@ class ReaderPartition:
 
 
 def frequencies_of(
-    row: dict, rows: Callable[[], tuple[Sequence[bytes], Sequence[int]]]
+    row: dict,
+    rows: Callable[[], tuple[Sequence[bytes], Sequence[int]]],
+    keep_keys: bool = False,
 ) -> Frequencies:
     """A partition's ``Frequencies`` of one column from its ``statistics.parquet`` fields
     (``all_distinct``, ``distinct_count``, ``frequencies_count``, ``frequencies_truncated``,
     ``frequencies_min``) and its frequency rows sorted by value (``rows``, called only when
-    the fields do not decide): the one definition the file and table-level providers share."""
+    the fields do not decide): the one definition the file and table-level providers share.
+    ``keep_keys``: the keys as ``rows`` gives them (a NumPy array), not a tuple."""
     if row.get("all_distinct"):
         return Frequencies((), np.zeros(0, dtype=np.int64), False, 1)
     truncated = bool(row.get("frequencies_truncated"))
@@ -161,7 +164,7 @@ def frequencies_of(
         return Frequencies((), np.zeros(0, dtype=np.int64), complete, None)
     keys, counts = rows()
     return Frequencies(
-        tuple(keys),
+        keys if keep_keys else tuple(keys),
         np.asarray(counts, dtype=np.int64),
         complete=not truncated,
         # duplicates only (analyze --exact, #1): an unlisted value occurs at most once

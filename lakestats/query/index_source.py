@@ -65,6 +65,11 @@ from lakestats.store.reader import StatisticsReader
 
 FIELDS = SCALAR_FIELDS
 """What the estimator reads from the index."""
+LISTED_ROWS = 1_000
+"""Index rows of a column up to which ``_Columns.row`` converts them all at once."""
+KEPT_ROWS = 100_000
+"""Table-level frequency rows of one column kept in memory for point counts (more are
+read again for each new set of keys)."""
 
 
 class _Columns:
@@ -78,9 +83,14 @@ class _Columns:
         self.slot[ids] = np.arange(len(ids))
         self.rows = rows.combine_chunks()
         self._vectors: Vectors | None = None
+        self._lists: dict[str, list] | None = None
 
     def row(self, j: int) -> dict:
-        return {f: self.rows.column(f)[j].as_py() for f in FIELDS}
+        if self.rows.num_rows > LISTED_ROWS:  # a few of many asked: an Arrow scalar each
+            return {f: self.rows.column(f)[j].as_py() for f in FIELDS}
+        if self._lists is None:  # every partition's asked soon: as Python lists, once
+            self._lists = {f: self.rows.column(f).to_pylist() for f in FIELDS}
+        return {f: self._lists[f][j] for f in FIELDS}
 
     @property
     def complete(self) -> bool:
@@ -155,6 +165,7 @@ class _HeldPart:
         self.slot = np.full(len(expected), -1, dtype=np.int64)
         self.loaded = np.zeros(len(expected), dtype=bool)
         self.tables: list[tuple[pa.Table, dict[str, np.ndarray]]] = []
+        self.scalars: dict[int, dict[str, list]] = {}
         self.lock = threading.Lock()
 
     def load(self, positions: np.ndarray) -> None:
@@ -195,11 +206,23 @@ class _HeldPart:
         j = int(self.slot[position])
         if j < 0:
             return None
-        for table, offsets in self.tables:
+        for k, (table, offsets) in enumerate(self.tables):
             if j < table.num_rows:
-                return HeldRow(table, offsets, j)
+                return HeldRow(table, offsets, j, self._scalars(k, table, offsets))
             j -= table.num_rows
         return None
+
+    def _scalars(self, k: int, table: pa.Table, offsets: dict) -> dict[str, list] | None:
+        """The ``k``-th loaded table's non-list fields as Python lists (made once), when
+        it has at most ``LISTED_ROWS`` rows."""
+        if table.num_rows > LISTED_ROWS:
+            return None
+        found = self.scalars.get(k)
+        if found is None:
+            found = self.scalars[k] = {
+                f: table.column(f).to_pylist() for f in table.column_names if f not in offsets
+            }
+        return found
 
 
 class _Held:
@@ -261,11 +284,20 @@ class _Held:
 class HeldRow:
     """Some fields of one partition x column row of the partition histograms."""
 
-    def __init__(self, table: pa.Table, offsets: dict[str, np.ndarray], j: int) -> None:
+    def __init__(
+        self,
+        table: pa.Table,
+        offsets: dict[str, np.ndarray],
+        j: int,
+        scalars: dict[str, list] | None = None,
+    ) -> None:
         self.table, self.offsets, self.j = table, offsets, j
-        self.fields = {
-            f: table.column(f)[j].as_py() for f in table.column_names if f not in offsets
-        }
+        if scalars is not None:
+            self.fields = {f: values[j] for f, values in scalars.items()}
+        else:
+            self.fields = {
+                f: table.column(f)[j].as_py() for f in table.column_names if f not in offsets
+            }
 
     def is_valid(self, name: str) -> bool:
         return self.table.column(name)[self.j].is_valid
@@ -282,9 +314,38 @@ class HeldRow:
             values = binary_values(self._list("frequency_values"))
         return values, numbers(self._list("frequency_counts"), 0, np.int64)
 
+    def frequency_arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``frequency_rows`` without a Python object per value: the keys as one NumPy
+        array of fixed-width bytes (``S{width}``, compared as ``memcmp``), or None when
+        the keys differ in width or have nulls (``frequency_rows`` then)."""
+        counts = numbers(self._list("frequency_counts"), 0, np.int64)
+        if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
+            ints = numbers(self._list("frequency_ints"), 0, np.int64)
+            return (ints.view(np.uint64) ^ _SIGN).astype(">u8").view("S8"), counts
+        return fixed_width(self._list("frequency_values")), counts
+
     def histogram_counts(self) -> np.ndarray:
         counts = self._list("histogram_counts")
         return numbers(counts, 0, np.int64)
+
+
+_SIGN = np.uint64(1 << 63)
+
+
+def fixed_width(array: pa.Array) -> np.ndarray | None:
+    """A null-free binary array whose values all have one width as a NumPy ``S{width}``
+    array over its buffer, else None."""
+    if array.null_count or array.type != pa.binary() or not len(array):
+        return None
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    width = int(offsets[1] - offsets[0])
+    if width <= 0 or buffers[2] is None or not np.all(np.diff(offsets) == width):
+        return None
+    data = np.frombuffer(buffers[2], dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
+    return data.view(f"S{width}")
 
 
 class IndexPartition:
@@ -356,6 +417,30 @@ class IndexPartition:
             return self._file_partition().summary(column).frequencies
         return estimate_source.frequencies_of({**row, **found.fields}, found.frequency_rows)
 
+    def frequency_arrays(self, column: str) -> Frequencies | None:
+        """``summary(column).frequencies`` with its keys as one NumPy ``S{width}`` array
+        (``HeldRow.frequency_arrays``), where the partition histograms hold them and
+        something is listed; else None (ask ``summary``)."""
+        data = self._columns[column]
+        j = int(data.slot[self.position])
+        if j < 0:
+            return None
+        row = data.row(j)
+        if row["all_distinct"] or (
+            row["frequencies_complete"] and (row["distinct_count"] or 0) == 0
+        ):
+            return None
+        held = self._held(column)
+        found = held.frequencies.row(self.position) if held is not None else None
+        if found is None:
+            return None
+        arrays = found.frequency_arrays()
+        if arrays is None or arrays[0] is None:
+            return None
+        return estimate_source.frequencies_of(
+            {**row, **found.fields}, lambda: arrays, keep_keys=True
+        )
+
     def _histogram(self, column: str) -> Histogram | None:
         held = self._held(column)
         found = held.histograms.row(self.position) if held is not None else None
@@ -384,6 +469,9 @@ class IndexPartitions(Sequence):
         self._row_counts: np.ndarray | None = None
         self._visited: dict[str, np.ndarray] = {}
         self.listed_cache: dict[str, tuple] = {}  # survivors.listed, per column
+        self.row_heads: dict[int, tuple] = {}  # survivor_sets.combine's, per partition
+        self._table_rows: dict[str, list[pa.Table]] = {}  # _table_frequency_rows, kept
+        self._table_flags: dict[str, dict] = {}  # the table level's frequency flags
         self.term_cache = None  # term_cache.Terms, made on first use
 
     def add_columns(self, columns: Sequence[str]) -> None:
@@ -486,6 +574,35 @@ class IndexPartitions(Sequence):
             self._point_counts[key] = self._read_point_counts(column, list(point_keys))
         return self._point_counts[key]
 
+    def _table_frequency_rows(self, column: str) -> list[pa.Table] | None:
+        """The table-level frequency rows of ``column`` (value and per-partition counts),
+        per row group read; kept for the version when they are few (``KEPT_ROWS``), so
+        later keys are counted without reading again. None without per-partition counts."""
+        found = self._table_rows.get(column)
+        if found is not None:
+            return found
+        index = self.reader.column_index(column)
+        handle = self.reader.parquet_file(self.reader.table_entry(), "frequencies")
+        names = handle.schema_arrow.names
+        if "partition_counts" not in names or "column_index" not in names:
+            return None
+        position = names.index("column_index")
+        out = []
+        for g in range(handle.metadata.num_row_groups):
+            stats = handle.metadata.row_group(g).column(position).statistics
+            if stats is not None and stats.has_min_max and not stats.min <= index <= stats.max:
+                continue
+            t = handle.read_row_group(
+                g,
+                columns=["value", "column_index", "partition_counts", "partition_ids",
+                         "partition_id_counts"],
+            )
+            at = integer_array([index], t.column("column_index").type)[0]  # no pandas probe
+            out.append(t.filter(pc.equal(t.column("column_index"), at)))
+        if sum(t.num_rows for t in out) <= KEPT_ROWS:
+            self._table_rows[column] = out
+        return out
+
     def _read_point_counts(self, column: str, point_keys: list[bytes]) -> np.ndarray | None:
         data = self._columns.get(column)
         if data is None or not data.complete or NAN_KEY in point_keys:
@@ -499,32 +616,21 @@ class IndexPartitions(Sequence):
             return np.where(complete & (counts >= 0), counts, -1)
         if not self.reader.version.table_files:
             return None
-        table_row = self.reader.statistics_table(
-            None, [column], fields=["frequencies_exact", "frequencies_truncated", "all_distinct"]
-        ).to_pylist()[0]
+        table_row = self._table_flags.get(column)
+        if table_row is None:  # a version never changes: read once
+            table_row = self._table_flags[column] = self.reader.statistics_table(
+                None, [column],
+                fields=["frequencies_exact", "frequencies_truncated", "all_distinct"],
+            ).to_pylist()[0]
         if not table_row.get("frequencies_exact") or table_row.get("all_distinct"):
             return None
-        index = self.reader.column_index(column)
-        handle = self.reader.parquet_file(self.reader.table_entry(), "frequencies")
-        names = handle.schema_arrow.names
-        if "partition_counts" not in names or "column_index" not in names:
-            return None
-        position = names.index("column_index")
         wanted = binary_array(point_keys)
+        rows = self._table_frequency_rows(column)
+        if rows is None:
+            return None
         hits = []
-        for g in range(handle.metadata.num_row_groups):
-            stats = handle.metadata.row_group(g).column(position).statistics
-            if stats is not None and stats.has_min_max and not stats.min <= index <= stats.max:
-                continue
-            t = handle.read_row_group(
-                g,
-                columns=["value", "column_index", "partition_counts", "partition_ids",
-                         "partition_id_counts"],
-            )
-            at = integer_array([index], t.column("column_index").type)[0]  # no pandas probe
-            keep = pc.and_(pc.equal(t.column("column_index"), at),
-                           pc.is_in(t.column("value"), wanted))
-            hits.extend(t.filter(keep).to_pylist())
+        for t in rows:
+            hits.extend(t.filter(pc.is_in(t.column("value"), wanted)).to_pylist())
         total = np.zeros(len(self.entries), dtype=np.int64)
         for hit in hits:
             if hit["partition_counts"] is not None:

@@ -1184,6 +1184,7 @@ def _estimate_batched(
     computed = np.zeros((k, count), dtype=bool)
     cache = term_cache.terms_of(partitions) if VECTORISED_SURVIVORS else None
     entries = [cache.of(t) for t in top] if cache is not None else None
+    points = [_point_keys(t) for t in top]
     for j, term in enumerate(top):
         kept = entries[j].scalar if entries is not None else None
         if kept is not None:  # this term's scalar pass, from an earlier predicate
@@ -1215,7 +1216,7 @@ def _estimate_batched(
         partitions.expect(columns_of(pred), survivors)
     counted: dict[int, np.ndarray] = {}
     for j, term in enumerate(top):
-        point_keys = _point_keys(term)
+        point_keys = points[j]
         # one conjunct: its own estimate is the answer's, method included
         if point_keys is not None and len(survivors) and k > 1:
             got = partitions.point_counts(columns_of(term)[0], point_keys)
@@ -1243,6 +1244,17 @@ def _estimate_batched(
             estimates = survivor_sets.vectorised(top, partitions, survivors, counted, entries)
         else:
             estimates = {i: full(i) for i in survivors.tolist()}
+    elif (
+        VECTORISED_SURVIVORS
+        and seen is not None
+        and all(len(columns_of(t)) == 1 and _is_set(t) for t in top)
+        and all(partitions.held(c) is not None for c in columns_of(pred))
+    ):
+        # not visited, but the partition histograms hold these columns: their listed
+        # values are laid out as NumPy keys from the held rows (``survivors.Fixed``),
+        # no Python object per value, and estimated as vectors
+        estimates = survivor_sets.vectorised(top, partitions, survivors, counted, entries)
+        partitions.mark_visited(columns_of(pred), survivors)
     elif (
         VECTORISED_SURVIVORS
         and seen is not None
@@ -1280,7 +1292,7 @@ def _estimate_batched(
     # 4. equality / IN conjuncts scaled to the table level
     if table is not None:
         for j, term in enumerate(top):
-            point_keys = _point_keys(term)
+            point_keys = points[j]
             if point_keys is None:
                 continue
             exact = lower[j] == upper[j]
@@ -1329,7 +1341,8 @@ def _estimate_batched(
         )
         if not detail[-1]["row_count"]:
             detail[-1]["row_count"] = 0.0
-    order = np.fromiter(estimates, dtype=np.int64, count=len(estimates))
+    order = (estimates.survivors if isinstance(estimates, survivor_sets.Survivors)
+             else np.fromiter(estimates, dtype=np.int64, count=len(estimates)))
     summed, matching = survivor_sets.combine(partitions, n, order, rows, lower, upper,
                                           estimates if k == 1 else None)
     return _estimate_result(pred, summed, total_rows, matching, detail)

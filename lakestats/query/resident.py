@@ -77,6 +77,7 @@ class Resident:
         self._parsed = _Lru(PARSED)
         self._conditions: dict[str, predicates.Predicate] = {}
         self._answers = _Lru(ANSWERS)
+        self._normalized: dict[int, tuple[predicates.Predicate, str]] = {}
         self._derived: dict[str, tuple[float, object]] = {}
         self._derived_keys: tuple[float, frozenset[str]] | None = None
         self._index: index_source.IndexPartitions | None = None
@@ -96,6 +97,20 @@ class Resident:
         with self.lock:
             self._parsed.take(where, lambda: pred)
         return pred
+
+    def normalized(self, pred: predicates.Predicate) -> str:
+        """``predicates.normalize(pred)``, once per parsed predicate object."""
+        found = self._normalized.get(id(pred))
+        if found is None or found[0] is not pred:
+            if len(self._normalized) >= PARSED:
+                self._normalized.clear()
+            found = self._normalized[id(pred)] = (pred, predicates.normalize(pred))
+        return found[1]
+
+    def answered(self, key: Hashable) -> bool:
+        """Whether the answer of ``key`` is kept."""
+        with self.lock:
+            return key in self._answers
 
     def derived(self, normalized: str, find: Callable[[], object]) -> object:
         """``find()`` (the derived statistics of ``normalized``, or None), reused for
@@ -149,6 +164,25 @@ class Resident:
             if not table_level and self.reader.version.table_files:
                 table = self.table_partition(columns)
             return predicates.estimate(pred, parts, table)
+
+    def prepare(self, preds: list[predicates.Predicate], table_level: bool, source: str) -> None:
+        """Before a batch's predicates are estimated one by one: their new terms' scalar
+        passes, column by column at once (``term_cache.prefill``); the same numbers."""
+        if table_level or source != "index" or not self.has_index():
+            return
+        from lakestats.query import term_cache
+
+        tops = []
+        for pred in preds:
+            if self.answered((self.normalized(pred), bool(table_level), source)):
+                continue  # answered before: nothing to compute
+            pred = predicates.push_not(pred)
+            tops.extend(predicates.terms(pred) if isinstance(pred, predicates.And) else [pred])
+        columns = sorted({c for t in tops for c in predicates.columns_of(t)})
+        if not tops:
+            return
+        with self.lock, collection_paused():
+            term_cache.prefill(self.index_partitions(columns), tops)
 
     def has_index(self) -> bool:
         if self._has_index is None:

@@ -39,7 +39,7 @@ def combine(
     if isinstance(single, Survivors):  # its arrays, its methods (scaled ones changed)
         e_rows = rows[0, order].tolist()  # scaled to the table level where it was
         e_lower, e_upper = lower[0, order], upper[0, order]
-        methods = [single.method(0, x) for x in range(len(order))]
+        methods = _Methods(single)
     elif single is not None:
         picked = [single[i][0] for i in order.tolist()]
         e_rows = [e.rows for e in picked]
@@ -65,23 +65,55 @@ def combine(
     for value in e_rows:  # in order, as the per-partition loop adds them
         total += value
     exact = e_lower == e_upper
-    matching = []
-    lows, highs, exacts = e_lower.tolist(), e_upper.tolist(), exact.tolist()
-    positions = order.tolist()
-    for x in np.flatnonzero(e_upper > 0).tolist():
-        part = partitions[positions[x]]
-        matching.append(MappingProxyType({  # answers.Estimate.of keeps it as it is
-            "partition": part.values,
-            "name": part.name,
-            "partition_rows": part.row_count,
+    hits = np.flatnonzero(e_upper > 0)
+    heads = _heads(partitions)
+    at = hits.tolist()
+    matching = [
+        MappingProxyType({  # answers.Estimate.of keeps it as it is
+            "partition": head[0],
+            "name": head[1],
+            "partition_rows": head[2],
             "row_count": e_rows[x],
-            "lower": lows[x],
-            "upper": highs[x],
-            "exact": exacts[x],
+            "lower": low,
+            "upper": high,
+            "exact": same,
             "method": methods[x],
-        }))
+        })
+        for x, head, low, high, same in zip(
+            at, [heads(i) for i in order[hits].tolist()], e_lower[hits].tolist(),
+            e_upper[hits].tolist(), exact[hits].tolist(), strict=True,
+        )
+    ]
     summed = (total, int(e_lower.sum()), int(e_upper.sum()), bool(exact.all()))
     return summed, matching
+
+
+def _heads(partitions):  # noqa: ANN001, ANN202 - as in _estimate_batched
+    """Partition ``i``'s (values, name, row count) as a matching row starts, kept on a
+    resident estimator's partitions (the same objects the partitions hold)."""
+    kept = getattr(partitions, "row_heads", None)
+    if kept is None:
+        def head(i: int) -> tuple:
+            part = partitions[i]
+            return part.values, part.name, part.row_count
+        return head
+    def held(i: int) -> tuple:
+        found = kept.get(i)
+        if found is None:
+            part = partitions[i]
+            found = kept[i] = (part.values, part.name, part.row_count)
+        return found
+    return held
+
+
+class _Methods:
+    """One conjunct's survivors' methods, made when asked."""
+
+    def __init__(self, single: Survivors) -> None:
+        self.single = single
+
+    def __getitem__(self, x: int) -> str:
+        return self.single.method(0, x)
 
 
 class AndMethods:
@@ -119,6 +151,7 @@ def vectorised(
     upper = np.zeros((k, count), dtype=np.int64)
     codes = np.zeros((k, count), dtype=np.int64)
     alone = np.zeros((k, count), dtype=bool)  # estimated one by one
+    ready = np.zeros((k, count), dtype=bool)  # ... and their numbers on the Term
     if entries is None:
         entries = [Term(len(partitions)) for _ in top]
     for j, term in enumerate(top):
@@ -128,6 +161,7 @@ def vectorised(
             entry.rows[survivors], entry.lower[survivors], entry.upper[survivors]
         )
         codes[j], alone[j] = entry.codes[survivors], entry.alone[survivors]
+        ready[j] = entry.numbers[survivors]
         if j in counted:  # the table level's per-partition counts, as full() takes them
             got = counted[j][survivors]
             have = got >= 0
@@ -136,14 +170,26 @@ def vectorised(
             upper[j] = np.where(have, got, upper[j])
             codes[j] = np.where(have, sv_full.FREQUENCIES, codes[j])
             alone[j] &= ~have
-    one_by_one: dict[tuple[int, int], sel.Estimate] = {}
-    for j, x in zip(*np.nonzero(alone), strict=True):
+    for j, x in zip(*np.nonzero(alone & ~ready), strict=True):
         # what full(i) gives for this conjunct (its table-level count was taken above)
         i = int(survivors[x])
-        e = one_by_one[int(j), i] = entries[j].estimate(top[j], partitions, i)
+        e = entries[j].estimate(top[j], partitions, i)
         rows[j, x], lower[j, x], upper[j, x] = e.rows, e.lower, e.upper
-        codes[j, x] = -1
-    return Survivors(survivors, rows, lower, upper, codes, alone, one_by_one)
+    codes[alone] = -1
+    return Survivors(survivors, rows, lower, upper, codes, alone,
+                     _OneByOne(top, entries, partitions))
+
+
+class _OneByOne:
+    """Conjunct ``j``'s one-by-one estimate of partition ``i`` (``[j, i]``), as its
+    ``Term`` keeps it."""
+
+    def __init__(self, top: list, entries: list, partitions) -> None:  # noqa: ANN001
+        self.top, self.entries, self.partitions = top, entries, partitions
+
+    def __getitem__(self, key: tuple[int, int]) -> sel.Estimate:
+        j, i = key
+        return self.entries[j].estimate(self.top[j], self.partitions, i)
 
 
 class Survivors:
@@ -155,8 +201,15 @@ class Survivors:
     def __init__(self, survivors, rows, lower, upper, codes, alone, one_by_one) -> None:  # noqa: ANN001
         self.survivors, self.rows, self.lower, self.upper = survivors, rows, lower, upper
         self.codes, self.alone, self.one_by_one = codes, alone, one_by_one
-        self.at = {int(i): x for x, i in enumerate(survivors.tolist())}
+        self._at: dict[int, int] | None = None
         self.made: dict[int, list[sel.Estimate]] = {}
+
+    @property
+    def at(self) -> dict[int, int]:
+        """Each survivor's place (made when first asked: most answers never ask)."""
+        if self._at is None:
+            self._at = {i: x for x, i in enumerate(self.survivors.tolist())}
+        return self._at
 
     def __contains__(self, i: object) -> bool:
         return i in self.at

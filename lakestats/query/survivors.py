@@ -25,6 +25,14 @@ at once, per key range:
 The numbers are those of the per-partition path (sums of exact integer counts, the same
 ``Estimate.of`` clamps, the same method names); the property test compares the two on
 random predicates.
+
+Where every listed key of a column has one width and the partition histograms hold them
+(``IndexPartition.frequency_arrays``), ``Listed`` lays them out in NumPy (``Fixed``: no
+Python object per value, so a first visit of a high-cardinality column is vectorised too).
+
+Over 400 lines because the layout of the listed values (bytes and fixed-width), the
+histogram bins' arithmetic and ``leaf`` answer one estimate together: ``leaf`` reads each
+layout's arrays directly.
 """
 
 from __future__ import annotations
@@ -76,9 +84,15 @@ class Listed:
         self.known = np.zeros(count, dtype=bool)
         self.complete = np.zeros(count, dtype=bool)
         self.total = np.zeros(count, dtype=np.int64)
+        self.too_big = False
+        self.fixed: Fixed | None = None
+        arrays = _arrays_of(partitions, column, positions_)
+        if arrays is not None:  # fixed-width keys: laid out in NumPy (``Fixed``)
+            self.fixed = Fixed(self, arrays, count)
+            self._histograms(partitions, column, [x[0] for x in arrays])
+            return
         per_part = []
         union: set[bytes] = set()
-        self.too_big = False
         entries = 0
         for p in positions_.tolist():
             s = partitions[p].summary(column)
@@ -139,12 +153,12 @@ class Listed:
             if s.kind not in sel._HISTOGRAM_KINDS or s.min_key is None or s.max_key is None:
                 continue
             self.integral = sel._integral(s)
+            if self.complete[p] or s.ordered_values - self.total[p] <= 0:
+                continue  # answered from the frequencies: the bins are never asked
             hist = s.histogram
             if hist is None or not len(hist.counts) or hist.width == 0:
                 continue
             listed_, counts = sel._listed(s)
-            if self.complete[p] or s.ordered_values - self.total[p] <= 0:
-                continue  # answered from the frequencies: the bins are never asked
             numbers = (hist.lower, hist.width, sel._number(s, s.min_key),
                        sel._number(s, s.max_key))
             if self.integral and any(abs(int(x)) >= 1 << 52 for x in numbers):
@@ -188,6 +202,20 @@ class Listed:
             at_max, self.max_num[parts], np.asarray(number(hi_key), dtype=dtype))
         lo_inc = at_min | lo_inclusive
         hi_inc = at_max | hi_inclusive
+        return self.histogram_pairs(parts, lo, lo_inc, hi, hi_inc, listed_in, rest)
+
+    def histogram_pairs(
+        self,
+        parts: np.ndarray,
+        lo: np.ndarray,
+        lo_inc: np.ndarray,
+        hi: np.ndarray,
+        hi_inc: np.ndarray,
+        listed_in: np.ndarray,
+        rest: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``histogram_range``'s arithmetic, per element: partition ``parts[e]`` and the
+        range's clipped ends (storage numbers ``lo``/``hi``, inclusive or not)."""
         lower, width, nbins = self.h_lower[parts], self.h_width[parts], self.nbins[parts]
         first, last = self._bin_of(lo, lower, width, nbins), self._bin_of(hi, lower, width, nbins)
         base = self.offset[parts]
@@ -247,6 +275,8 @@ class Listed:
     def listed_in(self, parts: np.ndarray, r: kr.KeyRange) -> np.ndarray:
         """Per partition of ``parts``: the listed count inside ``r`` clipped to the
         partition's [min, max] (``selectivity._listed_in`` of the clipped range)."""
+        if self.fixed is not None:
+            return self.fixed.listed_in(parts, r)
         start = max(0, bisect.bisect_left(self.ordered, r.start, key=_at))
         end = bisect.bisect_left(self.ordered, r.end, key=_at)
         lo = np.maximum(start, self.span_start[parts])
@@ -255,6 +285,179 @@ class Listed:
         a = np.searchsorted(self.keys, base + lo, side="left")
         b = np.searchsorted(self.keys, base + hi, side="left")
         return self.cumulative[b] - self.cumulative[a]
+
+
+def _arrays_of(
+    partitions: Sequence, column: str, positions_: np.ndarray
+) -> list[tuple] | None:
+    """Per partition at ``positions_`` (those with sorted listed values): (position, keys
+    as ``S{width}``, counts, complete, min key, max key), when every partition's listed
+    values come as one-width NumPy keys (``IndexPartition.frequency_arrays``: the
+    partition histograms hold them) or are none; else None (the bytes layout)."""
+    out = []
+    width = None
+    for p in positions_.tolist():
+        part = partitions[p]
+        s = part.summary(column)
+        get = getattr(part, "frequency_arrays", None)
+        memo = sel._memo(s)  # a rebuild (more partitions) does not redo the others
+        if "fixed" not in memo:
+            memo["fixed"] = get(column) if callable(get) else None
+        freq = memo["fixed"]
+        if freq is None:
+            if not callable(get) or (s.frequencies is not None and len(s.frequencies.keys)):
+                return None
+            keys_ = np.zeros(0, dtype="S1")
+            counts = np.zeros(0, dtype=np.int64)
+            complete = s.frequencies is not None and s.frequencies.complete
+        else:
+            keys_, counts, complete = freq.keys, freq.counts, freq.complete
+            if not isinstance(keys_, np.ndarray):  # nothing listed
+                keys_ = np.zeros(0, dtype="S1")
+            if len(keys_):
+                if width is None:
+                    width = keys_.dtype.itemsize
+                elif keys_.dtype.itemsize != width:
+                    return None
+        if (s.kind == Kind.FLOATING and len(keys_)
+                and keys_[-1:].tobytes() == sel.NAN_KEY):  # as selectivity._listed_values
+            keys_, counts = keys_[:-1], counts[:-1]
+        if len(keys_) > 1 and not _increasing(keys_):
+            continue  # unsorted (never written so): estimated one by one
+        out.append((p, keys_, np.asarray(counts, dtype=np.int64), bool(complete),
+                    s.min_key, s.max_key))
+    if width is None:
+        width = 8
+    return [(p, k if len(k) else np.zeros(0, dtype=f"S{width}"), *rest)
+            for p, k, *rest in out]
+
+
+def _increasing(keys_: np.ndarray) -> bool:
+    """Whether each ``S{width}`` key is less than the next (``memcmp``): on big-endian
+    8-byte words where the width allows (NumPy's bytes comparisons are slower)."""
+    width = keys_.dtype.itemsize
+    if width not in (8, 16):
+        return bool(np.all(keys_[1:] > keys_[:-1]))
+    words = keys_.view(">u8").reshape(len(keys_), width // 8)
+    high = words[:, 0]
+    if width == 8:
+        return bool(np.all(high[1:] > high[:-1]))
+    low = words[:, 1]
+    return bool(np.all((high[1:] > high[:-1])
+                       | ((high[1:] == high[:-1]) & (low[1:] > low[:-1]))))
+
+
+class Fixed:
+    """``Listed``'s layout when every key has one width: the partitions' keys flat in
+    NumPy (``S{width}``, ordered by partition then key; ``start``/``end`` per
+    partition), searched per partition at first; from the second range on, with the
+    union of the keys ranked (one stable sort) as the bytes layout does, two
+    ``searchsorted`` per range."""
+
+    def __init__(self, table: Listed, arrays: list[tuple], count: int) -> None:
+        self.width = arrays[0][1].dtype.itemsize if arrays else 8
+        self.start = np.zeros(count, dtype=np.int64)
+        self.end = np.zeros(count, dtype=np.int64)
+        self.low = [None] * count
+        self.high = [None] * count
+        at = 0
+        for p, keys_, counts, complete, low, high in arrays:
+            table.known[p] = True
+            table.complete[p] = complete
+            table.total[p] = int(counts.sum())
+            self.start[p], self.end[p] = at, at + len(keys_)
+            self.low[p], self.high[p] = low, high
+            at += len(keys_)
+        self.parts = [x[0] for x in arrays]
+        dtype = f"S{self.width}"
+        self.flat = (np.concatenate([x[1] for x in arrays]).astype(dtype, copy=False)
+                     if arrays else np.zeros(0, dtype=dtype))
+        counts_all = (np.concatenate([x[2] for x in arrays]) if arrays
+                      else np.zeros(0, dtype=np.int64))
+        self.cumulative = np.concatenate([[0], np.cumsum(counts_all)]).astype(np.int64)
+        self.asked = 0
+        self.ranked: tuple | None = None
+
+    def _position(self, keys_: np.ndarray, position: tuple) -> int:
+        """How many of the sorted ``keys_`` lie before ``position`` (``bisect_left`` of
+        it with ``key_position``)."""
+        if len(position) < 3:
+            return 0 if position[0] == 0 else len(keys_)
+        _, key, tag = position
+        if len(key) == self.width:
+            probe = np.frombuffer(key, dtype=keys_.dtype)
+            return int(np.searchsorted(keys_, probe, "left" if tag == 1 else "right")[0])
+        blob, w = keys_.tobytes(), self.width  # another width: compared as bytes
+        listed_ = [blob[i : i + w] for i in range(0, len(blob), w)]
+        return bisect.bisect_left(listed_, position, key=_at)
+
+    def _span(self, p: int, keys_: np.ndarray) -> tuple[int, int]:
+        low, high = self.low[p], self.high[p]
+        if low is None or high is None:
+            return 0, 0
+        return self._position(keys_, (1, low, 1)), self._position(keys_, (1, high, 2))
+
+    def listed_in(self, parts: np.ndarray, r: kr.KeyRange) -> np.ndarray:
+        """``Listed.listed_in`` (see there)."""
+        self.asked += 1
+        if self.asked > 1:
+            ordered, keys_, stride, span_start, span_end = self._ranked()
+            start = self._position(ordered, r.start)
+            end = self._position(ordered, r.end)
+            lo = np.maximum(start, span_start[parts])
+            hi = np.maximum(lo, np.minimum(end, span_end[parts]))
+            base = parts * stride
+            a = np.searchsorted(keys_, base + lo, side="left")
+            b = np.searchsorted(keys_, base + hi, side="left")
+            return self.cumulative[b] - self.cumulative[a]
+        out = np.zeros(len(parts), dtype=np.int64)
+        for x, p in enumerate(parts.tolist()):
+            first = int(self.start[p])
+            keys_ = self.flat[first : self.end[p]]
+            span_lo, span_hi = self._span(p, keys_)
+            lo = max(self._position(keys_, r.start), span_lo)
+            hi = max(lo, min(self._position(keys_, r.end), span_hi))
+            out[x] = self.cumulative[first + hi] - self.cumulative[first + lo]
+        return out
+
+    def _ranked(self) -> tuple:
+        """The union of the keys (sorted) and each key's partition x rank, as the bytes
+        layout has them; made once."""
+        if self.ranked is None:
+            flat = self.flat
+            order = np.argsort(_sort_key(flat, self.width), kind="stable")
+            ordered_all = flat[order]
+            new = np.ones(len(flat), dtype=bool)
+            new[1:] = ordered_all[1:] != ordered_all[:-1]
+            rank = np.empty(len(flat), dtype=np.int64)
+            rank[order] = np.cumsum(new) - 1
+            ordered = ordered_all[new]
+            stride = len(ordered) + 1
+            lengths = (self.end - self.start)[self.parts]
+            part_of = np.repeat(np.asarray(self.parts, dtype=np.int64), lengths)
+            count = len(self.start)
+            span_start = np.zeros(count, dtype=np.int64)
+            span_end = np.zeros(count, dtype=np.int64)
+            for p in self.parts:
+                span_start[p], span_end[p] = self._span(p, ordered)
+            self.ranked = (ordered, part_of * stride + rank, stride, span_start, span_end)
+        return self.ranked
+
+
+def _sort_key(flat: np.ndarray, width: int) -> np.ndarray:
+    """An array that sorts as the ``S{width}`` keys do (``memcmp``): the keys' one
+    varying big-endian 8-byte word when the others are the same in every key, else the
+    keys themselves."""
+    if not len(flat):
+        return flat
+    words = -(-width // 8)
+    matrix = np.zeros((len(flat), words * 8), dtype=np.uint8)
+    matrix[:, :width] = flat.view(np.uint8).reshape(len(flat), width)
+    columns = matrix.view(">u8").astype(np.uint64)
+    varying = [i for i in range(words) if bool(np.any(columns[:, i] != columns[0, i]))]
+    if len(varying) > 1:
+        return flat
+    return columns[:, varying[0] if varying else 0]
 
 
 def listed(partitions: Sequence, column: str, survivors: np.ndarray) -> Listed:
@@ -371,4 +574,4 @@ def leaf(
     return rows, lower, upper, code, fallback
 
 
-__all__ = ["FREQUENCIES", "MAX_ENTRIES", "Listed", "leaf", "listed", "method_name"]
+__all__ = ["FREQUENCIES", "MAX_ENTRIES", "Fixed", "Listed", "leaf", "listed", "method_name"]

@@ -64,6 +64,7 @@ class Term:
             self.lower = np.zeros(count, dtype=np.int64)
             self.upper = np.zeros(count, dtype=np.int64)
             self.codes = np.zeros(count, dtype=np.int64)
+            self.numbers = np.zeros(count, dtype=bool)  # an alone one's numbers are in
 
     def covers(self, positions: np.ndarray) -> bool:
         return self.have is not None and bool(self.have[positions].all())
@@ -97,7 +98,14 @@ class Term:
             from lakestats.query import predicates as p
 
             found = self.one_by_one[i] = p._estimate(term, partitions[i])
+            self._numbers(i, found)
         return found
+
+    def _numbers(self, i: int, e: sel.Estimate) -> None:
+        """Partition ``i``'s one-by-one numbers in the arrays too (read as vectors)."""
+        if self.have is not None:
+            self.rows[i], self.lower[i], self.upper[i] = e.rows, e.lower, e.upper
+            self.numbers[i] = True
 
     def record(self, i: int, e: sel.Estimate) -> None:
         """Partition ``i``'s full estimate, computed one by one elsewhere."""
@@ -105,6 +113,7 @@ class Term:
         if not self.have[i]:
             self.have[i] = self.alone[i] = True
             self.one_by_one[i] = e
+            self._numbers(i, e)
 
     def table_target(self, table: object, compute: Callable[[], float]) -> float:
         if self.target is None or self.target[0] is not table:
@@ -134,6 +143,77 @@ class Terms(OrderedDict):
         return found
 
 
+def prefill(partitions, terms: list) -> None:  # noqa: ANN001
+    """The scalar pass of a batch's new terms, each column's single-range terms at once
+    (``scalar_many``), kept as ``Term.scalar`` before the batch's predicates are
+    estimated one by one (which then reuse them). A term with a partition the stacked
+    pass cannot decide is left to the one-term pass."""
+    from lakestats.query import predicates as p
+    from lakestats.stats import scalar_many as sm
+
+    cache = terms_of(partitions)
+    if cache is None:
+        return
+    by_column: dict[str, dict] = {}
+    for term in terms:
+        cols = p.columns_of(term)
+        if len(cols) != 1 or not p._is_set(term):
+            continue
+        entry = cache.of(term)
+        if entry.scalar is not None:
+            continue
+        cs = p.column_set(term)
+        if sm.takes(cs.true, cs.null == "T"):
+            by_column.setdefault(cols[0], {}).setdefault(cs.true[0], []).append(entry)
+    live = partitions.row_counts() > 0
+    for column, groups in by_column.items():
+        vectors = partitions.vectors(column) if len(groups) > 1 else None
+        if vectors is None:
+            continue
+        ranges = list(groups)
+        batch = sm.scalar_many(vectors, ranges)
+        if batch is None:
+            continue
+        for x, r in enumerate(ranges):
+            if (batch.fallback[x] & live).any():
+                continue
+            for entry in groups[r]:
+                entry.scalar = (batch.rows[x].copy(), batch.lower[x].copy(),
+                                batch.upper[x].copy())
+        _prefill_full(partitions, column, vectors, groups, batch.upper, live)
+
+
+def _prefill_full(partitions, column, vectors, groups, upper, live) -> None:  # noqa: ANN001
+    """The full estimate of the stacked terms (``survivors_many.leaf_many``) over the
+    partitions the column's laid-out listed values already cover where some of them
+    keeps rows (a superset of any conjunction's survivors there), kept as
+    ``Term.fill`` keeps it."""
+    from lakestats.query import survivors_many
+
+    found = getattr(partitions, "listed_cache", {}).get(column)
+    if found is None or found[1].too_big:
+        return
+    covered, table = found
+    positions = np.flatnonzero(covered & live & (upper > 0).any(axis=0))
+    if not len(positions):
+        return
+    ranges = list(groups)
+    try:
+        rows, lower, upper_, codes, alone = survivors_many.leaf_many(
+            vectors, ranges, table, positions)
+    except (OverflowError, ValueError):  # a key beyond the storage numbers: one by one
+        return
+    for x, r in enumerate(ranges):
+        for entry in groups[r]:
+            entry._arrays()
+            fresh = ~entry.have[positions]
+            missing = positions[fresh]
+            entry.rows[missing], entry.lower[missing] = rows[x][fresh], lower[x][fresh]
+            entry.upper[missing], entry.codes[missing] = upper_[x][fresh], codes[x][fresh]
+            entry.alone[missing] = alone[x][fresh]
+            entry.have[missing] = True
+
+
 def terms_of(partitions) -> Terms | None:  # noqa: ANN001
     """The resident partitions' ``Terms`` (made on first use), None where they keep
     none."""
@@ -145,4 +225,4 @@ def terms_of(partitions) -> Terms | None:  # noqa: ANN001
     return found
 
 
-__all__ = ["ENABLED", "MAX_VALUES", "Term", "Terms", "terms_of"]
+__all__ = ["ENABLED", "MAX_VALUES", "Term", "Terms", "prefill", "terms_of"]
