@@ -178,9 +178,9 @@ class Resident:
                 continue  # answered before: nothing to compute
             pred = predicates.push_not(pred)
             tops.extend(predicates.terms(pred) if isinstance(pred, predicates.And) else [pred])
-        columns = sorted({c for t in tops for c in predicates.columns_of(t)})
         if not tops:
             return
+        columns = sorted({c for t in tops for c in predicates.columns_of(t)})
         with self.lock, collection_paused():
             term_cache.prefill(self.index_partitions(columns), tops)
 

@@ -173,8 +173,12 @@ def _loads(text: str | bytes) -> object:
 
 
 _ENTRY_FIELDS = frozenset(f.name for f in dataclasses.fields(PartitionEntry))
-_ENTRY_DEFAULTS = {
-    f.name: f.default_factory if f.default_factory is not dataclasses.MISSING else f.default
+_ENTRY_DEFAULTS: dict[str, Callable[[], object]] = {  # each a fresh value, as __init__'s
+    f.name: (
+        f.default_factory
+        if f.default_factory is not dataclasses.MISSING
+        else (lambda value=f.default: value)
+    )
     for f in dataclasses.fields(PartitionEntry)
     if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
 }
@@ -195,7 +199,7 @@ def _entries(raw: list) -> list[PartitionEntry]:
         if len(p) != len(_ENTRY_FIELDS):
             for name, default in _ENTRY_DEFAULTS.items():
                 if name not in p:
-                    p[name] = default() if callable(default) else default
+                    p[name] = default()
         entry = new(PartitionEntry)
         entry.__dict__ = p
         out.append(entry)
@@ -241,6 +245,12 @@ def read_version(root: StatisticsStore | str, number: int) -> Version:
         raise StatisticsNotFoundError(
             f"statistics version {number} not found under {root}: see `lakestats history`"
         ) from exc
+    return _version_of(data, uri)
+
+
+def _version_of(data: bytes, uri: str) -> Version:
+    """The version a manifest file's bytes hold; ``CorruptStatisticsError`` naming ``uri``
+    when they do not parse."""
     try:
         return Version.from_json(data)
     except NewerFormatError as exc:
@@ -355,12 +365,15 @@ def publish(
         data = version.to_json().encode()
         if store.create_exclusive(target, data):
             break
-        with contextlib.suppress(StorageError, FileNotFoundError):
-            if store.read_bytes(target) == data:  # ours: a retried request found its own
-                break  # first attempt's write (S3 acknowledged it late)
+        try:
+            winner = store.read_bytes(target)
+        except FileNotFoundError:  # removed since: the next number is tried
+            continue
+        if winner == data:  # ours: a retried request found its own first attempt's
+            break  # write (S3 acknowledged it late)
         if on_conflict is not None:
-            with contextlib.suppress(CorruptStatisticsError, StatisticsNotFoundError):
-                on_conflict(read_version(store, version.version))
+            with contextlib.suppress(CorruptStatisticsError):
+                on_conflict(_version_of(winner, target))
     else:
         raise ConflictError(
             f"could not publish under {root}: {PUBLISH_ATTEMPTS} other analyses published "
