@@ -124,7 +124,11 @@ def write_values(table: pa.Table, uri: str, store: StatisticsStore) -> int:
     them); returns its size."""
     index = table.column("column_index").to_numpy()
     cuts = [0, *(np.flatnonzero(np.diff(index)) + 1).tolist(), len(index)]
-    options = {"write_statistics": ["column_index", "value"], "use_dictionary": False}
+    options = {
+        "write_statistics": ["column_index", "value"],
+        "use_dictionary": False,
+        "column_encoding": schemas.sorted_keys_encoding(VALUES_SCHEMA),
+    }
     with parquet_output(uri, store, VALUES_SCHEMA, **options) as parquet:
         for start, stop in itertools.pairwise(cuts):
             if stop > start:

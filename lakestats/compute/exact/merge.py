@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from lakestats.compute.exact.ranges import Piece
 from lakestats.compute.exact.sources import Files, Source, read_piece
 from lakestats.stats.exact_histogram import ExactGrid, bin_counts
-from lakestats.store import layout, ranks
+from lakestats.store import layout, ranks, schemas
 from lakestats.store.handle import StatisticsStore
 
 RANGE_FIELDS = [
@@ -156,6 +156,7 @@ def _write_run(job: MergeJob, part: int, column: int, keys: pa.Array, counts: np
             row_group_size=RUN_ROW_GROUP,
             write_statistics=False,
             use_dictionary=False,
+            column_encoding=schemas.sorted_keys_encoding(RUN_SCHEMA),
             store_schema=False,
         )
     return len(counts)
@@ -182,7 +183,12 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                 filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
                 out = filesystem.open_output_stream(path)
                 writer = pq.ParquetWriter(
-                    out, ranks.RANKS_SCHEMA, compression="zstd", store_schema=False
+                    out,
+                    ranks.RANKS_SCHEMA,
+                    compression="zstd",
+                    store_schema=False,
+                    use_dictionary=False,
+                    column_encoding=schemas.sorted_keys_encoding(ranks.RANKS_SCHEMA),
                 )
             local = np.cumsum(counts)
             n = len(keys)
