@@ -60,7 +60,9 @@ def plan_expiry(
         refs = {path for e in version.partitions for path in e.files.values()}
         refs |= set((version.table_files or {}).values())
         refs |= set(version.extra.get("reduce_cache", {}).values())  # reduce/cache.GroupCache
-        refs |= set(version.extra.get("exact", {}).get("files", []))  # exact rank parts
+        exact = version.extra.get("exact", {})
+        refs |= set(exact.get("files", []))  # exact rank parts, of every layer
+        refs |= set(exact.get("layers", []))  # the layers' index files
         if version.partition_index:
             refs.add(version.partition_index)
         if version.partition_histograms:

@@ -153,6 +153,7 @@ class Version:
         named += list(dict(extra.get("reduce_cache") or {}).values())
         named += list(dict(extra.get("file_sizes") or {}))
         named += list(dict(extra.get("exact") or {}).get("files") or [])
+        named += list(dict(extra.get("exact") or {}).get("layers") or [])  # rank layers' indexes
         named += [
             p
             for p in (self.partition_index, self.partition_histograms,

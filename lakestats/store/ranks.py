@@ -7,10 +7,20 @@ part*; each row group holds one column, so its statistics bound the key and the
 cumulative count. ``ranks/index.parquet`` has one row per (part, column): the range's
 distinct values, total count, first and last key. A column's offset in a part is the sum
 of its totals in the earlier parts, so a lookup reads the index, then one row group.
+
+**Layers** (issue 27 item 3): an incremental ``analyze --exact`` does not rewrite the ranks.
+It writes a *delta* layer in the same layout whose counts are the signed changes (added
+partitions' values +, removed ones' -) and whose index rows hold the change of the
+range's distinct count and total. ``LayeredRanks`` merges the base and its deltas at read
+time: counts, ranks and distinct counts add up; ``value_at`` searches the base's row
+groups by their footer statistics plus the deltas' ranks, then merges one base row group
+with the deltas' rows of the same key interval. A later analyze compacts the layers into
+a new base when they grow (``compute/exact/job.py``).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +36,9 @@ RANKS_ROW_GROUP = 8192
 """Rows per row group: a lookup decodes one group (~8k keys)."""
 
 INDEX_FILE = "index.parquet"
+
+_CACHED_GROUPS = 64
+"""Decoded row groups a ``RankIndex`` keeps: a layered search revisits the same few."""
 
 
 def write_index(rows: list[dict], uri: str, store: StatisticsStore) -> int:
@@ -57,6 +70,8 @@ class RankIndex:
         self, rows: list[dict], store: StatisticsStore, directory: str
     ) -> None:
         self.store, self.directory = store, directory
+        self._parts: dict[int, tuple[pq.ParquetFile, list[tuple[int, int, tuple]]]] = {}
+        self._decoded: OrderedDict[tuple[int, int], pa.Table] = OrderedDict()
         self.ranges: dict[int, list[Range]] = {}
         for row in sorted(rows, key=lambda r: (r["column_index"], r["part"])):
             column = self.ranges.setdefault(row["column_index"], [])
@@ -82,40 +97,98 @@ class RankIndex:
     def total(self, column: int) -> int:
         return sum(r.total for r in self.ranges.get(column, []))
 
-    def _groups(self, part: int, column: int) -> tuple[pq.ParquetFile, list[tuple[int, tuple]]]:
-        relative = f"{self.directory}/part-{part:05d}.parquet"
-        handle = pq.ParquetFile(self.store.open_input_file(self.store.path(relative)))
-        meta = handle.metadata
-        names = RANKS_SCHEMA.names
-        groups = []
-        for g in range(meta.num_row_groups):
-            stats = {
-                names[c]: meta.row_group(g).column(c).statistics for c in range(len(names))
-            }
-            if stats["column_index"].min != column:
-                continue
-            groups.append(
-                (
-                    g,
+    def _part(self, part: int) -> tuple[pq.ParquetFile, list[tuple[int, int, tuple]]]:
+        """The part's open file and ``(group, column, (min key, max key, min cumulative, max
+        cumulative))`` of each row group, from its footer (opened once)."""
+        if part not in self._parts:
+            relative = f"{self.directory}/part-{part:05d}.parquet"
+            handle = pq.ParquetFile(self.store.open_input_file(self.store.path(relative)))
+            meta = handle.metadata
+            names = RANKS_SCHEMA.names
+            groups = []
+            for g in range(meta.num_row_groups):
+                stats = {
+                    names[c]: meta.row_group(g).column(c).statistics for c in range(len(names))
+                }
+                groups.append(
                     (
-                        stats["value"].min,
-                        stats["value"].max,
-                        stats["cumulative"].min,
-                        stats["cumulative"].max,
-                    ),
+                        g,
+                        stats["column_index"].min,
+                        (
+                            stats["value"].min,
+                            stats["value"].max,
+                            stats["cumulative"].min,
+                            stats["cumulative"].max,
+                        ),
+                    )
                 )
-            )
-        return handle, groups
+            self._parts[part] = (handle, groups)
+        return self._parts[part]
+
+    def _groups(self, part: int, column: int) -> tuple[pq.ParquetFile, list[tuple[int, tuple]]]:
+        handle, groups = self._part(part)
+        return handle, [(g, bounds) for g, owner, bounds in groups if owner == column]
+
+    def _read_group(self, part: int, g: int) -> pa.Table:
+        """Row group ``g`` of ``part`` (value, count, cumulative), decoded once."""
+        key = (part, g)
+        if key in self._decoded:
+            self._decoded.move_to_end(key)
+            return self._decoded[key]
+        handle, _ = self._part(part)
+        rows = handle.read_row_group(g, columns=["value", "count", "cumulative"])
+        self._decoded[key] = rows
+        if len(self._decoded) > _CACHED_GROUPS:
+            self._decoded.popitem(last=False)
+        return rows
+
+    def group_ends(self, column: int) -> list[tuple[bytes, int]]:
+        """``(last key, values up to and including it)`` of each of the column's row groups
+        in key order, from the footers alone (a base layer: every count positive)."""
+        ends = []
+        for r in self.ranges.get(column, []):
+            _, groups = self._groups(r.part, column)
+            ends += [(bounds[1], r.offset + bounds[3]) for _, bounds in groups]
+        return ends
+
+    def rows_between(
+        self, column: int, low: bytes | None, high: bytes | None
+    ) -> tuple[pa.Array, np.ndarray]:
+        """``(keys, counts)`` of the column's rows with ``low < key <= high`` (None:
+        unbounded), in key order."""
+        keys, counts = [], []
+        for r in self.ranges.get(column, []):
+            if (low is not None and r.max_key <= low) or (high is not None and r.min_key > high):
+                continue
+            _, groups = self._groups(r.part, column)
+            for g, (first, last, _, _) in groups:
+                if (low is not None and last <= low) or (high is not None and first > high):
+                    continue
+                rows = self._read_group(r.part, g)
+                values = rows.column("value")
+                mask = None
+                if low is not None:
+                    mask = pc.greater(values, pa.scalar(low, pa.binary()))
+                if high is not None:
+                    upper = pc.less_equal(values, pa.scalar(high, pa.binary()))
+                    mask = upper if mask is None else pc.and_(mask, upper)
+                if mask is not None:
+                    rows = rows.filter(mask)
+                keys.append(rows.column("value").combine_chunks())
+                counts.append(rows.column("count").to_numpy())
+        if not keys:
+            return pa.array([], pa.binary()), np.zeros(0, dtype=np.int64)
+        return pa.concat_arrays(keys), np.concatenate(counts)
 
     def value_at(self, column: int, rank: int) -> bytes | None:
         """The key of the value at 1-based ``rank`` in value order (nearest rank)."""
         for r in self.ranges.get(column, []):
             if r.offset < rank <= r.offset + r.total:
                 local = rank - r.offset
-                handle, groups = self._groups(r.part, column)
+                _, groups = self._groups(r.part, column)
                 for g, (_, _, _, high) in groups:
                     if high >= local:  # the first group reaching the rank: one read
-                        rows = handle.read_row_group(g, columns=["value", "cumulative"])
+                        rows = self._read_group(r.part, g)
                         cumulative = rows.column("cumulative").to_numpy()
                         at = int(np.searchsorted(cumulative, local, side="left"))
                         return rows.column("value")[at].as_py()
@@ -131,12 +204,12 @@ class RankIndex:
                 continue
             if key < r.min_key:
                 break
-            handle, groups = self._groups(r.part, column)
+            _, groups = self._groups(r.part, column)
             below = r.offset
             for g, (_low, high, _, _) in groups:
                 if key > high:
                     continue
-                rows = handle.read_row_group(g, columns=["value", "count", "cumulative"])
+                rows = self._read_group(r.part, g)
                 values = rows.column("value")
                 at = int(pc.sum(pc.less(values, pa.scalar(key, pa.binary()))).as_py() or 0)
                 cumulative = rows.column("cumulative").to_numpy()
@@ -148,3 +221,93 @@ class RankIndex:
                 break
             break
         return below, equal, total - below - equal
+
+
+def _summed(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Distinct keys in increasing order with their summed counts, sums <= 0 dropped (a
+    value every layer together no longer holds)."""
+    if len(keys) == 0:
+        return keys, counts
+    order = pc.sort_indices(keys)
+    keys, counts = keys.take(order), counts[order.to_numpy()]
+    starts = np.ones(len(keys), dtype=bool)
+    if len(keys) > 1:
+        starts[1:] = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)).to_numpy(
+            zero_copy_only=False
+        )
+    at = np.flatnonzero(starts)
+    sums = np.add.reduceat(counts, at)
+    kept = sums > 0
+    return keys.take(pa.array(at[kept])), sums[kept]
+
+
+class LayeredRanks:
+    """A base ``RankIndex`` and the delta layers written on top of it, merged at read
+    time (the same questions as ``RankIndex``, answered over the sum of the layers)."""
+
+    def __init__(self, layers: list[RankIndex]) -> None:
+        self.layers = layers
+        self.base, self.deltas = layers[0], layers[1:]
+
+    def has(self, column: int) -> bool:
+        return any(layer.has(column) for layer in self.layers)
+
+    def distinct_count(self, column: int) -> int:
+        return sum(layer.distinct_count(column) for layer in self.layers)
+
+    def total(self, column: int) -> int:
+        return sum(layer.total(column) for layer in self.layers)
+
+    def rank_of(self, column: int, key: bytes) -> tuple[int, int, int]:
+        """``(below, equal, above)`` summed over the layers."""
+        below = equal = 0
+        for layer in self.layers:
+            b, e, _ = layer.rank_of(column, key)
+            below, equal = below + b, equal + e
+        return below, equal, self.total(column) - below - equal
+
+    def _delta_at_most(self, column: int, key: bytes) -> int:
+        """The deltas' net count of values ``<= key``."""
+        return sum(sum(d.rank_of(column, key)[:2]) for d in self.deltas)
+
+    def value_at(self, column: int, rank: int) -> bytes | None:
+        """The key at 1-based ``rank`` of the merged values. The values ``<= k`` grow with
+        ``k``, so a binary search over the base's row groups (their last key and running
+        count from the footers, plus the deltas' count up to that key) finds the group
+        whose key interval holds the rank; that group and the deltas' rows of the same
+        interval, merged, give the key."""
+        if not self.deltas:
+            return self.base.value_at(column, rank)
+        ends = self.base.group_ends(column)
+        lo, hi = 0, len(ends)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            key, running = ends[mid]
+            if running + self._delta_at_most(column, key) >= rank:
+                hi = mid
+            else:
+                lo = mid + 1
+        low = ends[lo - 1][0] if lo > 0 else None
+        high = ends[lo][0] if lo < len(ends) else None
+        before = ends[lo - 1][1] + self._delta_at_most(column, low) if low is not None else 0
+        parts = [layer.rows_between(column, low, high) for layer in self.layers]
+        keys, counts = _summed(
+            pa.concat_arrays([k for k, _ in parts]), np.concatenate([c for _, c in parts])
+        )
+        running = before + np.cumsum(counts)
+        at = int(np.searchsorted(running, rank, side="left"))
+        return keys[at].as_py() if at < len(keys) else None
+
+
+def layer_indexes(table_files: dict[str, str], exact: dict[str, object]) -> list[str]:
+    """The index files of a version's rank layers, base first (``exact`` is the version's
+    ``extra["exact"]``; a version from before layers has the base alone)."""
+    layers = list(exact.get("layers") or [])
+    return layers or [table_files["ranks"]]
+
+
+def open_layers(store: StatisticsStore, indexes: list[str]) -> LayeredRanks:
+    """The layers whose index files are ``indexes`` (relative to ``store``), base first."""
+    return LayeredRanks(
+        [RankIndex.open(store, relative.rsplit("/", 1)[0]) for relative in indexes]
+    )

@@ -475,15 +475,16 @@ class StatisticsReader:
 
     def _ranks(self, column: str) -> tuple[int, object]:
         """The column's index and the exact rank index of the version (``analyze --exact``)."""
-        from lakestats.store.ranks import RankIndex
+        from lakestats.store.ranks import layer_indexes, open_layers
 
         index = self.column_index(column)
-        relative = (self.version.table_files or {}).get("ranks")
-        if relative is None:
+        table_files = self.version.table_files or {}
+        if table_files.get("ranks") is None:
             raise InvalidArgumentError(
                 "this statistics version has no exact ranks; run analyze --exact first"
             )
-        ranks = RankIndex.open(self.store, relative.rsplit("/", 1)[0])
+        exact = self.version.extra.get("exact") or {}
+        ranks = open_layers(self.store, layer_indexes(table_files, exact))
         if not ranks.has(index) and ranks.total(index) == 0:
             raise InvalidArgumentError(f"column {column!r} has no exact ranks (no values)")
         return index, ranks

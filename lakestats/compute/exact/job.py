@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -113,11 +114,32 @@ def _indexed(spark: SparkSession, count: int, parallelism: int) -> DataFrame:
     return frame.select(F.col("id").cast("int").alias("id"))
 
 
-def _sources(
-    job: ReduceJob, previous: Version | None, report: dict[str, object]
-) -> list[sources.Source]:
-    """What the sums are made of: every partition, or (with an exact ``previous`` version
-    of the same columns) its rank parts, the added partitions and the removed ones (-1)."""
+MAX_DELTA_LAYERS = 4
+"""Delta layers a version's ranks may have; the next incremental analyze compacts them."""
+
+DELTA_SHARE = 0.25
+"""Compact when the deltas would hold more rows than this share of the base's: a read
+merges the layers, so they stay small beside it."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the step merges and what it writes: ``sources`` (the partitions, or a previous
+    version's rank parts plus the changed partitions), whether it writes a delta layer over
+    the previous layers (``layers``: their index files, base first; ``files``: their parts;
+    ``rows``: their rows) or a new base."""
+
+    sources: list[sources.Source]
+    delta: bool = False
+    layers: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    rows: tuple[int, ...] = ()
+
+
+def _plan(job: ReduceJob, previous: Version | None, report: dict[str, object]) -> Plan:
+    """Every partition, or (with an exact ``previous`` version of the same columns) its
+    rank parts, the added partitions and the removed ones (-1): as a delta layer while
+    the previous deltas are few and small, else compacted into a new base."""
 
     def of(entries: list, sign: int) -> list[sources.Source]:
         return [
@@ -131,16 +153,35 @@ def _sources(
             for e in entries
         ]
 
-    parts = (previous.extra.get("exact", {}).get("files") or []) if previous else []
+    exact = (previous.extra.get("exact") or {}) if previous else {}
+    parts = list(exact.get("files") or [])
     if previous is None or not parts or previous.columns != job.columns:
         report["incremental"] = False
-        return of(job.partitions, 1)
+        return Plan(of(job.partitions, 1))
     before = {e.files["statistics"]: e for e in previous.partitions}
     now = {e.files["statistics"]: e for e in job.partitions}
     added = [e for path, e in now.items() if path not in before]
     removed = [e for path, e in before.items() if path not in now]
     report.update(incremental=True, partitions_added=len(added), partitions_removed=len(removed))
-    return [sources.Source(part) for part in parts] + of(added, 1) + of(removed, -1)
+    layers = tuple(ranks.layer_indexes(previous.table_files or {}, exact))
+    rows = tuple(exact.get("layer_rows") or ())
+    chosen = [sources.Source(part) for part in parts] + of(added, 1) + of(removed, -1)
+    layered = len(rows) == len(layers) and len(layers) <= MAX_DELTA_LAYERS
+    return Plan(chosen, layered, layers, tuple(parts), rows)
+
+
+def _compact(plan: Plan, groups: dict[int, list[ranges.Group]]) -> bool:
+    """Whether a planned delta layer would make the deltas too large (the changed
+    partitions' rows, from the outlines, over the base's rows)."""
+    if not plan.delta:
+        return False
+    changed = sum(
+        g.rows
+        for column in groups.values()
+        for g in column
+        if plan.sources[g.source].statistics is not None
+    )
+    return sum(plan.rows[1:]) + changed > DELTA_SHARE * plan.rows[0]
 
 
 def _outlines(
@@ -204,8 +245,11 @@ def exact_table(
     report: dict[str, object] = {
         "scenarios": {job.columns[i]["name"]: s.value for i, s in scenario.items()}
     }
-    chosen = _sources(job, previous, report)
+    plan = _plan(job, previous, report)
+    chosen = plan.sources
     groups = _outlines(spark, job, chosen, frozenset(value_columns), parallelism)
+    layered = plan.delta and not _compact(plan, groups)
+    report["rank_layers"] = "delta" if layered else "base"
 
     # ranges of about equal rows; every core gets work on a small table
     total = sum(g.rows for gs in groups.values() for g in gs)
@@ -243,6 +287,7 @@ def exact_table(
         {i: job.dtype(i) for i in grids},
         grids,
         {i: 2 if scenario[i] in duplicates_only else 1 for i in replaced},
+        layered,
     )
     range_rows = (
         spark.range(0, len(tasks), 1, numPartitions=max(1, len(tasks)))
@@ -257,9 +302,12 @@ def exact_table(
     range_dicts = sorted((r.asDict() for r in range_rows), key=lambda r: r["part"])
     directory = layout.ranks_dir(run_id)
     index_file = f"{directory}/{ranks.INDEX_FILE}"
+    stored_ranges = [r for r in range_dicts if r["rank_rows"]]
     written = sum(r["bytes"] for r in range_dicts)
-    written += ranks.write_index(range_dicts, job.store.path(index_file), job.store)
-    lookup = ranks.RankIndex(range_dicts, job.store, directory)
+    written += ranks.write_index(stored_ranges, job.store.path(index_file), job.store)
+    layer = ranks.RankIndex(stored_ranges, job.store, directory)
+    lower = ranks.open_layers(job.store, list(plan.layers)).layers if layered else []
+    lookup = ranks.LayeredRanks([*lower, layer])
 
     stored: dict[int, tuple[int, int]] = {}  # column: (rows stored, smallest count)
     if replaced:
@@ -305,8 +353,16 @@ def exact_table(
         report["near_unique_duplicates"] = {
             job.columns[i]["name"]: stored.get(i, (0, 0))[0] for i in near
         }
-    report["files"] = [
-        f"{directory}/part-{part:05d}.parquet" for part in sorted({r["part"] for r in range_dicts})
-    ]
+    written_parts = sorted({r["part"] for r in stored_ranges})
+    files = [f"{directory}/part-{part:05d}.parquet" for part in written_parts]
+    rows = sum(r["rank_rows"] for r in stored_ranges)
+    if layered:  # the base stays the version's "ranks"; the layers list it and the deltas
+        report.update(
+            files=[*plan.files, *files],
+            layers=[*plan.layers, index_file],
+            layer_rows=[*plan.rows, rows],
+        )
+        return {**table_files, "ranks": plan.layers[0]}, written, report
+    report.update(files=files, layers=[index_file], layer_rows=[rows])
     return {**table_files, "ranks": index_file}, written, report
 

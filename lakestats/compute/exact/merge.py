@@ -42,11 +42,12 @@ RANGE_FIELDS = [
     ("bytes", pa.int64()),
     ("histogram", pa.binary()),
     ("run_rows", pa.int64()),
+    ("rank_rows", pa.int64()),
 ]
 RANGE_ARROW = pa.schema(RANGE_FIELDS)
 RANGE_SCHEMA = (
     "part int, column_index int, distinct_count long, total long, "
-    "min binary, max binary, bytes long, histogram binary, run_rows long"
+    "min binary, max binary, bytes long, histogram binary, run_rows long, rank_rows long"
 )
 RUN_SCHEMA = pa.schema(
     [pa.field("value", pa.binary(), nullable=False), pa.field("frequency", pa.int64())]
@@ -74,6 +75,7 @@ class MergeJob:
     dtypes: dict[int, pa.DataType]  # the grid columns' types
     grids: dict[int, ExactGrid]  # columns whose table histogram is recounted exactly
     frequencies: dict[int, int]  # column -> smallest count kept in its run (1 or 2)
+    delta: bool = False  # write a delta layer over the rank sources (store/ranks.py)
 
 
 def _fixed_width_words(keys: pa.Array) -> np.ndarray | None:
@@ -90,12 +92,13 @@ def _fixed_width_words(keys: pa.Array) -> np.ndarray | None:
     return data.reshape(len(keys), width // 8).astype(np.uint64)
 
 
-def merged(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """Distinct keys in increasing order with their summed counts (sums <= 0 dropped).
-    Rows already strictly increasing (one sorted source, or sources in key order, as the
-    partitions of a time-ordered key) skip the sort (one comparison pass finds it)."""
-    if len(keys) == 0:
-        return keys, counts
+def _grouped(
+    keys: pa.Array, counts: np.ndarray, lower: np.ndarray | None = None
+) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+    """Distinct keys in increasing order with their summed counts and, given a ``lower``
+    row mask, the sums of the masked rows alone; nothing dropped. Rows already strictly
+    increasing (one sorted source, or sources in key order, as the partitions of a
+    time-ordered key) skip the sort (one comparison pass finds it)."""
     n = len(keys)
     if n == 1 or pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py():
         at = np.arange(n)
@@ -110,26 +113,72 @@ def merged(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
         words = words[order]
         keys = keys.take(pa.array(order))
         counts = counts[order]
+        lower = lower[order] if lower is not None else None
         starts = np.ones(n, dtype=bool)
         starts[1:] = np.any(words[1:] != words[:-1], axis=1)
         at = np.flatnonzero(starts)
     else:
         order = pc.sort_indices(keys)
         keys = keys.take(order)
-        counts = counts[order.to_numpy()]
+        taken = order.to_numpy()
+        counts = counts[taken]
+        lower = lower[taken] if lower is not None else None
         starts = np.zeros(n, dtype=bool)
         starts[0] = True
         if n > 1:
             differs = pc.not_equal(keys.slice(1), keys.slice(0, n - 1))
             starts[1:] = differs.to_numpy(zero_copy_only=False)
         at = np.flatnonzero(starts)
-    sums = np.add.reduceat(counts, at) if len(at) < len(keys) else counts
+    sums = np.add.reduceat(counts, at) if len(at) < n else counts
+    lower_sums = None
+    if lower is not None:
+        masked = np.where(lower, counts, 0)
+        lower_sums = np.add.reduceat(masked, at) if len(at) < n else masked
+    if len(at) < n:
+        keys = keys.take(pa.array(at))
+    return keys, sums, lower_sums
+
+
+def merged(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Distinct keys in increasing order with their summed counts (sums <= 0 dropped)."""
+    if len(keys) == 0:
+        return keys, counts
+    keys, sums, _ = _grouped(keys, counts)
     kept = sums > 0
-    if not kept.all():
-        at, sums = at[kept], sums[kept]
-    if len(at) == len(keys):
+    if kept.all():
         return keys, sums
-    return keys.take(pa.array(at)), sums
+    return keys.filter(pa.array(kept)), sums[kept]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One piece merged in a delta layer: the table's values (for the runs and the
+    histogram bins) and what the layer stores (the keys whose count changed)."""
+
+    keys: pa.Array  # every value the layers and the change hold, with a positive count
+    counts: np.ndarray
+    changed: pa.Array  # the keys whose count changed, in key order
+    by: np.ndarray  # their signed change
+    distinct: int  # the change in the number of distinct values
+
+
+def delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
+    """The piece's rows from the layers below (``lower``) and from the changed partitions,
+    merged: the layers' own rows are not rewritten, only the change is kept."""
+    if len(keys) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Change(keys, empty, keys, empty, 0)
+    keys, sums, lower_sums = _grouped(keys, counts, lower)
+    change = sums - lower_sums
+    moved = change != 0
+    positive = sums > 0
+    return Change(
+        keys.filter(pa.array(positive)),
+        sums[positive],
+        keys.filter(pa.array(moved)),
+        change[moved],
+        int(positive.sum()) - int((lower_sums > 0).sum()),
+    )
 
 
 def _write_run(job: MergeJob, part: int, column: int, keys: pa.Array, counts: np.ndarray) -> int:
@@ -172,14 +221,19 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
     files = Files(job.store)
     try:
         for piece in job.tasks[part]:
-            keys, counts = merged(
-                *read_piece(
-                    job.sources, piece.column, piece.low, piece.high, piece.reads, files
-                )
+            keys, counts, lower = read_piece(
+                job.sources, piece.column, piece.low, piece.high, piece.reads, files
             )
-            if len(keys) == 0:
+            if job.delta:
+                change = delta(keys, counts, lower)
+                keys, counts = change.keys, change.counts
+                stored, stored_counts, distinct = change.changed, change.by, change.distinct
+            else:
+                keys, counts = merged(keys, counts)
+                stored, stored_counts, distinct = keys, counts, len(keys)
+            if len(keys) == 0 and len(stored) == 0:
                 continue
-            if writer is None:
+            if len(stored) and writer is None:
                 filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
                 out = filesystem.open_output_stream(path)
                 writer = pq.ParquetWriter(
@@ -190,19 +244,20 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                     use_dictionary=False,
                     column_encoding=schemas.sorted_keys_encoding(ranks.RANKS_SCHEMA),
                 )
-            local = np.cumsum(counts)
-            n = len(keys)
-            table = pa.table(
-                {
-                    "column_index": pa.array(np.full(n, piece.column, dtype=np.int32)),
-                    "value": keys,
-                    "count": pa.array(counts),
-                    "cumulative": pa.array(local),
-                },
-                schema=ranks.RANKS_SCHEMA,
-            )
-            # one column per row group, so row-group statistics bound key and cumulative
-            writer.write_table(table, row_group_size=ranks.RANKS_ROW_GROUP)
+            local = np.cumsum(stored_counts)
+            n = len(stored)
+            if n:
+                table = pa.table(
+                    {
+                        "column_index": pa.array(np.full(n, piece.column, dtype=np.int32)),
+                        "value": stored,
+                        "count": pa.array(stored_counts),
+                        "cumulative": pa.array(local),
+                    },
+                    schema=ranks.RANKS_SCHEMA,
+                )
+                # one column per row group, so row-group statistics bound key and cumulative
+                writer.write_table(table, row_group_size=ranks.RANKS_ROW_GROUP)
             grid = job.grids.get(piece.column)
             binned = (
                 bin_counts(keys, counts, job.dtypes[piece.column], grid).tobytes()
@@ -218,13 +273,14 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                 {
                     "part": part,
                     "column_index": piece.column,
-                    "distinct_count": n,
-                    "total": int(local[-1]),
-                    "min": keys[0].as_py(),
-                    "max": keys[n - 1].as_py(),
+                    "distinct_count": distinct,
+                    "total": int(local[-1]) if n else 0,
+                    "min": stored[0].as_py() if n else None,
+                    "max": stored[n - 1].as_py() if n else None,
                     "bytes": 0,
                     "histogram": binned,
                     "run_rows": run_rows,
+                    "rank_rows": n,
                 }
             )
     finally:
@@ -233,7 +289,7 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
             writer.close()
         if out is not None:
             out.close()
-    if summaries:
+    if summaries and writer is not None:
         summaries[0]["bytes"] = filesystem.get_file_info(path).size
     return summaries
 

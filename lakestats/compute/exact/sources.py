@@ -195,11 +195,12 @@ def read_piece(
     high: bytes | None,
     reads: tuple[Read, ...],
     files: Files,
-) -> tuple[pa.Array, np.ndarray]:
+) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """Every source's ``(key, signed count)`` rows of ``column`` with ``low <= key < high``
-    (unbounded where None), concatenated in source order (not merged). ``files`` keeps the
-    files (and their parsed footers) open across the pieces of one task."""
-    keys, counts = [], []
+    (unbounded where None), concatenated in source order (not merged), and which rows come
+    from a previous version's rank layers. ``files`` keeps the files (and their parsed
+    footers) open across the pieces of one task."""
+    keys, counts, lower = [], [], []
     for read in reads:
         source = sources[read.source]
         if read.listed:
@@ -229,6 +230,7 @@ def read_piece(
         keys.append(table.column("value").combine_chunks().cast(pa.binary()))
         count = table.column("count").to_numpy().astype(np.int64, copy=False)
         counts.append(count * source.sign if source.sign != 1 else count)
+        lower.append(np.full(len(count), source.statistics is None))
     if not keys:
-        return pa.array([], pa.binary()), np.zeros(0, dtype=np.int64)
-    return pa.concat_arrays(keys), np.concatenate(counts)
+        return pa.array([], pa.binary()), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    return pa.concat_arrays(keys), np.concatenate(counts), np.concatenate(lower)
