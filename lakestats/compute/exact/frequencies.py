@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from lakestats.store import schemas, writer
@@ -37,18 +38,19 @@ class FrequencyJob:
 
 
 class _Cursor:
-    """One run read front to back; its counts never increase."""
+    """One run (an Arrow IPC file) read front to back; its counts never increase."""
 
     def __init__(self, store: StatisticsStore, relative: str) -> None:
         self._handle = store.open_input_file(store.path(relative))
-        self._batches = pq.ParquetFile(self._handle).iter_batches(
-            batch_size=65_536, use_threads=False
-        )
+        self._reader = ipc.open_file(self._handle)
+        self._next = 0
         self.done = False
         self._load()
 
     def _load(self) -> None:
-        for batch in self._batches:
+        while self._next < self._reader.num_record_batches:
+            batch = self._reader.get_batch(self._next)
+            self._next += 1
             if batch.num_rows:
                 self.values = batch.column(0)
                 self.counts = batch.column(1).to_numpy()

@@ -8,7 +8,7 @@ other keys with one Arrow sort, no sort when the rows are in order already; then
 are dropped (an incremental subtraction that removed them). The pieces go to
 ``table/<run>/ranks/part-<k>.parquet`` in the layout of ``store/ranks.py`` (one row group per
 column, local cumulative counts). For the columns whose table frequencies are rewritten the
-task also writes a **run**, ``runs/part-<k>-<column>.parquet``: the frequency rows of its
+task also writes a **run**, ``runs/part-<k>-<column>.arrow`` (Arrow IPC): the frequency rows of its
 range (every value, or only those counted more than once for ``duplicates_only`` columns)
 sorted by decreasing count, then key; ``frequencies.py`` merges the runs. It returns one
 summary row per (part, column): distinct values, total, first and last key, the exact
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from lakestats.compute.exact.ranges import Piece
@@ -52,7 +53,10 @@ RANGE_SCHEMA = (
 RUN_SCHEMA = pa.schema(
     [pa.field("value", pa.binary(), nullable=False), pa.field("frequency", pa.int64())]
 )
-RUN_ROW_GROUP = 65_536
+RUN_BATCH = 65_536
+RUN_IPC_OPTIONS = ipc.IpcWriteOptions(compression="lz4")
+"""Runs live minutes (``frequencies.py`` reads each once, then deletes them): Arrow IPC
+with LZ4 writes 4x and reads 9x faster than zstd Parquet, for 3x the bytes."""
 
 
 def runs_dir(run_id: str) -> str:
@@ -61,7 +65,7 @@ def runs_dir(run_id: str) -> str:
 
 
 def run_file(run_id: str, part: int, column: int) -> str:
-    return f"{runs_dir(run_id)}/part-{part:05d}-{column:05d}.parquet"
+    return f"{runs_dir(run_id)}/part-{part:05d}-{column:05d}.arrow"
 
 
 @dataclass(frozen=True)
@@ -188,26 +192,18 @@ def _write_run(job: MergeJob, part: int, column: int, keys: pa.Array, counts: np
         keys, counts = keys.take(pa.array(kept)), counts[kept]
     if len(counts) == 0:
         return 0
-    order = np.argsort(-counts, kind="stable")  # decreasing count, ties by key (already sorted)
-    table = pa.table(
-        {"value": keys.take(pa.array(order)), "frequency": pa.array(counts[order])},
-        schema=RUN_SCHEMA,
-    )
+    if counts.min() < counts.max():  # decreasing count, ties by key (already sorted)
+        order = np.argsort(-counts, kind="stable")
+        keys, counts = keys.take(pa.array(order)), counts[order]
+    table = pa.table({"value": keys, "frequency": pa.array(counts)}, schema=RUN_SCHEMA)
     uri = job.store.path(run_file(job.run_id, part, column))
     filesystem, path = job.store.resolve(uri)
     filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with filesystem.open_output_stream(path) as out:
-        pq.write_table(
-            table,
-            out,
-            compression="zstd",
-            compression_level=1,
-            row_group_size=RUN_ROW_GROUP,
-            write_statistics=False,
-            use_dictionary=False,
-            column_encoding=schemas.sorted_keys_encoding(RUN_SCHEMA),
-            store_schema=False,
-        )
+    with (
+        filesystem.open_output_stream(path) as out,
+        ipc.new_file(out, RUN_SCHEMA, options=RUN_IPC_OPTIONS) as writer,
+    ):
+        writer.write_table(table, max_chunksize=RUN_BATCH)
     return len(counts)
 
 
