@@ -13,14 +13,17 @@ Spark shuffle of the values:
    last key and rows, from the footers; the sources are each partition's staged
    ``values.parquet`` (columns it did not list fully) and ``frequencies.parquet`` (columns
    it listed fully, no data scan), or, incremental, the previous version's rank parts plus
-   the added partitions' sources and the removed ones' with sign -1;
+   the added partitions' sources and the removed ones' with sign -1 (``_plan``: written as a
+   delta layer over the previous layers while they stay few and small, else compacted into
+   a new base; ``store/ranks.py`` merges the layers at read time);
 3. ranges (``ranges.py``): the driver cuts each column's key space into ranges of about
    ``exact.range_rows`` rows (fewer when the table is small, so every core works) and
    packs consecutive ranges into tasks;
 4. range tasks (``merge.py``, one ``mapInArrow`` over the task numbers): each reads from
    every source only the row groups overlapping its ranges, merges equal keys with Arrow
    and NumPy, writes ``table/<run>/ranks/part-<k>.parquet`` with local cumulative counts
-   and a frequency run per range sorted by decreasing count, and returns per-(part,
+   (a delta layer: only the values whose count changed, with the signed change) and a
+   frequency run per range sorted by decreasing count, and returns per-(part,
    column) totals and exact table-histogram bins; the driver writes ``ranks/index.parquet``
    (``store/ranks.py``: a lookup reads the index and one row group);
 5. the table ``frequencies.parquet`` is rewritten by one task (``frequencies.py``: kept

@@ -5,7 +5,9 @@ For each piece (one column's key range) of the task: the sources' rows inside th
 keys as big-endian words with NumPy's stable sort, which exploits the sources' sorted runs,
 other keys with one Arrow sort, no sort when the rows are in order already; then NumPy
 ``add.reduceat`` over the runs of equal keys); values whose sum is not positive
-are dropped (an incremental subtraction that removed them). The pieces go to
+are dropped (an incremental subtraction that removed them); writing a delta layer
+(``delta``), the rows from the previous layers are told apart, and only the values whose
+count changed are stored, with the change. The pieces go to
 ``table/<run>/ranks/part-<k>.parquet`` in the layout of ``store/ranks.py`` (one row group per
 column, local cumulative counts). For the columns whose table frequencies are rewritten the
 task also writes a **run**, ``runs/part-<k>-<column>.arrow`` (Arrow IPC): the frequency rows of its
