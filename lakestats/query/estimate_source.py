@@ -112,12 +112,21 @@ class ReaderPartition:
 
     def _frequency_rows(self, column: str) -> tuple[list[bytes], list[int]]:
         index = self.reader.column_index(column)
+        merged = (
+            self.reader.merged_frequencies(index, ["value", "frequency"])
+            if self.table_level
+            else None
+        )
         handle = self.reader.parquet_file(self.entry, "frequencies")
         names = handle.schema_arrow.names
         metadata = handle.metadata
         keys_out: list[bytes] = []
         counts_out: list[int] = []
-        if "column_index" in names:
+        if merged is not None:  # the column's rows over the version's frequency layers
+            for t in merged.chunks():
+                keys_out.extend(t.column("value").to_pylist())
+                counts_out.extend(t.column("frequency").to_pylist())
+        elif "column_index" in names:
             position = names.index("column_index")
             for g in range(metadata.num_row_groups):
                 stats = metadata.row_group(g).column(position).statistics

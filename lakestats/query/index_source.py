@@ -587,16 +587,15 @@ class IndexPartitions(Sequence):
         if "partition_counts" not in names or "column_index" not in names:
             return None
         position = names.index("column_index")
-        out = []
-        for g in range(handle.metadata.num_row_groups):
+        fields = ["value", "column_index", "partition_counts", "partition_ids",
+                  "partition_id_counts"]
+        merged = self.reader.merged_frequencies(index, fields)
+        out = [] if merged is None else list(merged.chunks())
+        for g in range(handle.metadata.num_row_groups if merged is None else 0):
             stats = handle.metadata.row_group(g).column(position).statistics
             if stats is not None and stats.has_min_max and not stats.min <= index <= stats.max:
                 continue
-            t = handle.read_row_group(
-                g,
-                columns=["value", "column_index", "partition_counts", "partition_ids",
-                         "partition_id_counts"],
-            )
+            t = handle.read_row_group(g, columns=fields)
             at = integer_array([index], t.column("column_index").type)[0]  # no pandas probe
             out.append(t.filter(pc.equal(t.column("column_index"), at)))
         if sum(t.num_rows for t in out) <= KEPT_ROWS:

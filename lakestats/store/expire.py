@@ -63,6 +63,7 @@ def plan_expiry(
         exact = version.extra.get("exact", {})
         refs |= set(exact.get("files", []))  # exact rank parts, of every layer
         refs |= set(exact.get("layers", []))  # the layers' index files
+        refs |= set((exact.get("frequency_layers") or {}).get("files", []))
         if version.partition_index:
             refs.add(version.partition_index)
         if version.partition_histograms:

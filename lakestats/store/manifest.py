@@ -154,6 +154,8 @@ class Version:
         named += list(dict(extra.get("file_sizes") or {}))
         named += list(dict(extra.get("exact") or {}).get("files") or [])
         named += list(dict(extra.get("exact") or {}).get("layers") or [])  # rank layers' indexes
+        frequency_layers = dict(extra.get("exact") or {}).get("frequency_layers") or {}
+        named += list(dict(frequency_layers).get("files") or [])
         named += [
             p
             for p in (self.partition_index, self.partition_histograms,

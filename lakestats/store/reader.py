@@ -44,6 +44,7 @@ from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.percentiles import percentile_names
 from lakestats.stats.type_codec import Opaque, column_kind, decode_value, parse_type
 from lakestats.store import layout, manifest
+from lakestats.store.frequency_layers import FrequencyLayers, MergedColumn, layers_of
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.schemas import SKETCH_COLUMNS, STATISTICS_ROW_GROUP
 
@@ -177,6 +178,11 @@ class StatisticsReader:
         if isinstance(dtype, Opaque):
             raise InvalidArgumentError(f"column {column!r} has no frequencies")
         key = keys.encode_value(value, dtype)
+        merged = self.merged_frequencies(index, ["value", "frequency"])
+        if merged is not None:  # every value listed, no holders recorded
+            if not merged.count_of(key):
+                return []
+            return self._partitions_holding(column, index, key, value)
         metadata = handle.metadata
         position = handle.schema_arrow.get_field_index("column_index")
         for g in range(metadata.num_row_groups):
@@ -201,6 +207,12 @@ class StatisticsReader:
             if complete and not row["all_distinct"]:  # all distinct: none are stored
                 return []  # every value is stored: this one occurs nowhere
         return self._partitions_holding(column, index, key, value)
+
+    def merged_frequencies(self, index: int, fields: list[str]) -> MergedColumn | None:
+        """The table-level frequencies of column ``index`` merged over the version's
+        frequency layers, or None when its table file holds them (``frequency_layers``)."""
+        layers = layers_of(self.version, index)
+        return None if layers is None else MergedColumn(self.parquet_at, layers, index, fields)
 
     def _holders(self, hit: dict[str, object]) -> list[dict[str, object]] | None:
         """The holders the table level recorded for a value (categorical columns only)."""
@@ -297,7 +309,11 @@ class StatisticsReader:
     # -- files ----------------------------------------------------------------
     def parquet_file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile:
         """A partition's ``kind`` file, opened once per reader (footer cached)."""
-        uri = self.store.path(entry.files[kind])
+        return self.parquet_at(entry.files[kind])
+
+    def parquet_at(self, relative: str) -> pq.ParquetFile:
+        """The statistics file at ``relative``, opened once per reader (footer cached)."""
+        uri = self.store.path(relative)
         cached = self._files.get(uri)
         if cached is not None:
             return cached
@@ -424,6 +440,26 @@ class StatisticsReader:
             raise InvalidArgumentError(f"--top must be 0 or more, got {top}")
         index = self.column_index(column)
         entry = self.partition(partition)
+        type_text = self.version.columns[index]["type"]
+        merged = (
+            self.merged_frequencies(index, ["value", "frequency"]) if partition is None else None
+        )
+        if merged is not None:
+            pairs: list[tuple[object, int]] = []
+            for table in merged.chunks():
+                if top is not None:
+                    table = table.slice(0, top - len(pairs))
+                pairs += [
+                    (decode_value(k, type_text), c)
+                    for k, c in zip(
+                        table.column("value").to_pylist(),
+                        table.column("frequency").to_pylist(),
+                        strict=True,
+                    )
+                ]
+                if top is not None and len(pairs) >= top:
+                    break
+            return pairs
         handle = self.parquet_file(entry, "frequencies")
         metadata = handle.metadata
         position = handle.schema_arrow.get_field_index("column_index")
@@ -432,7 +468,6 @@ class StatisticsReader:
             stats = metadata.row_group(g).column(position).statistics
             if stats is None or (stats.min <= index <= stats.max):
                 groups.append(g)
-        type_text = self.version.columns[index]["type"]
         out: list[tuple[object, int]] = []
         for g in groups:
             table = handle.read_row_group(g, columns=["value", "frequency", "column_index"])
@@ -471,6 +506,14 @@ class StatisticsReader:
                 column = self.version.columns[index]
                 if column["name"] not in out:  # a column split over row groups: the first
                     out[column["name"]] = (decode_value(key, column["type"]), count)
+        layers = FrequencyLayers.of(self.version) if partition is None else None
+        for index in sorted(layers.columns) if layers is not None else []:
+            column = self.version.columns[index]
+            merged = MergedColumn(self.parquet_at, layers, index, ["value", "frequency"])
+            for table in merged.chunks():
+                key, count = table.column("value")[0].as_py(), table.column("frequency")[0]
+                out[column["name"]] = (decode_value(key, column["type"]), count.as_py())
+                break
         return out
 
     def _ranks(self, column: str) -> tuple[int, object]:

@@ -9,12 +9,17 @@ latest version leaves every layer it reads.
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 import pytest
 
 import lakestats.api as ls
 from lakestats.compute.exact import job as exact_job
 from lakestats.store import expire, manifest, ranks
+from lakestats.store.frequency_layers import FrequencyLayers
+from lakestats.store.reader import StatisticsReader
 from tests.compute.test_exact_scenarios import _analyze, _check_against_duckdb, _partition, _write
 
 pytestmark = pytest.mark.spark
@@ -54,12 +59,15 @@ def test_deltas_then_compaction_equal_duckdb(spark, tmp_path, monkeypatch) -> No
     assert _layers(version)[0] == base and len(_layers(version)) == 2
     assert version.table_files["ranks"] == base  # the base is not rewritten
     _expire_and_check(handle, root, version)
+    _check_frequency_layers(root, handle, version)
 
     # a partition added: a second delta
     _write(root, 5, _partition(5, np.random.default_rng(7), shift=100_000))
     version = _analyze(handle, spark, {})
     assert version.extra["exact"]["rank_layers"] == "delta" and len(_layers(version)) == 3
     _expire_and_check(handle, root, version)
+    _check_frequency_layers(root, handle, version)
+    assert len(FrequencyLayers.of(version).files) == 3
 
     # a partition removed: two deltas already, so every layer is compacted into a new base
     for old in (root / "part=0").glob("*.parquet"):
@@ -69,6 +77,7 @@ def test_deltas_then_compaction_equal_duckdb(spark, tmp_path, monkeypatch) -> No
     report = version.extra["exact"]
     assert report["rank_layers"] == "base" and report["partitions_removed"] == 1
     assert len(_layers(version)) == 1 and _layers(version)[0] != base
+    assert FrequencyLayers.of(version) is None  # rewritten whole
     _expire_and_check(handle, root, version)
 
 
@@ -87,3 +96,41 @@ def test_a_large_change_compacts_at_once(spark, tmp_path) -> None:
     assert version.extra["exact"]["rank_layers"] == "base"
     assert _layers(version) != _layers(first) and len(_layers(version)) == 1
     _check_against_duckdb(root, handle, version.extra["exact"]["scenarios"])
+
+
+def _check_frequency_layers(root, handle, version: manifest.Version) -> None:
+    """The columns listing every value (#2) are read over the frequency layers: listings,
+    most frequent values, holders and table-level equality estimates equal DuckDB's, and
+    the version's own table file keeps none of their rows."""
+    layers = FrequencyLayers.of(version)
+    names = [c["name"] for c in version.columns]
+    listing_all = {c for c, s in version.extra["exact"]["scenarios"].items()
+                   if s in ("aggregate", "batched")}
+    assert {"f", "s"} <= listing_all
+    assert layers is not None and {names[i] for i in layers.columns} == listing_all
+    assert len(layers.files) >= 2 and layers.files[0] != version.table_files["frequencies"]
+    own = pq.read_table(f"{handle.stats_root}/{version.table_files['frequencies']}")
+    assert not set(own.column("column_index").to_pylist()) & layers.columns
+    con = duckdb.connect()
+    con.register("t", pads.dataset(root, format="parquet", partitioning="hive").to_table())
+    reader = StatisticsReader(str(handle.stats_root))
+    top = reader.most_frequent(None)
+    for column in sorted(listing_all):
+        counts = dict(con.execute(
+            f"SELECT {column}, count(*) FROM t WHERE {column} IS NOT NULL GROUP BY 1"
+        ).fetchall())
+        value, count = top[column]
+        assert count == max(counts.values()) and counts[value] == count, column
+    probes = [v for v, _ in con.execute(
+        "SELECT s, count(*) FROM t WHERE s IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 4"
+    ).fetchall()]
+    for value in [*probes, "never-there"]:
+        holders = dict(con.execute(
+            "SELECT part, count(*) FROM t WHERE s = $1 GROUP BY 1", [value]
+        ).fetchall())
+        got = {int(h["partition"]["part"]): h["frequency"]
+               for h in reader.partitions_containing("s", value)}
+        assert got == holders, value
+        (truth,) = con.execute("SELECT count(*) FROM t WHERE s = $1", [value]).fetchone()
+        estimate = handle.estimate(f"s = '{value}'", table_level=True).to_json()
+        assert estimate["lower"] == estimate["upper"] == truth, (value, estimate)

@@ -8,7 +8,9 @@ no key comparison: for each count ``k`` from the largest down, each run's rows o
 ``k`` (a prefix of what is left of it) are appended in range order. Every run is read
 once, front to back, one batch at a time; rows are written in row groups of
 ``FREQUENCIES_ROW_GROUP``, one column's rows never sharing a group with another's. The
-runs are deleted afterwards.
+runs are deleted afterwards. Writing a frequency delta layer (``delta_file``), the columns
+whose runs hold only their changed values (``changes_only``) go to that file instead, by the
+same merge (a value no longer listed, count 0, last), and keep no rows in the table file.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ class FrequencyJob:
     names: list[str]
     runs: dict[int, list[str]]  # replaced column -> its run files in key order
     runs_dir: str
+    # a frequency delta layer (store/frequency_layers.py): these columns' runs hold only
+    # their changed values, merged into ``delta_file``; the table file keeps none of
+    # their rows (a read merges the layers)
+    delta_file: str | None = None
+    changes_only: frozenset[int] = frozenset()
 
 
 class _Cursor:
@@ -151,17 +158,28 @@ def write_frequencies(
     old = old.cast(schemas.TABLE_FREQUENCIES_SCHEMA)
     old_index = old.column("column_index").to_numpy()
     result: dict[int, tuple[int, int]] = {}
-    with writer.parquet_output(
-        uri,
-        job.store,
-        schemas.TABLE_FREQUENCIES_SCHEMA,
-        write_statistics=["column_index"],
-        use_dictionary=["column"],
-        column_encoding=schemas.FREQUENCY_VALUE_ENCODING,
-    ) as parquet:
+    options = {
+        "write_statistics": ["column_index"],
+        "use_dictionary": ["column"],
+        "column_encoding": schemas.FREQUENCY_VALUE_ENCODING,
+    }
+    size = 0
+    with contextlib.ExitStack() as stack:
+        parquet = stack.enter_context(
+            writer.parquet_output(uri, job.store, schemas.TABLE_FREQUENCIES_SCHEMA, **options)
+        )
+        delta = None
+        if job.delta_file is not None:
+            delta_uri = job.store.path(job.delta_file)
+            delta = stack.enter_context(
+                writer.parquet_output(
+                    delta_uri, job.store, schemas.TABLE_FREQUENCIES_SCHEMA, **options
+                )
+            )
         for column, name in enumerate(job.names):
             if column in job.runs:
-                rows = _Rows(parquet, column, name)
+                into = delta if column in job.changes_only and delta is not None else parquet
+                rows = _Rows(into, column, name)
                 smallest = _merge_runs(job, rows, job.runs[column])
                 result[column] = (rows.written, smallest)
                 continue
@@ -171,6 +189,8 @@ def write_frequencies(
                     old.take(pa.array(kept)), row_group_size=schemas.FREQUENCIES_ROW_GROUP
                 )
     size = filesystem.get_file_info(path).size
+    if job.delta_file is not None:
+        size += job.store.file_info(job.store.path(job.delta_file)).size
     _, runs_path = job.store.resolve(job.store.path(job.runs_dir))
     with contextlib.suppress(OSError):
         filesystem.delete_dir(runs_path)

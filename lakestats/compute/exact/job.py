@@ -55,7 +55,7 @@ from lakestats.compute.session import default_parallelism, result_schema
 from lakestats.stats.exact_histogram import grid_of
 from lakestats.stats.kinds import VALUE_KINDS, kind_of
 from lakestats.stats.value_counts import needs_staging
-from lakestats.store import layout, ranks
+from lakestats.store import frequency_layers, layout, ranks
 from lakestats.store.manifest import Version
 
 SUMMARY_FIELDS = [
@@ -117,6 +117,10 @@ def _indexed(spark: SparkSession, count: int, parallelism: int) -> DataFrame:
     return frame.select(F.col("id").cast("int").alias("id"))
 
 
+LAYERED = (Scenario.AGGREGATE.value, Scenario.BATCHED.value)
+"""Scenarios whose table frequencies list every value: a delta layer keeps their changed
+values only (#0 and #1 list only the repeated values, few: their rows are rewritten)."""
+
 MAX_DELTA_LAYERS = 4
 """Delta layers a version's ranks may have; the next incremental analyze compacts them."""
 
@@ -137,6 +141,10 @@ class Plan:
     layers: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     rows: tuple[int, ...] = ()
+    # the frequency layers (store/frequency_layers.py): files, base first, and the columns
+    # whose every listed value the base file holds
+    frequency_files: tuple[str, ...] = ()
+    frequency_columns: frozenset[int] = frozenset()
 
 
 def _plan(job: ReduceJob, previous: Version | None, report: dict[str, object]) -> Plan:
@@ -170,7 +178,16 @@ def _plan(job: ReduceJob, previous: Version | None, report: dict[str, object]) -
     rows = tuple(exact.get("layer_rows") or ())
     chosen = [sources.Source(part) for part in parts] + of(added, 1) + of(removed, -1)
     layered = len(rows) == len(layers) and len(layers) <= MAX_DELTA_LAYERS
-    return Plan(chosen, layered, layers, tuple(parts), rows)
+    held = frequency_layers.FrequencyLayers.of(previous)
+    if held is None:  # a base version: its table file lists these columns' values
+        names = [c["name"] for c in job.columns]
+        scenarios = exact.get("scenarios") or {}
+        columns = frozenset(
+            names.index(n) for n, s in scenarios.items() if n in names and s in LAYERED
+        )
+        base = (previous.table_files or {}).get("frequencies")
+        held = frequency_layers.FrequencyLayers((base,) if base else (), columns)
+    return Plan(chosen, layered, layers, tuple(parts), rows, held.files, held.columns)
 
 
 def _compact(plan: Plan, groups: dict[int, list[ranges.Group]]) -> bool:
@@ -251,7 +268,15 @@ def exact_table(
     plan = _plan(job, previous, report)
     chosen = plan.sources
     groups = _outlines(spark, job, chosen, frozenset(value_columns), parallelism)
-    layered = plan.delta and not _compact(plan, groups)
+    changes_only = frozenset(
+        i for i in value_columns if scenario[i] in (Scenario.AGGREGATE, Scenario.BATCHED)
+    )
+    layered = (
+        plan.delta
+        and not _compact(plan, groups)
+        and bool(plan.frequency_files)
+        and changes_only == plan.frequency_columns
+    )
     report["rank_layers"] = "delta" if layered else "base"
 
     # ranges of about equal rows; every core gets work on a small table
@@ -291,6 +316,7 @@ def exact_table(
         grids,
         {i: 2 if scenario[i] in duplicates_only else 1 for i in replaced},
         layered,
+        changes_only if layered else frozenset(),
     )
     range_rows = (
         spark.range(0, len(tasks), 1, numPartitions=max(1, len(tasks)))
@@ -326,6 +352,8 @@ def exact_table(
             [c["name"] for c in job.columns],
             runs,
             merge.runs_dir(run_id),
+            frequency_layers.delta_file(run_id) if layered else None,
+            changes_only if layered else frozenset(),
         )
         counted = (
             _indexed(spark, 1, parallelism)
@@ -341,6 +369,8 @@ def exact_table(
             for r in counted
             if r["column_index"] >= 0
         }
+        if layered:  # every value listed (count >= 1): as many rows as distinct values
+            stored.update({i: (lookup.distinct_count(i), 1) for i in changes_only})
     histograms: dict[int, np.ndarray] = {}
     for r in range_dicts:
         if r["histogram"] is not None:
@@ -364,6 +394,9 @@ def exact_table(
             files=[*plan.files, *files],
             layers=[*plan.layers, index_file],
             layer_rows=[*plan.rows, rows],
+            frequency_layers=frequency_layers.FrequencyLayers(
+                (*plan.frequency_files, frequency_layers.delta_file(run_id)), changes_only
+            ).to_json(),
         )
         return {**table_files, "ranks": plan.layers[0]}, written, report
     report.update(files=files, layers=[index_file], layer_rows=[rows])

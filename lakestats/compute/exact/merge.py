@@ -82,6 +82,9 @@ class MergeJob:
     grids: dict[int, ExactGrid]  # columns whose table histogram is recounted exactly
     frequencies: dict[int, int]  # column -> smallest count kept in its run (1 or 2)
     delta: bool = False  # write a delta layer over the rank sources (store/ranks.py)
+    # columns whose runs hold only the changed values (a frequency delta layer,
+    # store/frequency_layers.py): their new count, 0 for a value no longer listed
+    changes_only: frozenset[int] = frozenset()
 
 
 def _fixed_width_words(keys: pa.Array) -> np.ndarray | None:
@@ -166,6 +169,8 @@ class Change:
     changed: pa.Array  # the keys whose count changed, in key order
     by: np.ndarray  # their signed change
     distinct: int  # the change in the number of distinct values
+    old: np.ndarray  # the changed keys' counts before (0: a new value)
+    new: np.ndarray  # and after (0: a value no longer held)
 
 
 def delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
@@ -173,7 +178,7 @@ def delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
     merged: the layers' own rows are not rewritten, only the change is kept."""
     if len(keys) == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return Change(keys, empty, keys, empty, 0)
+        return Change(keys, empty, keys, empty, 0, empty, empty)
     keys, sums, lower_sums = _grouped(keys, counts, lower)
     change = sums - lower_sums
     moved = change != 0
@@ -184,11 +189,30 @@ def delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
         keys.filter(pa.array(moved)),
         change[moved],
         int(positive.sum()) - int((lower_sums > 0).sum()),
+        np.maximum(lower_sums[moved], 0),
+        np.maximum(sums[moved], 0),
     )
 
 
-def _write_run(job: MergeJob, part: int, column: int, keys: pa.Array, counts: np.ndarray) -> int:
+def _write_change_run(job: MergeJob, part: int, column: int, change: Change) -> int:
+    """The run of a frequency delta layer: the values listed now whose count changed, with
+    their new count, and the values listed before and no longer, with 0."""
     smallest = job.frequencies[column]
+    listed_now = change.new >= smallest
+    kept = np.flatnonzero(listed_now | (change.old >= smallest))
+    counts = np.where(listed_now, change.new, 0)[kept]
+    return _write_run(job, part, column, change.changed.take(pa.array(kept)), counts, 0)
+
+
+def _write_run(
+    job: MergeJob,
+    part: int,
+    column: int,
+    keys: pa.Array,
+    counts: np.ndarray,
+    smallest: int | None = None,
+) -> int:
+    smallest = job.frequencies[column] if smallest is None else smallest
     if smallest > 1:
         kept = np.flatnonzero(counts >= smallest)
         keys, counts = keys.take(pa.array(kept)), counts[kept]
@@ -222,6 +246,7 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
             keys, counts, lower = read_piece(
                 job.sources, piece.column, piece.low, piece.high, piece.reads, files
             )
+            change = None
             if job.delta:
                 change = delta(keys, counts, lower)
                 keys, counts = change.keys, change.counts
@@ -262,11 +287,12 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                 if grid is not None
                 else None
             )
-            run_rows = (
-                _write_run(job, part, piece.column, keys, counts)
-                if piece.column in job.frequencies
-                else 0
-            )
+            if piece.column not in job.frequencies:
+                run_rows = 0
+            elif change is not None and piece.column in job.changes_only:
+                run_rows = _write_change_run(job, part, piece.column, change)
+            else:
+                run_rows = _write_run(job, part, piece.column, keys, counts)
             summaries.append(
                 {
                     "part": part,
