@@ -318,3 +318,36 @@ def test_cut_points_split_interleaved_sources_evenly() -> None:
             (p.low is None or g.high >= p.low) and (p.high is None or g.low < p.high)
             for p in readers
         )
+
+
+@pytest.mark.parametrize("width", [8, None])
+def test_sparse_delta_equals_the_full_merge(width: int | None) -> None:
+    """The delta layer's change found by hashing only the changed keys equals the one the
+    full merge finds: changed keys, their change, old and new counts, distinct change."""
+    rng = np.random.default_rng(17)
+
+    def key(i: int) -> bytes:
+        return int(i).to_bytes(8, "big") if width else f"k{i * 7919 % 10007}".encode()
+
+    layer = {key(i): int(c) for i, c in zip(rng.choice(3000, 1200, replace=False),
+                                            rng.integers(1, 5, 1200), strict=True)}
+    layer_keys = sorted(layer)
+    rows_k = [*layer_keys[:700], *layer_keys[700:]]  # two sorted layers, as a base and a delta
+    rows_c = [layer[k] for k in rows_k]
+    lower = [True] * len(rows_k)
+    gone = layer_keys[::40]  # removed whole: their full count subtracted
+    rows_k += gone
+    rows_c += [-layer[k] for k in gone]
+    lower += [False] * len(gone)
+    for i in rng.integers(0, 3500, 400):  # added: new values and more of old ones
+        rows_k.append(key(int(i)))
+        rows_c.append(int(rng.integers(1, 3)))
+        lower.append(False)
+    keys = pa.array(rows_k, pa.binary())
+    counts = np.array(rows_c, dtype=np.int64)
+    mask = np.array(lower)
+    full, sparse = merge.delta(keys, counts, mask), merge.sparse_delta(keys, counts, mask)
+    assert sparse.changed.to_pylist() == full.changed.to_pylist()
+    for field in ("by", "old", "new"):
+        assert getattr(sparse, field).tolist() == getattr(full, field).tolist(), field
+    assert sparse.distinct == full.distinct and full.distinct != 0

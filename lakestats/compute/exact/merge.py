@@ -109,6 +109,8 @@ def _grouped(
     increasing (one sorted source, or sources in key order, as the partitions of a
     time-ordered key) skip the sort (one comparison pass finds it)."""
     n = len(keys)
+    if n == 0:
+        return keys, counts, (counts if lower is not None else None)
     if n == 1 or pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py():
         at = np.arange(n)
     elif (words := _fixed_width_words(keys)) is not None:
@@ -194,6 +196,39 @@ def delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
     )
 
 
+def sparse_delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
+    """``delta`` without merging the layers' rows: the changed partitions' rows are merged
+    (few), and the layers' counts of just those keys are found by hashing (``is_in``), so
+    the layers' rows are read but never sorted. ``keys`` and ``counts`` of the answer are
+    empty: a column whose run lists every value needs ``delta``."""
+    empty = np.zeros(0, dtype=np.int64)
+    mask = pa.array(lower)
+    changed, by = merged_signed(keys.filter(pc.invert(mask)), counts[~lower])
+    if len(changed) == 0:
+        return Change(changed, empty, changed, empty, 0, empty, empty)
+    layer_keys = keys.filter(mask)
+    hit = pc.is_in(layer_keys, value_set=changed)
+    found, sums, _ = _grouped(layer_keys.filter(hit), counts[lower][hit.to_numpy(False)])
+    old = np.zeros(len(changed), dtype=np.int64)
+    if len(found):
+        old[pc.index_in(found, value_set=changed).to_numpy()] = sums
+    old = np.maximum(old, 0)
+    new = np.maximum(old + by, 0)
+    return Change(
+        changed[:0], empty, changed, new - old, int((new > 0).sum() - (old > 0).sum()), old, new
+    )
+
+
+def merged_signed(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Distinct keys in increasing order with their summed signed counts (zero sums
+    dropped: no change)."""
+    if len(keys) == 0:
+        return keys, counts
+    keys, sums, _ = _grouped(keys, counts)
+    kept = sums != 0
+    return (keys, sums) if kept.all() else (keys.filter(pa.array(kept)), sums[kept])
+
+
 def _write_change_run(job: MergeJob, part: int, column: int, change: Change) -> int:
     """The run of a frequency delta layer: the values listed now whose count changed, with
     their new count, and the values listed before and no longer, with 0."""
@@ -247,14 +282,22 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                 job.sources, piece.column, piece.low, piece.high, piece.reads, files
             )
             change = None
-            if job.delta:
+            binned_keys, binned_counts = keys, counts  # bins add up over signed rows
+            if job.delta and piece.column in job.frequencies and (
+                piece.column not in job.changes_only
+            ):  # its run lists every repeated value: merge everything
                 change = delta(keys, counts, lower)
+                keys, counts = change.keys, change.counts
+                stored, stored_counts, distinct = change.changed, change.by, change.distinct
+            elif job.delta:
+                change = sparse_delta(keys, counts, lower)
                 keys, counts = change.keys, change.counts
                 stored, stored_counts, distinct = change.changed, change.by, change.distinct
             else:
                 keys, counts = merged(keys, counts)
                 stored, stored_counts, distinct = keys, counts, len(keys)
-            if len(keys) == 0 and len(stored) == 0:
+                binned_keys, binned_counts = keys, counts
+            if len(binned_keys) == 0 and len(stored) == 0:
                 continue
             if len(stored) and writer is None:
                 filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
@@ -283,7 +326,7 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                 writer.write_table(table, row_group_size=ranks.RANKS_ROW_GROUP)
             grid = job.grids.get(piece.column)
             binned = (
-                bin_counts(keys, counts, job.dtypes[piece.column], grid).tobytes()
+                bin_counts(binned_keys, binned_counts, job.dtypes[piece.column], grid).tobytes()
                 if grid is not None
                 else None
             )
