@@ -9,14 +9,20 @@ latest version leaves every layer it reads.
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import numpy as np
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
+from fastapi.testclient import TestClient
 
 import lakestats.api as ls
+from lakestats import cli
 from lakestats.compute.exact import job as exact_job
+from lakestats.service.app import create_app
+from lakestats.service.config import TableConfig
 from lakestats.store import expire, manifest, ranks
 from lakestats.store.frequency_layers import FrequencyLayers
 from lakestats.store.reader import StatisticsReader
@@ -38,7 +44,7 @@ def _expire_and_check(handle, root, version: manifest.Version) -> None:
     _check_against_duckdb(root, handle, version.extra["exact"]["scenarios"])
 
 
-def test_deltas_then_compaction_equal_duckdb(spark, tmp_path, monkeypatch) -> None:
+def test_deltas_then_compaction_equal_duckdb(spark, tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(exact_job, "DELTA_SHARE", 1.0)
     monkeypatch.setattr(exact_job, "MAX_DELTA_LAYERS", 2)
     root = tmp_path / "t"
@@ -68,6 +74,7 @@ def test_deltas_then_compaction_equal_duckdb(spark, tmp_path, monkeypatch) -> No
     _expire_and_check(handle, root, version)
     _check_frequency_layers(root, handle, version)
     assert len(FrequencyLayers.of(version).files) == 3
+    _check_faces(root, handle, capsys)
 
     # a partition removed: two deltas already, so every layer is compacted into a new base
     for old in (root / "part=0").glob("*.parquet"):
@@ -134,3 +141,20 @@ def _check_frequency_layers(root, handle, version: manifest.Version) -> None:
         (truth,) = con.execute("SELECT count(*) FROM t WHERE s = $1", [value]).fetchone()
         estimate = handle.estimate(f"s = '{value}'", table_level=True).to_json()
         assert estimate["lower"] == estimate["upper"] == truth, (value, estimate)
+
+
+def _check_faces(root, handle, capsys) -> None:
+    """The CLI, the HTTP API and the table page answer a layered column as the facade does."""
+    expected = handle.frequencies("s", top=3).to_json()
+    assert cli.main(["frequencies", str(root), "--column", "s", "--top", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+    with TestClient(create_app([TableConfig(name="t", table=str(root))])) as client:
+        got = client.get("/api/tables/t/columns/s/frequencies", params={"top": 3})
+        assert got.status_code == 200 and got.json() == expected
+        top = expected["frequencies"][0]["value"]
+        holders = client.get("/api/tables/t/columns/s/partitions-containing",
+                             params={"value": top})
+        assert holders.status_code == 200
+        assert holders.json() == handle.partitions_containing("s", top).to_json()
+        page = client.get("/tables/t")
+        assert page.status_code == 200 and top in page.text
