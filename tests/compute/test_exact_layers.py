@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 import lakestats.api as ls
 from lakestats import cli
-from lakestats.compute.exact import job as exact_job
+from lakestats.compute.exact import layers as exact_layers
 from lakestats.service.app import create_app
 from lakestats.service.config import TableConfig
 from lakestats.store import expire, manifest, ranks
@@ -45,8 +45,8 @@ def _expire_and_check(handle, root, version: manifest.Version) -> None:
 
 
 def test_deltas_then_compaction_equal_duckdb(spark, tmp_path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(exact_job, "DELTA_SHARE", 1.0)
-    monkeypatch.setattr(exact_job, "MAX_DELTA_LAYERS", 2)
+    monkeypatch.setattr(exact_layers, "DELTA_SHARE", 1.0)
+    monkeypatch.setattr(exact_layers, "MAX_DELTA_LAYERS", 2)
     root = tmp_path / "t"
     rng = np.random.default_rng(3)
     for p in range(5):  # the data of test_exact_scenarios: only "key" repeats a value

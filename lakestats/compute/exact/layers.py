@@ -1,0 +1,104 @@
+"""Whether an incremental exact step writes delta layers or compacts them into a new base.
+
+The ranks (``store/ranks.py``) and the frequencies of the columns listing every value
+(``store/frequency_layers.py``) are layers: a base and deltas merged on read. ``plan``
+names what the step merges and the layers it would write on; ``compact`` says when the
+deltas would grow too many or too large, so the step writes a new base instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lakestats.compute.exact import sources
+from lakestats.compute.exact.ranges import Group
+from lakestats.compute.exact.scenarios import Scenario
+from lakestats.compute.reduce.job import ReduceJob
+from lakestats.store import frequency_layers, ranks
+from lakestats.store.manifest import Version
+
+LAYERED = (Scenario.AGGREGATE.value, Scenario.BATCHED.value)
+"""Scenarios whose table frequencies list every value: a delta layer keeps their changed
+values only (#0 and #1 list only the repeated values, few: their rows are rewritten)."""
+
+MAX_DELTA_LAYERS = 4
+"""Delta layers a version's ranks may have; the next incremental analyze compacts them."""
+
+DELTA_SHARE = 0.25
+"""Compact when the deltas would hold more rows than this share of the base's: a read
+merges the layers, so they stay small beside it."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the step merges and what it writes: ``sources`` (the partitions, or a previous
+    version's rank parts plus the changed partitions), whether it writes a delta layer over
+    the previous layers (``layers``: their index files, base first; ``files``: their parts;
+    ``rows``: their rows) or a new base."""
+
+    sources: list[sources.Source]
+    delta: bool = False
+    layers: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    rows: tuple[int, ...] = ()
+    # the frequency layers (store/frequency_layers.py): files, base first, and the columns
+    # whose every listed value the base file holds
+    frequency_files: tuple[str, ...] = ()
+    frequency_columns: frozenset[int] = frozenset()
+
+
+def plan(job: ReduceJob, previous: Version | None, report: dict[str, object]) -> Plan:
+    """Every partition, or (with an exact ``previous`` version of the same columns) its
+    rank parts, the added partitions and the removed ones (-1): as a delta layer while
+    the previous deltas are few and small, else compacted into a new base."""
+
+    def of(entries: list, sign: int) -> list[sources.Source]:
+        return [
+            sources.Source(
+                e.files.get("values", ""),
+                sign,
+                e.files["statistics"],
+                e.files["frequencies"],
+                e.name,
+            )
+            for e in entries
+        ]
+
+    exact = (previous.extra.get("exact") or {}) if previous else {}
+    parts = list(exact.get("files") or [])
+    if previous is None or not parts or previous.columns != job.columns:
+        report["incremental"] = False
+        return Plan(of(job.partitions, 1))
+    before = {e.files["statistics"]: e for e in previous.partitions}
+    now = {e.files["statistics"]: e for e in job.partitions}
+    added = [e for path, e in now.items() if path not in before]
+    removed = [e for path, e in before.items() if path not in now]
+    report.update(incremental=True, partitions_added=len(added), partitions_removed=len(removed))
+    layers = tuple(ranks.layer_indexes(previous.table_files or {}, exact))
+    rows = tuple(exact.get("layer_rows") or ())
+    chosen = [sources.Source(part) for part in parts] + of(added, 1) + of(removed, -1)
+    layered = len(rows) == len(layers) and len(layers) <= MAX_DELTA_LAYERS
+    held = frequency_layers.FrequencyLayers.of(previous)
+    if held is None:  # a base version: its table file lists these columns' values
+        names = [c["name"] for c in job.columns]
+        scenarios = exact.get("scenarios") or {}
+        columns = frozenset(
+            names.index(n) for n, s in scenarios.items() if n in names and s in LAYERED
+        )
+        base = (previous.table_files or {}).get("frequencies")
+        held = frequency_layers.FrequencyLayers((base,) if base else (), columns)
+    return Plan(chosen, layered, layers, tuple(parts), rows, held.files, held.columns)
+
+
+def compact(plan: Plan, groups: dict[int, list[Group]]) -> bool:
+    """Whether a planned delta layer would make the deltas too large (the changed
+    partitions' rows, from the outlines, over the base's rows)."""
+    if not plan.delta:
+        return False
+    changed = sum(
+        g.rows
+        for column in groups.values()
+        for g in column
+        if plan.sources[g.source].statistics is not None
+    )
+    return sum(plan.rows[1:]) + changed > DELTA_SHARE * plan.rows[0]
