@@ -351,3 +351,36 @@ def test_sparse_delta_equals_the_full_merge(width: int | None) -> None:
     for field in ("by", "old", "new"):
         assert getattr(sparse, field).tolist() == getattr(full, field).tolist(), field
     assert sparse.distinct == full.distinct and full.distinct != 0
+
+
+def test_a_delta_range_without_changes_reads_no_layer(tmp_path) -> None:
+    """Writing a delta layer, a key range where no changed partition has rows reads nothing
+    of the layers (a time-ordered key changes in its last ranges only); a range with changes
+    reads both, and marks which rows are the layers'."""
+    rng = np.random.default_rng(2)
+    old, _ = _staged(rng, 20_000)
+    layer = _staged_source(tmp_path, "old", old)
+    layer = sources.Source(layer.path)  # a rank part of the version before: no statistics
+    new = pa.table(
+        {
+            "column_index": pa.array([0, 0], pa.int32()),
+            "value": keys.encode(pa.array([50_000, 50_001])).cast(pa.binary()),
+            "count": pa.array([2, 1], pa.int64()),
+        },
+        schema=VALUES_SCHEMA,
+    )
+    changed = _staged_source(tmp_path, "new", new)
+    chosen = [layer, changed]
+    groups = {g: pq.ParquetFile(tmp_path / p.path).metadata.num_row_groups
+              for g, p in enumerate(chosen)}
+    reads = tuple(sources.Read(s, False, tuple(range(groups[s]))) for s in (0, 1))
+    split = keys.encode(pa.array([30_000])).cast(pa.binary())[0].as_py()
+    store = StatisticsStore(str(tmp_path))
+    with sources.Files(store) as files:
+        quiet = sources.read_piece(chosen, 0, None, split, reads, files, changes_only=True)
+        assert len(quiet[0]) == 0
+        everything = sources.read_piece(chosen, 0, None, split, reads, files)
+        assert len(everything[0]) > 0 and everything[2].all()
+        busy = sources.read_piece(chosen, 0, split, None, reads, files, changes_only=True)
+    assert busy[0].to_pylist()[:2] == new.column("value").to_pylist()
+    assert len(busy[0]) > 2 and busy[2].tolist() == [False, False] + [True] * (len(busy[0]) - 2)

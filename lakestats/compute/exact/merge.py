@@ -278,14 +278,20 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
     files = Files(job.store)
     try:
         for piece in job.tasks[part]:
+            full_run = piece.column in job.frequencies and piece.column not in job.changes_only
             keys, counts, lower = read_piece(
-                job.sources, piece.column, piece.low, piece.high, piece.reads, files
+                job.sources,
+                piece.column,
+                piece.low,
+                piece.high,
+                piece.reads,
+                files,
+                # the exact histogram bins count every value: a column with a grid reads all
+                changes_only=job.delta and not full_run and piece.column not in job.grids,
             )
             change = None
             binned_keys, binned_counts = keys, counts  # bins add up over signed rows
-            if job.delta and piece.column in job.frequencies and (
-                piece.column not in job.changes_only
-            ):  # its run lists every repeated value: merge everything
+            if job.delta and full_run:  # its run lists every repeated value: merge all
                 change = delta(keys, counts, lower)
                 keys, counts = change.keys, change.counts
                 stored, stored_counts, distinct = change.changed, change.by, change.distinct

@@ -195,13 +195,20 @@ def read_piece(
     high: bytes | None,
     reads: tuple[Read, ...],
     files: Files,
+    changes_only: bool = False,
 ) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """Every source's ``(key, signed count)`` rows of ``column`` with ``low <= key < high``
     (unbounded where None), concatenated in source order (not merged), and which rows come
     from a previous version's rank layers. ``files`` keeps the files (and their parsed
-    footers) open across the pieces of one task."""
+    footers) open across the pieces of one task. With ``changes_only`` (a delta layer) the
+    layers' rows are read only when a changed partition has rows in the range: a key that
+    grows with time changes in few ranges, and the others are not read at all."""
     keys, counts, lower = [], [], []
+    if changes_only:  # the changed partitions first
+        reads = tuple(sorted(reads, key=lambda r: sources[r.source].statistics is None))
     for read in reads:
+        if changes_only and not keys and sources[read.source].statistics is None:
+            break  # no change in this range: nothing of the layers is needed
         source = sources[read.source]
         if read.listed:
             handle = files(source.frequencies)
