@@ -135,14 +135,16 @@ def _check_file(root: Path) -> manifest.Version:
                 assert got[field] == row[field], (entry.name, name, field)
             listed = sorted((f["value"], f["frequency"]) for f in frequencies
                             if f["column"] == name)
-            # decimals and strings keep binary keys; 8-byte keys are stored as
-            # order-preserving ints
-            if name in ("amount", "s"):
+            # strings keep binary keys; 8-byte keys and decimal keys of int64 values are
+            # stored as order-preserving ints (decimals: the unscaled values)
+            if name == "s":
                 assert got["frequency_ints"] is None
                 keys = got["frequency_values"]
             else:
                 assert got["frequency_values"] is None
-                keys = partition_histograms.ints_as_keys(np.array(got["frequency_ints"]))
+                width = partition_histograms.key_width(
+                    parse_type(version.columns[ci]["type"]))
+                keys = partition_histograms.ints_as_keys(np.array(got["frequency_ints"]), width)
                 assert got["frequency_ints"] == sorted(got["frequency_ints"])
             assert list(zip(keys, got["frequency_counts"], strict=True)) == listed
             if row["histogram_bins"] is None:  # a string column: no histogram
