@@ -15,7 +15,9 @@ Stored as one **part** per group of partitions (the reduction's groups,
   Sorted by column, then member; row groups hold at most
   ``schemas.PARTITION_HISTOGRAMS_GROUP_ROWS`` members of one column (or several whole
   columns of a small group) with row-group statistics on ``column_index`` and ``member``.
-  Counts are int32 unless some count of the part does not fit (then int64).
+  Counts are int32 unless some count of the part does not fit (then int64). Keys are
+  stored as int64 where a column's keys allow (``key_width``: 8-byte keys; since format
+  4, decimal keys whose values fit in an int64), else binary.
 * the directory (``schemas.PARTITION_HISTOGRAM_PARTS_SCHEMA``, listed in the version as
   ``partition_histogram_parts``) has one row per part: its path and the version's
   partition ids of its members, in member order.
@@ -388,7 +390,7 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
     weight = np.concatenate([[0], np.cumsum(elements * 8)])  # bytes of rows [0, i)
     with parquet_buffer(
         rows.schema,
-        compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
+        compression_level=_LEVELS,
         write_statistics=["column_index", "member"],
         use_dictionary=False,
         column_encoding={
@@ -414,6 +416,22 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
                 parquet.write_table(rows.slice(begin, size), row_group_size=max(1, size))
                 begin += size
     return out.getvalue().to_pybytes()
+
+
+VALUES_ZSTD_LEVEL = 9
+"""zstd level of the binary frequency values (string keys, mostly): a sixth smaller than
+level 3 on lineitem's ``l_comment``, for about the CPU the counts' BYTE_STREAM_SPLIT saves
+(``bench/size.py``); the other columns stay at ``HISTOGRAMS_ZSTD_LEVEL`` (higher levels
+barely shrink them)."""
+_LEVELS = {
+    "frequency_values.list.element": VALUES_ZSTD_LEVEL,
+    **{
+        name: schemas.HISTOGRAMS_ZSTD_LEVEL
+        for name in [f"{f.name}.list.element" if pa.types.is_list(f.type) else f.name
+                     for f in schemas.PARTITION_HISTOGRAMS_SCHEMA]
+        if name != "frequency_values.list.element"
+    },
+}
 
 
 def _row_groups(column: np.ndarray, weight: np.ndarray, per_group: int) -> list[int]:
