@@ -57,8 +57,10 @@ from lakestats.store import manifest
 from lakestats.store.partition_histograms import (
     HELD_KINDS,
     PartitionHistograms,
+    int_keys,
     ints_as_keys,
-    keys_as_ints,
+    key_ints,
+    key_width,
 )
 from lakestats.store.partition_index import SCALAR_FIELDS, partition_summaries
 from lakestats.store.reader import StatisticsReader
@@ -155,10 +157,11 @@ class _HeldPart:
 
     def __init__(
         self, source: PartitionHistograms, column_index: int, expected: np.ndarray,
-        fields: list[str],
+        fields: list[str], width: int = 8,
     ) -> None:
         self.source = source
         self.column_index = column_index
+        self.width = width  # of the keys its int lists hold (``key_width``)
         self.expected = expected
         self.fields = fields
         self.lists = [f for f in fields if f.endswith(("_values", "_ints", "_counts"))]
@@ -208,7 +211,8 @@ class _HeldPart:
             return None
         for k, (table, offsets) in enumerate(self.tables):
             if j < table.num_rows:
-                return HeldRow(table, offsets, j, self._scalars(k, table, offsets))
+                return HeldRow(table, offsets, j, self._scalars(k, table, offsets),
+                               self.width)
             j -= table.num_rows
         return None
 
@@ -228,10 +232,13 @@ class _HeldPart:
 class _Held:
     """One column of the partition histograms: its frequency and histogram fields."""
 
-    def __init__(self, source: PartitionHistograms, column_index: int, partitions: int) -> None:
+    def __init__(self, source: PartitionHistograms, column_index: int, partitions: int,
+                 width: int = 8) -> None:
         self.expected = np.zeros(partitions, dtype=bool)
         self.generation = 0  # bumped when ``expected`` grows (point counts depend on it)
-        self.frequencies = _HeldPart(source, column_index, self.expected, FREQUENCY_FIELDS)
+        self.width = width  # of the keys the int lists hold (``key_width``)
+        self.frequencies = _HeldPart(source, column_index, self.expected, FREQUENCY_FIELDS,
+                                     width)
         self.histograms = _HeldPart(source, column_index, self.expected, HISTOGRAM_FIELDS)
         self._flat: dict[int, tuple[np.ndarray, list[tuple]]] = {}
 
@@ -247,7 +254,7 @@ class _Held:
         part.load(positions)
         out = np.full(len(self.expected), -1, dtype=np.int64)
         binary = binary_array(list(keys))
-        eight = int64_array(keys_as_ints(binary_array([k for k in keys if len(k) == 8])))
+        eight = int64_array(key_ints(keys, self.width))
         for k, (table, _) in enumerate(part.tables):
             if not table.num_rows:
                 continue
@@ -290,8 +297,9 @@ class HeldRow:
         offsets: dict[str, np.ndarray],
         j: int,
         scalars: dict[str, list] | None = None,
+        width: int = 8,
     ) -> None:
-        self.table, self.offsets, self.j = table, offsets, j
+        self.table, self.offsets, self.j, self.width = table, offsets, j, width
         if scalars is not None:
             self.fields = {f: values[j] for f, values in scalars.items()}
         else:
@@ -309,7 +317,7 @@ class HeldRow:
     def frequency_rows(self) -> tuple[list[bytes], np.ndarray]:
         if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
             ints = numbers(self._list("frequency_ints"))
-            values = ints_as_keys(ints)
+            values = ints_as_keys(ints, self.width)
         else:
             values = binary_values(self._list("frequency_values"))
         return values, numbers(self._list("frequency_counts"), 0, np.int64)
@@ -321,15 +329,13 @@ class HeldRow:
         counts = numbers(self._list("frequency_counts"), 0, np.int64)
         if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
             ints = numbers(self._list("frequency_ints"), 0, np.int64)
-            return (ints.view(np.uint64) ^ _SIGN).astype(">u8").view("S8"), counts
+            return int_keys(ints, self.width), counts
         return fixed_width(self._list("frequency_values")), counts
 
     def histogram_counts(self) -> np.ndarray:
         counts = self._list("histogram_counts")
         return numbers(counts, 0, np.int64)
 
-
-_SIGN = np.uint64(1 << 63)
 
 
 def fixed_width(array: pa.Array) -> np.ndarray | None:
@@ -524,7 +530,8 @@ class IndexPartitions(Sequence):
         source = self.reader.partition_histograms()
         if source is None or not source.holds(kind_of(data.dtype)):
             return None  # an older directory: not its kind
-        return _Held(source, self.reader.column_index(column), len(self.entries))
+        return _Held(source, self.reader.column_index(column), len(self.entries),
+                     key_width(data.dtype))
 
     def expect(self, columns: Sequence[str], positions: np.ndarray) -> None:
         """The estimate will look only at the partitions at ``positions``: the first need

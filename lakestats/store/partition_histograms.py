@@ -15,7 +15,9 @@ Stored as one **part** per group of partitions (the reduction's groups,
   Sorted by column, then member; row groups hold at most
   ``schemas.PARTITION_HISTOGRAMS_GROUP_ROWS`` members of one column (or several whole
   columns of a small group) with row-group statistics on ``column_index`` and ``member``.
-  Counts are int32 unless some count of the part does not fit (then int64).
+  Counts are int32 unless some count of the part does not fit (then int64). Keys are
+  stored as int64 where a column's keys allow (``key_width``: 8-byte keys; since format
+  4, decimal keys whose values fit in an int64), else binary.
 * the directory (``schemas.PARTITION_HISTOGRAM_PARTS_SCHEMA``, listed in the version as
   ``partition_histogram_parts``) has one row per part: its path and the version's
   partition ids of its members, in member order.
@@ -63,6 +65,11 @@ HELD_KINDS_BEFORE = frozenset(ORDERED_NUMERIC)
 categorical columns were)."""
 HELD_KEY = b"lakestats.held_kinds"
 """Directory metadata: the kinds its parts hold, comma-separated."""
+DECIMAL_INTS = "decimal:int64"
+"""Listed in ``HELD_KEY`` instead of ``decimal`` since part format 4: the parts hold
+decimal columns, their keys of int64 values as ints. Code that reads only binary decimal
+keys from the parts (format 3) does not find ``decimal`` there, so it reads decimal
+columns from their partitions' files instead of misreading the ints."""
 
 SOURCE_FIELDS = [
     "frequencies_count",
@@ -96,10 +103,72 @@ def keys_as_ints(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return (raw.view(">u8").astype(np.uint64) ^ _SIGN).view(np.int64)
 
 
-def ints_as_keys(ints: np.ndarray) -> list[bytes]:
-    """``keys_as_ints`` undone: the keys, as bytes."""
-    data = (np.asarray(ints, np.int64).view(np.uint64) ^ _SIGN).astype(">u8").tobytes()
-    return [data[i : i + 8] for i in range(0, len(data), 8)]
+def ints_as_keys(ints: np.ndarray, width: int = 8) -> list[bytes]:
+    """``keys_as_ints`` (``width`` 8) or ``decimal_keys_as_ints`` (16, 32) undone: the
+    keys, as bytes."""
+    data = int_keys(ints, width).tobytes()
+    return [data[i : i + width] for i in range(0, len(data), width)]
+
+
+def int_keys(ints: np.ndarray, width: int = 8) -> np.ndarray:
+    """``ints_as_keys`` as one NumPy ``S{width}`` array (compared as ``memcmp``)."""
+    ints = np.asarray(ints, np.int64)
+    low = ints.view(np.uint64)
+    if width == 8:
+        return (low ^ _SIGN).astype(">u8").view("S8")
+    # a decimal key of an int64 value v: 2**(8 * width - 1) + v, big-endian
+    words = np.empty((len(ints), width // 8), ">u8")
+    negative = ints < 0
+    words[:, 0] = np.where(negative, _SIGN - np.uint64(1), _SIGN)
+    words[:, 1:-1] = np.where(negative, np.uint64(2**64 - 1), np.uint64(0))[:, None]
+    words[:, -1] = low
+    return words.view(f"S{width}").ravel()
+
+
+def decimal_keys_as_ints(keys: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal keys of ``width`` bytes (all of that width) as the int64 unscaled values, in
+    the same order, and which of them fit in an int64 (the others' ints are meaningless):
+    a decimal key is ``2**(8 * width - 1) + v`` big-endian (``stats/keys.py``), so
+    ``v`` is its low word when the words above it are only its sign."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    binary = keys.cast(pa.large_binary())
+    if not len(binary):
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    offsets = np.frombuffer(binary.buffers()[1], dtype=np.int64)
+    offsets = offsets[binary.offset : binary.offset + len(binary) + 1]
+    raw = np.frombuffer(binary.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    words = raw.view(">u8").reshape(len(binary), width // 8).astype(np.uint64)
+    ints = words[:, -1].view(np.int64)
+    negative = ints < 0
+    fits = words[:, 0] == np.where(negative, _SIGN - np.uint64(1), _SIGN)
+    if width > 16:
+        middle = np.where(negative, np.uint64(2**64 - 1), np.uint64(0))[:, None]
+        fits &= (words[:, 1:-1] == middle).all(axis=1)
+    return ints, fits
+
+
+def key_width(dtype: pa.DataType) -> int:
+    """The width of the column's keys the parts may store as ints: 8 (integer, floating,
+    temporal), 16 or 32 (decimals: those whose values fit in an int64), else 0."""
+    kind = kind_of(dtype)
+    if kind in EIGHT_BYTE_KINDS:
+        return 8
+    if kind == Kind.DECIMAL:
+        return 32 if dtype.bit_width == 256 else 16  # decimal32/64 keys are 16 bytes wide
+    return 0
+
+
+def key_ints(keys: Sequence[bytes], width: int) -> np.ndarray:
+    """The ints of those ``keys`` a part of a column of ``width`` (``key_width``) may hold
+    as ints (keys of another width or out of the int64 range are in no int list)."""
+    keys = [k for k in keys if len(k) == width]
+    if not keys or not width:
+        return np.zeros(0, np.int64)
+    if width == 8:
+        return keys_as_ints(pa.array(keys, pa.binary()))
+    ints, fits = decimal_keys_as_ints(pa.array(keys, pa.binary()), width)
+    return ints[fits]
 
 
 def held_columns(columns: Sequence[dict[str, str]]) -> list[int]:
@@ -137,9 +206,8 @@ def histograms_part(
     if not statistics or not held:
         return part_schema().empty_table()
     names = [columns[i]["name"] for i in held]
-    eight = np.array(
-        [kind_of(parse_type(columns[i]["type"])) in EIGHT_BYTE_KINDS for i in held], bool
-    )
+    widths = np.array([key_width(parse_type(columns[i]["type"])) for i in held], np.int64)
+    eight = widths == 8
     count, width = len(statistics), len(held)
     cells = count * width
     # the rows in (column, member) order: member m's held column j is row m * width + j
@@ -181,24 +249,24 @@ def histograms_part(
             pa.table({"key": key, "value": value}),
             sort_keys=[("key", "ascending"), ("value", "ascending")],
         ).to_numpy()
-    key, frequency, eight_wide = key[order], frequency[order], eight_wide[order]
-    sizes = np.bincount(key, minlength=cells)
-    # 8-byte keys as ints (a key of another width, never written today, keeps the column
-    # binary), the others as binary; each row has one of the two lists, the other null
     all_eight = bool(eight_wide.all())
-    as_ints = np.repeat(eight, count)
+    if not all_eight:  # the keys a row may hold as ints: widths and decimal ranges
+        fits, as_int = _int_keys(value, np.repeat(widths, count)[key])
+        fits, as_int = fits[order], as_int[order]
+    key, frequency = key[order], frequency[order]
+    sizes = np.bincount(key, minlength=cells)
+    # 8-byte keys and decimal keys of int64 values as ints (a row with any other key, of
+    # another width or a larger decimal, keeps the column binary), the others as binary;
+    # each row has one of the two lists, the other null
+    as_ints = np.repeat(eight if all_eight else widths > 0, count)
     if not all_eight:
-        as_ints &= np.bincount(key, weights=(~eight_wide) * 1.0, minlength=cells) == 0
+        as_ints &= np.bincount(key, weights=(~fits) * 1.0, minlength=cells) == 0
     in_ints = as_ints[key]
     if all_eight and in_ints.all():  # (almost every part: every column's keys as ints)
         binary, ints_flat = value.slice(0, 0), as_int
-    elif all_eight:
+    else:
         binary = value.take(pa.array(order[~in_ints]))
         ints_flat = as_int[in_ints]
-    else:
-        sorted_value = value.take(pa.array(order))
-        binary = sorted_value.filter(pa.array(~in_ints))
-        ints_flat = keys_as_ints(sorted_value.filter(pa.array(in_ints)))
     values = _lists(sizes * ~as_ints, binary, ~as_ints)
     ints = _lists(sizes * as_ints, pa.array(ints_flat, pa.int64()), as_ints)
     # histograms: the first histogram_bins counts of the column (nulls as 0); a column
@@ -247,6 +315,24 @@ def histograms_part(
     return pa.table(
         [arrays[f.name].cast(f.type) for f in schema], schema=schema
     )
+
+
+def _int_keys(value: pa.Array, widths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per key, whether its row's column (``widths``: its ``key_width``, per key) may hold
+    it as an int, and that int (0 where not)."""
+    lengths = pc.binary_length(value).to_numpy(zero_copy_only=False)
+    fits = np.zeros(len(value), bool)
+    ints = np.zeros(len(value), np.int64)
+    for width in np.unique(widths[widths > 0]).tolist():
+        at = np.flatnonzero((widths == width) & (lengths == width))
+        if not len(at):
+            continue
+        keys = value.take(pa.array(at))
+        if width == 8:
+            ints[at], fits[at] = keys_as_ints(keys), True
+        else:
+            ints[at], fits[at] = decimal_keys_as_ints(keys, width)
+    return fits, ints
 
 
 def _key_value_order(key: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -304,15 +390,17 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
     weight = np.concatenate([[0], np.cumsum(elements * 8)])  # bytes of rows [0, i)
     with parquet_buffer(
         rows.schema,
-        compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
+        compression_level=_LEVELS,
         write_statistics=["column_index", "member"],
         use_dictionary=False,
         column_encoding={
             # sorted keys share prefixes: a third of plain + zstd (bench/size.py)
             "frequency_values.list.element": "DELTA_BYTE_ARRAY",
             "frequency_ints.list.element": "DELTA_BINARY_PACKED",
-            "frequency_counts.list.element": "DELTA_BINARY_PACKED",
-            "histogram_counts.list.element": "DELTA_BINARY_PACKED",
+            # counts are small and unordered: their low bytes in a stream of their own,
+            # which zstd codes by frequency (a fifth smaller than DELTA_BINARY_PACKED)
+            "frequency_counts.list.element": "BYTE_STREAM_SPLIT",
+            "histogram_counts.list.element": "BYTE_STREAM_SPLIT",
             "frequencies_count": "DELTA_BINARY_PACKED",
             "frequencies_min": "DELTA_BINARY_PACKED",
         },
@@ -328,6 +416,22 @@ def write_part(rows: pa.Table, partitions: int) -> bytes:
                 parquet.write_table(rows.slice(begin, size), row_group_size=max(1, size))
                 begin += size
     return out.getvalue().to_pybytes()
+
+
+VALUES_ZSTD_LEVEL = 9
+"""zstd level of the binary frequency values (string keys, mostly): a sixth smaller than
+level 3 on lineitem's ``l_comment``, for about the CPU the counts' BYTE_STREAM_SPLIT saves
+(``bench/size.py``); the other columns stay at ``HISTOGRAMS_ZSTD_LEVEL`` (higher levels
+barely shrink them)."""
+_LEVELS = {
+    "frequency_values.list.element": VALUES_ZSTD_LEVEL,
+    **{
+        name: schemas.HISTOGRAMS_ZSTD_LEVEL
+        for name in [f"{f.name}.list.element" if pa.types.is_list(f.type) else f.name
+                     for f in schemas.PARTITION_HISTOGRAMS_SCHEMA]
+        if name != "frequency_values.list.element"
+    },
+}
 
 
 def _row_groups(column: np.ndarray, weight: np.ndarray, per_group: int) -> list[int]:
@@ -376,7 +480,8 @@ def write_directory(
                         column_encoding={"partition_ids.list.element": "DELTA_BINARY_PACKED"},
                         use_dictionary=False) as parquet:
         parquet.write_table(table)
-        parquet.add_key_value_metadata({HELD_KEY: ",".join(sorted(HELD_KINDS)).encode()})
+        kinds = [DECIMAL_INTS if k == Kind.DECIMAL else str(k) for k in HELD_KINDS]
+        parquet.add_key_value_metadata({HELD_KEY: ",".join(sorted(kinds)).encode()})
     return store.file_info(uri).size
 
 
@@ -467,9 +572,10 @@ class PartitionHistograms:
         self._parts: dict[int, _Part | None] = {}
         self._lock = threading.Lock()
         held = (directory.schema.metadata or {}).get(HELD_KEY)
-        self.kinds = (
-            frozenset(held.decode().split(",")) if held is not None else HELD_KINDS_BEFORE
-        )
+        kinds = set(held.decode().split(",")) if held is not None else set(HELD_KINDS_BEFORE)
+        if DECIMAL_INTS in kinds:
+            kinds.add(Kind.DECIMAL)
+        self.kinds = frozenset(kinds)
 
     def holds(self, kind: Kind) -> bool:
         """Whether the parts hold rows for columns of ``kind`` (else their partitions'

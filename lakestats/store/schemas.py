@@ -159,9 +159,10 @@ PARTITION_HISTOGRAMS_SCHEMA = pa.schema(
         pa.field("frequencies_truncated", pa.bool_()),
         pa.field("frequencies_min", pa.int64()),
         # the partition's frequency rows of the column, by increasing value: the binary
-        # keys of a decimal, string, binary or boolean column, or (null values) the
-        # 8-byte keys of an integer, floating or temporal column as int64 (big-endian
-        # word, top bit flipped: the same order), then the counts
+        # keys of a string, binary or boolean column, or (null values) the 8-byte keys
+        # of an integer, floating or temporal column as int64 (big-endian word, top bit
+        # flipped: the same order) and, since part format 4, a decimal column's keys as
+        # their int64 unscaled values when all fit (else binary), then the counts
         pa.field("frequency_values", pa.list_(pa.binary())),
         pa.field("frequency_ints", pa.list_(pa.int64())),
         pa.field("frequency_counts", pa.list_(pa.int32())),
@@ -179,9 +180,9 @@ column. Sorted by ``column_index`` then ``member``; a row
 group holds ``PARTITION_HISTOGRAMS_GROUP_ROWS // partitions`` whole columns of the table's
 partitions (at least one; at most that many rows, a longer column is split), and only
 ``column_index`` and ``member`` have row-group statistics.
-Counts are int32, or int64 in a part where some count does not fit; counts and
-``frequency_ints`` are written DELTA_BINARY_PACKED, frequency values (sorted keys)
-DELTA_BYTE_ARRAY, no dictionaries, zstd."""
+Counts are int32, or int64 in a part where some count does not fit; counts are written
+BYTE_STREAM_SPLIT (part format 4), ``frequency_ints`` DELTA_BINARY_PACKED, frequency values
+(sorted keys) DELTA_BYTE_ARRAY at zstd level 9, no dictionaries, zstd."""
 
 PARTITION_HISTOGRAMS_GROUP_ROWS = 1024
 """Rows per row group of a part, and over the table's partitions, of one column's row

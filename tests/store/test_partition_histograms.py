@@ -135,14 +135,16 @@ def _check_file(root: Path) -> manifest.Version:
                 assert got[field] == row[field], (entry.name, name, field)
             listed = sorted((f["value"], f["frequency"]) for f in frequencies
                             if f["column"] == name)
-            # decimals and strings keep binary keys; 8-byte keys are stored as
-            # order-preserving ints
-            if name in ("amount", "s"):
+            # strings keep binary keys; 8-byte keys and decimal keys of int64 values are
+            # stored as order-preserving ints (decimals: the unscaled values)
+            if name == "s":
                 assert got["frequency_ints"] is None
                 keys = got["frequency_values"]
             else:
                 assert got["frequency_values"] is None
-                keys = partition_histograms.ints_as_keys(np.array(got["frequency_ints"]))
+                width = partition_histograms.key_width(
+                    parse_type(version.columns[ci]["type"]))
+                keys = partition_histograms.ints_as_keys(np.array(got["frequency_ints"]), width)
                 assert got["frequency_ints"] == sorted(got["frequency_ints"])
             assert list(zip(keys, got["frequency_counts"], strict=True)) == listed
             if row["histogram_bins"] is None:  # a string column: no histogram
@@ -458,6 +460,83 @@ def test_keys_as_ints_keep_the_key_order() -> None:
         assert partition_histograms.ints_as_keys(as_ints) == stored
         assert np.argsort(as_ints, kind="stable").tolist() == sorted(
             range(len(stored)), key=lambda i: (stored[i], i))
+
+
+@pytest.mark.parametrize("dtype", [pa.decimal128(20, 2), pa.decimal128(38, 0),
+                                   pa.decimal256(60, 3), pa.decimal64(12, 2)])
+def test_decimal_keys_as_ints_keep_the_key_order(dtype: pa.DataType) -> None:
+    """Decimal keys (``stats/keys.py``) of values whose unscaled integer fits in an int64
+    are stored as that integer: the same order, back to the same bytes; the others are
+    said not to fit."""
+    from lakestats.stats import keys
+
+    rng = np.random.default_rng(11)
+    unscaled = [0, 1, -1, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 10**17, -(10**17)]
+    unscaled += rng.integers(-2**62, 2**62, 200).tolist()
+    top = 10**dtype.precision
+    unscaled = [u for u in unscaled if -top < u < top]
+    values = [decimal.Decimal(u).scaleb(-dtype.scale) for u in unscaled]
+    encoded = keys.encode(pa.array(values, dtype))
+    width = partition_histograms.key_width(dtype)
+    ints, fits = partition_histograms.decimal_keys_as_ints(encoded, width)
+    assert fits.tolist() == [-(2**63) <= u < 2**63 for u in unscaled]
+    assert ints[fits].tolist() == [u for u in unscaled if -(2**63) <= u < 2**63]
+    stored = encoded.filter(pa.array(fits)).to_pylist()
+    assert partition_histograms.ints_as_keys(ints[fits], width) == stored
+    as_array = partition_histograms.int_keys(ints[fits], width)  # NumPy S{width}
+    assert as_array.dtype.itemsize == width
+    assert as_array.tobytes() == b"".join(stored)
+    assert partition_histograms.key_ints(encoded.to_pylist(), width).tolist() == (
+        ints[fits].tolist())
+    assert np.argsort(ints[fits], kind="stable").tolist() == sorted(
+        range(len(stored)), key=lambda i: (stored[i], i))
+
+
+def test_a_decimal_row_with_a_value_beyond_int64_stays_binary(tmp_path: Path) -> None:
+    """A member whose decimal keys all fit holds ints; one with a larger value keeps
+    the binary keys (each row one list); read back, both give the partitions' keys."""
+    from lakestats.stats import keys
+
+    dtype = pa.decimal128(38, 0)
+    columns = [{"name": "d", "type": "decimal128(38, 0)"}]
+    small = keys.encode(pa.array([decimal.Decimal(5), decimal.Decimal(-7)], dtype))
+    large = keys.encode(pa.array([decimal.Decimal(3), decimal.Decimal(2**64)], dtype))
+    stats = [pa.table({"frequencies_count": pa.array([2], pa.int64()),
+                       "frequencies_truncated": [False],
+                       "frequencies_min": pa.array([None], pa.int64()),
+                       "histogram_lower": pa.array([None], pa.binary()),
+                       "histogram_width": pa.array([None], pa.float64()),
+                       "histogram_bins": pa.array([None], pa.int32())})] * 2
+    hists = [pa.table({"x": pa.array([], pa.int64())})] * 2
+    freqs = [pa.table({"column": ["d", "d"], "value": v, "frequency": pa.array([1, 2])})
+             for v in (small, large)]
+    rows = partition_histograms.histograms_part(columns, stats, hists, freqs).to_pylist()
+    assert rows[0]["frequency_values"] is None and rows[0]["frequency_ints"] == [-7, 5]
+    assert rows[1]["frequency_ints"] is None
+    assert rows[1]["frequency_values"] == sorted(large.to_pylist())
+    width = partition_histograms.key_width(dtype)
+    assert partition_histograms.ints_as_keys(rows[0]["frequency_ints"], width) == sorted(
+        small.to_pylist())
+    # the directory lists decimals as int-keyed: a reader of binary decimal keys only
+    # (part format 3) does not find ``decimal`` and reads the partitions' files
+    (tmp_path / "part-0").write_bytes(partition_histograms.write_part(
+        partition_histograms.histograms_part(columns, stats, hists, freqs), 2))
+    partition_histograms.write_directory(
+        [([0, 1], "part-0")], str(tmp_path / "directory.parquet"), StatisticsStore(str(tmp_path)))
+    directory = pq.read_table(tmp_path / "directory.parquet")
+    held = directory.schema.metadata[partition_histograms.HELD_KEY].decode().split(",")
+    assert "decimal:int64" in held and "decimal" not in held
+    opened = partition_histograms.PartitionHistograms(
+        StatisticsStore(str(tmp_path)), directory, 2,
+        lambda filesystem, path: filesystem.open_input_file(path))
+    assert opened.holds(Kind.DECIMAL)
+    got = opened.read(0, [0, 1], ["frequency_values", "frequency_ints", "frequency_counts"])
+    assert got.to_pylist() == [
+        {"partition_id": 0, "column_index": 0, "frequency_values": None,
+         "frequency_ints": [-7, 5], "frequency_counts": [2, 1]},
+        {"partition_id": 1, "column_index": 0, "frequency_values": sorted(large.to_pylist()),
+         "frequency_ints": None, "frequency_counts": [1, 2]},
+    ]
 
 
 def test_keys_of_another_width_stay_binary() -> None:
