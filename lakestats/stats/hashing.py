@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 _STEP = np.uint64(0x9E3779B97F4A7C15)
+_SHIFT = np.uint64(29)
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
@@ -49,13 +50,21 @@ def hash_binary(values: pa.Array) -> np.ndarray:
     word_counts = all_words[order]
     state = np.zeros(n, dtype=np.uint64)
     longest = int(word_counts[0]) if n else 0
+    # the values still consumed at step k are a prefix ([:active]); of those, the ones
+    # whose last word it is are its tail ([full:active]), the only words that need a mask
+    active_at = np.searchsorted(-word_counts, -np.arange(longest + 1), side="left")
+    at = sorted_starts  # where each value's next word starts (a copy: fancy-indexed)
     with np.errstate(over="ignore"):
         for k in range(longest):
-            active = int(np.searchsorted(-word_counts, -k, side="left"))
-            remaining = np.minimum(sorted_lengths[:active] - 8 * k, 8)
-            word = words[sorted_starts[:active] + 8 * k] & _MASKS[remaining]
-            mixed = (state[:active] ^ word) * _STEP
-            state[:active] = mixed ^ (mixed >> np.uint64(29))
+            active, full = int(active_at[k]), int(active_at[k + 1])
+            word = words[at[:active]]  # fancy indexing: np.take is slower on this view
+            if full < active:
+                tail = sorted_lengths[full:active] - 8 * k
+                word[full:active] &= _MASKS[tail]
+            mixed = np.bitwise_xor(state[:active], word, out=state[:active])
+            np.multiply(mixed, _STEP, out=mixed)
+            np.bitwise_xor(mixed, np.right_shift(mixed, _SHIFT, out=word), out=mixed)
+            at[:full] += 8
         out = np.empty(n, dtype=np.uint64)
         out[order] = _splitmix64(state ^ (sorted_lengths.astype(np.uint64) * _STEP))
     return out

@@ -32,22 +32,23 @@ def statistics_table(
 
 
 def frequencies_table(results: list[ColumnResult]) -> pa.Table:
-    names, values, counts, indices = [], [], [], []
+    values, counts, indices = [], [], []
     for index, result in enumerate(results):
         if result.frequency_keys is None or len(result.frequency_keys) == 0:
             continue
         n = len(result.frequency_keys)
-        names.append(pa.array([result.row["column"]] * n, pa.string()))
         indices.append(np.full(n, index, dtype=np.int32))
         values.append(result.frequency_keys.cast(pa.binary()))
         counts.append(result.frequency_counts.astype(np.int64))
-    if not names:
+    if not indices:
         return schemas.FREQUENCIES_SCHEMA.append(
             pa.field("column_index", pa.int32(), nullable=False)
         ).empty_table()
+    # each row's column name taken by its index (not a Python list of a name per row)
+    column_names = pa.array([result.row["column"] for result in results], pa.string())
     return pa.table(
         {
-            "column": pa.concat_arrays(names),
+            "column": column_names.take(pa.array(np.concatenate(indices))),
             "value": pa.concat_arrays(values),
             "frequency": pa.array(np.concatenate(counts)),
             "column_index": pa.array(np.concatenate(indices)),

@@ -59,3 +59,39 @@ def test_kth_largest_is_numpys_selection() -> None:
             counts = rng.integers(1, int(rng.integers(2, 40)), n)
         k = int(rng.integers(1, n + 1))
         assert kth_largest(counts, k) == np.partition(counts, n - k)[n - k]
+
+
+def _random_bytes(rng: np.random.Generator, n: int) -> list[bytes]:
+    """Distinct byte strings built to stress an 8-byte prefix cut: empty and short values,
+    zero bytes (``b"ab"`` against ``b"ab\\0"``), long shared prefixes, high bytes."""
+    alphabet = np.array([0, 1, ord("a"), ord("b"), 0x7F, 0x80, 0xFF], dtype=np.uint8)
+    out: set[bytes] = set()
+    while len(out) < n:
+        shared = b"prefix-0" * int(rng.integers(0, 3))
+        tail = bytes(rng.choice(alphabet, int(rng.integers(0, 12))).tolist())
+        out.add(shared[: int(rng.integers(0, len(shared) + 1))] + tail)
+    return sorted(out, key=lambda _: rng.random())
+
+
+@pytest.mark.parametrize("dtype", [pa.binary(), pa.large_binary(), pa.string(), "sliced"])
+def test_smallest_by_prefix_is_arrows_selection(dtype: object) -> None:
+    """``smallest`` (NumPy prefix cut, then Arrow among the values sharing the cut's prefix)
+    keeps exactly the values Arrow's sort puts first."""
+    from lakestats.stats.top_values import smallest
+
+    rng = np.random.default_rng(11)
+    for n in (70, 300, 3000):
+        raw = _random_bytes(rng, n + 5)
+        if dtype == pa.string():
+            raw = [r.replace(b"\x80", b"c").replace(b"\xff", b"d") for r in raw]
+            values: pa.Array = pa.array([r.decode() for r in dict.fromkeys(raw)], pa.string())
+        elif dtype == "sliced":
+            values = pa.array(raw, pa.binary()).slice(5)
+        else:
+            values = pa.array(raw, dtype)  # type: ignore[arg-type]
+        for need in (64, 65, len(values) // 2, len(values) - 1):
+            if not 64 <= need < len(values):
+                continue
+            got = smallest(values, need)
+            want = pc.sort_indices(values).to_numpy()[:need]
+            assert sorted(got.tolist()) == sorted(want.tolist())
