@@ -166,3 +166,21 @@ def unique(values: object) -> np.ndarray:
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
+
+
+def byte_words(values: pa.Array, order: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A string or binary array's bytes for word-at-a-time kernels: a uint64 view (``order``
+    ``"<u8"`` or ``">u8"``) starting at every byte offset of the values' data, zero-padded
+    by 8 bytes so a read at any value's start stays inside; and each value's start in it
+    and its length."""
+    values = values.cast(pa.large_binary())
+    n = len(values)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)
+    offsets = offsets[values.offset : values.offset + n + 1]
+    data = values.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    padded = np.concatenate([raw[int(offsets[0]) : int(offsets[-1])], np.zeros(8, np.uint8)])
+    # unaligned views are fine in NumPy
+    words = np.ndarray((len(padded) - 7,), dtype=order, buffer=padded, strides=(1,))
+    return words, offsets[:-1] - offsets[0], np.diff(offsets)
+

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lakestats.stats.arrays import byte_words
+
 _STEP = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(29)
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
@@ -29,17 +31,8 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 def hash_binary(values: pa.Array) -> np.ndarray:
     """uint64 hash of each value of a string or binary array without nulls."""
-    values = values.cast(pa.large_binary())
     n = len(values)
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)
-    offsets = offsets[values.offset : values.offset + n + 1]
-    data = values.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-    padded = np.concatenate([raw[int(offsets[0]) : int(offsets[-1])], np.zeros(8, np.uint8)])
-    starts = offsets[:-1] - offsets[0]
-    lengths = np.diff(offsets)
-    # a uint64 read at every byte offset (unaligned views are fine in NumPy)
-    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    words, starts, lengths = byte_words(values, "<u8")
     all_words = (lengths + 7) // 8
     longest_words = int(all_words.max()) if n else 0
     # longest first, so the values still being consumed at step k are a prefix;

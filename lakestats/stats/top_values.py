@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pat
 
+from lakestats.stats.arrays import byte_words
+
 
 def most_frequent(counts: np.ndarray, values: pa.Array | pa.ChunkedArray, k: int) -> np.ndarray:
     """Indices of the ``k`` most frequent of ``values`` (distinct, no nulls), in order."""
@@ -90,17 +92,8 @@ def leading_words(values: pa.Array) -> np.ndarray:
     """The first 8 bytes of each value (zero-padded) as a big-endian uint64: an order
     consistent with the byte order Arrow sorts text and binary by (a < b implies
     word(a) <= word(b)), so a cut on the words never separates values wrongly."""
-    values = values.cast(pa.large_binary())
-    n = len(values)
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)
-    offsets = offsets[values.offset : values.offset + n + 1]
-    data = values.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-    padded = np.concatenate([raw[int(offsets[0]) : int(offsets[-1])], np.zeros(8, np.uint8)])
-    # a big-endian uint64 read at every byte offset (unaligned views are fine in NumPy)
-    words = np.ndarray((len(padded) - 7,), dtype=">u8", buffer=padded, strides=(1,))
-    lengths = np.minimum(np.diff(offsets), 8)
-    return words[offsets[:-1] - offsets[0]].astype(np.uint64) & _PREFIX_MASKS[lengths]
+    words, starts, lengths = byte_words(values, ">u8")
+    return words[starts].astype(np.uint64) & _PREFIX_MASKS[np.minimum(lengths, 8)]
 
 
 def kth_largest(counts: np.ndarray, k: int) -> int:

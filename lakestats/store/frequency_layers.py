@@ -12,6 +12,9 @@ A read of such a column takes, per value, the newest layer that has it; ``Merged
 yields the rows in the file's order (decreasing count, then key) chunk by chunk, so a
 top-k read stops early as it does on one file: each base chunk, without the values a
 delta overrides, is merged with the deltas' rows that sort before its last row.
+
+``pyarrow.compute`` is imported where a merge needs it: the reader imports this module, and
+a partition lookup from the CLI stays lean (``tests/cli/test_lean_imports.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from lakestats.stats.arrays import binary_scalar, int64_array, integer_array
 
 ORDER = [("frequency", "descending"), ("value", "ascending")]
 
@@ -62,6 +66,8 @@ def layers_of(version: object, column: int) -> FrequencyLayers | None:
 def _column_rows(handle: pq.ParquetFile, column: int, fields: list[str]) -> Iterator[pa.Table]:
     """The column's rows of one frequencies file, row group by row group (its rows are
     grouped by column, then by decreasing count and key)."""
+    import pyarrow.compute as pc
+
     names = handle.schema_arrow.names
     position = names.index("column_index")
     wanted = [f for f in fields if f in names]
@@ -71,7 +77,7 @@ def _column_rows(handle: pq.ParquetFile, column: int, fields: list[str]) -> Iter
             continue
         table = handle.read_row_group(g, columns=list(dict.fromkeys([*wanted, "column_index"])))
         index = table.column("column_index")
-        table = table.filter(pc.equal(index, pa.scalar(column, index.type))).select(wanted)
+        table = table.filter(pc.equal(index, integer_array([column], index.type)[0])).select(wanted)
         if table.num_rows:
             yield table
 
@@ -86,6 +92,8 @@ class MergedColumn:
         column: int,
         fields: list[str],
     ) -> None:
+        import pyarrow.compute as pc
+
         self.column = column
         self.fields = list(dict.fromkeys(["value", "frequency", *fields]))
         self._base = open_file(layers.files[0])
@@ -103,7 +111,7 @@ class MergedColumn:
         )
         if len(newest) > 1:  # keep each value's first (newest) row
             first = _first_occurrences(overrides.column("value").combine_chunks())
-            overrides = overrides.take(pa.array(first))
+            overrides = overrides.take(int64_array(first))
         self.override_keys = overrides.column("value").combine_chunks()
         self.overrides = overrides
         live = overrides.filter(pc.greater(overrides.column("frequency"), 0))
@@ -115,6 +123,8 @@ class MergedColumn:
 
     def chunks(self) -> Iterator[pa.Table]:
         """The column's rows in (decreasing count, key) order, a chunk at a time."""
+        import pyarrow.compute as pc
+
         live, at = self._live, 0
         negated = -live.column("frequency").to_numpy()  # increasing: searchable
         values = live.column("value")
@@ -142,12 +152,14 @@ class MergedColumn:
 
     def count_of(self, key: bytes) -> int:
         """The value's count (0: not held)."""
+        import pyarrow.compute as pc
+
         if len(self.override_keys):
-            at = pc.index(self.override_keys, pa.scalar(key, pa.binary())).as_py()
+            at = pc.index(self.override_keys, binary_scalar(key)).as_py()
             if at >= 0:
                 return int(self.overrides.column("frequency")[at].as_py())
         for chunk in _column_rows(self._base, self.column, ["value", "frequency"]):
-            at = pc.index(chunk.column("value"), pa.scalar(key, pa.binary())).as_py()
+            at = pc.index(chunk.column("value"), binary_scalar(key)).as_py()
             if at >= 0:
                 return int(chunk.column("frequency")[at].as_py())
         return 0
@@ -155,6 +167,8 @@ class MergedColumn:
 
 def _first_occurrences(values: pa.Array) -> np.ndarray:
     """Positions of each distinct value's first occurrence, in order."""
+    import pyarrow.compute as pc
+
     _, first = np.unique(
         pc.index_in(values, value_set=pc.unique(values)).to_numpy(), return_index=True
     )

@@ -51,7 +51,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from lakestats.stats.arrays import integer_array, numbers, unique
+from lakestats.stats.arrays import binary_array, integer_array, numbers, unique
 from lakestats.stats.kinds import ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest, schemas
@@ -166,8 +166,8 @@ def key_ints(keys: Sequence[bytes], width: int) -> np.ndarray:
     if not keys or not width:
         return np.zeros(0, np.int64)
     if width == 8:
-        return keys_as_ints(pa.array(keys, pa.binary()))
-    ints, fits = decimal_keys_as_ints(pa.array(keys, pa.binary()), width)
+        return keys_as_ints(binary_array(keys))
+    ints, fits = decimal_keys_as_ints(binary_array(keys), width)
     return ints[fits]
 
 
