@@ -95,19 +95,16 @@ class MergedColumn:
         import pyarrow.compute as pc
 
         self.column = column
-        self.fields = list(dict.fromkeys(["value", "frequency", *fields]))
         self._base = open_file(layers.files[0])
-        self.fields = [f for f in self.fields if f in self._base.schema_arrow.names]
+        names = self._base.schema_arrow.names
+        self.fields = [f for f in dict.fromkeys(["value", "frequency", *fields]) if f in names]
         newest: list[pa.Table] = []
         for relative in reversed(layers.files[1:]):  # the newest layer wins a value
             rows = list(_column_rows(open_file(relative), column, self.fields))
             if rows:
-                newest.append(pa.concat_tables(rows).cast(self._schema(rows[0])))
+                newest.append(pa.concat_tables(rows).cast(self._schema_of(rows[0].column_names)))
         overrides = (
-            pa.concat_tables(newest)
-            if newest
-            else pa.table({f: pa.array([], self._base.schema_arrow.field(f).type)
-                           for f in self.fields})
+            pa.concat_tables(newest) if newest else self._schema_of(self.fields).empty_table()
         )
         if len(newest) > 1:  # keep each value's first (newest) row
             first = _first_occurrences(overrides.column("value").combine_chunks())
@@ -117,9 +114,11 @@ class MergedColumn:
         live = overrides.filter(pc.greater(overrides.column("frequency"), 0))
         self._live = live.sort_by(ORDER)
 
-    def _schema(self, table: pa.Table) -> pa.Schema:
+    def _schema_of(self, names: list[str]) -> pa.Schema:
+        """The base file's schema of ``names`` (a delta is cast to it: an older base may
+        differ in types)."""
         base = self._base.schema_arrow
-        return pa.schema([base.field(f) for f in table.column_names])
+        return pa.schema([base.field(f) for f in names])
 
     def chunks(self) -> Iterator[pa.Table]:
         """The column's rows in (decreasing count, key) order, a chunk at a time."""

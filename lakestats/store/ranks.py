@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakestats.stats.key_sums import merged
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.schemas import RANKS_INDEX_SCHEMA as INDEX_SCHEMA
 from lakestats.store.schemas import RANKS_SCHEMA
@@ -223,24 +224,6 @@ class RankIndex:
         return below, equal, total - below - equal
 
 
-def _summed(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """Distinct keys in increasing order with their summed counts, sums <= 0 dropped (a
-    value every layer together no longer holds)."""
-    if len(keys) == 0:
-        return keys, counts
-    order = pc.sort_indices(keys)
-    keys, counts = keys.take(order), counts[order.to_numpy()]
-    starts = np.ones(len(keys), dtype=bool)
-    if len(keys) > 1:
-        starts[1:] = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)).to_numpy(
-            zero_copy_only=False
-        )
-    at = np.flatnonzero(starts)
-    sums = np.add.reduceat(counts, at)
-    kept = sums > 0
-    return keys.take(pa.array(at[kept])), sums[kept]
-
-
 class LayeredRanks:
     """A base ``RankIndex`` and the delta layers written on top of it, merged at read
     time (the same questions as ``RankIndex``, answered over the sum of the layers)."""
@@ -291,7 +274,7 @@ class LayeredRanks:
         high = ends[lo][0] if lo < len(ends) else None
         before = ends[lo - 1][1] + self._delta_at_most(column, low) if low is not None else 0
         parts = [layer.rows_between(column, low, high) for layer in self.layers]
-        keys, counts = _summed(
+        keys, counts = merged(
             pa.concat_arrays([k for k, _ in parts]), np.concatenate([c for _, c in parts])
         )
         running = before + np.cumsum(counts)

@@ -163,7 +163,6 @@ def write_frequencies(
         "use_dictionary": ["column"],
         "column_encoding": schemas.FREQUENCY_VALUE_ENCODING,
     }
-    size = 0
     with contextlib.ExitStack() as stack:
         parquet = stack.enter_context(
             writer.parquet_output(uri, job.store, schemas.TABLE_FREQUENCIES_SCHEMA, **options)

@@ -190,6 +190,7 @@ def exact_table(
         and changes_only == plan.frequency_columns
     )
     report["rank_layers"] = "delta" if layered else "base"
+    delta_columns = changes_only if layered else frozenset()  # runs of changed values only
 
     # ranges of about equal rows; every core gets work on a small table
     total = sum(g.rows for gs in groups.values() for g in gs)
@@ -228,7 +229,7 @@ def exact_table(
         grids,
         {i: 2 if scenario[i] in duplicates_only else 1 for i in replaced},
         layered,
-        changes_only if layered else frozenset(),
+        delta_columns,
     )
     range_rows = (
         spark.range(0, len(tasks), 1, numPartitions=max(1, len(tasks)))
@@ -265,7 +266,7 @@ def exact_table(
             runs,
             merge.runs_dir(run_id),
             frequency_layers.delta_file(run_id) if layered else None,
-            changes_only if layered else frozenset(),
+            delta_columns,
         )
         counted = (
             _indexed(spark, 1, parallelism)

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from lakestats.compute.exact.ranges import Piece
 from lakestats.compute.exact.sources import Files, Source, read_piece
 from lakestats.stats.exact_histogram import ExactGrid, bin_counts
+from lakestats.stats.key_sums import grouped, merged
 from lakestats.store import layout, ranks, schemas
 from lakestats.store.handle import StatisticsStore
 
@@ -87,80 +88,6 @@ class MergeJob:
     changes_only: frozenset[int] = frozenset()
 
 
-def _fixed_width_words(keys: pa.Array) -> np.ndarray | None:
-    """Keys of one width (a multiple of 8 bytes) as rows of native ``uint64`` words whose
-    order is the keys' byte order; None for keys of varying width (strings)."""
-    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=len(keys) + 1,
-                            offset=keys.offset * 4)
-    width = int(offsets[1] - offsets[0])
-    if width == 0 or width % 8 or not np.all(np.diff(offsets) == width):
-        return None
-    data = np.frombuffer(
-        keys.buffers()[2], dtype=">u8", count=len(keys) * width // 8, offset=int(offsets[0])
-    )
-    return data.reshape(len(keys), width // 8).astype(np.uint64)
-
-
-def _grouped(
-    keys: pa.Array, counts: np.ndarray, lower: np.ndarray | None = None
-) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
-    """Distinct keys in increasing order with their summed counts and, given a ``lower``
-    row mask, the sums of the masked rows alone; nothing dropped. Rows already strictly
-    increasing (one sorted source, or sources in key order, as the partitions of a
-    time-ordered key) skip the sort (one comparison pass finds it)."""
-    n = len(keys)
-    if n == 0:
-        return keys, counts, (counts if lower is not None else None)
-    if n == 1 or pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py():
-        at = np.arange(n)
-    elif (words := _fixed_width_words(keys)) is not None:
-        # numbers, dates, decimals: big-endian words; NumPy's stable sort (timsort) uses
-        # the sources' sorted runs
-        order = (
-            np.argsort(words[:, 0], kind="stable")
-            if words.shape[1] == 1
-            else np.lexsort(words.T[::-1])
-        )
-        words = words[order]
-        keys = keys.take(pa.array(order))
-        counts = counts[order]
-        lower = lower[order] if lower is not None else None
-        starts = np.ones(n, dtype=bool)
-        starts[1:] = np.any(words[1:] != words[:-1], axis=1)
-        at = np.flatnonzero(starts)
-    else:
-        order = pc.sort_indices(keys)
-        keys = keys.take(order)
-        taken = order.to_numpy()
-        counts = counts[taken]
-        lower = lower[taken] if lower is not None else None
-        starts = np.zeros(n, dtype=bool)
-        starts[0] = True
-        if n > 1:
-            differs = pc.not_equal(keys.slice(1), keys.slice(0, n - 1))
-            starts[1:] = differs.to_numpy(zero_copy_only=False)
-        at = np.flatnonzero(starts)
-    sums = np.add.reduceat(counts, at) if len(at) < n else counts
-    lower_sums = None
-    if lower is not None:
-        masked = np.where(lower, counts, 0)
-        lower_sums = np.add.reduceat(masked, at) if len(at) < n else masked
-    if len(at) < n:
-        keys = keys.take(pa.array(at))
-    return keys, sums, lower_sums
-
-
-def merged(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """Distinct keys in increasing order with their summed counts (sums <= 0 dropped)."""
-    if len(keys) == 0:
-        return keys, counts
-    keys, sums, _ = _grouped(keys, counts)
-    kept = sums > 0
-    if kept.all():
-        return keys, sums
-    return keys.filter(pa.array(kept)), sums[kept]
-
-
 @dataclass(frozen=True)
 class Change:
     """One piece merged in a delta layer: the table's values (for the runs and the
@@ -181,7 +108,7 @@ def delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
     if len(keys) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return Change(keys, empty, keys, empty, 0, empty, empty)
-    keys, sums, lower_sums = _grouped(keys, counts, lower)
+    keys, sums, lower_sums = grouped(keys, counts, lower)
     change = sums - lower_sums
     moved = change != 0
     positive = sums > 0
@@ -203,12 +130,12 @@ def sparse_delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Chang
     empty: a column whose run lists every value needs ``delta``."""
     empty = np.zeros(0, dtype=np.int64)
     mask = pa.array(lower)
-    changed, by = merged_signed(keys.filter(pc.invert(mask)), counts[~lower])
+    changed, by = merged(keys.filter(pc.invert(mask)), counts[~lower], signed=True)
     if len(changed) == 0:
         return Change(changed, empty, changed, empty, 0, empty, empty)
     layer_keys = keys.filter(mask)
     hit = pc.is_in(layer_keys, value_set=changed)
-    found, sums, _ = _grouped(layer_keys.filter(hit), counts[lower][hit.to_numpy(False)])
+    found, sums, _ = grouped(layer_keys.filter(hit), counts[lower][hit.to_numpy(False)])
     old = np.zeros(len(changed), dtype=np.int64)
     if len(found):
         old[pc.index_in(found, value_set=changed).to_numpy()] = sums
@@ -217,16 +144,6 @@ def sparse_delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Chang
     return Change(
         changed[:0], empty, changed, new - old, int((new > 0).sum() - (old > 0).sum()), old, new
     )
-
-
-def merged_signed(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """Distinct keys in increasing order with their summed signed counts (zero sums
-    dropped: no change)."""
-    if len(keys) == 0:
-        return keys, counts
-    keys, sums, _ = _grouped(keys, counts)
-    kept = sums != 0
-    return (keys, sums) if kept.all() else (keys.filter(pa.array(kept)), sums[kept])
 
 
 def _write_change_run(job: MergeJob, part: int, column: int, change: Change) -> int:
@@ -291,12 +208,8 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
             )
             change = None
             binned_keys, binned_counts = keys, counts  # bins add up over signed rows
-            if job.delta and full_run:  # its run lists every repeated value: merge all
-                change = delta(keys, counts, lower)
-                keys, counts = change.keys, change.counts
-                stored, stored_counts, distinct = change.changed, change.by, change.distinct
-            elif job.delta:
-                change = sparse_delta(keys, counts, lower)
+            if job.delta:  # a full run lists every repeated value: it needs the full merge
+                change = (delta if full_run else sparse_delta)(keys, counts, lower)
                 keys, counts = change.keys, change.counts
                 stored, stored_counts, distinct = change.changed, change.by, change.distinct
             else:
