@@ -7,11 +7,13 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# --compile-bytecode and compileall: the first command does not compile every module it imports
+# --compile-bytecode and compileall: the first command does not compile every module it imports;
+# the prune keeps only the cache entries in use (a full disk once failed CI before its first test)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check uv==0.13.9
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'
+	$(BIN)/uv cache prune --quiet  # each new venv leaves another ~1 GB build of PySpark's sdist in uv's cache
 	$(BIN)/python -m compileall -q lakestats
 	touch $(STAMP)
 
