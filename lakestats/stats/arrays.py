@@ -156,6 +156,38 @@ def numbers(
     return out if dtype is None else out.astype(dtype, copy=False)
 
 
+def column_array(values: list, dtype: pa.DataType) -> pa.Array:
+    """Python values (None: null) as an Arrow array of a fixed-width number, boolean,
+    binary or string ``dtype``."""
+    n = len(values)
+    valid = np.fromiter((v is not None for v in values), dtype=bool, count=n)
+    nulls = n - int(valid.sum())
+    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    if pa.types.is_binary(dtype) or pa.types.is_string(dtype):
+        encoded = [
+            b"" if v is None else v.encode("utf-8") if isinstance(v, str) else bytes(v)
+            for v in values
+        ]
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum([len(v) for v in encoded], out=offsets[1:])
+        buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+        return pa.Array.from_buffers(dtype, n, buffers, null_count=nulls)
+    if pa.types.is_boolean(dtype):
+        bits = np.fromiter((bool(v) for v in values), dtype=bool, count=n)
+        data = np.packbits(bits, bitorder="little")
+    else:
+        data = np.array([0 if v is None else v for v in values], dtype=_numpy_dtype(dtype))
+    return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(data)], null_count=nulls)
+
+
+def record_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
+    """``pa.RecordBatch.from_pylist(rows, schema=schema)`` without the pandas probe (what
+    a Spark task yields: importing pandas costs each Python worker ~1 s)."""
+    return pa.RecordBatch.from_arrays(
+        [column_array([row[f.name] for row in rows], f.type) for f in schema], schema=schema
+    )
+
+
 def unique(values: object) -> np.ndarray:
     """``np.unique`` of integers (sorted, distinct) without importing ``numpy.ma``, which
     ``np.unique`` does on first use (~30 ms of a lookup process)."""

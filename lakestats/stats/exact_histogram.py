@@ -46,6 +46,13 @@ def grid_of(row: dict[str, object], dtype: pa.DataType) -> ExactGrid | None:
 
 
 def storage_numbers(encoded: pa.Array, dtype: pa.DataType, kind: Kind) -> np.ndarray:
+    """The numbers bins count: int64 storage (integers, temporals, unscaled decimals) read
+    straight from the keys' bytes, floats decoded."""
+    value_type = dtype.value_type if pat.is_dictionary(dtype) else dtype
+    if kind in (Kind.INTEGER, Kind.TEMPORAL) and not pat.is_uint64(value_type):
+        return keys.keys_as_ints(encoded)
+    if kind == Kind.DECIMAL:
+        return keys.decimal_keys_as_ints(encoded, value_type.bit_width // 8)[0]
     values = keys.decode_array(encoded, dtype)
     if kind == Kind.FLOATING:
         return values.cast(pa.float64()).to_numpy(zero_copy_only=False)

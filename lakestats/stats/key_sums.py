@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakestats.stats.arrays import bool_array, int64_array, numbers
+
 
 def fixed_width_words(keys: pa.Array) -> np.ndarray | None:
     """Keys of one width (a multiple of 8 bytes) as rows of native ``uint64`` words whose
@@ -49,7 +51,7 @@ def grouped(
             else np.lexsort(words.T[::-1])
         )
         words = words[order]
-        keys = keys.take(pa.array(order))
+        keys = keys.take(int64_array(order))
         counts = counts[order]
         lower = lower[order] if lower is not None else None
         starts = np.ones(n, dtype=bool)
@@ -58,14 +60,14 @@ def grouped(
     else:
         order = pc.sort_indices(keys)
         keys = keys.take(order)
-        taken = order.to_numpy()
+        taken = numbers(order)
         counts = counts[taken]
         lower = lower[taken] if lower is not None else None
         starts = np.zeros(n, dtype=bool)
         starts[0] = True
         if n > 1:
             differs = pc.not_equal(keys.slice(1), keys.slice(0, n - 1))
-            starts[1:] = differs.to_numpy(zero_copy_only=False)
+            starts[1:] = numbers(differs, False)
         at = np.flatnonzero(starts)
     sums = np.add.reduceat(counts, at) if len(at) < n else counts
     lower_sums = None
@@ -73,7 +75,7 @@ def grouped(
         masked = np.where(lower, counts, 0)
         lower_sums = np.add.reduceat(masked, at) if len(at) < n else masked
     if len(at) < n:
-        keys = keys.take(pa.array(at))
+        keys = keys.take(int64_array(at))
     return keys, sums, lower_sums
 
 
@@ -89,4 +91,4 @@ def merged(
     kept = sums != 0 if signed else sums > 0
     if kept.all():
         return keys, sums
-    return keys.filter(pa.array(kept)), sums[kept]
+    return keys.filter(bool_array(kept)), sums[kept]

@@ -320,10 +320,16 @@ def test_cut_points_split_interleaved_sources_evenly() -> None:
         )
 
 
+@pytest.mark.parametrize("changed_first", [False, True])
+@pytest.mark.parametrize("layers", ["one sorted", "two overlapping"])
 @pytest.mark.parametrize("width", [8, None])
-def test_sparse_delta_equals_the_full_merge(width: int | None) -> None:
-    """The delta layer's change found by hashing only the changed keys equals the one the
-    full merge finds: changed keys, their change, old and new counts, distinct change."""
+def test_sparse_delta_equals_the_full_merge(
+    width: int | None, layers: str, changed_first: bool
+) -> None:
+    """The delta layer's change found by looking up only the changed keys (bisection in
+    one sorted layer of one-word keys, hashing otherwise) equals the one the full merge
+    finds: changed keys, their change, old and new counts, distinct change; whether the
+    changed rows come first (``read_piece``'s order) or not."""
     rng = np.random.default_rng(17)
 
     def key(i: int) -> bytes:
@@ -332,7 +338,10 @@ def test_sparse_delta_equals_the_full_merge(width: int | None) -> None:
     layer = {key(i): int(c) for i, c in zip(rng.choice(3000, 1200, replace=False),
                                             rng.integers(1, 5, 1200), strict=True)}
     layer_keys = sorted(layer)
-    rows_k = [*layer_keys[:700], *layer_keys[700:]]  # two sorted layers, as a base and a delta
+    if layers == "one sorted":  # a base's parts, in key order
+        rows_k = [*layer_keys[:700], *layer_keys[700:]]
+    else:  # a base and a delta over the same keys
+        rows_k = [*layer_keys[::2], *layer_keys[1::2]]
     rows_c = [layer[k] for k in rows_k]
     lower = [True] * len(rows_k)
     gone = layer_keys[::40]  # removed whole: their full count subtracted
@@ -343,6 +352,9 @@ def test_sparse_delta_equals_the_full_merge(width: int | None) -> None:
         rows_k.append(key(int(i)))
         rows_c.append(int(rng.integers(1, 3)))
         lower.append(False)
+    if changed_first:
+        first = len(layer_keys)
+        rows_k, rows_c, lower = (r[first:] + r[:first] for r in (rows_k, rows_c, lower))
     keys = pa.array(rows_k, pa.binary())
     counts = np.array(rows_c, dtype=np.int64)
     mask = np.array(lower)
@@ -384,3 +396,99 @@ def test_a_delta_range_without_changes_reads_no_layer(tmp_path) -> None:
         busy = sources.read_piece(chosen, 0, split, None, reads, files, changes_only=True)
     assert busy[0].to_pylist()[:2] == new.column("value").to_pylist()
     assert len(busy[0]) > 2 and busy[2].tolist() == [False, False] + [True] * (len(busy[0]) - 2)
+
+
+def test_a_key_sorted_source_is_sliced_as_a_filter_would_select(tmp_path) -> None:
+    """``read_piece`` cuts a staged (column, key)-sorted file by bisection: for every column
+    and key range, over row groups of a few rows, the rows equal an Arrow filter's."""
+    rng = np.random.default_rng(5)
+    table, _ = _staged(rng, 4_000)
+    path = tmp_path / "values.parquet"
+    pq.write_table(table, path, row_group_size=97)
+    source = sources.Source("values.parquet", 1, "statistics.parquet")
+    groups = tuple(range(pq.ParquetFile(path).metadata.num_row_groups))
+    store = StatisticsStore(str(tmp_path))
+    values = table.column("value").to_pylist()
+    with sources.Files(store) as files:
+        for column in (0, 1):
+            inside = [v for v, c in zip(values, table.column("column_index").to_pylist(),
+                                        strict=True) if c == column]
+            cuts = [None, *sorted(rng.choice(inside, 3).tolist()), inside[0], b"\xff", None]
+            for low, high in itertools.pairwise(cuts):
+                got = sources.read_piece([source], column, low, high,
+                                         (sources.Read(0, False, groups),), files)
+                mask = pc.equal(table.column("column_index"), column)
+                if low is not None:
+                    mask = pc.and_(mask, pc.greater_equal(table.column("value"), low))
+                if high is not None:
+                    mask = pc.and_(mask, pc.less(table.column("value"), high))
+                want = table.filter(mask)
+                assert got[0].to_pylist() == want.column("value").to_pylist()
+                assert got[1].tolist() == want.column("count").to_pylist()
+
+
+_WORKER = """
+import pickle, sys
+import pyarrow as pa
+from lakestats.compute.exact import frequencies, merge, sources
+from lakestats.stats.arrays import int64_array
+
+store, chosen, job, table_file = pickle.load(open(sys.argv[1], "rb"))
+def numbers(ids):
+    return iter([pa.RecordBatch.from_arrays([int64_array(list(ids))], names=["id"])])
+outline = list(sources.outline(store, chosen, frozenset({0, 1}), numbers(range(len(chosen)))))
+summaries = [b for part in range(len(job.tasks)) for b in merge.merge_ranges(job, numbers([part]))]
+runs = {0: [], 1: []}
+for batch in summaries:
+    for r in batch.to_pylist():
+        if r["run_rows"]:
+            runs[r["column_index"]].append(merge.run_file("run", r["part"], r["column_index"]))
+frequency_job = frequencies.FrequencyJob(store, table_file, ["a", "b", "kept"], runs,
+                                         merge.runs_dir("run"))
+result = list(frequencies.write_frequencies(frequency_job, iter([])))
+print(sum(b.num_rows for b in outline), sum(b.num_rows for b in summaries), result[0].num_rows,
+      "pandas" in sys.modules)
+"""
+
+
+def test_the_exact_steps_tasks_do_not_import_pandas(tmp_path) -> None:
+    """The outline, range and frequency tasks build their Arrow data without pyarrow's
+    pandas probe: importing pandas cost each Spark Python worker ~1 s of a 15 s
+    incremental analyze (bench/scale.py). Run in a fresh process, as a worker is."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = np.random.default_rng(8)
+    chosen = [_staged_source(tmp_path, f"p={p}", _staged(rng, 5_000)[0]) for p in range(2)]
+    chosen.append(_listed(tmp_path, "p=9", rng)[0])
+    store = StatisticsStore(str(tmp_path))
+    outline = pa.Table.from_batches(
+        list(sources.outline(store, chosen, frozenset({0, 1}),
+                             iter([pa.record_batch({"id": list(range(3))})])))
+    )
+    groups: dict[int, list[ranges.Group]] = {}
+    for r in outline.to_pylist():
+        groups.setdefault(r["column_index"], []).append(
+            ranges.Group(r["source"], r["listed"], r["row_group"], r["min"], r["max"],
+                         r["num_rows"])
+        )
+    pieces = [p for c in sorted(groups) for p in ranges.pieces(c, groups[c], 3_000)]
+    job = merge.MergeJob(store, "run", chosen, ranges.pack(pieces, 3_000), {}, {}, {0: 1, 1: 2})
+    table_file = "table/run/frequencies.parquet"
+    (tmp_path / "table" / "run").mkdir(parents=True)
+    pq.write_table(schemas.TABLE_FREQUENCIES_SCHEMA.empty_table(), tmp_path / table_file)
+    state = tmp_path / "job.pickle"
+    state.write_bytes(pickle.dumps((store, chosen, job, table_file)))
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER, str(state)],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert done.returncode == 0, done.stderr
+    outlined, ranged, result_rows, pandas = done.stdout.split()
+    assert int(outlined) == outline.num_rows and int(ranged) >= len(job.tasks)
+    assert int(result_rows) == 3  # the file's row, then one per rewritten column
+    assert pandas == "False"

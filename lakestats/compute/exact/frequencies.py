@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+from lakestats.stats.arrays import int64_array, int_values, integer_array, string_array
 from lakestats.store import schemas, writer
 from lakestats.store.handle import StatisticsStore
 
@@ -60,7 +61,7 @@ class _Cursor:
             self._next += 1
             if batch.num_rows:
                 self.values = batch.column(0)
-                self.counts = batch.column(1).to_numpy()
+                self.counts = int_values(batch.column(1))
                 self.negated = -self.counts  # increasing: searchable
                 self.at = 0
                 return
@@ -113,10 +114,10 @@ class _Rows:
         n = len(counts)
         table = pa.table(
             {
-                "column": pa.repeat(pa.scalar(self.name, pa.string()), n),
+                "column": pa.repeat(string_array([self.name])[0], n),
                 "value": values,
-                "frequency": pa.array(counts, pa.int64()),
-                "column_index": pa.array(np.full(n, self.column, dtype=np.int32)),
+                "frequency": int64_array(counts),
+                "column_index": integer_array(np.full(n, self.column), pa.int32()),
                 "frequency_upper": pa.nulls(n, pa.int64()),
                 "partition_counts": pa.nulls(n, pa.list_(pa.int64())),
                 "partition_ids": pa.nulls(n, pa.list_(pa.int32())),
@@ -156,7 +157,7 @@ def write_frequencies(
     with filesystem.open_input_file(path) as handle:
         old = pq.ParquetFile(handle).read(use_threads=False)
     old = old.cast(schemas.TABLE_FREQUENCIES_SCHEMA)
-    old_index = old.column("column_index").to_numpy()
+    old_index = int_values(old.column("column_index"))
     result: dict[int, tuple[int, int]] = {}
     options = {
         "write_statistics": ["column_index"],
@@ -185,7 +186,7 @@ def write_frequencies(
             kept = np.flatnonzero(old_index == column)
             if len(kept):
                 parquet.write_table(
-                    old.take(pa.array(kept)), row_group_size=schemas.FREQUENCIES_ROW_GROUP
+                    old.take(int64_array(kept)), row_group_size=schemas.FREQUENCIES_ROW_GROUP
                 )
     size = filesystem.get_file_info(path).size
     if job.delta_file is not None:
@@ -194,11 +195,12 @@ def write_frequencies(
     with contextlib.suppress(OSError):
         filesystem.delete_dir(runs_path)
     columns = sorted(result)
-    yield pa.RecordBatch.from_pydict(
-        {
-            "column_index": pa.array([-1, *columns], pa.int32()),
-            "rows": pa.array([0, *(result[c][0] for c in columns)], pa.int64()),
-            "smallest": pa.array([0, *(result[c][1] for c in columns)], pa.int64()),
-            "bytes_written": pa.array([size, *([0] * len(columns))], pa.int64()),
-        }
+    yield pa.RecordBatch.from_arrays(
+        [
+            integer_array([-1, *columns], pa.int32()),
+            int64_array([0, *(result[c][0] for c in columns)]),
+            int64_array([0, *(result[c][1] for c in columns)]),
+            int64_array([size, *([0] * len(columns))]),
+        ],
+        names=["column_index", "rows", "smallest", "bytes_written"],
     )

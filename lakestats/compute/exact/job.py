@@ -5,7 +5,8 @@ partition's full value counts (``stats/value_counts.py``: sorted by column then 
 column per row group, key statistics in the footer). Stages, all DataFrame APIs, and no
 Spark shuffle of the values:
 
-1. summaries: one row per (partition, column) from the partition statistics, collected;
+1. summaries: one row per (partition, column) from the partition statistics, read by the
+   driver's threads (a few small rows per partition);
    ``scenarios.choose`` picks each column's scenario on the driver (it decides what the
    frequencies file keeps: every value, or only the values counted more than once for
    #0 ``disjoint`` and #1 ``near_unique``; #2 and #3 differ only in their range size);
@@ -34,7 +35,6 @@ Spark shuffle of the values:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -56,6 +56,7 @@ from lakestats.stats.kinds import VALUE_KINDS, kind_of
 from lakestats.stats.value_counts import needs_staging
 from lakestats.store import frequency_layers, layout, ranks
 from lakestats.store.manifest import Version
+from lakestats.threads import leaf_map
 
 SUMMARY_FIELDS = [
     "row_count",
@@ -66,49 +67,26 @@ SUMMARY_FIELDS = [
     "min",
     "max",
 ]
-SUMMARY_SCHEMA = (
-    "partition int, column_index int, non_null long, distinct_count long, "
-    "all_distinct boolean, listed_all boolean, min binary, max binary"
-)
-
-
 def _read(job: ReduceJob, relative: str, columns: list[str] | None = None) -> pa.Table:
     filesystem, path = job.store.resolve(job.store.path(relative))
     with filesystem.open_input_file(path) as handle:
         return pq.ParquetFile(handle).read(columns=columns, use_threads=False)
 
 
-def _summaries(job: ReduceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        for p in batch.column(0).to_pylist():
-            rows = _read(job, job.partitions[p].files["statistics"], SUMMARY_FIELDS).to_pylist()
-            yield pa.RecordBatch.from_pylist(
-                [
-                    {
-                        "partition": p,
-                        "column_index": i,
-                        "non_null": row["row_count"] - row["null_count"],
-                        "distinct_count": row["distinct_count"] or 0,
-                        "all_distinct": bool(row["all_distinct"]),
-                        "listed_all": not needs_staging(row),
-                        "min": row["min"],
-                        "max": row["max"],
-                    }
-                    for i, row in enumerate(rows)
-                ],
-                schema=pa.schema(
-                    [
-                        ("partition", pa.int32()),
-                        ("column_index", pa.int32()),
-                        ("non_null", pa.int64()),
-                        ("distinct_count", pa.int64()),
-                        ("all_distinct", pa.bool_()),
-                        ("listed_all", pa.bool_()),
-                        ("min", pa.binary()),
-                        ("max", pa.binary()),
-                    ]
-                ),
-            )
+def _summaries(job: ReduceJob, partition: int) -> list[PartitionSummary]:
+    """One partition's summary per version column, from its ``statistics.parquet``."""
+    rows = _read(job, job.partitions[partition].files["statistics"], SUMMARY_FIELDS).to_pylist()
+    return [
+        PartitionSummary(
+            row["row_count"] - row["null_count"],
+            row["distinct_count"] or 0,
+            bool(row["all_distinct"]),
+            not needs_staging(row),
+            row["min"],
+            row["max"],
+        )
+        for row in rows
+    ]
 
 
 def _indexed(spark: SparkSession, count: int, parallelism: int) -> DataFrame:
@@ -153,26 +131,15 @@ def exact_table(
     ``ranks``), the bytes written and a report (scenario per column, ranges)."""
     settings = settings or ExactSettings.from_environment()
     parallelism = max(2, default_parallelism(spark))
-    frame = _indexed(spark, len(job.partitions), parallelism)
-    summary_rows = frame.mapInArrow(
-        functools.partial(_summaries, job), result_schema(SUMMARY_SCHEMA)
-    ).collect()
+    # a few small footers and rows per partition, read by the driver's threads: a Spark
+    # job for them cost ~2 s at scale 10, 50x the reads (bench/scale.py, incremental)
+    summaries = leaf_map(functools.partial(_summaries, job), range(len(job.partitions)))
     value_columns = [
         i for i in range(len(job.columns)) if kind_of(job.dtype(i)) in VALUE_KINDS
     ]
-    by_column: dict[int, list[PartitionSummary]] = {i: [] for i in value_columns}
-    for row in summary_rows:
-        if row["column_index"] in by_column:
-            by_column[row["column_index"]].append(
-                PartitionSummary(
-                    row["non_null"],
-                    row["distinct_count"],
-                    row["all_distinct"],
-                    row["listed_all"],
-                    row["min"],
-                    row["max"],
-                )
-            )
+    by_column: dict[int, list[PartitionSummary]] = {
+        i: [rows[i] for rows in summaries if i < len(rows)] for i in value_columns
+    }
     scenario = {i: choose(parts, settings) for i, parts in by_column.items()}
     report: dict[str, object] = {
         "scenarios": {job.columns[i]["name"]: s.value for i, s in scenario.items()}

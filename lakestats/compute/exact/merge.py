@@ -31,8 +31,15 @@ import pyarrow.parquet as pq
 
 from lakestats.compute.exact.ranges import Piece
 from lakestats.compute.exact.sources import Files, Source, read_piece
+from lakestats.stats.arrays import (
+    bool_array,
+    int64_array,
+    integer_array,
+    numbers,
+    record_batch,
+)
 from lakestats.stats.exact_histogram import ExactGrid, bin_counts
-from lakestats.stats.key_sums import grouped, merged
+from lakestats.stats.key_sums import fixed_width_words, grouped, merged
 from lakestats.store import layout, ranks, schemas
 from lakestats.store.handle import StatisticsStore
 
@@ -113,9 +120,9 @@ def delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
     moved = change != 0
     positive = sums > 0
     return Change(
-        keys.filter(pa.array(positive)),
+        keys.filter(bool_array(positive)),
         sums[positive],
-        keys.filter(pa.array(moved)),
+        keys.filter(bool_array(moved)),
         change[moved],
         int(positive.sum()) - int((lower_sums > 0).sum()),
         np.maximum(lower_sums[moved], 0),
@@ -125,25 +132,43 @@ def delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
 
 def sparse_delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
     """``delta`` without merging the layers' rows: the changed partitions' rows are merged
-    (few), and the layers' counts of just those keys are found by hashing (``is_in``), so
-    the layers' rows are read but never sorted. ``keys`` and ``counts`` of the answer are
-    empty: a column whose run lists every value needs ``delta``."""
+    (few), and the layers' counts of just those keys are looked up, so the layers' rows are
+    read but never sorted. ``keys`` and ``counts`` of the answer are empty: a column whose
+    run lists every value needs ``delta``."""
     empty = np.zeros(0, dtype=np.int64)
-    mask = pa.array(lower)
-    changed, by = merged(keys.filter(pc.invert(mask)), counts[~lower], signed=True)
+    k = len(lower) - int(np.count_nonzero(lower))
+    if lower[:k].any():  # not the changed rows first (``read_piece``'s order): gather them
+        order = np.argsort(lower, kind="stable")
+        keys, counts, lower = keys.take(int64_array(order)), counts[order], lower[order]
+    changed, by = merged(keys.slice(0, k), counts[:k], signed=True)
     if len(changed) == 0:
         return Change(changed, empty, changed, empty, 0, empty, empty)
-    layer_keys = keys.filter(mask)
-    hit = pc.is_in(layer_keys, value_set=changed)
-    found, sums, _ = grouped(layer_keys.filter(hit), counts[lower][hit.to_numpy(False)])
-    old = np.zeros(len(changed), dtype=np.int64)
-    if len(found):
-        old[pc.index_in(found, value_set=changed).to_numpy()] = sums
-    old = np.maximum(old, 0)
+    old = np.maximum(_layer_counts(keys.slice(k), counts[k:], changed), 0)
     new = np.maximum(old + by, 0)
     return Change(
         changed[:0], empty, changed, new - old, int((new > 0).sum() - (old > 0).sum()), old, new
     )
+
+
+def _layer_counts(keys: pa.Array, counts: np.ndarray, changed: pa.Array) -> np.ndarray:
+    """The layers' summed count of each of the ``changed`` keys (sorted, distinct; 0: not
+    held). One layer of one-word keys in key order (the usual base) is searched for the few
+    changed keys; otherwise its rows are hashed against them (``is_in``)."""
+    old = np.zeros(len(changed), dtype=np.int64)
+    if len(keys) == 0:
+        return old
+    words = fixed_width_words(keys)
+    wanted = fixed_width_words(changed) if words is not None and words.shape[1] == 1 else None
+    if wanted is not None and wanted.shape[1] == 1:
+        held, want = words[:, 0], wanted[:, 0]
+        if np.all(held[1:] > held[:-1]):
+            at = np.minimum(np.searchsorted(held, want), len(held) - 1)
+            return np.where(held[at] == want, counts[at], 0)
+    hit = pc.is_in(keys, value_set=changed)
+    found, sums, _ = grouped(keys.filter(hit), counts[numbers(hit)])
+    if len(found):
+        old[numbers(pc.index_in(found, value_set=changed))] = sums
+    return old
 
 
 def _write_change_run(job: MergeJob, part: int, column: int, change: Change) -> int:
@@ -153,7 +178,7 @@ def _write_change_run(job: MergeJob, part: int, column: int, change: Change) -> 
     listed_now = change.new >= smallest
     kept = np.flatnonzero(listed_now | (change.old >= smallest))
     counts = np.where(listed_now, change.new, 0)[kept]
-    return _write_run(job, part, column, change.changed.take(pa.array(kept)), counts, 0)
+    return _write_run(job, part, column, change.changed.take(int64_array(kept)), counts, 0)
 
 
 def _write_run(
@@ -167,13 +192,13 @@ def _write_run(
     smallest = job.frequencies[column] if smallest is None else smallest
     if smallest > 1:
         kept = np.flatnonzero(counts >= smallest)
-        keys, counts = keys.take(pa.array(kept)), counts[kept]
+        keys, counts = keys.take(int64_array(kept)), counts[kept]
     if len(counts) == 0:
         return 0
     if counts.min() < counts.max():  # decreasing count, ties by key (already sorted)
         order = np.argsort(-counts, kind="stable")
-        keys, counts = keys.take(pa.array(order)), counts[order]
-    table = pa.table({"value": keys, "frequency": pa.array(counts)}, schema=RUN_SCHEMA)
+        keys, counts = keys.take(int64_array(order)), counts[order]
+    table = pa.table({"value": keys, "frequency": int64_array(counts)}, schema=RUN_SCHEMA)
     uri = job.store.path(run_file(job.run_id, part, column))
     filesystem, path = job.store.resolve(uri)
     filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
@@ -234,10 +259,10 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
             if n:
                 table = pa.table(
                     {
-                        "column_index": pa.array(np.full(n, piece.column, dtype=np.int32)),
+                        "column_index": integer_array(np.full(n, piece.column), pa.int32()),
                         "value": stored,
-                        "count": pa.array(stored_counts),
-                        "cumulative": pa.array(local),
+                        "count": int64_array(stored_counts),
+                        "cumulative": int64_array(local),
                     },
                     schema=ranks.RANKS_SCHEMA,
                 )
@@ -289,4 +314,4 @@ def merge_ranges(job: MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[p
             )
         )
         if rows:
-            yield pa.RecordBatch.from_pylist(rows, schema=RANGE_ARROW)
+            yield record_batch(rows, RANGE_ARROW)

@@ -17,6 +17,7 @@ decreasing count, not by key): their outline row covers the column's keys in tha
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -26,6 +27,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakestats.errors import LakestatsError
+from lakestats.stats.arrays import (
+    binary_array,
+    binary_scalar,
+    bool_array,
+    int64_scalar,
+    int_values,
+    record_batch,
+)
 from lakestats.stats.value_counts import needs_staging
 from lakestats.store.handle import StatisticsStore
 
@@ -128,10 +137,10 @@ def _sorted_rows(files: Files, number: int, source: Source, wanted: frozenset[in
 
 def _listed_rows(files: Files, number: int, source: Source, listed: set[int]) -> list[dict]:
     table = files(source.frequencies).read(columns=["column_index", "value"], use_threads=False)
-    index = table.column("column_index").to_numpy()
+    index = int_values(table.column("column_index"))
     rows = []
     for c in sorted(listed):
-        keys = table.column("value").filter(pa.array(index == c))
+        keys = table.column("value").filter(bool_array(index == c))
         if len(keys):
             bounds = pc.min_max(keys)
             rows.append(
@@ -185,7 +194,34 @@ def outline(
             with Files(store) as files:
                 rows = _outline_rows(files, number, sources[number], wanted)
             if rows:
-                yield pa.RecordBatch.from_pylist(rows, schema=OUTLINE_ARROW)
+                yield record_batch(rows, OUTLINE_ARROW)
+
+
+def _first_at_least(values: pa.ChunkedArray, key: bytes) -> int:
+    """Position of the first value ``>= key`` in key-sorted ``values`` (bisection: a few
+    scalar reads instead of a comparison per row)."""
+    return bisect.bisect_left(range(len(values)), key, key=lambda i: values[i].as_py())
+
+
+def _rows_in(
+    table: pa.Table, column: int, low: bytes | None, high: bytes | None, key_sorted: bool
+) -> pa.Table:
+    """The rows of ``column`` with ``low <= key < high``: a zero-copy slice of a source in
+    (column, key) order (staged values, rank parts), a filter of a listed one."""
+    if key_sorted:
+        index = int_values(table.column("column_index"))
+        if np.all(index[1:] >= index[:-1]):
+            a, b = (int(x) for x in np.searchsorted(index, [column, column + 1]))
+            values = table.column("value").slice(a, b - a)
+            start = 0 if low is None else _first_at_least(values, low)
+            stop = len(values) if high is None else _first_at_least(values, high)
+            return table.slice(a + start, max(0, stop - start))
+    mask = pc.equal(table.column("column_index"), int64_scalar(column))
+    if low is not None:
+        mask = pc.and_(mask, pc.greater_equal(table.column("value"), binary_scalar(low)))
+    if high is not None:
+        mask = pc.and_(mask, pc.less(table.column("value"), binary_scalar(high)))
+    return table.filter(mask)
 
 
 def read_piece(
@@ -198,16 +234,17 @@ def read_piece(
     changes_only: bool = False,
 ) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """Every source's ``(key, signed count)`` rows of ``column`` with ``low <= key < high``
-    (unbounded where None), concatenated in source order (not merged), and which rows come
-    from a previous version's rank layers. ``files`` keeps the files (and their parsed
-    footers) open across the pieces of one task. With ``changes_only`` (a delta layer) the
-    layers' rows are read only when a changed partition has rows in the range: a key that
-    grows with time changes in few ranges, and the others are not read at all."""
-    keys, counts, lower = [], [], []
-    if changes_only:  # the changed partitions first
-        reads = tuple(sorted(reads, key=lambda r: sources[r.source].statistics is None))
+    (unbounded where None), concatenated (not merged): the changed partitions' rows first,
+    then the rows of a previous version's rank layers, each layer's in key order; and
+    which rows come from those layers. ``files`` keeps the files (and their parsed footers)
+    open across the pieces of one task. With ``changes_only`` (a delta layer) the layers'
+    rows are read only when a changed partition has rows in the range: a key that grows
+    with time changes in few ranges, and the others are not read at all."""
+    chunks: list[pa.Array] = []
+    counts, lower = [], []
+    reads = tuple(sorted(reads, key=lambda r: sources[r.source].statistics is None))
     for read in reads:
-        if changes_only and not keys and sources[read.source].statistics is None:
+        if changes_only and not chunks and sources[read.source].statistics is None:
             break  # no change in this range: nothing of the layers is needed
         source = sources[read.source]
         if read.listed:
@@ -224,20 +261,19 @@ def read_piece(
             ).rename_columns(["column_index", "value", "count"])
         else:
             table = files(source.path).read_row_groups(
-                list(read.groups), columns=["column_index", "value", "count"], use_threads=False
+                sorted(read.groups), columns=["column_index", "value", "count"],
+                use_threads=False,
             )
-        mask = pc.equal(table.column("column_index"), pa.scalar(column, pa.int32()))
-        if low is not None:
-            mask = pc.and_(mask, pc.greater_equal(table.column("value"), pa.scalar(low)))
-        if high is not None:
-            mask = pc.and_(mask, pc.less(table.column("value"), pa.scalar(high)))
-        table = table.filter(mask)
+        table = _rows_in(table, column, low, high, key_sorted=not read.listed)
         if table.num_rows == 0:
             continue
-        keys.append(table.column("value").combine_chunks().cast(pa.binary()))
-        count = table.column("count").to_numpy().astype(np.int64, copy=False)
+        chunks.extend(
+            chunk if chunk.type == pa.binary() else chunk.cast(pa.binary())
+            for chunk in table.column("value").chunks
+        )
+        count = int_values(table.column("count")).astype(np.int64, copy=False)
         counts.append(count * source.sign if source.sign != 1 else count)
         lower.append(np.full(len(count), source.statistics is None))
-    if not keys:
-        return pa.array([], pa.binary()), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
-    return pa.concat_arrays(keys), np.concatenate(counts), np.concatenate(lower)
+    if not chunks:
+        return binary_array([]), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    return pa.concat_arrays(chunks), np.concatenate(counts), np.concatenate(lower)
