@@ -12,6 +12,8 @@ import pickle
 import time
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from lakestats import fs
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.errors import LakestatsError
@@ -28,6 +30,16 @@ SUMMARY_SCHEMA = (
     "task_id long, partition long, kind string, row_count long, bytes_written long, "
     "seconds double, error string"
 )
+SUMMARY_FIELDS = [
+    pa.field("task_id", pa.int64()),
+    pa.field("partition", pa.int64()),
+    pa.field("kind", pa.string()),
+    pa.field("row_count", pa.int64()),
+    pa.field("bytes_written", pa.int64()),
+    pa.field("seconds", pa.float64()),
+    pa.field("error", pa.string()),
+]
+"""``SUMMARY_SCHEMA`` in Arrow (what the tasks yield)."""
 
 
 @dataclass

@@ -156,6 +156,11 @@ def numbers(
     return out if dtype is None else out.astype(dtype, copy=False)
 
 
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """``schema.empty_table()`` without the pandas probe."""
+    return pa.Table.from_batches([], schema=schema)
+
+
 def column_array(values: list, dtype: pa.DataType) -> pa.Array:
     """Python values (None: null) as an Arrow array of a fixed-width number, boolean,
     binary or string ``dtype``."""
@@ -172,6 +177,9 @@ def column_array(values: list, dtype: pa.DataType) -> pa.Array:
         np.cumsum([len(v) for v in encoded], out=offsets[1:])
         buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
         return pa.Array.from_buffers(dtype, n, buffers, null_count=nulls)
+    if not (pa.types.is_boolean(dtype) or pa.types.is_integer(dtype)
+            or pa.types.is_floating(dtype)):
+        return pa.array(values, dtype)  # other types: pyarrow's own conversion
     if pa.types.is_boolean(dtype):
         bits = np.fromiter((bool(v) for v in values), dtype=bool, count=n)
         data = np.packbits(bits, bitorder="little")
@@ -181,10 +189,11 @@ def column_array(values: list, dtype: pa.DataType) -> pa.Array:
 
 
 def record_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
-    """``pa.RecordBatch.from_pylist(rows, schema=schema)`` without the pandas probe (what
-    a Spark task yields: importing pandas costs each Python worker ~1 s)."""
+    """``pa.RecordBatch.from_pylist(rows, schema=schema)`` (a missing key: null) without
+    the pandas probe (what a Spark task yields: importing pandas costs each Python worker
+    ~1 s)."""
     return pa.RecordBatch.from_arrays(
-        [column_array([row[f.name] for row in rows], f.type) for f in schema], schema=schema
+        [column_array([row.get(f.name) for row in rows], f.type) for f in schema], schema=schema
     )
 
 

@@ -16,25 +16,22 @@ from pyspark.sql import DataFrame, SparkSession
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.compute.progress import run_with_progress
 from lakestats.compute.session import collect_small, result_schema
-from lakestats.compute.tasks import SUMMARY_SCHEMA, Job, merge_partition, run_slice
+from lakestats.compute.tasks import (
+    SUMMARY_FIELDS,
+    SUMMARY_SCHEMA,
+    Job,
+    merge_partition,
+    run_slice,
+)
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import TableFormat
 from lakestats.spark_errors import spark_call as _spark_call
+from lakestats.stats.arrays import record_batch
 from lakestats.store import layout
-
-SUMMARY_FIELDS = [
-    pa.field("task_id", pa.int64()),
-    pa.field("partition", pa.int64()),
-    pa.field("kind", pa.string()),
-    pa.field("row_count", pa.int64()),
-    pa.field("bytes_written", pa.int64()),
-    pa.field("seconds", pa.float64()),
-    pa.field("error", pa.string()),
-]
 
 
 def _batches(rows: list[dict[str, object]], extra: list[pa.Field] | None = None) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist(rows, schema=pa.schema(SUMMARY_FIELDS + (extra or [])))
+    return record_batch(rows, pa.schema(SUMMARY_FIELDS + (extra or [])))
 
 
 def _stage_one(

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakestats.stats.arrays import empty_table
 from lakestats.threads import thread_map
 
 COMBINED_ARROW = pa.schema(
@@ -24,7 +25,7 @@ COMBINED_ARROW = pa.schema(
         ("bound", pa.int64()),
     ]
 )
-EMPTY_COMBINED = COMBINED_ARROW.empty_table()
+EMPTY_COMBINED = empty_table(COMBINED_ARROW)
 
 HEAVY_ROWS = 20_000
 """A column with this many rows is aggregated on its own (one hash table per column is

@@ -30,7 +30,8 @@ from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.readahead import ReadAhead, preload
 from lakestats.compute.reduce.stages import STAGES, PerColumn, PerValue, Reduction
 from lakestats.compute.session import collect_small, result_schema
-from lakestats.compute.tasks import Job, run_slice
+from lakestats.compute.tasks import SUMMARY_FIELDS, Job, run_slice
+from lakestats.stats.arrays import int64_array, record_batch, string_array
 from lakestats.store import layout
 from lakestats.threads import parallel, thread_map
 
@@ -101,8 +102,9 @@ def _compute_and_reduce_task(
     if summary["kind"] == TaskOutcome.DONE:
         with parallel():
             written, cache = reduce_locally(reduce_job, files, job.run_id, ahead)
-    yield pa.RecordBatch.from_pylist(
-        [{**summary, "table_bytes": written, "cache": json.dumps(cache)}]
+    yield record_batch(
+        [{**summary, "table_bytes": written, "cache": json.dumps(cache)}],
+        pa.schema([*SUMMARY_FIELDS, ("table_bytes", pa.int64()), ("cache", pa.string())]),
     )
 
 
@@ -113,8 +115,9 @@ def _reduce_task(
         pass
     with parallel():
         written, cache = reduce_locally(job, files, run_id)
-    yield pa.RecordBatch.from_pydict(
-        {"bytes_written": pa.array([written], pa.int64()), "cache": pa.array([json.dumps(cache)])}
+    yield pa.RecordBatch.from_arrays(
+        [int64_array([written]), string_array([json.dumps(cache)])],
+        names=["bytes_written", "cache"],
     )
 
 

@@ -27,6 +27,7 @@ from lakestats.compute.reduce.local import fits_one_task, reduce_in_one_task
 from lakestats.compute.reduce.readahead import ReadAhead
 from lakestats.compute.reduce.stages import STAGES, PerColumn, PerValue, Reduction, Write
 from lakestats.compute.session import default_parallelism, result_schema
+from lakestats.stats.arrays import int64_array
 from lakestats.store import layout
 
 
@@ -176,4 +177,4 @@ def _write(
     """The last task: the finalized columns, then every ``Write`` stage in order."""
     reduction.frequencies = wire.frequency_results(batches)
     written = sum(stage.write(reduction) for stage in writes)
-    yield pa.RecordBatch.from_pydict({"bytes_written": pa.array([written], pa.int64())})
+    yield pa.RecordBatch.from_arrays([int64_array([written])], names=["bytes_written"])

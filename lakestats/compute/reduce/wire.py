@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lakestats.stats.arrays import binary_array, integer_array
 from lakestats.stats.table_frequencies import FrequencyResult
 
 STATE_SCHEMA = "column_index int, state binary"
@@ -87,11 +88,12 @@ HISTOGRAMS = Codec(_float_bytes, _floats)
 
 def per_column_batch(codec: Codec, values: dict[int, Any]) -> pa.RecordBatch:
     """``STATE_SCHEMA`` rows of per-column ``values``."""
-    return pa.RecordBatch.from_pydict(
-        {
-            "column_index": pa.array(list(values), pa.int32()),
-            "state": pa.array([codec.encode(v) for v in values.values()], pa.binary()),
-        }
+    return pa.RecordBatch.from_arrays(
+        [
+            integer_array(list(values), pa.int32()),
+            binary_array([codec.encode(v) for v in values.values()]),
+        ],
+        names=["column_index", "state"],
     )
 
 

@@ -51,6 +51,7 @@ from lakestats.formats.base import PartitionPlan, SampleUnit, TableFormat
 from lakestats.formats.sample_sibling import restored_on_failure, write_sibling
 from lakestats.options import SampleOptions
 from lakestats.spark_errors import translated
+from lakestats.stats.arrays import record_batch
 from lakestats.store import cleanup, layout
 from lakestats.store import sample as store
 from lakestats.store.handle import StatisticsStore
@@ -59,7 +60,7 @@ from lakestats.store.handle import StatisticsStore
 def _tasks(job: SampleJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for task in batch.column(0).to_pylist():
-            yield pa.RecordBatch.from_pylist([run_sample_task(job, task)], schema=SUMMARY_ARROW)
+            yield record_batch([run_sample_task(job, task)], SUMMARY_ARROW)
 
 
 def _run(spark: SparkSession, job: SampleJob) -> list[dict]:
