@@ -17,6 +17,7 @@ import pyarrow.types as pat
 
 from lakestats.stats import histogram as hist
 from lakestats.stats import keys
+from lakestats.stats.key_ints import decimal_keys_as_ints, keys_as_ints
 from lakestats.stats.kinds import Kind, kind_of
 
 
@@ -50,9 +51,9 @@ def storage_numbers(encoded: pa.Array, dtype: pa.DataType, kind: Kind) -> np.nda
     straight from the keys' bytes, floats decoded."""
     value_type = dtype.value_type if pat.is_dictionary(dtype) else dtype
     if kind in (Kind.INTEGER, Kind.TEMPORAL) and not pat.is_uint64(value_type):
-        return keys.keys_as_ints(encoded)
+        return keys_as_ints(encoded)
     if kind == Kind.DECIMAL:
-        return keys.decimal_keys_as_ints(encoded, value_type.bit_width // 8)[0]
+        return decimal_keys_as_ints(encoded, value_type.bit_width // 8)[0]
     values = keys.decode_array(encoded, dtype)
     if kind == Kind.FLOATING:
         return values.cast(pa.float64()).to_numpy(zero_copy_only=False)

@@ -52,7 +52,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakestats.stats.arrays import binary_array, integer_array, numbers, unique
-from lakestats.stats.keys import decimal_keys_as_ints, keys_as_ints
+from lakestats.stats.key_ints import decimal_keys_as_ints, keys_as_ints
 from lakestats.stats.kinds import ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest, schemas
