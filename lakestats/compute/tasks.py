@@ -12,8 +12,6 @@ import pickle
 import time
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-
 from lakestats import fs
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.errors import LakestatsError
@@ -21,6 +19,7 @@ from lakestats.formats.base import PartitionReader, Slice
 from lakestats.options import AnalyzeOptions
 from lakestats.stats import value_counts
 from lakestats.stats.accumulator import ColumnAccumulator
+from lakestats.stats.arrays import ddl_schema
 from lakestats.stats.leaves import Leaf, leaf_array
 from lakestats.stats.registry import SummaryStatistic
 from lakestats.store import layout, writer
@@ -30,15 +29,7 @@ SUMMARY_SCHEMA = (
     "task_id long, partition long, kind string, row_count long, bytes_written long, "
     "seconds double, error string"
 )
-SUMMARY_FIELDS = [
-    pa.field("task_id", pa.int64()),
-    pa.field("partition", pa.int64()),
-    pa.field("kind", pa.string()),
-    pa.field("row_count", pa.int64()),
-    pa.field("bytes_written", pa.int64()),
-    pa.field("seconds", pa.float64()),
-    pa.field("error", pa.string()),
-]
+SUMMARY_FIELDS = list(ddl_schema(SUMMARY_SCHEMA))
 """``SUMMARY_SCHEMA`` in Arrow (what the tasks yield)."""
 
 

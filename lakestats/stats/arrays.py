@@ -50,25 +50,24 @@ def int64_scalar(value: int) -> pa.Scalar:
     return int64_array([value])[0]
 
 
-def string_array(values: list[str]) -> pa.Array:
-    """Non-null strings as an Arrow string array."""
-    encoded = [v.encode("utf-8") for v in values]
+def _variable_width(
+    dtype: pa.DataType, encoded: list[bytes], validity: pa.Buffer | None = None, nulls: int = 0
+) -> pa.Array:
+    """Byte strings (b"" where null) as a binary or string array."""
     offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
     np.cumsum([len(v) for v in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(
-        pa.string(),
-        len(encoded),
-        [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))],
-    )
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(dtype, len(encoded), buffers, null_count=nulls)
+
+
+def string_array(values: list[str]) -> pa.Array:
+    """Non-null strings as an Arrow string array."""
+    return _variable_width(pa.string(), [v.encode("utf-8") for v in values])
 
 
 def binary_array(values: list[bytes]) -> pa.Array:
     """Non-null byte strings as an Arrow binary array."""
-    offsets = np.zeros(len(values) + 1, dtype=np.int32)
-    np.cumsum([len(v) for v in values], out=offsets[1:])
-    return pa.Array.from_buffers(
-        pa.binary(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))]
-    )
+    return _variable_width(pa.binary(), values)
 
 
 def binary_values(array: pa.Array) -> list:
@@ -173,10 +172,7 @@ def column_array(values: list, dtype: pa.DataType) -> pa.Array:
             b"" if v is None else v.encode("utf-8") if isinstance(v, str) else bytes(v)
             for v in values
         ]
-        offsets = np.zeros(n + 1, dtype=np.int32)
-        np.cumsum([len(v) for v in encoded], out=offsets[1:])
-        buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-        return pa.Array.from_buffers(dtype, n, buffers, null_count=nulls)
+        return _variable_width(dtype, encoded, validity, nulls)
     if not (pa.types.is_boolean(dtype) or pa.types.is_integer(dtype)
             or pa.types.is_floating(dtype)):
         return pa.array(values, dtype)  # other types: pyarrow's own conversion
@@ -186,6 +182,24 @@ def column_array(values: list, dtype: pa.DataType) -> pa.Array:
     else:
         data = np.array([0 if v is None else v for v in values], dtype=_numpy_dtype(dtype))
     return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(data)], null_count=nulls)
+
+
+_DDL_TYPES = {
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "string": pa.string(),
+    "binary": pa.binary(),
+}
+
+
+def ddl_schema(ddl: str) -> pa.Schema:
+    """The Arrow schema of a flat Spark DDL string (``"name type, ..."``): what a task
+    yields for ``mapInArrow(..., ddl)``, so the two are written once."""
+    return pa.schema(
+        [(name, _DDL_TYPES[kind]) for name, kind in (c.split() for c in ddl.split(","))]
+    )
 
 
 def record_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:

@@ -55,3 +55,19 @@ def test_the_builders_import_no_pandas() -> None:
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert done.stdout.split() == ["2", "False"]
+
+
+def test_ddl_schema_matches_the_hand_written_twins() -> None:
+    """``ddl_schema`` reads the DDL strings Spark is given as the Arrow the tasks yield; the
+    exact step's hand-written Arrow schemas (commented field by field) equal their DDL."""
+    from lakestats.compute.exact.merge import RANGE_ARROW, RANGE_SCHEMA
+    from lakestats.compute.exact.sources import OUTLINE_ARROW, OUTLINE_SCHEMA
+    from lakestats.compute.reduce.wire import computed_and_reduced_schema
+
+    assert arrays.ddl_schema(RANGE_SCHEMA) == RANGE_ARROW
+    assert arrays.ddl_schema(OUTLINE_SCHEMA) == OUTLINE_ARROW
+    assert arrays.ddl_schema(computed_and_reduced_schema()) == pa.schema(
+        [("task_id", pa.int64()), ("partition", pa.int64()), ("kind", pa.string()),
+         ("row_count", pa.int64()), ("bytes_written", pa.int64()), ("seconds", pa.float64()),
+         ("error", pa.string()), ("table_bytes", pa.int64()), ("cache", pa.string())]
+    )

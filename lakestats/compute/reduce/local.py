@@ -30,8 +30,8 @@ from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.readahead import ReadAhead, preload
 from lakestats.compute.reduce.stages import STAGES, PerColumn, PerValue, Reduction
 from lakestats.compute.session import collect_small, result_schema
-from lakestats.compute.tasks import SUMMARY_FIELDS, Job, run_slice
-from lakestats.stats.arrays import int64_array, record_batch, string_array
+from lakestats.compute.tasks import Job, run_slice
+from lakestats.stats.arrays import ddl_schema, int64_array, record_batch, string_array
 from lakestats.store import layout
 from lakestats.threads import parallel, thread_map
 
@@ -104,7 +104,7 @@ def _compute_and_reduce_task(
             written, cache = reduce_locally(reduce_job, files, job.run_id, ahead)
     yield record_batch(
         [{**summary, "table_bytes": written, "cache": json.dumps(cache)}],
-        pa.schema([*SUMMARY_FIELDS, ("table_bytes", pa.int64()), ("cache", pa.string())]),
+        ddl_schema(wire.computed_and_reduced_schema()),
     )
 
 

@@ -30,6 +30,7 @@ from lakestats import fs
 from lakestats.compute.sample.select import merge_candidates, row_hashes, size_for_fraction
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import PartitionReader, SampleUnit, Slice
+from lakestats.stats.arrays import ddl_schema
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.sample import HASH_COLUMN, UNIT_COLUMN, data_file
 
@@ -39,12 +40,7 @@ SAMPLE_SUMMARY_SCHEMA = (
     "bytes_read long, files_read long, state_bytes_read long, resampled boolean, "
     "seconds double, error string"
 )
-_ARROW_TYPES = {"long": pa.int64(), "string": pa.string(), "double": pa.float64(),
-                "boolean": pa.bool_()}
-SUMMARY_ARROW = pa.schema(
-    [(name, _ARROW_TYPES[kind]) for name, kind in
-     (column.split() for column in SAMPLE_SUMMARY_SCHEMA.split(", "))]
-)
+SUMMARY_ARROW = ddl_schema(SAMPLE_SUMMARY_SCHEMA)
 
 
 @dataclass
