@@ -1,4 +1,4 @@
-"""The service's other clients under a hostile mix (issue 29, item 3's acceptance).
+"""The service's other clients under a hostile mix.
 
 ``lakestats serve --workers 2`` on TPC-H lineitem (scale 0.1) by ship year. Two clients time
 ordinary lookups (one column's table-level statistics, a partition's statistics, an

@@ -1,4 +1,4 @@
-"""What lakestats' statistics buy Spark's optimizer (issue 26, item 4): row estimates of
+"""What lakestats' statistics buy Spark's optimizer: row estimates of
 filters and joins against the true counts, each way, on TPC-H lineitem as Iceberg and Delta.
 
 lineitem (``--scale``, default 0.1) by ship year as an Iceberg table (pyiceberg) and a Delta
@@ -22,7 +22,7 @@ Iceberg's ``compute_table_stats``, and Spark's ``ANALYZE TABLE … FOR ALL COLUM
 same rows as a Parquet table (Spark's ANALYZE does not run on Iceberg's or Delta's V2 tables).
 
 Per way: each query's estimate and q-error against DuckDB's count, the q-error p50/p90 and
-the median planning time. Target (issue 26): p90 q-error <= 1.5 with the component where
+the median planning time. Target: p90 q-error <= 1.5 with the component where
 Spark's defaults are worse. Not covered here: query wall times with join reordering.
 
     python -m bench.interop [--scale 0.1]

@@ -1,4 +1,4 @@
-"""Wall time of TPC-H queries whose join order depends on statistics (issue 26, item 4c).
+"""Wall time of TPC-H queries whose join order depends on statistics.
 
 All eight TPC-H tables (``--scale``, default 1) as Iceberg tables (pyiceberg, SQLite catalog
 under bench/data), each analyzed with ``lakestats analyze --exact`` (timed: it commits the
@@ -15,7 +15,7 @@ queries Q5, Q7, Q8, Q9 and Q10 three ways, three times each (median):
 Per query and way: the median wall time, the join strategies Spark chose (broadcast hash /
 shuffled hash / sort-merge joins in the executed plan), the order in which the optimized
 plan joins the tables, and whether the answer equals DuckDB's on the same Parquet files
-(the statistics may change the plan, never the rows). No query-time target (issue 26):
+(the statistics may change the plan, never the rows). No query-time target:
 the figures say what changed and what did not.
 
     python -m bench.interop_queries [--scale 1] [--runs 3]

@@ -156,7 +156,7 @@ def print_rate(rows: list[dict], rate: float, names: list[str]) -> None:
 
 
 def print_targets(rows: list[dict], rates: list[float], names: list[str]) -> None:
-    """The issue's targets, met or not, from the figures above."""
+    """The targets, met or not, from the figures above."""
     print("\n### targets")
     bounds = {0.01: (1.5, None), 0.1: (1.1, 3.0)}
     baselines = [b for b in ("chao", "duj1", "learned") if b in names]

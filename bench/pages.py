@@ -1,4 +1,4 @@
-"""The preview's pages on a table of 10,000 partitions (issue 28's page timings).
+"""The preview's pages on a table of 10,000 partitions.
 
 A generated hive-partitioned Parquet table (``--partitions`` day partitions of
 ``--rows`` rows each: an id, a drifting measure, a category with NULLs), analyzed once with
@@ -6,7 +6,7 @@ lakestats on local Spark and kept under ``bench/data``. ``lakestats serve`` serv
 each page is fetched uncached once (the first request of a fresh server) and then three
 times (median): the table page, its overview fragment (profile and alerts), the
 partitions API, a column page (its partitions table paged) and that column page's last
-partitions page. Target (issue 28): a page opens in under 300 ms.
+partitions page. Target: a page opens in under 300 ms.
 
     python -m bench.pages [--partitions 10000] [--rows 20]
 """

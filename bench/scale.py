@@ -1,6 +1,6 @@
 """Exact table level at scale: lakestats ``analyze --exact`` against Spark and DuckDB.
 
-TPC-H lineitem at ``--scale`` (10 for the issue's acceptance; 0.1 or 1 validate the script)
+TPC-H lineitem at ``--scale`` (10 for acceptance; 0.1 or 1 validate the script)
 partitioned by ship year+month (~84 partitions). Steps (``--steps``, default all), each
 timed once (the data is large; run a step again to see warm numbers):
 

@@ -6,12 +6,12 @@
 Tables (generated once under bench/data; data bytes = the table's Parquet files):
 
 * ``lineitem``: TPC-H lineitem scale 1 (tpchgen-cli), hive-partitioned by ship year+month;
-* ``skewed``: a skewed narrow table nobody tuned for (issue 27): 400,000 rows x 7 columns
+* ``skewed``: a skewed narrow table nobody tuned for: 400,000 rows x 7 columns
   (a Zipf key, a Zipf-named category, log-normal amounts, dates clustered on recent days,
   a near-unique id, a small status code, a Zipf word), by a skewed 4-valued region (about
   60/25/10/5 % of the rows); target: statistics <= 25 % of the data;
-* ``wide2000``: 2,000 columns of the ``wide*`` mix in partitions of 2,000 rows (issue 27:
-  a histogram of 1,000 bins for 2,000 values), 4 partitions; target <= 100 %;
+* ``wide2000``: 2,000 columns of the ``wide*`` mix in partitions of 2,000 rows (a
+  histogram of 1,000 bins for 2,000 values), 4 partitions; target <= 100 %;
 * ``wide1000``: 1,000 columns (integers, doubles, 50-value strings, unique ids) in 3
   partitions of 3,000 rows;
 * ``wide10000``: 10,000 columns of the same mix in 2 partitions of 1,000 rows;

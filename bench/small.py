@@ -1,4 +1,4 @@
-"""Small tables stay cheap (issue 27 item 5): a 10-row table's analyze against starting Spark
+"""Small tables stay cheap: a 10-row table's analyze against starting Spark
 and running a trivial job.
 
 * cold: a fresh Python process that starts a local SparkSession and runs
