@@ -41,6 +41,7 @@ test: setup browser jars interop jvm jars35 interop35 jvm35
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 	$(BIN)/ruff check lakestats tests bench docs
 	$(BIN)/lint-imports  # the layers contract in pyproject.toml: imports point down only
+	$(BIN)/mypy  # the typed surface, strict ([tool.mypy] in pyproject.toml)
 	$(BIN)/python -m pytest
 
 bench: setup
