@@ -9,7 +9,10 @@ lattice points than bins gets one bin per point and fewer bins. Floating-point `
 values are counted in the first bin and ``+inf`` in the last; NaN is not counted.
 ``lower``, ``width`` and the number of bins are stored in ``statistics.parquet``
 (``histogram_lower``, ``histogram_width``, ``histogram_bins``), so every edge can be
-recomputed exactly as the writer computed it. Every value is counted in the bin whose
+recomputed exactly as the writer computed it: an integer width is a float64 that holds it
+exactly (``exact_width``: at most 53 significant bits, rounded up), so a reader's
+``int(width)`` is the writer's width on every span, a decimal(38)'s or a full int64's too.
+Every value is counted in the bin whose
 reported edges hold it: integer bins are exact; float bins are checked against the edges
 ``lower + i * width`` as the reader computes them (``float_bin_index``).
 
@@ -37,6 +40,16 @@ class Histogram:
     counts: np.ndarray  # int64, one per bin
 
 
+def exact_width(width: int) -> int:
+    """``width`` rounded up to the nearest integer a float64 holds exactly: the stored
+    ``histogram_width`` is a double, and a wider integer would come back as another width
+    and so other edges than the ones the values were counted in."""
+    extra = width.bit_length() - 53
+    if extra <= 0:
+        return width
+    return -(-width >> extra) << extra
+
+
 def integer_histogram(values: np.ndarray, counts: np.ndarray, bins: int) -> Histogram | None:
     """Histogram of int64 ``values`` (distinct, any order) weighted by ``counts``.
 
@@ -50,7 +63,7 @@ def integer_histogram(values: np.ndarray, counts: np.ndarray, bins: int) -> Hist
     offsets = values.view(np.uint64) - np.uint64(lo & ((1 << 64) - 1))
     step = int(np.gcd.reduce(offsets)) or 1
     points = (hi - lo) // step + 1
-    width = step * max(1, -(-points // bins))
+    width = exact_width(step * max(1, -(-points // bins)))
     nbins = (hi - lo) // width + 1
     index = (offsets // np.uint64(width)).astype(np.int64)
     return Histogram(
@@ -63,7 +76,7 @@ def wide_integer_histogram(values: list[int], counts: np.ndarray, bins: int) -> 
     if not values:
         return None
     lo, hi = min(values), max(values)
-    width = max(1, -(-(hi - lo + 1) // bins))
+    width = exact_width(max(1, -(-(hi - lo + 1) // bins)))
     nbins = -(-(hi - lo + 1) // width)
     index = np.fromiter(((v - lo) // width for v in values), dtype=np.int64, count=len(values))
     return Histogram(

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakestats.stats import keys
+from lakestats.stats.histogram import exact_width
 from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.percentiles import PERCENTILES, percentile_names
 from lakestats.stats.rebin import Grid
@@ -166,7 +167,7 @@ class ScalarState:
                 return Grid(lo, 0.0, 1, False, bins)
             return Grid(lo, width, bins, False, bins)
         lo, hi = int(lo), int(hi)  # integer storage; hi is inclusive
-        width = max(1, -(-(hi - lo + 1) // bins))
+        width = exact_width(max(1, -(-(hi - lo + 1) // bins)))
         return Grid(lo, width, (hi - lo) // width + 1, True, bins)
 
     def row(self, dtype: pa.DataType) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""Histogram bins hold exactly the values their reported edges say (issue 10, defects 1 and 2).
+"""Histogram bins hold exactly the values their reported edges say at every span and extreme.
 
 Every value must be counted in the bin whose reported ``[lower, upper)`` contains it (the
 last bin closed), at partition level and in the exact table histogram; a re-binned table
@@ -113,6 +113,39 @@ def test_every_type_counts_values_on_edges_in_the_reported_bin() -> None:
             assert [b["count"] for b in bins] == _reported_counts(as_py, bins), (name, nbins)
             top = max(values.to_pylist())
             assert bins[-1]["upper"] == top, (name, nbins)  # the last bin ends at max
+
+
+def test_types_at_their_extremes_count_every_value_in_the_reported_bin() -> None:
+    """Spans whose bin width needs more than a double's 53 bits (a decimal(38)'s whole range,
+    int64's, nanoseconds over centuries): the reported edges are the ones counted in."""
+    decimal.getcontext().prec = 60
+    big = decimal.Decimal("9999999999999999999999999999.9999999999")
+    tiny = decimal.Decimal("0.0000000001")
+    i64 = np.iinfo(np.int64)
+    cases = {
+        "decimal(38, 10)": pa.array([big, -big, decimal.Decimal(0), tiny], pa.decimal128(38, 10)),
+        "decimal(38, 0)": pa.array(
+            [decimal.Decimal(10**38 - 1), -decimal.Decimal(10**38 - 1), decimal.Decimal(0),
+             decimal.Decimal(1), decimal.Decimal(-1)], pa.decimal128(38, 0)),
+        "int64": pa.array([i64.min, i64.max, 0, 1, -1, i64.max - 1], pa.int64()),
+        "timestamp[ns]": pa.array(
+            [np.datetime64("1678-01-01T00:00:00", "ns"), np.datetime64("2261-12-31T00:00:00", "ns"),
+             np.datetime64("1970-01-01T00:00:00", "ns"), np.datetime64("1970-01-01T00:00:00.000000001", "ns")],
+            pa.timestamp("ns")),
+    }
+    for name, values in cases.items():
+        for nbins in (1000, 64, 3):
+            bins = _partition_bins(values, nbins)
+            as_py = values.to_pylist()
+            counted = [0] * len(bins)
+            for v in as_py:
+                inside = [
+                    i for i, b in enumerate(bins)
+                    if (i == 0 or b["lower"] <= v) and (i == len(bins) - 1 or v < b["upper"])
+                ]
+                assert len(inside) == 1, (name, nbins, v)
+                counted[inside[0]] += 1
+            assert [b["count"] for b in bins] == counted, (name, nbins)
 
 
 def _histogram_json(capsys, args: list[str]) -> list[dict]:
