@@ -129,8 +129,8 @@ def test_types_at_their_extremes_count_every_value_in_the_reported_bin() -> None
              decimal.Decimal(1), decimal.Decimal(-1)], pa.decimal128(38, 0)),
         "int64": pa.array([i64.min, i64.max, 0, 1, -1, i64.max - 1], pa.int64()),
         "timestamp[ns]": pa.array(
-            [np.datetime64("1678-01-01T00:00:00", "ns"), np.datetime64("2261-12-31T00:00:00", "ns"),
-             np.datetime64("1970-01-01T00:00:00", "ns"), np.datetime64("1970-01-01T00:00:00.000000001", "ns")],
+            np.array(["1678-01-01T00:00", "2261-12-31T00:00", "1970-01-01T00:00",
+                      "1970-01-01T00:00:00.000000001"], dtype="datetime64[ns]"),
             pa.timestamp("ns")),
     }
     for name, values in cases.items():
