@@ -176,8 +176,15 @@ class ParquetTableFormat(PathTable):
     def _discovered_schema(self) -> pa.Schema | None:
         """What ``_dataset_schema`` gives, read from one footer and the paths; None when
         a partition value or field is a case the int32-or-string rule is not sure of."""
-        with self._fs.open_input_file(self._files[0].path) as handle:
-            first = pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT).schema_arrow
+        path = self._files[0].path
+        try:
+            with self._fs.open_input_file(path) as handle:
+                first = pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT).schema_arrow
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise DataFileError(
+                f"cannot read data file {fs.join(self._uri, *self._relative(path))}: "
+                f"{str(exc).splitlines()[0].rstrip('.')}; repair or remove the file"
+            ) from exc
         values: dict[str, list[str]] = {}
         for info in self._files:
             for name, value in self._partition_key(info.path):

@@ -1,4 +1,4 @@
-"""Issue 29 item 12: a truncated data file is named by its path, whatever the format's
+"""A truncated data file is named by its path, whatever the format's
 reader (pyiceberg, delta-rs) says about its partition or table."""
 
 from __future__ import annotations
@@ -39,3 +39,17 @@ def test_iceberg_truncated_file_is_named(tmp_path: Path, spark) -> None:
         handle.analyze(spark=spark)
     message = str(info.value)
     assert victim in message and "\n" not in message, message
+
+
+def test_parquet_directory_whose_first_file_is_truncated_names_it(tmp_path: Path) -> None:
+    """The schema is read from the first file's footer: a damaged one is named there."""
+    import pyarrow.parquet as pq
+
+    for name in ("a.parquet", "b.parquet"):
+        pq.write_table(pa.table({"n": [1, 2, 3]}), tmp_path / name)
+    _truncate(tmp_path / "a.parquet")
+    with pytest.raises(LakestatsError) as info:
+        ls.open_table(str(tmp_path)).analyze()
+    message = str(info.value)
+    assert f"data file {tmp_path / 'a.parquet'}" in message, message
+    assert "repair or remove the file" in message and "\n" not in message
