@@ -3,16 +3,23 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean browser docs docs-gen screenshots jars interop jvm jars35 interop35 jvm35
+.PHONY: lock setup demo test lint bench clean browser docs docs-gen screenshots jars interop jvm jars35 interop35 jvm35
 
 setup: $(STAMP)
 
+lock:
+	$(BIN)/uv pip compile --quiet pyproject.toml --extra dev --python-version 3.11.7 \
+		--no-annotate --custom-compile-command "make lock" -o requirements.lock
+
 # --compile-bytecode and compileall: the first command does not compile every module it imports;
 # the prune keeps only the cache entries in use (a full disk once failed CI before its first test)
-$(STAMP): pyproject.toml
+# The exact versions come from requirements.lock (pyproject.toml declares ranges, as a library
+# does); `make lock` re-resolves it after a change of pyproject.toml.
+$(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check uv==0.13.9
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python --no-deps -e .
 	$(BIN)/uv cache prune --quiet  # each new venv leaves another ~1 GB build of PySpark's sdist in uv's cache
 	$(BIN)/python -m compileall -q lakestats
 	touch $(STAMP)
