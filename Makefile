@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: lock setup demo test lint bench clean browser docs docs-gen screenshots jars interop jvm jars35 interop35 jvm35
+.PHONY: wheel lock setup demo test lint bench clean browser docs docs-gen screenshots jars interop jvm jars35 interop35 jvm35
 
 setup: $(STAMP)
 
@@ -44,7 +44,7 @@ docs-gen: setup
 screenshots: setup browser
 	$(BIN)/python docs/screenshots.py
 
-test: setup browser jars interop jvm jars35 interop35 jvm35
+test: setup browser jars interop jvm jars35 interop35 jvm35 wheel
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 	$(BIN)/ruff check lakestats tests bench docs
 	$(BIN)/lint-imports  # the layers contract in pyproject.toml: imports point down only
@@ -83,6 +83,13 @@ jvm: $(JVM_JAR)
 
 $(JVM_JAR): $(JVM_SOURCES)
 	cd jvm && mvn -q -B package
+
+# The wheel and the sdist (dist/), carrying the Spark component's jars for Spark 4.x and 3.5
+# (lakestats/jars/; `lakestats.spark.jar_path()` picks the one matching the running Spark)
+wheel: setup $(JVM_JAR) $(JVM35_JAR)
+	rm -rf lakestats/jars dist && mkdir -p lakestats/jars
+	cp $(JVM_JAR) $(JVM35_JAR) lakestats/jars/
+	$(BIN)/uv build --quiet --out-dir dist
 
 # Hudi and Paimon publish no Spark 4 runtime that Maven Central serves here: their Spark 3.5
 # runtimes (Scala 2.12) run in a PySpark 3.5 beside the default, with the same component

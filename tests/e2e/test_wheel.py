@@ -1,0 +1,95 @@
+"""The built wheel (``make wheel``) installed into a fresh venv, nothing of the clone on its
+path: it analyzes and shows a Delta table, carries the Spark component's jars, and Spark 4.1
+with Delta and the jar it names plans the table with lakestats' statistics."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DIST = REPO / "dist"
+INTEROP_PYTHON = REPO / ".venv-interop" / "bin" / "python"
+SCRIPT = REPO / "tests" / "formats" / "interop" / "spark_lakestats_stats.py"
+DELTA_JARS = [REPO / "build" / "jars" / "delta-spark_2.13-4.1.0.jar",
+              REPO / "build" / "jars" / "delta-storage-4.1.0.jar"]  # fmt: skip
+
+pytestmark = pytest.mark.spark
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without anything that points back into the clone."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    wheels = sorted(DIST.glob("lakestats-*-py3-none-any.whl"))
+    assert wheels, "no wheel in dist/: run `make wheel`"
+    assert sorted(DIST.glob("lakestats-*.tar.gz")), "no sdist in dist/: run `make wheel`"
+    root = tmp_path_factory.mktemp("wheel")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    uv = Path(sys.executable).parent / "uv"
+    subprocess.run(
+        [str(uv), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
+         str(wheels[-1]), "-c", str(REPO / "requirements.lock")],
+        check=True, timeout=900, env=_clean_env(), cwd=root,
+    )  # fmt: skip
+    return venv
+
+
+def _run(venv: Path, *args: str, cwd: Path) -> str:
+    done = subprocess.run(
+        [str(venv / "bin" / args[0]), *args[1:]], capture_output=True, text=True,
+        timeout=600, env=_clean_env(), cwd=cwd, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_the_wheel_runs_from_its_own_install(installed: Path, tmp_path: Path) -> None:
+    from deltalake import write_deltalake
+
+    where = _run(installed, "python", "-c",
+                 "import lakestats, lakestats.component_jar as c; print(lakestats.__file__); "
+                 "print(c.jar_path('4.1.4')); print(c.jar_path('3.5.9'))", cwd=tmp_path)
+    module, jar4, jar35 = where.split()
+    site = str(installed / "lib")
+    assert module.startswith(site) and not module.startswith(str(REPO)), module
+    assert jar4.startswith(site) and jar4.endswith("lakestats-spark.jar")
+    assert jar35.startswith(site) and jar35.endswith("lakestats-spark-3.5.jar")
+    assert Path(jar4).stat().st_size > 1000 and Path(jar35).stat().st_size > 1000
+
+    rows = pa.table({"k": pa.array([i % 37 for i in range(5_000)], pa.int64()),
+                     "s": pa.array([f"v{i % 11}" for i in range(5_000)])})  # fmt: skip
+    table = tmp_path / "delta"
+    write_deltalake(str(table), rows)
+    _run(installed, "lakestats", "analyze", str(table), "--exact", cwd=tmp_path)
+    shown = json.loads(_run(installed, "lakestats", "show", str(table), "--json", cwd=tmp_path))
+    distinct = {c["name"]: c["distinct_count"] for c in shown["columns"]}
+    assert distinct == {c: pc.count_distinct(rows[c]).as_py() for c in rows.column_names}
+
+    if not INTEROP_PYTHON.exists() or not all(p.exists() for p in DELTA_JARS):
+        pytest.fail("no .venv-interop or Delta jars: run `make interop jars`")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({
+        "jars": [jar4, *map(str, DELTA_JARS)],
+        "extensions": ["io.delta.sql.DeltaSparkSessionExtension",
+                       "io.lakestats.spark.LakestatsExtensions"],
+        "cases": [{"name": "delta", "format": "delta", "path": str(table), "filters": ["k < 10"]}],
+    }))  # fmt: skip
+    done = subprocess.run([str(INTEROP_PYTHON), str(SCRIPT), str(spec)], capture_output=True,
+                          text=True, timeout=500, check=False, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])["cases"]["delta"]
+    assert seen["lakestats"]["row_count"] == rows.num_rows
+    assert seen["lakestats"]["distinct"] == distinct
+    assert seen["spark"]["row_count"] is None  # without the component: no row count at all
