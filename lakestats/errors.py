@@ -33,6 +33,10 @@ class UnsupportedFeatureError(LakestatsError):
     """The table uses a feature no reader here supports; we refuse rather than guess."""
 
 
+class MissingExtraError(UnsupportedFeatureError):
+    """A part of lakestats whose libraries this installation lacks (an extra not installed)."""
+
+
 class ColumnNotFoundError(LakestatsError):
     """A requested column is not in the table."""
 

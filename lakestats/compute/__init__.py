@@ -1,1 +1,5 @@
-"""The Spark jobs. Spark is imported only in this package."""
+"""The Spark jobs. Spark is imported only in this package (the ``[spark]`` extra)."""
+
+from lakestats import extras
+
+extras.require("computing statistics on Spark", "pyspark", "pandas", "datasketches")

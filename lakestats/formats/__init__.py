@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from lakestats import fs
+from lakestats import extras, fs
 from lakestats.errors import NotATableError, TableNotFoundError
 from lakestats.formats.base import (
     DataFile,
@@ -37,27 +37,31 @@ __all__ = [
 ]
 
 def _iceberg(uri: str, s3: fs.S3Options | None) -> TableFormat:
-    from lakestats.formats.iceberg import IcebergTableFormat
+    with extras.imported("an Iceberg table"):
+        from lakestats.formats.iceberg import IcebergTableFormat
 
-    return IcebergTableFormat.from_path(uri, s3)
+        return IcebergTableFormat.from_path(uri, s3)
 
 
 def _delta(uri: str, s3: fs.S3Options | None) -> TableFormat:
-    from lakestats.formats.delta import DeltaTableFormat
+    with extras.imported("a Delta table"):
+        from lakestats.formats.delta import DeltaTableFormat
 
-    return DeltaTableFormat(uri, s3)
+        return DeltaTableFormat(uri, s3)
 
 
 def _hudi(uri: str, s3: fs.S3Options | None) -> TableFormat:
-    from lakestats.formats.hudi import HudiTableFormat
+    with extras.imported("a Hudi table"):
+        from lakestats.formats.hudi import HudiTableFormat
 
-    return HudiTableFormat(uri, s3)
+        return HudiTableFormat(uri, s3)
 
 
 def _paimon(uri: str, s3: fs.S3Options | None) -> TableFormat:
-    from lakestats.formats.paimon import PaimonTableFormat
+    with extras.imported("a Paimon table"):
+        from lakestats.formats.paimon import PaimonTableFormat
 
-    return PaimonTableFormat(uri, s3)
+        return PaimonTableFormat(uri, s3)
 
 
 def _parquet(uri: str, s3: fs.S3Options | None) -> TableFormat:
@@ -109,9 +113,10 @@ def open_table(
 ) -> TableFormat:
     """Open ``table`` (catalog identifier or path) with the right format."""
     if not looks_like_path(table):
-        from lakestats.formats.iceberg import IcebergTableFormat
+        with extras.imported("an Iceberg catalog's table"):
+            from lakestats.formats.iceberg import IcebergTableFormat
 
-        return IcebergTableFormat.from_catalog(table, catalog, warehouse)
+            return IcebergTableFormat.from_catalog(table, catalog, warehouse)
     uri = fs.normalize(table)
     if s3 is None and fs.is_remote(uri):
         s3 = fs.S3Options.from_env()  # the format libraries get explicit options, not env

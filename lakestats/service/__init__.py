@@ -5,3 +5,7 @@ facade (``LakestatsTable``); this package only names tables (``config``), keeps 
 fresh (``tables``), shapes JSON and errors (``jsonio``, ``errors``) and renders pages
 (``pages``, ``views``, ``templates/``, ``static/``). Nothing here starts Spark.
 """
+
+from lakestats import extras
+
+extras.require("lakestats serve", "fastapi", "uvicorn", "jinja2", "fastapi_offline")

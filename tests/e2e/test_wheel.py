@@ -1,6 +1,8 @@
-"""The built wheel (``make wheel``) installed into a fresh venv, nothing of the clone on its
-path: it analyzes and shows a Delta table, carries the Spark component's jars, and Spark 4.1
-with Delta and the jar it names plans the table with lakestats' statistics."""
+"""The built wheel (``make wheel``) installed into fresh venvs, nothing of the clone on their
+path. With every extra: it analyzes and shows a Delta table, carries the Spark component's
+jars, and Spark 4.1 with Delta and the jar it names plans the table with lakestats'
+statistics. The core alone (no extra): it reads statistics (show, estimate) at a third of the
+full install's size or less, and what needs an extra is one line naming the install."""
 
 from __future__ import annotations
 
@@ -29,30 +31,46 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    wheels = sorted(DIST.glob("lakestats-*-py3-none-any.whl"))
-    assert wheels, "no wheel in dist/: run `make wheel`"
-    assert sorted(DIST.glob("lakestats-*.tar.gz")), "no sdist in dist/: run `make wheel`"
-    root = tmp_path_factory.mktemp("wheel")
+def _venv(root: Path, requirement: str) -> Path:
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     uv = Path(sys.executable).parent / "uv"
     subprocess.run(
         [str(uv), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
-         str(wheels[-1]), "-c", str(REPO / "requirements.lock")],
+         requirement, "-c", str(REPO / "requirements.lock")],
         check=True, timeout=900, env=_clean_env(), cwd=root,
     )  # fmt: skip
     return venv
 
 
-def _run(venv: Path, *args: str, cwd: Path) -> str:
+def _wheel() -> Path:
+    wheels = sorted(DIST.glob("lakestats-*-py3-none-any.whl"))
+    assert wheels, "no wheel in dist/: run `make wheel`"
+    assert sorted(DIST.glob("lakestats-*.tar.gz")), "no sdist in dist/: run `make wheel`"
+    return wheels[-1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    return _venv(tmp_path_factory.mktemp("wheel"), f"lakestats[all] @ {_wheel().as_uri()}")
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory) -> Path:
+    return _venv(tmp_path_factory.mktemp("core"), str(_wheel()))
+
+
+def _site_bytes(venv: Path) -> int:
+    return sum(p.stat().st_size for p in (venv / "lib").rglob("*") if p.is_file())
+
+
+def _run(venv: Path, *args: str, cwd: Path, fails: bool = False) -> str:
     done = subprocess.run(
         [str(venv / "bin" / args[0]), *args[1:]], capture_output=True, text=True,
         timeout=600, env=_clean_env(), cwd=cwd, check=False,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    assert (done.returncode != 0) == fails, done.stderr[-3000:]
+    return done.stderr if fails else done.stdout
 
 
 def test_the_wheel_runs_from_its_own_install(installed: Path, tmp_path: Path) -> None:
@@ -93,3 +111,45 @@ def test_the_wheel_runs_from_its_own_install(installed: Path, tmp_path: Path) ->
     assert seen["lakestats"]["row_count"] == rows.num_rows
     assert seen["lakestats"]["distinct"] == distinct
     assert seen["spark"]["row_count"] is None  # without the component: no row count at all
+
+
+def test_the_core_reads_statistics_and_names_the_extras_it_lacks(
+    core: Path, installed: Path, tmp_path: Path, spark
+) -> None:
+    import duckdb
+    import pyarrow.parquet as pq
+    from deltalake import write_deltalake
+
+    import lakestats.api as ls
+
+    table = tmp_path / "sales"
+    for region, n in (("east", 300), ("west", 700)):
+        (table / f"region={region}").mkdir(parents=True)
+        rows = pa.table({"amount": pa.array([float(i % 17) for i in range(n)])})
+        pq.write_table(rows, table / f"region={region}" / "part-0.parquet")
+    ls.open_table(str(table)).analyze(spark=spark)  # written by the full install
+
+    shown = json.loads(_run(core, "lakestats", "show", str(table), "--json", cwd=tmp_path))
+    assert shown["row_count"] == 1000
+    where = "amount < 5"
+    estimate = json.loads(
+        _run(core, "lakestats", "estimate", str(table), "--where", where, "--json", cwd=tmp_path)
+    )
+    true = duckdb.sql(
+        f"SELECT count(*) FROM read_parquet('{table}/*/*.parquet') WHERE {where}"
+    ).fetchone()[0]
+    assert estimate["lower"] <= true <= estimate["upper"]
+
+    delta = tmp_path / "delta"
+    write_deltalake(str(delta), pa.table({"n": [1, 2, 3]}))
+    ls.open_table(str(delta)).analyze(spark=spark)  # so that show opens the table
+    for args, extra in (
+        (["analyze", str(table)], "spark"),
+        (["show", str(delta)], "delta"),
+        (["serve", "--port", "0"], "serve"),
+    ):
+        said = _run(core, "lakestats", *args, cwd=tmp_path, fails=True).strip().splitlines()
+        assert len(said) == 1 and f"pip install 'lakestats[{extra}]'" in said[0], said
+
+    assert _site_bytes(core) * 3 <= _site_bytes(installed), (
+        _site_bytes(core), _site_bytes(installed))
