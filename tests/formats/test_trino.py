@@ -123,9 +123,11 @@ def test_trino_reads_lakestats_distinct_counts(spark, tmp_path: Path) -> None:
         bare, bare_total = _show_stats(trino, "bare")
         group_by = "SELECT k, count(*) FROM iceberg.db.{} GROUP BY k"
         where = "SELECT * FROM iceberg.db.{} WHERE s = 'v5'"
+        join = "SELECT * FROM iceberg.db.{0} a JOIN iceberg.db.{0} b ON a.k = b.k"
         estimates = {
             name: {"group_by": _output_rows(trino, group_by.format(name)),
-                   "where": _output_rows(trino, where.format(name))}
+                   "where": _output_rows(trino, where.format(name)),
+                   "join": _output_rows(trino, join.format(name))}
             for name in ("stats", "bare")
         }
     bounds = {c: [lakestats[c]["distinct_count_lower"], lakestats[c]["distinct_count_upper"]]
@@ -157,3 +159,6 @@ def test_trino_reads_lakestats_distinct_counts(spark, tmp_path: Path) -> None:
     assert estimates["stats"]["where"] == pytest.approx(N / ndv["s"], abs=1)
     assert estimates["bare"]["group_by"] is None
     assert estimates["bare"]["where"] != pytest.approx(N / ndv["s"], abs=1)
+    # a self-join on k: rows x rows / ndv(k)
+    assert estimates["stats"]["join"] == pytest.approx(N * N / ndv["k"], rel=1e-3)
+    assert estimates["bare"]["join"] != pytest.approx(N * N / ndv["k"], rel=1e-3)
