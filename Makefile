@@ -152,5 +152,30 @@ $(DELTA_STORAGE_JAR):
 	mvn -q -B dependency:copy -Dartifact=io.delta:delta-storage:$(DELTA_VERSION) \
 		-DoutputDirectory=$(JARS)
 
+# A real Trino (docs/trino.md): trino-server from Maven Central (a tar.gz with every plugin,
+# Iceberg's among them), unpacked into the ignored build-trino/. 476 is the newest Maven
+# Central serves as a tarball; it runs on Java 25 (TRINO_JAVA_HOME).
+TRINO_VERSION := 476
+TRINO_DIR := build-trino
+TRINO_HOME := $(TRINO_DIR)/trino-server-$(TRINO_VERSION)
+TRINO_JAVA_HOME ?= /usr/lib/jvm/temurin-25-jdk-amd64
+
+.PHONY: trino test-trino
+
+trino: $(TRINO_HOME)/bin/launcher
+
+$(TRINO_HOME)/bin/launcher:
+	mvn -q -B dependency:copy -Dartifact=io.trino:trino-server:$(TRINO_VERSION):tar.gz \
+		-DoutputDirectory=$(TRINO_DIR)
+	tar -xzf $(TRINO_DIR)/trino-server-$(TRINO_VERSION).tar.gz -C $(TRINO_DIR)
+	rm -f $(TRINO_DIR)/trino-server-$(TRINO_VERSION).tar.gz
+	touch $@
+
+# tests/formats/test_trino.py (marker `trino`, not in the default run): Trino reads the Puffin
+# file analyze commits; it starts one Trino server (-Xmx1G) and stops it
+test-trino: setup trino
+	LAKESTATS_TRINO_HOME=$(abspath $(TRINO_HOME)) LAKESTATS_TRINO_JAVA_HOME=$(TRINO_JAVA_HOME) \
+		$(BIN)/python -m pytest -m trino tests/formats/test_trino.py
+
 clean:
 	rm -rf $(VENV) $(INTEROP_VENV) $(INTEROP35_VENV) warehouse .pytest_cache site
