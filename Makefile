@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: wheel lock setup demo test lint bench clean browser docs docs-gen screenshots jars interop jvm jars35 interop35 jvm35
+.PHONY: spark-lines wheel lock setup demo test lint bench clean browser docs docs-gen screenshots jars interop jvm jars35 interop35 jvm35
 
 setup: $(STAMP)
 
@@ -44,7 +44,7 @@ docs-gen: setup
 screenshots: setup browser
 	$(BIN)/python docs/screenshots.py
 
-test: setup browser jars interop jvm jars35 interop35 jvm35 wheel
+test: setup browser jars interop jvm jars35 interop35 jvm35 wheel spark-lines
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 	$(BIN)/ruff check lakestats tests bench docs
 	$(BIN)/lint-imports  # the layers contract in pyproject.toml: imports point down only
@@ -126,6 +126,21 @@ $(INTEROP35_STAMP):
 	$(INTEROP35_VENV)/bin/pip install --quiet --disable-pip-version-check pyspark==$(SPARK35_PYSPARK)
 	touch $(INTEROP35_STAMP)
 
+# lakestats' own jobs on the older PySpark lines it supports (tests/e2e/test_spark_versions.py):
+# the lock's versions with that PySpark instead, lakestats itself from this clone
+SPARK_LINES := 4.0.2 4.1.4
+SPARK_LINE_STAMPS := $(foreach v,$(SPARK_LINES),.venv-pyspark-$(v)/.installed)
+
+spark-lines: $(SPARK_LINE_STAMPS)
+
+.venv-pyspark-%/.installed: requirements.lock $(STAMP)
+	$(PYTHON) -m venv .venv-pyspark-$*
+	grep -v '^pyspark==' requirements.lock > .venv-pyspark-$*/requirements.txt
+	$(BIN)/uv pip install --quiet --compile-bytecode --python .venv-pyspark-$*/bin/python \
+		pyspark==$* -r .venv-pyspark-$*/requirements.txt
+	$(BIN)/uv pip install --quiet --python .venv-pyspark-$*/bin/python --no-deps -e .
+	touch $@
+
 # the PySpark Iceberg's runtime supports, beside this venv's: tests run Spark with Iceberg's
 # own runtime in it (tests/formats/test_iceberg_spark_interop.py), nothing of lakestats there
 INTEROP_VENV := .venv-interop
@@ -178,4 +193,4 @@ test-trino: setup trino
 		$(BIN)/python -m pytest -m trino tests/formats/test_trino.py
 
 clean:
-	rm -rf $(VENV) $(INTEROP_VENV) $(INTEROP35_VENV) warehouse .pytest_cache site
+	rm -rf $(VENV) $(INTEROP_VENV) $(INTEROP35_VENV) .venv-pyspark-* dist lakestats/jars warehouse .pytest_cache site

@@ -1,0 +1,102 @@
+"""lakestats' jobs on every PySpark line it supports give the same statistics: the table
+analyzed with ``--exact`` by PySpark 4.0 and 4.1 (``make spark-lines``: the lock's versions
+with that PySpark) holds the same rows in every statistics file as the default PySpark's
+analyze, and a lookup answers the same. Two things differ by design: the KLL sketch bytes
+(their compaction is randomised) and the run identifiers in file names."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LINES = ["4.0.2", "4.1.4"]
+
+pytestmark = pytest.mark.spark
+
+
+def _table(root: Path) -> Path:
+    rng = np.random.default_rng(7)
+    for p in range(3):
+        part = root / f"p={p}"
+        part.mkdir(parents=True)
+        n = 2000
+        pq.write_table(pa.table({
+            "i": pa.array(rng.integers(0, 500, n)),
+            "f": pa.array(rng.normal(size=n)),
+            "s": pa.array([f"v{x}" for x in rng.zipf(1.5, n) % 300]),
+            "d": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=int(x))
+                           for x in rng.integers(0, 900, n)]),
+        }), part / "f.parquet")  # fmt: skip
+    return root
+
+
+def _lakestats(python: Path, *args: str, cwd: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([str(python), "-m", "lakestats.cli", *args], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=cwd, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _contents(stats: Path) -> dict[str, pa.Table]:
+    """Every Parquet file's rows by its place (run identifiers left out), KLL bytes dropped."""
+    out = {}
+    for path in sorted(stats.rglob("*.parquet")):
+        place = "/".join(p for p in path.relative_to(stats).parts if not p.startswith("20"))
+        rows = pq.ParquetFile(path).read()
+        keep = [c for c in rows.column_names if c not in ("kll_sketch", "part")]
+        out[place] = rows.select(keep)
+    return out
+
+
+WHERE = "i < 100 AND s = 'v1'"
+
+
+def _seen(python: Path, table: Path, stats: Path, cwd: Path) -> tuple:
+    """The statistics files' rows, ``show --json``'s columns and an estimate (no Spark)."""
+    root = ["--stats-root", str(stats)]
+    shown = json.loads(_lakestats(python, "show", str(table), *root, "--json", cwd=cwd))
+    estimate = json.loads(
+        _lakestats(python, "estimate", str(table), *root, "--where", WHERE, "--json", cwd=cwd)
+    )
+    return _contents(stats), shown["columns"], estimate
+
+
+@pytest.fixture(scope="module")
+def default(spark, tmp_path_factory) -> tuple:
+    import lakestats.api as ls
+
+    base = tmp_path_factory.mktemp("lines")
+    table = _table(base / "t")
+    ls.open_table(str(table), str(base / "stats")).analyze(exact=True, spark=spark)
+    return table, _seen(Path(sys.executable), table, base / "stats", base)
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_every_pyspark_line_gives_the_same_statistics(
+    line: str, default: tuple, tmp_path: Path
+) -> None:
+    python = REPO / f".venv-pyspark-{line}" / "bin" / "python"
+    assert python.exists(), f"no {python.parent.parent.name}: run `make spark-lines`"
+    version = subprocess.run([str(python), "-c", "import pyspark; print(pyspark.__version__)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert version == line
+    table, ours = default
+    stats = tmp_path / "stats"
+    _lakestats(python, "analyze", str(table), "--stats-root", str(stats), "--exact", cwd=tmp_path)
+    theirs = _seen(python, table, stats, tmp_path)
+    assert ours[0].keys() == theirs[0].keys()
+    differ = [place for place in ours[0] if not ours[0][place].equals(theirs[0][place])]
+    assert not differ, differ
+    assert ours[1] == theirs[1]
+    assert ours[2] == theirs[2]
