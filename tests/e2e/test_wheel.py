@@ -2,7 +2,8 @@
 path. With every extra: it analyzes and shows a Delta table, carries the Spark component's
 jars, and Spark 4.1 with Delta and the jar it names plans the table with lakestats'
 statistics. The core alone (no extra): it reads statistics (show, estimate) at a third of the
-full install's size or less, and what needs an extra is one line naming the install."""
+full install's size or less, and what needs an extra is one line naming the install; it
+installs and reads on Python 3.12 and 3.13 too (pyenv's)."""
 
 from __future__ import annotations
 
@@ -153,3 +154,31 @@ def test_the_core_reads_statistics_and_names_the_extras_it_lacks(
 
     assert _site_bytes(core) * 3 <= _site_bytes(installed), (
         _site_bytes(core), _site_bytes(installed))
+
+
+def _pyenv_python(minor: str) -> Path:
+    """A CPython of that minor version from pyenv (the machine's other Pythons)."""
+    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False)
+    found = sorted(Path(root.stdout.strip()).glob(f"versions/{minor}.*/bin/python{minor}"))
+    assert found, f"no Python {minor} from pyenv on this machine"
+    return found[-1]
+
+
+@pytest.mark.parametrize("minor", ["3.12", "3.13"])
+def test_the_core_installs_and_reads_on_newer_pythons(minor: str, tmp_path: Path, spark) -> None:
+    import pyarrow.parquet as pq
+
+    import lakestats.api as ls
+
+    table = tmp_path / "t"
+    (table / "p=1").mkdir(parents=True)
+    pq.write_table(pa.table({"n": pa.array(range(100), pa.int64())}), table / "p=1" / "f.parquet")
+    ls.open_table(str(table)).analyze(spark=spark)
+    venv = tmp_path / "venv"
+    subprocess.run([str(_pyenv_python(minor)), "-m", "venv", str(venv)], check=True, timeout=120)
+    uv = Path(sys.executable).parent / "uv"
+    subprocess.run([str(uv), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
+                    str(_wheel())], check=True, timeout=600, env=_clean_env(), cwd=tmp_path)
+    shown = json.loads(_run(venv, "lakestats", "show", str(table), "--json", cwd=tmp_path))
+    assert shown["row_count"] == 100
+    assert {c["name"]: c["distinct_count"] for c in shown["columns"]}["n"] == 100
