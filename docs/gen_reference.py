@@ -270,7 +270,8 @@ def answers_page() -> str:
 
     classes = [
         c for _, c in inspect.getmembers(answers, inspect.isclass)
-        if c.__module__ == answers.__name__ and hasattr(c, "to_json")
+        if c.__module__ == answers.__name__ and dataclasses.is_dataclass(c)
+        and hasattr(c, "to_json")
     ]
     out = [
         NOTICE.format(source="lakestats/answers.py"),

@@ -12,17 +12,19 @@ timestamps as ISO-8601, bytes as base64, NaN/±inf as strings). Tabular answers 
 A statistics row (one column's statistics) stays a read-only mapping: its fields are the
 stored statistics, user-defined ones included, so their set is open.
 
-Over 400 lines because it is the whole answer vocabulary of the facade, one small frozen
-class per answer: one place to read every JSON shape the faces print.
+Every answer derives its JSON from its fields (``Answer.to_json``): a field's metadata
+(``json_field``) renames, encodes, groups or omits it, so a JSON shape is read off the
+class and no answer writes its own. Over 400 lines because it is the whole answer
+vocabulary of the facade: one place to read every JSON shape the faces print.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
@@ -42,6 +44,8 @@ def jsonable(value: object) -> object:
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
+    if isinstance(value, Answer):
+        return value.to_json()
     return value_json(value)
 
 
@@ -77,8 +81,76 @@ def _rows(columns: Sequence[Row]) -> list[dict[str, object]]:
     return [column_json(r) for r in columns]
 
 
+Encode = Callable[[Any], object]
+Omit = Callable[[Any], bool]
+
+
+def json_field(
+    *,
+    name: str | None = None,
+    encode: Encode | None = None,
+    omit: Omit | None = None,
+    group: str | None = None,
+    flatten: bool = False,
+    skip: bool = False,
+    **kwargs: Any,  # noqa: ANN401 - dataclasses.field's own arguments (default, ...)
+) -> Any:  # noqa: ANN401 - what dataclasses.field returns stands for the field's value
+    """A dataclass field with how it reads in JSON: ``name`` (else the field's), ``encode``
+    (else ``jsonable``), ``omit`` (given the answer: leave the key out), ``group`` (nested
+    under that key), ``flatten`` (its encoded mapping's keys merged in) or ``skip``."""
+    meta = {"name": name, "encode": encode, "omit": omit, "group": group,
+            "flatten": flatten, "skip": skip}
+    return field(metadata={"json": meta}, **kwargs)
+
+
+def _none(attribute: str) -> Omit:
+    return lambda answer: getattr(answer, attribute) is None
+
+
+_Plan = tuple[tuple[str, str, Encode, Omit | None, str | None, bool], ...]
+
+
+class Answer:
+    """One ``to_json()`` for every answer, read off its fields in order (or
+    ``json_order``); the plan of each class is built once, since a histogram's bins or
+    an estimate's holders call it thousands of times."""
+
+    json_order: ClassVar[tuple[str, ...] | None] = None
+    _plans: ClassVar[dict[type, _Plan]] = {}
+
+    @classmethod
+    def _plan(cls) -> _Plan:
+        plan = Answer._plans.get(cls)
+        if plan is None:
+            by_name = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
+            order = cls.json_order or tuple(by_name)
+            steps = []
+            for attribute in order:
+                meta = by_name[attribute].metadata.get("json", {})
+                if meta.get("skip"):
+                    continue
+                steps.append((attribute, meta.get("name") or attribute,
+                              meta.get("encode") or jsonable, meta.get("omit"),
+                              meta.get("group"), bool(meta.get("flatten"))))
+            plan = Answer._plans[cls] = tuple(steps)
+        return plan
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for attribute, key, encode, omit, group, flatten in self._plan():
+            if omit is not None and omit(self):
+                continue
+            value = encode(getattr(self, attribute))
+            into = out if group is None else out.setdefault(group, {})
+            if flatten:
+                into.update(value)  # type: ignore[union-attr, call-overload]
+            else:
+                into[key] = value  # type: ignore[index]
+        return out
+
+
 @dataclass(frozen=True)
-class Staleness:
+class Staleness(Answer):
     """How far a statistics version lags behind a snapshot of the table."""
 
     snapshot_id: int | None
@@ -88,58 +160,44 @@ class Staleness:
     partitions_changed: int
     columns_not_inherited: tuple[str, ...]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "snapshot_id": self.snapshot_id,
-            "statistics_snapshot_id": self.statistics_snapshot_id,
-            "stale": self.stale,
-            "snapshots_behind": self.snapshots_behind,
-            "partitions_changed": self.partitions_changed,
-            "columns_not_inherited": list(self.columns_not_inherited),
-        }
 
 
 @dataclass(frozen=True)
-class TableStatistics:
+class TableStatistics(Answer):
     """Table-level statistics for a snapshot (``show``), with how stale they are.
     ``row_count`` is the statistics' own (of ``staleness.statistics_snapshot_id``)."""
 
-    staleness: Staleness
+    json_order = ("staleness", "version", "kind", "sample", "damaged_versions_skipped",
+                  "row_count", "columns")
+
+    staleness: Staleness = json_field(flatten=True)
     version: int
     row_count: int | None
-    columns: tuple[Row, ...]
-    kind: str | None = None
-    sample: Mapping[str, object] | None = None
-    damaged_versions_skipped: tuple[int, ...] = ()
+    columns: tuple[Row, ...] = json_field(encode=_rows)
+    kind: str | None = json_field(default=None, omit=_none("kind"))
+    sample: Mapping[str, object] | None = json_field(default=None, omit=_none("kind"))
+    damaged_versions_skipped: tuple[int, ...] = json_field(
+        default=(), omit=lambda answer: not answer.damaged_versions_skipped
+    )
 
     @property
     def stale(self) -> bool:
         return self.staleness.stale
 
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {**self.staleness.to_json(), "version": self.version}
-        if self.kind is not None:
-            out["kind"] = self.kind
-            out["sample"] = jsonable(self.sample)
-        if self.damaged_versions_skipped:
-            out["damaged_versions_skipped"] = list(self.damaged_versions_skipped)
-        out["row_count"] = self.row_count
-        out["columns"] = _rows(self.columns)
-        return out
 
     def to_arrow(self) -> pa.Table:
         return table_of(_rows(self.columns))
 
 
 @dataclass(frozen=True)
-class StatisticsRows(Sequence[Row]):
+class StatisticsRows(Sequence[Row], Answer):
     """Decoded statistics rows of one partition (``partition`` its name) or of the table
     (``partition`` None) in statistics version ``version``: a read-only sequence of rows,
     one per column, so ``[row] = table.statistics(None, ["x"])`` reads as before."""
 
     partition: str | None
     version: int
-    columns: tuple[Row, ...]
+    columns: tuple[Row, ...] = json_field(encode=_rows)
 
     def __getitem__(self, index):  # noqa: ANN001, ANN204 - Sequence's int/slice overloads
         return self.columns[index]
@@ -150,60 +208,39 @@ class StatisticsRows(Sequence[Row]):
     def __iter__(self) -> Iterator[Row]:
         return iter(self.columns)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "partition": self.partition,
-            "version": self.version,
-            "columns": _rows(self.columns),
-        }
 
     def to_arrow(self) -> pa.Table:
         return table_of(_rows(self.columns))
 
 
 @dataclass(frozen=True)
-class PartitionStatistics:
+class PartitionStatistics(Answer):
     """One partition's statistics (``show --partition``)."""
 
     partition: Mapping[str, object]
     name: str
     row_count: int
     version: int
-    columns: tuple[Row, ...]
+    columns: tuple[Row, ...] = json_field(encode=_rows)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "partition": jsonable(self.partition),
-            "name": self.name,
-            "row_count": self.row_count,
-            "version": self.version,
-            "columns": _rows(self.columns),
-        }
 
     def to_arrow(self) -> pa.Table:
         return table_of(_rows(self.columns))
 
 
 @dataclass(frozen=True)
-class Partition:
+class Partition(Answer):
     partition: Mapping[str, object]
     name: str
     path: str
     row_count: int
-    files: Mapping[str, str] = field(default_factory=dict)
+    files: Mapping[str, str] = json_field(default_factory=dict, skip=True)
     """The partition's statistics files by kind, relative to the statistics root."""
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "partition": jsonable(self.partition),
-            "name": self.name,
-            "path": self.path,
-            "row_count": self.row_count,
-        }
 
 
 @dataclass(frozen=True)
-class Partitions:
+class Partitions(Answer):
     """The partitions a statistics version describes."""
 
     version: int
@@ -215,15 +252,17 @@ class Partitions:
     def __len__(self) -> int:
         return len(self.partitions)
 
-    def to_json(self) -> dict[str, object]:
-        return {"version": self.version, "partitions": [p.to_json() for p in self.partitions]}
 
     def to_arrow(self) -> pa.Table:
         return table_of([p.to_json() for p in self.partitions])
 
 
+def _pairs(pairs: Sequence[tuple[object, int]]) -> list[dict[str, object]]:
+    return [{"value": jsonable(v), "frequency": f} for v, f in pairs]
+
+
 @dataclass(frozen=True)
-class Frequencies:
+class Frequencies(Answer):
     """A column's most frequent values with their counts, and whether the list is whole:
     ``truncated`` (a top-k), ``duplicates_only`` (values seen once are left out,
     ``omitted`` of them), ``exact`` (False: counts are estimates, e.g. merged from
@@ -239,7 +278,7 @@ class Frequencies:
     omitted: int | None
     duplicates_only: bool
     exact: bool
-    pairs: tuple[tuple[object, int], ...]
+    pairs: tuple[tuple[object, int], ...] = json_field(name="frequencies", encode=_pairs)
 
     def __iter__(self) -> Iterator[tuple[object, int]]:
         return iter(self.pairs)
@@ -250,39 +289,23 @@ class Frequencies:
     def __getitem__(self, i: int) -> tuple[object, int]:
         return self.pairs[i]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "column": self.column,
-            "partition": self.partition,
-            "version": self.version,
-            "row_count": self.row_count,
-            "distinct_count": self.distinct_count,
-            "all_distinct": self.all_distinct,
-            "truncated": self.truncated,
-            "omitted": self.omitted,
-            "duplicates_only": self.duplicates_only,
-            "exact": self.exact,
-            "frequencies": [{"value": jsonable(v), "frequency": f} for v, f in self.pairs],
-        }
 
     def to_arrow(self) -> pa.Table:
         return table_of([{"value": jsonable(v), "frequency": f} for v, f in self.pairs])
 
 
 @dataclass(frozen=True)
-class Bin:
+class Bin(Answer):
     """One histogram bin: ``[lower, upper)`` (the histogram's last: ``[lower, max]``)."""
 
     lower: object
     upper: object
     count: int
 
-    def to_json(self) -> dict[str, object]:
-        return {"lower": jsonable(self.lower), "upper": jsonable(self.upper), "count": self.count}
 
 
 @dataclass(frozen=True)
-class Histogram:
+class Histogram(Answer):
     """Bins ``[start, stop)`` of a column's equi-width histogram of ``histogram_bins``;
     the histogram's last bin is closed (``[lower, max]``). ``exact`` False: re-binned or
     scaled counts."""
@@ -317,56 +340,35 @@ class Histogram:
     def ends_with_last_bin(self) -> bool:
         return bool(self.bins) and self.stop >= self.histogram_bins
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "column": self.column,
-            "partition": self.partition,
-            "version": self.version,
-            "histogram_bins": self.histogram_bins,
-            "start": self.start,
-            "stop": self.stop,
-            "exact": self.exact,
-            "bins": [b.to_json() for b in self.bins],
-        }
 
     def to_arrow(self) -> pa.Table:
         return table_of([b.to_json() for b in self.bins])
 
 
 @dataclass(frozen=True)
-class Rank:
+class Rank(Answer):
     """Exact table-level rank of ``value`` among the column's non-null values: rows
     below, equal and above it, and its percentile (share below or equal; None when the
     column has no values)."""
 
-    column: str
-    value: object
+    column: str = json_field(skip=True)
+    value: object = json_field(skip=True)
     below: int
     equal: int
     above: int
     total: int
     percentile: float | None
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "below": self.below,
-            "equal": self.equal,
-            "above": self.above,
-            "total": self.total,
-            "percentile": self.percentile,
-        }
 
 
 @dataclass(frozen=True)
-class Quantile:
+class Quantile(Answer):
     """Exact table-level quantile ``p`` (nearest rank)."""
 
-    column: str
+    column: str = json_field(skip=True)
     p: float
     value: object
 
-    def to_json(self) -> dict[str, object]:
-        return {"p": self.p, "value": jsonable(self.value)}
 
 
 def _read_only(rows: Sequence[Mapping[str, object]]) -> tuple[Row, ...]:
@@ -378,9 +380,13 @@ def _read_only(rows: Sequence[Mapping[str, object]]) -> tuple[Row, ...]:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(Answer):
     """Rows a predicate keeps: the estimate, sound ``lower``/``upper`` bounds, whether it
     is ``exact``, per partition that can match and per top-level conjunct (``detail``)."""
+
+    json_order = ("predicate", "row_count", "lower", "upper", "exact", "selectivity",
+                  "table_rows", "partitions", "detail", "derived_version", "version",
+                  "snapshot_id")
 
     predicate: str
     row_count: float
@@ -393,7 +399,12 @@ class Estimate:
     snapshot_id: int | None
     partitions: tuple[Row, ...]
     detail: tuple[Row, ...]
-    derived_version: int | None = None
+    derived_version: int | None = json_field(
+        default=None,
+        omit=_none("derived_version"),
+        flatten=True,
+        encode=lambda version: {"derived": True, "derived_version": version},
+    )
     """Set when the count comes from statistics computed for this predicate
     (``analyze --where``)."""
 
@@ -414,31 +425,13 @@ class Estimate:
             derived_version=result.get("derived_version"),
         )
 
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "predicate": self.predicate,
-            "row_count": self.row_count,
-            "lower": self.lower,
-            "upper": self.upper,
-            "exact": self.exact,
-            "selectivity": self.selectivity,
-            "table_rows": self.table_rows,
-            "partitions": [jsonable(p) for p in self.partitions],
-            "detail": [jsonable(d) for d in self.detail],
-        }
-        if self.derived_version is not None:
-            out["derived"] = True
-            out["derived_version"] = self.derived_version
-        out["version"] = self.version
-        out["snapshot_id"] = self.snapshot_id
-        return out
 
     def to_arrow(self) -> pa.Table:
         return table_of([jsonable(p) for p in self.partitions])
 
 
 @dataclass(frozen=True)
-class EstimateBatch:
+class EstimateBatch(Answer):
     """Several predicates' ``Estimate``s against one statistics version
     (``LakestatsTable.estimate_many``), in the order asked."""
 
@@ -455,12 +448,6 @@ class EstimateBatch:
     def __getitem__(self, i: int) -> Estimate:
         return self.estimates[i]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "estimates": [e.to_json() for e in self.estimates],
-            "version": self.version,
-            "snapshot_id": self.snapshot_id,
-        }
 
     def to_arrow(self) -> pa.Table:
         """One row per predicate: its estimate and bounds."""
@@ -473,52 +460,33 @@ class EstimateBatch:
 
 
 @dataclass(frozen=True)
-class PartitionColumns:
+class PartitionColumns(Answer):
     partition: Mapping[str, object]
     name: str
     row_count: int
     columns: tuple[Row, ...]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "partition": jsonable(self.partition),
-            "name": self.name,
-            "row_count": self.row_count,
-            "columns": [jsonable(c) for c in self.columns],
-        }
 
 
 @dataclass(frozen=True)
-class BatchStatistics:
+class BatchStatistics(Answer):
     """Some columns' statistics for the table and every partition ``where`` can match
     (``stats``), or those of ``analyze --where``'s derived entry (``derived``)."""
 
-    row_count: int | None
-    version: int
-    snapshot_id: int | None
-    partitions_total: int
-    partitions_matched: int
-    columns: tuple[Row, ...]
-    partitions: tuple[PartitionColumns, ...] | None
-    derived_predicate: str | None = None
+    row_count: int | None = json_field(group="table")
+    version: int = json_field(group="table")
+    snapshot_id: int | None = json_field(group="table")
+    partitions_total: int = json_field(group="table", name="partitions")
+    partitions_matched: int = json_field(group="table")
+    columns: tuple[Row, ...] = json_field(group="table", encode=_rows)
+    partitions: tuple[PartitionColumns, ...] | None = json_field(omit=_none("partitions"))
+    derived_predicate: str | None = json_field(
+        default=None,
+        omit=_none("derived_predicate"),
+        flatten=True,
+        encode=lambda predicate: {"derived": True, "predicate": predicate},
+    )
 
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "table": {
-                "row_count": self.row_count,
-                "version": self.version,
-                "snapshot_id": self.snapshot_id,
-                "partitions": self.partitions_total,
-                "partitions_matched": self.partitions_matched,
-                "columns": _rows(self.columns),
-            }
-        }
-        if self.partitions is not None:
-            out["partitions"] = [p.to_json() for p in self.partitions]
-        if self.derived_predicate is not None:
-            out["derived"] = True
-            out["predicate"] = self.derived_predicate
-        return out
 
     def to_arrow(self) -> pa.Table:
         """One row per partition and column."""
@@ -532,7 +500,7 @@ class BatchStatistics:
 
 
 @dataclass(frozen=True)
-class VersionInfo:
+class VersionInfo(Answer):
     """One entry of ``history``: a statistics version, a damaged one (``damaged`` says
     why), or a derived entry (``kind`` ``derived``, with its ``predicate``)."""
 
@@ -545,25 +513,17 @@ class VersionInfo:
     partitions_reused: int | None = None
     created_at: str | None = None
     kind: str | None = None
-    damaged: str | None = None
-    derived: Mapping[str, object] | None = None
+    damaged: str | None = json_field(default=None, skip=True)
+    derived: Mapping[str, object] | None = json_field(default=None, skip=True)
 
     def to_json(self) -> dict[str, object]:
+        """A damaged version says only why; a derived entry is its own record."""
         if self.damaged is not None:
             return {"version": self.version, "damaged": self.damaged}
         if self.derived is not None:
-            return dict(jsonable(self.derived))  # type: ignore[arg-type]
-        return {
-            "version": self.version,
-            "snapshot_id": self.snapshot_id,
-            "schema_id": self.schema_id,
-            "merged_record_count": self.merged_record_count,
-            "merged_record_size": self.merged_record_size,
-            "partitions_computed": self.partitions_computed,
-            "partitions_reused": self.partitions_reused,
-            "created_at": self.created_at,
-            "kind": self.kind,
-        }
+            return {str(k): jsonable(v) for k, v in self.derived.items()}
+        return super().to_json()
+
 
 
 @dataclass(frozen=True)
@@ -579,14 +539,16 @@ class Versions:
         return len(self.versions)
 
     def to_json(self) -> list[dict[str, object]]:
+        """A list, not an object: one record per version."""
         return [v.to_json() for v in self.versions]
+
 
     def to_arrow(self) -> pa.Table:
         return table_of(self.to_json())
 
 
 @dataclass(frozen=True)
-class ExpireReport:
+class ExpireReport(Answer):
     """What ``expire`` removed (or, ``dry_run``, would remove)."""
 
     dry_run: bool
@@ -595,34 +557,27 @@ class ExpireReport:
     files_removed: int
     derived_removed: tuple[Mapping[str, object], ...]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "dry_run": self.dry_run,
-            "versions_removed": list(self.versions_removed),
-            "versions_kept": list(self.versions_kept),
-            "files_removed": self.files_removed,
-            "derived_removed": [jsonable(d) for d in self.derived_removed],
-        }
 
 
 @dataclass(frozen=True)
-class ColumnInfo:
+class ColumnInfo(Answer):
     name: str
     type: str
 
-    def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "type": self.type}
 
 
 @dataclass(frozen=True)
-class TableSummary:
+class TableSummary(Answer):
     """The latest statistics version of a table at a glance: what the service lists."""
+
+    json_order = ("version", "kind", "snapshot_id", "row_count", "size_in_bytes", "partitions",
+                  "table_level", "created_at")
 
     version: int
     snapshot_id: int | None
     row_count: int | None
-    partitions: tuple[str, ...]
-    """The partitions' names, in the version's order."""
+    partitions: tuple[str, ...] = json_field(encode=len)
+    """The partitions' names, in the version's order (JSON: how many)."""
     table_level: bool
     created_at: str | None
     columns: tuple[ColumnInfo, ...]
@@ -631,23 +586,15 @@ class TableSummary:
     size_in_bytes: int | None = None
     """Bytes of the data files the rows live in."""
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "version": self.version,
-            "kind": self.kind,
-            "snapshot_id": self.snapshot_id,
-            "row_count": self.row_count,
-            "size_in_bytes": self.size_in_bytes,
-            "partitions": len(self.partitions),
-            "table_level": self.table_level,
-            "created_at": self.created_at,
-        }
 
 
 @dataclass(frozen=True)
-class AnalyzeResult:
+class AnalyzeResult(Answer):
     """What an analyze published: a new statistics version, or nothing (``unchanged``:
     the latest version already describes the snapshot, and ``version`` is that one)."""
+
+    json_order = ("version", "snapshot_id", "partitions_computed", "partitions_reused",
+                  "partitions_repaired", "row_count", "bytes_written", "stats_root", "unchanged")
 
     version: int
     snapshot_id: int | None
@@ -660,22 +607,10 @@ class AnalyzeResult:
     """Reusable, but a file was missing or damaged: recomputed."""
     unchanged: bool = False
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "version": self.version,
-            "snapshot_id": jsonable(self.snapshot_id),
-            "partitions_computed": self.partitions_computed,
-            "partitions_reused": self.partitions_reused,
-            "partitions_repaired": self.partitions_repaired,
-            "row_count": self.row_count,
-            "bytes_written": self.bytes_written,
-            "stats_root": self.stats_root,
-            "unchanged": self.unchanged,
-        }
 
 
 @dataclass(frozen=True)
-class SampleResult:
+class SampleResult(Answer):
     """What ``sample create`` or ``sample refresh`` drew and read."""
 
     snapshot_id: int | None
@@ -695,47 +630,25 @@ class SampleResult:
     state_bytes_read: int = 0
     """Bytes of the sample's own files read (refresh)."""
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "snapshot_id": jsonable(self.snapshot_id),
-            "population": self.population,
-            "sample_rows": self.sample_rows,
-            "partitions_sampled": self.partitions_sampled,
-            "partitions_kept": self.partitions_kept,
-            "partitions_removed": self.partitions_removed,
-            "bytes_read": self.bytes_read,
-            "resampled_because": self.resampled_because,
-            "files_read": self.files_read,
-            "partitions_resampled": self.partitions_resampled,
-            "state_bytes_read": self.state_bytes_read,
-        }
 
 
 @dataclass(frozen=True)
-class SqlResult:
+class SqlResult(Answer):
     """``ANALYZE TABLE …`` run by ``lakestats sql``: the version it published."""
 
     kind: str
     version: int
     snapshot_id: int | None
     message: str
-    merged_record_count: int | None = None
+    merged_record_count: int | None = json_field(
+        default=None, omit=_none("merged_record_count")
+    )
     """The row count, for a counts-only (``NOSCAN``) version."""
 
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "kind": self.kind,
-            "version": self.version,
-            "snapshot_id": jsonable(self.snapshot_id),
-            "message": self.message,
-        }
-        if self.merged_record_count is not None:
-            out["merged_record_count"] = self.merged_record_count
-        return out
 
 
 @dataclass(frozen=True)
-class Holder:
+class Holder(Answer):
     """A partition holding a value, and how many times."""
 
     partition: Mapping[str, object]
@@ -743,17 +656,10 @@ class Holder:
     path: str
     frequency: int
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "partition": jsonable(self.partition),
-            "name": self.name,
-            "path": self.path,
-            "frequency": self.frequency,
-        }
 
 
 @dataclass(frozen=True)
-class PartitionsContaining:
+class PartitionsContaining(Answer):
     """The partitions whose rows hold ``value`` in ``column`` (from stored frequencies)."""
 
     column: str
@@ -768,20 +674,13 @@ class PartitionsContaining:
     def __len__(self) -> int:
         return len(self.partitions)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "column": self.column,
-            "value": self.value,
-            "version": self.version,
-            "partitions": [h.to_json() for h in self.partitions],
-        }
 
     def to_arrow(self) -> pa.Table:
         return table_of([h.to_json() for h in self.partitions])
 
 
 @dataclass(frozen=True)
-class Alert:
+class Alert(Answer):
     """Something a profiler would flag, found in the statistics alone (``lakestats.alerts``
     says when each kind fires). ``column`` is None for the table (``stale``)."""
 
@@ -791,17 +690,10 @@ class Alert:
     value: float | None = None
     """The share or count that fired it, where there is one."""
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "column": self.column,
-            "message": self.message,
-            "value": jsonable(self.value),
-        }
 
 
 @dataclass(frozen=True)
-class TableProfile:
+class TableProfile(Answer):
     """A table at a glance (``lakestats profile``, the top of its page): its size, how
     fresh and how exact its statistics are, and the alerts."""
 
@@ -821,21 +713,6 @@ class TableProfile:
     estimated_figures: int
     alerts: tuple[Alert, ...]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "version": self.version,
-            "snapshot_id": self.snapshot_id,
-            "row_count": self.row_count,
-            "columns": self.columns,
-            "partitions": self.partitions,
-            "data_bytes": self.data_bytes,
-            "statistics_bytes": self.statistics_bytes,
-            "created_at": self.created_at,
-            "staleness": self.staleness.to_json(),
-            "exact_figures": self.exact_figures,
-            "estimated_figures": self.estimated_figures,
-            "alerts": [a.to_json() for a in self.alerts],
-        }
 
     def to_arrow(self) -> pa.Table:
         return table_of([a.to_json() for a in self.alerts])
