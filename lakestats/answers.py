@@ -487,6 +487,34 @@ class BatchStatistics(Answer):
         encode=lambda predicate: {"derived": True, "predicate": predicate},
     )
 
+    @classmethod
+    def of(
+        cls, result: Mapping[str, Any], derived_predicate: str | None = None
+    ) -> BatchStatistics:
+        """The answer of ``lakestats.query.column_stats``' result."""
+        table = result["table"]
+        parts = result.get("partitions")
+        return cls(
+            row_count=table["row_count"],
+            version=table["version"],
+            snapshot_id=table["snapshot_id"],
+            partitions_total=table["partitions"],
+            partitions_matched=table["partitions_matched"],
+            columns=tuple(frozen_row(c) for c in table["columns"]),
+            partitions=None
+            if parts is None
+            else tuple(
+                PartitionColumns(
+                    partition=p["partition"],
+                    name=p["name"],
+                    row_count=p["row_count"],
+                    columns=tuple(frozen_row(c) for c in p["columns"]),
+                )
+                for p in parts
+            ),
+            derived_predicate=derived_predicate,
+        )
+
 
     def to_arrow(self) -> pa.Table:
         """One row per partition and column."""
