@@ -1,6 +1,6 @@
 """Writes the docs' generated reference pages from the code, so they cannot drift.
 
-``docs/reference/cli.md`` from the argparse parser (``lakestats.cli.build_parser``),
+``docs/reference/cli.md`` from the argparse parser (``lakestats.cli.parser.build_parser``),
 ``docs/reference/configuration.md`` from ``lakestats.config.Settings`` and
 ``docs/reference/analyze-options.md`` from ``lakestats.options`` and
 ``docs/reference/answers.md`` from ``lakestats.answers`` (fields, ``to_json()`` keys). The
@@ -82,13 +82,13 @@ def _arguments_table(parser: argparse.ArgumentParser) -> str:
 
 
 def cli_page() -> str:
-    from lakestats.cli import build_parser
+    from lakestats.cli.parser import build_parser
 
     parser = build_parser()
     [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     helps = {choice.dest: choice.help for choice in commands._choices_actions}
     out = [
-        NOTICE.format(source="lakestats/cli.py"),
+        NOTICE.format(source="lakestats/cli/parser.py"),
         "# Command-line reference\n\n",
         f"{parser.description} Global options go before the command; every command's "
         "options after it. What the commands answer and how: [Command line](../commands.md).\n\n",
