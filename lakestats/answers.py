@@ -744,3 +744,30 @@ class TableProfile(Answer):
 
     def to_arrow(self) -> pa.Table:
         return table_of([a.to_json() for a in self.alerts])
+
+
+@dataclass(frozen=True)
+class ServedTable(Answer):
+    """A table the service serves (``GET /api/tables``, ``/api/tables/{table}``): its latest
+    version's summary, or why it has none (``error``); its ``columns`` when asked for one."""
+
+    name: str
+    summary: TableSummary | None = json_field(
+        default=None, flatten=True, omit=_none("summary")
+    )
+    error: str | None = json_field(
+        default=None,
+        flatten=True,
+        omit=_none("error"),
+        encode=lambda message: {"version": None, "error": message},
+    )
+    columns: tuple[ColumnInfo, ...] | None = json_field(default=None, omit=_none("columns"))
+
+
+@dataclass(frozen=True)
+class DerivedStatistics(Answer):
+    """``analyze --where``'s derived entry as the service answers it: the statistics of the
+    rows the predicate keeps, and the statistics version they belong to."""
+
+    statistics: BatchStatistics = json_field(flatten=True)
+    version: int
