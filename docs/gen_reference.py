@@ -219,11 +219,9 @@ def _declared_json_types(cls: type) -> dict[str, str]:
     ``object`` annotations (a column's value) read as a value of the column's type."""
     import typing
 
-    import lakestats.answers as answers
-
     names = {bool: "boolean", int: "number", float: "number", str: "string", tuple: "array"}
     out = {}
-    for name, hint in typing.get_type_hints(cls, vars(answers)).items():
+    for name, hint in typing.get_type_hints(cls).items():
         union, options = _options(hint)
         kind = typing.get_origin(options[0]) or options[0]
         text = names.get(kind) or (
@@ -240,9 +238,7 @@ def _example(cls: type) -> object:
     ``to_json()`` keys."""
     import typing
 
-    import lakestats.answers as answers
-
-    hints = typing.get_type_hints(cls, vars(answers))
+    hints = typing.get_type_hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
@@ -270,11 +266,11 @@ def answers_page() -> str:
 
     classes = [
         c for _, c in inspect.getmembers(answers, inspect.isclass)
-        if c.__module__ == answers.__name__ and dataclasses.is_dataclass(c)
+        if c.__module__.startswith(f"{answers.__name__}.") and dataclasses.is_dataclass(c)
         and hasattr(c, "to_json")
     ]
     out = [
-        NOTICE.format(source="lakestats/answers.py"),
+        NOTICE.format(source="lakestats/answers/"),
         "# Answers\n\n",
         "Every lookup on `lakestats.api.LakestatsTable` returns one of these frozen answers; "
         "`to_json()` is what `lakestats … --json` prints and what the HTTP API answers. "

@@ -20,10 +20,14 @@ from lakestats.errors import (
 )
 from lakestats.lazy import LazyModule
 from lakestats.options import AnalyzeOptions
-from lakestats.store import layout, manifest
+from lakestats.stats.leaves import leaves_of
+from lakestats.stats.literals import parse_value
+from lakestats.stats.type_codec import parse_type
+from lakestats.store import derived, layout, manifest
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import VersionKind
 from lakestats.store.reader import StatisticsReader
+from lakestats.store.verify import version_bytes
 
 if TYPE_CHECKING:
     from lakestats import answers
@@ -50,8 +54,6 @@ class TableColumns:
         self.table, self.snapshot_id = table, snapshot_id
 
     def __contains__(self, name: object) -> bool:
-        from lakestats.stats.leaves import leaves_of  # only for such a predicate
-
         try:
             schema = self.table.format.schema(self.snapshot_id)
         except LakestatsError:
@@ -94,9 +96,8 @@ class StatisticsLookups:
         """The table at a glance: size, freshness, how many figures are exact, and the
         alerts its statistics raise (``lakestats.alerts``), all without reading data.
         Needs table-level statistics (not ``--partitions-only``)."""
-        # the alerts and file sizes: only a profile reads them
+        # the alerts build answers (Alert): loaded when a profile is asked for
         from lakestats.alerts import column_alerts, drift_alerts, staleness_alert
-        from lakestats.store.verify import version_bytes
 
         level = self.table_statistics(snapshot)
         reader = self._reader_of_version(level.version)
@@ -150,9 +151,6 @@ class StatisticsLookups:
 
     def partitions_containing(self, column: str, value: str) -> answers.PartitionsContaining:
         """Partitions holding ``value`` (given as text, parsed with the column's type)."""
-        from lakestats.stats.literals import parse_value
-        from lakestats.stats.type_codec import parse_type
-
         reader = self.reader()
         dtype = parse_type(reader.columns[reader.column_index(column)]["type"])
         holders = reader.partitions_containing(column, parse_value(value, column, dtype))
@@ -191,8 +189,6 @@ class StatisticsLookups:
                     kind=v.kind,
                 )
             )
-        from lakestats.store import derived
-
         for entry in derived.entries(store):
             out.append(
                 answers.VersionInfo(

@@ -5,6 +5,9 @@ statistics with how stale they are (``lakestats.versions``) and maintains the ro
 (``expire``); the plain lookups of one statistics version are ``StatisticsLookups``
 (``lakestats.lookups``). ``lakestats.api`` re-exports it: import it from there. Lookups
 never start Spark; only ``analyze`` and ``sample`` do, importing it when they run.
+
+Over 400 lines because it is the handle's whole state and every step that changes it:
+computing, estimating (with its resident estimators) and maintaining.
 """
 
 from __future__ import annotations
@@ -160,6 +163,7 @@ class LakestatsTable(StatisticsLookups):
         self, where: str, snapshot_id: int | None
     ) -> tuple[StatisticsStore, RowSubset]:
         """The store, row filter and partition pruning of ``analyze --where``."""
+        # the analyze job's modules and the predicate reader (sqlglot): only when asked
         from lakestats.compute.analyze import RowSubset
         from lakestats.query import predicates
         from lakestats.query.partition_filter import partitions_that_can_match
@@ -194,7 +198,7 @@ class LakestatsTable(StatisticsLookups):
     ) -> StatisticsReader | None:
         """The derived statistics of ``where`` at the snapshot of the table's statistics
         version (``analyze --where``), or None when that predicate was not analyzed."""
-        from lakestats.query import estimate_source, predicates
+        from lakestats.query import estimate_source, predicates  # sqlglot: only when asked
         from lakestats.store import derived
 
         reader = self._version_reader(snapshot_id)
@@ -321,7 +325,7 @@ class LakestatsTable(StatisticsLookups):
         index (the row groups of those columns), never from one file per partition
         (``partitions`` only with ``by_partition``). Per partition and column: null, NaN
         and distinct counts, min, max, the frequency flags and the percentiles."""
-        from lakestats.query.column_stats import column_stats
+        from lakestats.query.column_stats import column_stats  # pyarrow.compute: a stats lookup
 
         reader = self._version_reader(snapshot_id)
         if where:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,25 +17,6 @@ from lakestats.lazy import LazyModule
 
 if TYPE_CHECKING:
     from lakestats import answers
-    from lakestats.answers import (
-        AnalyzeResult,
-        BatchStatistics,
-        Estimate,
-        ExpireReport,
-        Frequencies,
-        Histogram,
-        PartitionsContaining,
-        PartitionStatistics,
-        Quantile,
-        Rank,
-        SampleResult,
-        SqlResult,
-        TableProfile,
-        TableStatistics,
-        TableSummary,
-        Versions,
-    )
-    from lakestats.answers import Partitions as PartitionList
 else:  # a value's JSON form is read from the answers module on first use (lean lookups)
     answers = LazyModule("lakestats.answers")
 
@@ -68,51 +48,71 @@ def output_for(args: argparse.Namespace) -> Output:
     return JsonOutput(args) if getattr(args, "json", False) else TextOutput(args)
 
 
-class Output(ABC):
-    """One method per kind of answer a command prints."""
+class Output:
+    """One method per kind of answer a command prints; this base prints each answer's
+    ``to_json()`` (``JsonOutput``), ``TextOutput`` lays the fields out instead."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
 
-    @abstractmethod
-    def analyzed(self, result: AnalyzeResult) -> None: ...
-    @abstractmethod
-    def sampled(self, result: SampleResult) -> None: ...
-    @abstractmethod
-    def sample(self, manifest: SampleShown) -> None: ...
-    @abstractmethod
-    def partitions(self, found: PartitionList) -> None: ...
-    @abstractmethod
-    def table_statistics(self, level: TableStatistics, histograms: Histograms) -> None: ...
-    @abstractmethod
-    def partition_statistics(self, found: PartitionStatistics, histograms: Histograms) -> None:
-        ...
-    @abstractmethod
-    def counts_only(self, summary: TableSummary) -> None: ...
-    @abstractmethod
-    def profile(self, found: TableProfile, partition_rows: Callable[[], list[int]]) -> None: ...
-    @abstractmethod
-    def frequencies(self, found: Frequencies) -> None: ...
-    @abstractmethod
-    def rank(self, found: Rank) -> None: ...
-    @abstractmethod
-    def quantile(self, found: Quantile) -> None: ...
-    @abstractmethod
-    def histogram(self, found: Histogram) -> None: ...
-    @abstractmethod
-    def holders(self, found: PartitionsContaining) -> None: ...
-    @abstractmethod
-    def stats(self, found: BatchStatistics) -> None: ...
-    @abstractmethod
-    def estimate(self, found: Estimate) -> None: ...
-    @abstractmethod
-    def history(self, found: Versions) -> None: ...
-    @abstractmethod
-    def expired(self, found: ExpireReport) -> None: ...
-    @abstractmethod
-    def sql(self, result: SqlResult) -> None: ...
-    @abstractmethod
-    def registered(self, result: Mapping[str, object]) -> None: ...
+    def analyzed(self, result: answers.AnalyzeResult) -> None:
+        print_json(result.to_json())
+
+    def sampled(self, result: answers.SampleResult) -> None:
+        print_json(result.to_json())
+
+    def sample(self, manifest: SampleShown) -> None:
+        print_json(manifest.to_json())
+
+    def partitions(self, found: answers.Partitions) -> None:
+        print_json(found.to_json())
+
+    def table_statistics(self, level: answers.TableStatistics, histograms: Histograms) -> None:
+        print_json(level.to_json())
+
+    def partition_statistics(
+        self, found: answers.PartitionStatistics, histograms: Histograms
+    ) -> None:
+        print_json(found.to_json())
+
+    def counts_only(self, summary: answers.TableSummary) -> None:
+        print_json({**summary.to_json(), "columns": []})  # no column statistics recorded
+
+    def profile(self, found: answers.TableProfile, partition_rows: Callable[[], list[int]]) -> None:
+        print_json(found.to_json())
+
+    def frequencies(self, found: answers.Frequencies) -> None:
+        print_json(found.to_json())
+
+    def rank(self, found: answers.Rank) -> None:
+        print_json(found.to_json())
+
+    def quantile(self, found: answers.Quantile) -> None:
+        print_json(found.to_json())
+
+    def histogram(self, found: answers.Histogram) -> None:
+        print_json(found.to_json())
+
+    def holders(self, found: answers.PartitionsContaining) -> None:
+        print_json(found.to_json())
+
+    def stats(self, found: answers.BatchStatistics) -> None:
+        print_json(found.to_json())
+
+    def estimate(self, found: answers.Estimate) -> None:
+        print_json(found.to_json())
+
+    def history(self, found: answers.Versions) -> None:
+        print_json(found.to_json())
+
+    def expired(self, found: answers.ExpireReport) -> None:
+        print_json(found.to_json())
+
+    def sql(self, result: answers.SqlResult) -> None:
+        print_json(result.to_json())
+
+    def registered(self, result: Mapping[str, object]) -> None:
+        print_json(result)
 
     def paimon(self, document: Mapping[str, object]) -> None:
         """Paimon's statistics JSON, with or without ``--json``."""
@@ -122,68 +122,11 @@ class Output(ABC):
 class JsonOutput(Output):
     """``--json``: the answer's ``to_json()``, whatever the command."""
 
-    def analyzed(self, result: AnalyzeResult) -> None:
-        print_json(result.to_json())
-
-    def sampled(self, result: SampleResult) -> None:
-        print_json(result.to_json())
-
-    def sample(self, manifest: SampleShown) -> None:
-        print_json(manifest.to_json())
-
-    def partitions(self, found: PartitionList) -> None:
-        print_json(found.to_json())
-
-    def table_statistics(self, level: TableStatistics, histograms: Histograms) -> None:
-        print_json(level.to_json())
-
-    def partition_statistics(self, found: PartitionStatistics, histograms: Histograms) -> None:
-        print_json(found.to_json())
-
-    def counts_only(self, summary: TableSummary) -> None:
-        print_json({**summary.to_json(), "columns": []})  # no column statistics recorded
-
-    def profile(self, found: TableProfile, partition_rows: Callable[[], list[int]]) -> None:
-        print_json(found.to_json())
-
-    def frequencies(self, found: Frequencies) -> None:
-        print_json(found.to_json())
-
-    def rank(self, found: Rank) -> None:
-        print_json(found.to_json())
-
-    def quantile(self, found: Quantile) -> None:
-        print_json(found.to_json())
-
-    def histogram(self, found: Histogram) -> None:
-        print_json(found.to_json())
-
-    def holders(self, found: PartitionsContaining) -> None:
-        print_json(found.to_json())
-
-    def stats(self, found: BatchStatistics) -> None:
-        print_json(found.to_json())
-
-    def estimate(self, found: Estimate) -> None:
-        print_json(found.to_json())
-
-    def history(self, found: Versions) -> None:
-        print_json(found.to_json())
-
-    def expired(self, found: ExpireReport) -> None:
-        print_json(found.to_json())
-
-    def sql(self, result: SqlResult) -> None:
-        print_json(result.to_json())
-
-    def registered(self, result: Mapping[str, object]) -> None:
-        print_json(result)
-
 
 class TextOutput(Output):
     """The answers' fields laid out for a person; estimated figures marked ``≈``."""
 
-    def analyzed(self, result: AnalyzeResult) -> None:
+    def analyzed(self, result: answers.AnalyzeResult) -> None:
         if result.unchanged:
             print(
                 f"nothing to analyze: statistics version {result.version} already describes "
@@ -203,7 +146,7 @@ class TextOutput(Output):
             f"{repaired}; statistics version {result.version} at {result.stats_root}{sampled}"
         )
 
-    def sampled(self, result: SampleResult) -> None:
+    def sampled(self, result: answers.SampleResult) -> None:
         if result.resampled_because:
             print(f"lakestats: {result.resampled_because}", file=sys.stderr)
         print(
@@ -224,7 +167,7 @@ class TextOutput(Output):
         print(f"stored as: {sibling['format']} table {where}" if sibling else
               "stored as: the Parquet directory sample/data under the statistics root")
 
-    def partitions(self, found: PartitionList) -> None:
+    def partitions(self, found: answers.Partitions) -> None:
         from lakestats.preview import TextColumn, text_table  # rich: text output only
 
         text_table(
@@ -241,13 +184,13 @@ class TextOutput(Output):
             f"{found.version})",
         )
 
-    def table_statistics(self, level: TableStatistics, histograms: Histograms) -> None:
+    def table_statistics(self, level: answers.TableStatistics, histograms: Histograms) -> None:
         from lakestats.preview import render_statistics  # rich: text output only
 
         rows = [answers.column_json(r) for r in level.columns]
         render_statistics(rows, title=self._table_title(level), histograms=histograms(rows))
 
-    def _table_title(self, level: TableStatistics) -> str:
+    def _table_title(self, level: answers.TableStatistics) -> str:
         """``show``'s title: the statistics' own snapshot and rows; when stale, where the
         table is now."""
         info = level.staleness
@@ -268,7 +211,9 @@ class TextOutput(Output):
             )
         return title
 
-    def partition_statistics(self, found: PartitionStatistics, histograms: Histograms) -> None:
+    def partition_statistics(
+        self, found: answers.PartitionStatistics, histograms: Histograms
+    ) -> None:
         from lakestats.preview import render_statistics  # rich: text output only
 
         rows = [answers.column_json(r) for r in found.columns]
@@ -279,7 +224,7 @@ class TextOutput(Output):
             histograms=histograms(rows),
         )
 
-    def counts_only(self, summary: TableSummary) -> None:
+    def counts_only(self, summary: answers.TableSummary) -> None:
         print(
             f"{self.args.table}: {display.count(summary.row_count)} rows in "
             f"{display.count(summary.size_in_bytes)} bytes of data files (statistics version "
@@ -287,28 +232,28 @@ class TextOutput(Output):
             "column statistics; `lakestats analyze` computes them)"
         )
 
-    def profile(self, found: TableProfile, partition_rows: Callable[[], list[int]]) -> None:
+    def profile(self, found: answers.TableProfile, partition_rows: Callable[[], list[int]]) -> None:
         from lakestats.preview import render_profile  # rich: text output only
 
         rows = partition_rows() if found.partitions > 1 else []
         render_profile(found, self.args.table, partition_rows=rows)
 
-    def frequencies(self, found: Frequencies) -> None:
+    def frequencies(self, found: answers.Frequencies) -> None:
         # ``≈``: the stored counts are estimates (merged from truncated lists, sampled)
         mark = "" if found.exact else "≈"
         for value, frequency in found:
             print(f"{mark + display.count(frequency):>14}  {answers.jsonable(value)}")
 
-    def rank(self, found: Rank) -> None:
+    def rank(self, found: answers.Rank) -> None:
         print(
             f"below {display.count(found.below)}  equal {display.count(found.equal)}  "
             f"above {display.count(found.above)}  percentile {display.number(found.percentile)}"
         )
 
-    def quantile(self, found: Quantile) -> None:
+    def quantile(self, found: answers.Quantile) -> None:
         print(answers.jsonable(found.value))
 
-    def histogram(self, found: Histogram) -> None:
+    def histogram(self, found: answers.Histogram) -> None:
         mark = "" if found.exact else "≈"
         edges = [(answers.jsonable(b.lower), answers.jsonable(b.upper)) for b in found]
         labels = display.bin_labels(edges, closed_last=found.ends_with_last_bin)
@@ -316,11 +261,11 @@ class TextOutput(Output):
         for label, b in zip(labels, found, strict=True):
             print(f"{label:<{width}}  {mark}{display.count(b.count)}")
 
-    def holders(self, found: PartitionsContaining) -> None:
+    def holders(self, found: answers.PartitionsContaining) -> None:
         for holder in found:
             print(f"{display.count(holder.frequency):>14}  {holder.name}")
 
-    def stats(self, found: BatchStatistics) -> None:
+    def stats(self, found: answers.BatchStatistics) -> None:
         from lakestats.preview import TextColumn, text_table  # rich: text output only
 
         head = (
@@ -353,7 +298,7 @@ class TextOutput(Output):
             title=head,
         )
 
-    def estimate(self, found: Estimate) -> None:
+    def estimate(self, found: answers.Estimate) -> None:
         kind = (
             "exact"
             if found.exact
@@ -364,7 +309,7 @@ class TextOutput(Output):
             f"{display.number(found.selectivity)}, {len(found.partitions)} partitions can match"
         )
 
-    def history(self, found: Versions) -> None:
+    def history(self, found: answers.Versions) -> None:
         for v in found:
             if v.damaged is not None:
                 print(f"v{v.version:<4} damaged: {v.damaged}")
@@ -382,7 +327,7 @@ class TextOutput(Output):
                     f"{v.partitions_computed} reused {v.partitions_reused}  {v.created_at}"
                 )
 
-    def expired(self, found: ExpireReport) -> None:
+    def expired(self, found: answers.ExpireReport) -> None:
         verb = "would remove" if found.dry_run else "removed"
         removed = ", ".join(map(str, found.versions_removed)) or "none"
         print(
@@ -390,7 +335,7 @@ class TextOutput(Output):
             f"kept versions {', '.join(map(str, found.versions_kept))}"
         )
 
-    def sql(self, result: SqlResult) -> None:
+    def sql(self, result: answers.SqlResult) -> None:
         print(result.message)
 
     def registered(self, result: Mapping[str, object]) -> None:
