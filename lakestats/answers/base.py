@@ -11,16 +11,17 @@ included, so their set is open.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import field, fields
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import pyarrow as pa
 
 from lakestats.stats.keys import to_json as value_json
 
 Row = Mapping[str, Any]
+T = TypeVar("T")
 
 
 def jsonable(value: object) -> object:
@@ -137,3 +138,29 @@ class Answer:
             else:
                 into[key] = value  # type: ignore[index]
         return out
+
+
+class Tabular(Answer):
+    """An answer with ``to_arrow()``: the JSON records of its ``items_field`` (encoded as
+    in ``to_json``) as an Arrow table."""
+
+    items_field: ClassVar[str]
+
+    def to_arrow(self) -> pa.Table:
+        [found] = [f for f in fields(self) if f.name == self.items_field]  # type: ignore[arg-type]
+        encode: Encode = found.metadata.get("json", {}).get("encode") or jsonable
+        return table_of(encode(getattr(self, self.items_field)))  # type: ignore[arg-type]
+
+
+class Listing(Tabular, Generic[T]):
+    """A ``Tabular`` answer that is also the sequence of its items (partitions, pairs,
+    bins…): ``for b in table.histogram("x")``, ``len(found)``, ``found[0]``."""
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(getattr(self, self.items_field))
+
+    def __len__(self) -> int:
+        return len(getattr(self, self.items_field))
+
+    def __getitem__(self, index):  # noqa: ANN001, ANN204 - Sequence's int/slice overloads
+        return getattr(self, self.items_field)[index]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -12,7 +12,9 @@ import pyarrow as pa
 
 from lakestats.answers.base import (
     Answer,
+    Listing,
     Row,
+    Tabular,
     frozen_row,
     json_field,
     jsonable,
@@ -31,9 +33,11 @@ def _read_only(rows: Sequence[Mapping[str, object]]) -> tuple[Row, ...]:
 
 
 @dataclass(frozen=True)
-class Estimate(Answer):
+class Estimate(Tabular):
     """Rows a predicate keeps: the estimate, sound ``lower``/``upper`` bounds, whether it
     is ``exact``, per partition that can match and per top-level conjunct (``detail``)."""
+
+    items_field = "partitions"
 
     json_order = ("predicate", "row_count", "lower", "upper", "exact", "selectivity",
                   "table_rows", "partitions", "detail", "derived_version", "version",
@@ -77,28 +81,16 @@ class Estimate(Answer):
         )
 
 
-    def to_arrow(self) -> pa.Table:
-        return table_of([jsonable(p) for p in self.partitions])
-
-
 @dataclass(frozen=True)
-class EstimateBatch(Answer):
+class EstimateBatch(Listing[Estimate]):
     """Several predicates' ``Estimate``s against one statistics version
     (``LakestatsTable.estimate_many``), in the order asked."""
+
+    items_field = "estimates"
 
     estimates: tuple[Estimate, ...]
     version: int
     snapshot_id: int | None
-
-    def __len__(self) -> int:
-        return len(self.estimates)
-
-    def __iter__(self) -> Iterator[Estimate]:
-        return iter(self.estimates)
-
-    def __getitem__(self, i: int) -> Estimate:
-        return self.estimates[i]
-
 
     def to_arrow(self) -> pa.Table:
         """One row per predicate: its estimate and bounds."""
@@ -116,7 +108,6 @@ class PartitionColumns(Answer):
     name: str
     row_count: int
     columns: tuple[Row, ...]
-
 
 
 @dataclass(frozen=True)
@@ -165,7 +156,6 @@ class BatchStatistics(Answer):
             ),
             derived_predicate=derived_predicate,
         )
-
 
     def to_arrow(self) -> pa.Table:
         """One row per partition and column."""

@@ -3,19 +3,18 @@ exact ranks and quantiles, and how stale the statistics are."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import pyarrow as pa
 
 from lakestats.answers.base import (
     Answer,
+    Listing,
     Row,
+    Tabular,
     json_field,
     jsonable,
     omit_none,
     rows_json,
-    table_of,
 )
 
 
@@ -31,11 +30,12 @@ class Staleness(Answer):
     columns_not_inherited: tuple[str, ...]
 
 
-
 @dataclass(frozen=True)
-class TableStatistics(Answer):
+class TableStatistics(Tabular):
     """Table-level statistics for a snapshot (``show``), with how stale they are.
     ``row_count`` is the statistics' own (of ``staleness.statistics_snapshot_id``)."""
+
+    items_field = "columns"
 
     json_order = ("staleness", "version", "kind", "sample", "damaged_versions_skipped",
                   "row_count", "columns")
@@ -55,47 +55,30 @@ class TableStatistics(Answer):
         return self.staleness.stale
 
 
-    def to_arrow(self) -> pa.Table:
-        return table_of(rows_json(self.columns))
-
-
 @dataclass(frozen=True)
-class StatisticsRows(Sequence[Row], Answer):
+class StatisticsRows(Listing[Row], Sequence[Row]):
     """Decoded statistics rows of one partition (``partition`` its name) or of the table
     (``partition`` None) in statistics version ``version``: a read-only sequence of rows,
     one per column, so ``[row] = table.statistics(None, ["x"])`` reads as before."""
+
+    items_field = "columns"
 
     partition: str | None
     version: int
     columns: tuple[Row, ...] = json_field(encode=rows_json)
 
-    def __getitem__(self, index):  # noqa: ANN001, ANN204 - Sequence's int/slice overloads
-        return self.columns[index]
-
-    def __len__(self) -> int:
-        return len(self.columns)
-
-    def __iter__(self) -> Iterator[Row]:
-        return iter(self.columns)
-
-
-    def to_arrow(self) -> pa.Table:
-        return table_of(rows_json(self.columns))
-
 
 @dataclass(frozen=True)
-class PartitionStatistics(Answer):
+class PartitionStatistics(Tabular):
     """One partition's statistics (``show --partition``)."""
+
+    items_field = "columns"
 
     partition: Mapping[str, object]
     name: str
     row_count: int
     version: int
     columns: tuple[Row, ...] = json_field(encode=rows_json)
-
-
-    def to_arrow(self) -> pa.Table:
-        return table_of(rows_json(self.columns))
 
 
 @dataclass(frozen=True)
@@ -108,23 +91,14 @@ class Partition(Answer):
     """The partition's statistics files by kind, relative to the statistics root."""
 
 
-
 @dataclass(frozen=True)
-class Partitions(Answer):
+class Partitions(Listing[Partition]):
     """The partitions a statistics version describes."""
+
+    items_field = "partitions"
 
     version: int
     partitions: tuple[Partition, ...]
-
-    def __iter__(self) -> Iterator[Partition]:
-        return iter(self.partitions)
-
-    def __len__(self) -> int:
-        return len(self.partitions)
-
-
-    def to_arrow(self) -> pa.Table:
-        return table_of([p.to_json() for p in self.partitions])
 
 
 def _pairs(pairs: Sequence[tuple[object, int]]) -> list[dict[str, object]]:
@@ -132,11 +106,13 @@ def _pairs(pairs: Sequence[tuple[object, int]]) -> list[dict[str, object]]:
 
 
 @dataclass(frozen=True)
-class Frequencies(Answer):
+class Frequencies(Listing[tuple[object, int]]):
     """A column's most frequent values with their counts, and whether the list is whole:
     ``truncated`` (a top-k), ``duplicates_only`` (values seen once are left out,
     ``omitted`` of them), ``exact`` (False: counts are estimates, e.g. merged from
     truncated partition lists or scaled from a sample)."""
+
+    items_field = "pairs"
 
     column: str
     partition: str | None
@@ -150,19 +126,6 @@ class Frequencies(Answer):
     exact: bool
     pairs: tuple[tuple[object, int], ...] = json_field(name="frequencies", encode=_pairs)
 
-    def __iter__(self) -> Iterator[tuple[object, int]]:
-        return iter(self.pairs)
-
-    def __len__(self) -> int:
-        return len(self.pairs)
-
-    def __getitem__(self, i: int) -> tuple[object, int]:
-        return self.pairs[i]
-
-
-    def to_arrow(self) -> pa.Table:
-        return table_of([{"value": jsonable(v), "frequency": f} for v, f in self.pairs])
-
 
 @dataclass(frozen=True)
 class Bin(Answer):
@@ -173,12 +136,13 @@ class Bin(Answer):
     count: int
 
 
-
 @dataclass(frozen=True)
-class Histogram(Answer):
+class Histogram(Listing[Bin]):
     """Bins ``[start, stop)`` of a column's equi-width histogram of ``histogram_bins``;
     the histogram's last bin is closed (``[lower, max]``). ``exact`` False: re-binned or
     scaled counts."""
+
+    items_field = "bins"
 
     column: str
     partition: str | None
@@ -188,15 +152,6 @@ class Histogram(Answer):
     stop: int
     exact: bool
     bins: tuple[Bin, ...]
-
-    def __iter__(self) -> Iterator[Bin]:
-        return iter(self.bins)
-
-    def __len__(self) -> int:
-        return len(self.bins)
-
-    def __getitem__(self, i: int) -> Bin:
-        return self.bins[i]
 
     def rows(self) -> list[dict[str, object]]:
         """The bins as records of decoded values (``lower``, ``upper``, ``count``)."""
@@ -209,10 +164,6 @@ class Histogram(Answer):
     @property
     def ends_with_last_bin(self) -> bool:
         return bool(self.bins) and self.stop >= self.histogram_bins
-
-
-    def to_arrow(self) -> pa.Table:
-        return table_of([b.to_json() for b in self.bins])
 
 
 @dataclass(frozen=True)
@@ -228,7 +179,6 @@ class Rank(Answer):
     above: int
     total: int
     percentile: float | None
-
 
 
 @dataclass(frozen=True)
@@ -250,23 +200,14 @@ class Holder(Answer):
     frequency: int
 
 
-
 @dataclass(frozen=True)
-class PartitionsContaining(Answer):
+class PartitionsContaining(Listing[Holder]):
     """The partitions whose rows hold ``value`` in ``column`` (from stored frequencies)."""
+
+    items_field = "partitions"
 
     column: str
     value: str
     """The value as it was asked, as text."""
     version: int
     partitions: tuple[Holder, ...]
-
-    def __iter__(self) -> Iterator[Holder]:
-        return iter(self.partitions)
-
-    def __len__(self) -> int:
-        return len(self.partitions)
-
-
-    def to_arrow(self) -> pa.Table:
-        return table_of([h.to_json() for h in self.partitions])

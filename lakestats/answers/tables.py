@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from lakestats.answers.base import (
     Answer,
+    Tabular,
     json_field,
     jsonable,
     omit_none,
@@ -44,7 +45,6 @@ class VersionInfo(Answer):
         return super().to_json()
 
 
-
 @dataclass(frozen=True)
 class Versions:
     """Statistics versions oldest first, then derived entries (``history``)."""
@@ -61,7 +61,6 @@ class Versions:
         """A list, not an object: one record per version."""
         return [v.to_json() for v in self.versions]
 
-
     def to_arrow(self) -> pa.Table:
         return table_of(self.to_json())
 
@@ -77,12 +76,10 @@ class ExpireReport(Answer):
     derived_removed: tuple[Mapping[str, object], ...]
 
 
-
 @dataclass(frozen=True)
 class ColumnInfo(Answer):
     name: str
     type: str
-
 
 
 @dataclass(frozen=True)
@@ -106,7 +103,6 @@ class TableSummary(Answer):
     """Bytes of the data files the rows live in."""
 
 
-
 @dataclass(frozen=True)
 class AnalyzeResult(Answer):
     """What an analyze published: a new statistics version, or nothing (``unchanged``:
@@ -125,7 +121,6 @@ class AnalyzeResult(Answer):
     partitions_repaired: int = 0
     """Reusable, but a file was missing or damaged: recomputed."""
     unchanged: bool = False
-
 
 
 @dataclass(frozen=True)
@@ -148,7 +143,6 @@ class SampleResult(Answer):
     """Read in full: new, rewritten wholesale, or their reserve used up."""
     state_bytes_read: int = 0
     """Bytes of the sample's own files read (refresh)."""
-
 
 
 @dataclass(frozen=True)
@@ -177,11 +171,12 @@ class Alert(Answer):
     """The share or count that fired it, where there is one."""
 
 
-
 @dataclass(frozen=True)
-class TableProfile(Answer):
+class TableProfile(Tabular):
     """A table at a glance (``lakestats profile``, the top of its page): its size, how
     fresh and how exact its statistics are, and the alerts."""
+
+    items_field = "alerts"
 
     version: int
     snapshot_id: int | None
@@ -198,10 +193,6 @@ class TableProfile(Answer):
     """Distinct counts, percentiles, histograms and frequency lists that are exact."""
     estimated_figures: int
     alerts: tuple[Alert, ...]
-
-
-    def to_arrow(self) -> pa.Table:
-        return table_of([a.to_json() for a in self.alerts])
 
 
 @dataclass(frozen=True)
