@@ -46,6 +46,17 @@ def check_root(root: StatisticsStore) -> None:
     root.check_directory()
 
 
+def _partition(reader: StatisticsReader, entry: manifest.PartitionEntry) -> answers.Partition:
+    """A partition of the version ``reader`` reads, its files' URIs absolute."""
+    return answers.Partition(
+        partition=entry.values,
+        name=entry.name,
+        path=entry.path,
+        row_count=entry.row_count,
+        files={kind: layout.absolute(reader.root, path) for kind, path in entry.files.items()},
+    )
+
+
 class TableColumns:
     """The table's column names, read only when asked (a predicate naming a column without
     statistics), so an estimate normally never opens the table's metadata."""
@@ -207,19 +218,7 @@ class StatisticsLookups:
         reader = self.reader()
         return answers.Partitions(
             reader.version.version,
-            tuple(
-                answers.Partition(
-                    partition=entry.values,
-                    name=entry.name,
-                    path=entry.path,
-                    row_count=entry.row_count,
-                    files={
-                        kind: layout.absolute(reader.root, path)
-                        for kind, path in entry.files.items()
-                    },
-                )
-                for entry in reader.version.partitions
-            ),
+            tuple(_partition(reader, entry) for entry in reader.version.partitions),
         )
 
     def statistics(
@@ -252,14 +251,7 @@ class StatisticsLookups:
         """One partition of the latest version (an unknown one is a
         ``PartitionNotFoundError`` listing some that exist)."""
         reader = self.reader()
-        entry = reader.partition(partition)
-        return answers.Partition(
-            partition=entry.values,
-            name=entry.name,
-            path=entry.path,
-            row_count=entry.row_count,
-            files={k: layout.absolute(reader.root, p) for k, p in entry.files.items()},
-        )
+        return _partition(reader, reader.partition(partition))
 
     def partition_statistics(
         self, partition: str | dict, columns: list[str] | None = None

@@ -12,8 +12,12 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from lakestats.answers import Bin
 
 INTEGRAL = {"byte": 1, "short": 2, "int": 4, "long": 8}
 LATTICE = {*INTEGRAL, "date", "timestamp", "timestamp_ntz"}
@@ -33,9 +37,8 @@ class VersionLookups:
     def frequencies(self, column: str) -> list[tuple[object, int]]:
         return list(self.table.frequencies(column, version=self.version))  # type: ignore[attr-defined]
 
-    def histogram(self, column: str) -> list[dict[str, object]]:
-        found = self.table.histogram(column, version=self.version)  # type: ignore[attr-defined]
-        return [{"lower": b.lower, "upper": b.upper, "count": b.count} for b in found]
+    def histogram(self, column: str) -> list[Bin]:
+        return list(self.table.histogram(column, version=self.version))  # type: ignore[attr-defined]
 
     def configured_bins(self) -> int:
         options = self.table.analyze_options(self.version)  # type: ignore[attr-defined]
@@ -92,9 +95,9 @@ def pieces_of(
     bins = reader.histogram(column) if row.get("histogram_bins") else []
     if bins:
         top = _double(row["max"], spark_type)
-        lo = np.array([_double(b["lower"], spark_type) for b in bins])
-        hi = np.minimum(np.array([_double(b["upper"], spark_type) for b in bins]), top)
-        counts = np.array([b["count"] for b in bins], dtype=np.float64)
+        lo = np.array([_double(b.lower, spark_type) for b in bins])
+        hi = np.minimum(np.array([_double(b.upper, spark_type) for b in bins]), top)
+        counts = np.array([b.count for b in bins], dtype=np.float64)
         lo, hi = np.minimum(lo, hi), hi
         # one lattice point per bin (integer widths, fewer points than bins): a point mass
         configured = reader.configured_bins()

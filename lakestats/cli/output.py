@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lakestats import api, display
 from lakestats.lazy import LazyModule
@@ -55,61 +55,17 @@ class Output:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
 
-    def analyzed(self, result: answers.AnalyzeResult) -> None:
-        print_json(result.to_json())
-
-    def sampled(self, result: answers.SampleResult) -> None:
-        print_json(result.to_json())
-
-    def sample(self, manifest: SampleShown) -> None:
-        print_json(manifest.to_json())
-
-    def partitions(self, found: answers.Partitions) -> None:
+    def _json(self, found: Any, *context: Any) -> None:  # noqa: ANN401 - any answer; TextOutput's views say which
+        """The answer's ``to_json()``; the text views' context (``show``'s histograms,
+        ``profile``'s partition rows) is not asked for."""
         print_json(found.to_json())
 
-    def table_statistics(self, level: answers.TableStatistics, histograms: Histograms) -> None:
-        print_json(level.to_json())
-
-    def partition_statistics(
-        self, found: answers.PartitionStatistics, histograms: Histograms
-    ) -> None:
-        print_json(found.to_json())
+    analyzed = sampled = sample = partitions = table_statistics = partition_statistics = _json
+    profile = frequencies = rank = quantile = histogram = holders = stats = estimate = _json
+    history = expired = sql = _json
 
     def counts_only(self, summary: answers.TableSummary) -> None:
         print_json({**summary.to_json(), "columns": []})  # no column statistics recorded
-
-    def profile(self, found: answers.TableProfile, partition_rows: Callable[[], list[int]]) -> None:
-        print_json(found.to_json())
-
-    def frequencies(self, found: answers.Frequencies) -> None:
-        print_json(found.to_json())
-
-    def rank(self, found: answers.Rank) -> None:
-        print_json(found.to_json())
-
-    def quantile(self, found: answers.Quantile) -> None:
-        print_json(found.to_json())
-
-    def histogram(self, found: answers.Histogram) -> None:
-        print_json(found.to_json())
-
-    def holders(self, found: answers.PartitionsContaining) -> None:
-        print_json(found.to_json())
-
-    def stats(self, found: answers.BatchStatistics) -> None:
-        print_json(found.to_json())
-
-    def estimate(self, found: answers.Estimate) -> None:
-        print_json(found.to_json())
-
-    def history(self, found: answers.Versions) -> None:
-        print_json(found.to_json())
-
-    def expired(self, found: answers.ExpireReport) -> None:
-        print_json(found.to_json())
-
-    def sql(self, result: answers.SqlResult) -> None:
-        print_json(result.to_json())
 
     def registered(self, result: Mapping[str, object]) -> None:
         print_json(result)
