@@ -1,6 +1,6 @@
 """Writes the docs' generated reference pages from the code, so they cannot drift.
 
-``docs/reference/cli.md`` from the argparse parser (``lakestats.cli.build_parser``),
+``docs/reference/cli.md`` from the argparse parser (``lakestats.cli.parser.build_parser``),
 ``docs/reference/configuration.md`` from ``lakestats.config.Settings`` and
 ``docs/reference/analyze-options.md`` from ``lakestats.options`` and
 ``docs/reference/answers.md`` from ``lakestats.answers`` (fields, ``to_json()`` keys). The
@@ -82,13 +82,13 @@ def _arguments_table(parser: argparse.ArgumentParser) -> str:
 
 
 def cli_page() -> str:
-    from lakestats.cli import build_parser
+    from lakestats.cli.parser import build_parser
 
     parser = build_parser()
     [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     helps = {choice.dest: choice.help for choice in commands._choices_actions}
     out = [
-        NOTICE.format(source="lakestats/cli.py"),
+        NOTICE.format(source="lakestats/cli/parser.py"),
         "# Command-line reference\n\n",
         f"{parser.description} Global options go before the command; every command's "
         "options after it. What the commands answer and how: [Command line](../commands.md).\n\n",
@@ -219,11 +219,9 @@ def _declared_json_types(cls: type) -> dict[str, str]:
     ``object`` annotations (a column's value) read as a value of the column's type."""
     import typing
 
-    import lakestats.answers as answers
-
     names = {bool: "boolean", int: "number", float: "number", str: "string", tuple: "array"}
     out = {}
-    for name, hint in typing.get_type_hints(cls, vars(answers)).items():
+    for name, hint in typing.get_type_hints(cls).items():
         union, options = _options(hint)
         kind = typing.get_origin(options[0]) or options[0]
         text = names.get(kind) or (
@@ -240,9 +238,7 @@ def _example(cls: type) -> object:
     ``to_json()`` keys."""
     import typing
 
-    import lakestats.answers as answers
-
-    hints = typing.get_type_hints(cls, vars(answers))
+    hints = typing.get_type_hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
@@ -270,10 +266,11 @@ def answers_page() -> str:
 
     classes = [
         c for _, c in inspect.getmembers(answers, inspect.isclass)
-        if c.__module__ == answers.__name__ and hasattr(c, "to_json")
+        if c.__module__.startswith(f"{answers.__name__}.") and dataclasses.is_dataclass(c)
+        and hasattr(c, "to_json")
     ]
     out = [
-        NOTICE.format(source="lakestats/answers.py"),
+        NOTICE.format(source="lakestats/answers/"),
         "# Answers\n\n",
         "Every lookup on `lakestats.api.LakestatsTable` returns one of these frozen answers; "
         "`to_json()` is what `lakestats … --json` prints and what the HTTP API answers. "

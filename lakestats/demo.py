@@ -134,7 +134,7 @@ def render_table_level(table: ls.LakestatsTable, partitions: int, console: Conso
     """The table-level statistics, top values and histograms; estimates (HLL distinct
     counts, KLL percentiles, re-binned histograms, bounded frequencies) marked ``≈``."""
     level = table.table_statistics()
-    rows = level.to_json()["columns"]
+    rows = [column_json(r) for r in level.columns]
     top = {r["name"]: list(table.frequencies(r["name"], top=3)) for r in rows}
     histograms = {
         r["name"]: table.histogram(r["name"]).counts for r in rows if r.get("histogram_bins")

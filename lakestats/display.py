@@ -54,16 +54,14 @@ def edge_digits(edges: list[float]) -> int:
     return MAX_DIGITS
 
 
-def bin_labels(bins: list[dict[str, object]], closed_last: bool = True) -> list[str]:
-    """``[lower, upper)`` per bin, edges rounded to what distinguishes them;
+def bin_labels(bins: list[tuple[object, object]], closed_last: bool = True) -> list[str]:
+    """``[lower, upper)`` per bin (its edges), edges rounded to what distinguishes them;
     ``closed_last``: the last of ``bins`` is the histogram's last, ``[lower, max]``."""
-    edges = [b[k] for b in bins for k in ("lower", "upper")]
-    digits = edge_digits([e for e in edges if isinstance(e, float)])
+    digits = edge_digits([e for b in bins for e in b if isinstance(e, float)])
     labels = []
-    for i, b in enumerate(bins):
+    for i, (lower, upper) in enumerate(bins):
         closing = "]" if closed_last and i == len(bins) - 1 else ")"
-        low, high = (_edge(b[k], digits) for k in ("lower", "upper"))
-        labels.append(f"[{low}, {high}{closing}")
+        labels.append(f"[{_edge(lower, digits)}, {_edge(upper, digits)}{closing}")
     return labels
 
 

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lakestats.errors import LakestatsError
 from lakestats.options import SampleOptions
@@ -20,11 +20,26 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lakestats.answers import SampleResult
-    from lakestats.api import LakestatsTable
+    from lakestats.formats import TableFormat
+    from lakestats.store.handle import StatisticsStore
+
+
+class SampledTable(Protocol):
+    """What the sample's operations use of ``LakestatsTable`` (which holds them): named
+    here, so the handle imports this module and not the other way round."""
+
+    name: str
+
+    @property
+    def format(self) -> TableFormat: ...
+    @property
+    def store(self) -> StatisticsStore: ...
+    def check_root_placement(self) -> None: ...
+    def forget_table_state(self) -> None: ...
 
 
 class SampleOperations:
-    def __init__(self, table: LakestatsTable) -> None:
+    def __init__(self, table: SampledTable) -> None:
         self._table = table
 
     def _spark(self, spark):  # noqa: ANN001, ANN202
@@ -49,7 +64,7 @@ class SampleOperations:
         options = SampleOptions.build(options, overrides)  # bad input fails before Spark
         from lakestats.compute.sample.create import create
 
-        self._table._format = None
+        self._table.forget_table_state()
         table = self._table.format
         root = self._table.store
         self._table.check_root_placement()
@@ -71,7 +86,7 @@ class SampleOperations:
         from lakestats.compute.sample.create import refresh
         from lakestats.store.cleanup import as_it_was
 
-        self._table._format = None
+        self._table.forget_table_state()
         table = self._table.format
         # loaded (and its files checked) before Spark starts: a missing sample fails fast
         root = self._table.store

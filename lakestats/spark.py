@@ -31,8 +31,9 @@ Spark Connect has no JVM handle, so ``register`` needs a classic session.
 
 The statistics are worked out in plain Python (``plan_statistics``, also the CLI's
 ``--dry-run``); py4j is confined to ``_create_table``, ``_set_statistics`` and
-``_serialize_histogram``. Catalog timestamps are UTC wall-clock strings (Spark parses stored
-statistics with a UTC formatter, whatever the session time zone).
+``_serialize_histogram``; the histograms are cut in ``lakestats.spark_histogram``. Catalog
+timestamps are UTC wall-clock strings (Spark parses stored statistics with a UTC formatter,
+whatever the session time zone).
 
 Over 400 lines on purpose: Spark's catalog statistics encoding and the registration that
 uses it.
@@ -48,25 +49,25 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
 from lakestats.api import arrow_type
 from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
 from lakestats.options import MAX_BINS
+from lakestats.spark_histogram import (
+    INTEGRAL,
+    VersionLookups,
+    equi_height,
+    infinities_as_points,
+    pieces_of,
+)
 
 DEFAULT_BINS = 254  # spark.sql.statistics.histogram.numBins
-INTEGRAL = {"byte": 1, "short": 2, "int": 4, "long": 8}
 FIXED_SIZE = {**INTEGRAL, "float": 4, "double": 8, "date": 4, "timestamp": 8,
               "timestamp_ntz": 8, "boolean": 1}  # fmt: skip
-LATTICE = {*INTEGRAL, "date", "timestamp", "timestamp_ntz"}
 """Types whose values are whole numbers as Spark's histograms hold them (days, microseconds)."""
 HISTOGRAM_TYPES = {*INTEGRAL, "float", "double", "decimal", "date", "timestamp", "timestamp_ntz"}
-MAX_FREQUENCY_POINTS = 200_000  # beyond, the stored histogram is the source (decoding cost)
-EPOCH_DATE = dt.date(1970, 1, 1)
-EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-EPOCH_NAIVE = dt.datetime(1970, 1, 1)
 
 
 @dataclass
@@ -190,7 +191,7 @@ def plan_statistics(
         )
     table_name(name)
     stats = table.table_statistics(snapshot_id)
-    reader = _VersionLookups(table, stats.version)
+    reader = VersionLookups(table, stats.version)
     columns, skipped = [], {}
     for row in stats.columns:
         column = row["column"]
@@ -222,31 +223,6 @@ def plan_statistics(
     )
 
 
-@dataclass(frozen=True)
-class _VersionLookups:
-    """One statistics version's frequencies and histograms, through the facade."""
-
-    table: object  # lakestats.api.LakestatsTable
-    version: int
-
-    def frequencies(self, column: str) -> list[tuple[object, int]]:
-        return list(self.table.frequencies(column, version=self.version))  # type: ignore[attr-defined]
-
-    def histogram(self, column: str) -> list[dict[str, object]]:
-        found = self.table.histogram(column, version=self.version)  # type: ignore[attr-defined]
-        return [{"lower": b.lower, "upper": b.upper, "count": b.count} for b in found]
-
-    def configured_bins(self) -> int:
-        options = self.table.analyze_options(self.version)  # type: ignore[attr-defined]
-        return int(options.bins or 0) if options is not None else 0
-
-    def data_bytes(self) -> int:
-        for info in self.table.history():  # type: ignore[attr-defined]
-            if info.version == self.version:
-                return int(info.merged_record_size or 0)
-        return 0
-
-
 def _floating(type_text: str) -> bool:
     dtype = arrow_type(type_text)
     if isinstance(dtype, pa.DataType) and pat.is_dictionary(dtype):
@@ -261,7 +237,7 @@ def _compatible(ours: str, theirs: str) -> bool:
 
 
 def _column(
-    row: dict, spark_type: str, reader: _VersionLookups, num_bins: int
+    row: dict, spark_type: str, reader: VersionLookups, num_bins: int
 ) -> ColumnStatistics:
     floating = _floating(row["type"])
     non_null = row["row_count"] - row["null_count"]
@@ -285,9 +261,9 @@ def _column(
         max_len=max_len,
     )
     if spark_type in HISTOGRAM_TYPES and non_null > 0 and row["min"] is not None:
-        pieces, source = _pieces(row, floating, spark_type, reader)
+        pieces, source = pieces_of(row, floating, spark_type, reader)
         if pieces is not None:
-            pieces = _infinities_as_points(pieces)
+            pieces = infinities_as_points(pieces)
             out.histogram_height, out.histogram_bins = equi_height(pieces, num_bins)
             out.histogram_source = source
     return out
@@ -328,133 +304,6 @@ def _timestamp_text(value: dt.datetime) -> str:
     """``yyyy-MM-dd HH:mm:ss.SSSSSS`` with a four-digit year (``strftime("%Y")`` writes
     year 1 as ``1``, which Spark's parser refuses)."""
     return f"{value.year:04d}-" + value.strftime("%m-%d %H:%M:%S.%f")
-
-
-def _double(value: object, spark_type: str) -> float:
-    """A value as Spark's histogram holds it (``EstimationUtils.toDouble`` of the internal
-    value): days for dates, microseconds for timestamps."""
-    if spark_type == "date":
-        return float((value - EPOCH_DATE).days)
-    if spark_type == "timestamp":
-        return float((value - EPOCH_UTC) // dt.timedelta(microseconds=1))
-    if spark_type == "timestamp_ntz":
-        return float((value - EPOCH_NAIVE) // dt.timedelta(microseconds=1))
-    return float(value)
-
-
-@dataclass
-class Pieces:
-    """A column's value distribution: rows uniform over ``[lo, hi]`` per piece (a point mass
-    when ``lo == hi``), with an ndv per piece; in increasing order."""
-
-    lo: np.ndarray
-    hi: np.ndarray
-    count: np.ndarray
-    ndv: np.ndarray
-
-
-def _pieces(
-    row: dict, floating: bool, spark_type: str, reader: _VersionLookups
-) -> tuple[Pieces | None, str | None]:
-    column = row["column"]
-    distinct = row.get("distinct_count") or 1
-    complete = bool(row.get("frequencies_exact")) and not row.get("frequencies_truncated")
-    complete = complete and distinct <= MAX_FREQUENCY_POINTS
-    if complete and not row.get("all_distinct"):
-        pairs = [
-            (_double(v, spark_type), c)
-            for v, c in reader.frequencies(column)
-            if not (isinstance(v, float) and math.isnan(v))
-        ]
-        if pairs:
-            pairs.sort()
-            values = np.array([p[0] for p in pairs])
-            counts = np.array([p[1] for p in pairs], dtype=np.float64)
-            return Pieces(values, values, counts, np.ones(len(values))), "frequencies"
-    bins = reader.histogram(column) if row.get("histogram_bins") else []
-    if bins:
-        top = _double(row["max"], spark_type)
-        lo = np.array([_double(b["lower"], spark_type) for b in bins])
-        hi = np.minimum(np.array([_double(b["upper"], spark_type) for b in bins]), top)
-        counts = np.array([b["count"] for b in bins], dtype=np.float64)
-        lo, hi = np.minimum(lo, hi), hi
-        # one lattice point per bin (integer widths, fewer points than bins): a point mass
-        configured = reader.configured_bins()
-        if not floating and row.get("histogram_exact") and len(bins) < configured:
-            hi = lo.copy()
-        if spark_type in LATTICE:
-            # a bin [v, v + 1) of whole numbers holds v alone, exact counts or not: spread
-            # over the interval, Spark's join estimate met fractions of keys that cannot be
-            # (TPC-H Q7's nation keys: 21,101 estimated, 4.8 million rows; 14x slower)
-            single = (hi - lo <= 1) & (lo == np.floor(lo))
-            hi = np.where(single, lo, hi)
-        total = counts.sum()
-        ndv = np.where(hi == lo, 1.0, np.minimum(counts, distinct * counts / max(total, 1)))
-        keep = counts > 0
-        return Pieces(lo[keep], hi[keep], counts[keep], ndv[keep]), "histogram"
-    names = ("min", "p01", "p05", "p25", "p50", "p75", "p95", "p99", "max")
-    ranks = (0, 1, 5, 25, 50, 75, 95, 99, 100)
-    marks = [(q, row.get(n)) for q, n in zip(ranks, names, strict=True)]
-    marks = [(q, _double(v, spark_type)) for q, v in marks if v is not None]
-    if len(marks) < 2:
-        return None, None
-    non_null = row["row_count"] - row["null_count"] - (row.get("nan_count") or 0)
-    qs = np.array([q for q, _ in marks], dtype=np.float64)
-    xs = np.array([x for _, x in marks])
-    counts = np.diff(qs) / 100.0 * non_null
-    ndv = np.maximum(1.0, distinct * np.diff(qs) / 100.0)
-    return Pieces(xs[:-1], xs[1:], counts, ndv), "percentiles"
-
-
-def _infinities_as_points(pieces: Pieces) -> Pieces:
-    """±infinity (a float column's, or a bin or percentile reaching it) as point masses at
-    ±infinity: rows cannot be spread over an infinite range (its arithmetic is NaN)."""
-    infinite = ~np.isfinite(pieces.lo) | ~np.isfinite(pieces.hi)
-    if not infinite.any():
-        return pieces
-    lo, hi, ndv = pieces.lo.copy(), pieces.hi.copy(), pieces.ndv.copy()
-    at = np.where(np.isfinite(lo), hi, lo)  # the infinite end (-inf first)
-    lo[infinite], hi[infinite], ndv[infinite] = at[infinite], at[infinite], 1.0
-    return Pieces(lo, hi, pieces.count, ndv)
-
-
-def equi_height(pieces: Pieces, num_bins: int) -> tuple[float, list[tuple[float, float, int]]]:
-    """Spark's equi-height histogram of a distribution: ``num_bins`` bins of ``height`` rows,
-    edges at the ``i / num_bins`` quantiles (nearest rank on point masses, linear inside a
-    piece), ``ndv`` of bin ``i`` counted over ``(edge i, edge i+1]`` (the first bin includes
-    its lower edge; a bin with equal edges has ndv 1), as Spark's ANALYZE computes them."""
-    total = float(pieces.count.sum())
-    cum = np.cumsum(pieces.count)
-    before = cum - pieces.count
-    targets = np.arange(1, num_bins) * (total / num_bins)
-    index = np.minimum(np.searchsorted(cum, targets - 1e-9 * total, side="left"), len(cum) - 1)
-    share = np.clip((targets - before[index]) / pieces.count[index], 0.0, 1.0)
-    low, high = pieces.lo[index], pieces.hi[index]
-    with np.errstate(invalid="ignore"):  # point masses (±inf among them) take no share
-        inner = np.where(low == high, low, low + share * (high - low))
-    edges = np.concatenate([[pieces.lo[0]], inner, [pieces.hi[-1]]])
-    edges = np.maximum.accumulate(edges)
-    bins = []
-    for i in range(num_bins):
-        lo, hi = float(edges[i]), float(edges[i + 1])
-        ndv = 1 if lo == hi else _ndv_between(pieces, lo, hi, first=i == 0)
-        bins.append((lo, hi, ndv))
-    return total / num_bins, bins
-
-
-def _ndv_between(pieces: Pieces, lo: float, hi: float, first: bool) -> int:
-    """Distinct values in ``(lo, hi]`` (``[lo, hi]`` for the first bin)."""
-    points = pieces.lo == pieces.hi
-    at = pieces.lo
-    inside = (at > lo) | (first & (at == lo))
-    exact = float(pieces.ndv[points & inside & (at <= hi)].sum())
-    spread = ~points  # finite (``_infinities_as_points``); the points' NaNs are dropped
-    with np.errstate(invalid="ignore"):
-        width = np.where(spread, pieces.hi - pieces.lo, 1.0)
-        cover = np.minimum(hi, pieces.hi) - np.maximum(lo, pieces.lo)
-        overlap = np.clip(cover, 0.0, None) / width
-    estimated = float((pieces.ndv * overlap)[spread].sum())
-    return max(1, round(exact + estimated))
 
 
 # -- the Spark side (py4j, classic sessions only) ------------------------------------

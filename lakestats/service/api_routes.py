@@ -1,4 +1,5 @@
-"""The JSON API under ``/api``: each route is one facade call (``LakestatsTable``).
+"""The JSON API under ``/api``: each route calls the table handle (``LakestatsTable``,
+memoized lookups through ``TableSet``) and answers the answer's ``to_json()``.
 
 Answers carry an ``ETag`` from the table, its statistics version and snapshot, and honour
 ``If-None-Match`` (304). Values follow the CLI's ``--json`` conventions (``jsonio``).
@@ -16,8 +17,8 @@ from fastapi import APIRouter, Body, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 import lakestats.api as ls
+from lakestats.answers import DerivedStatistics, ServedTable
 from lakestats.errors import StatisticsNotFoundError
-from lakestats.service import facade
 from lakestats.service.errors import ERROR_SCHEMA
 from lakestats.service.jsonio import answer, cached_answer, etag, rendered
 from lakestats.service.params import check_columns, column_list, snapshot_of
@@ -67,16 +68,17 @@ def _answer(
 @router.get("/tables", summary="served tables")
 def list_tables(request: Request) -> Response:
     tables = request.app.state.tables
-    data = [facade.table_summary(tables, name) for name in tables.names()]
-    return answer(request, data, etag("tables", *[(d["name"], d.get("version")) for d in data]))
+    served = [tables.served(name) for name in tables.names()]
+    versions = [(t.name, t.summary.version if t.summary else None) for t in served]
+    return answer(request, [t.to_json() for t in served], etag("tables", *versions))
 
 
 @router.get("/tables/{table}", summary="a table: version, snapshot, partitions, columns")
 def table_info(request: Request, table: TableName) -> Response:
     tables = request.app.state.tables
-    data = facade.table_summary(tables, table, strict=True)
-    data["columns"] = facade.column_names(tables.get(table))
-    return answer(request, data, etag(table, data["version"], data["snapshot_id"]))
+    summary = tables.get(table).summary()
+    data = ServedTable(table, summary, columns=summary.columns).to_json()
+    return answer(request, data, etag(table, summary.version, summary.snapshot_id))
 
 
 @router.get("/tables/{table}/versions", summary="statistics versions, oldest first")
@@ -113,7 +115,7 @@ def statistics(
         check_columns(handle, names)
         snapshot_id = snapshot_of(handle, snapshot, as_of)
         if not partition:
-            level = facade.table_level(tables, table, snapshot_id, names)
+            level = tables.table_statistics(table, snapshot_id, names)
             return level.to_json(), etag(
                 table, level.version, level.staleness.snapshot_id, names
             )
@@ -132,7 +134,7 @@ def profile(
 
     def compute(handle: ls.LakestatsTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)
-        found = facade.profile(tables, table, snapshot_id)
+        found = tables.profile(table, snapshot_id)
         return found.to_json(), etag(table, found.version, found.staleness.snapshot_id, "p")
 
     return _answer(request, table, compute)
@@ -290,14 +292,16 @@ def predicate_statistics(
 
     def compute(handle: ls.LakestatsTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)
-        data = facade.derived_entry(handle, where, snapshot_id)
-        if data is None:
+        names = handle.derived_columns(where, snapshot_id)  # a bad predicate: 400, not 404
+        if names is None:
             quoted = where.replace('"', '\\"')
             raise StatisticsNotFoundError(
                 f"no statistics computed for {where!r}; compute them with "
                 f'`lakestats analyze {tables.configs[table].table} --where "{quoted}"` '
                 "(this service never starts Spark)"
             )
-        return data, etag(table, data.get("version"), where, snapshot_id)
+        found = handle.stats(names, where=where, by_partition=False, snapshot_id=snapshot_id)
+        data = DerivedStatistics(found, found.version).to_json()
+        return data, etag(table, found.version, where, snapshot_id)
 
     return _answer(request, table, compute)

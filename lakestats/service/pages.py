@@ -5,10 +5,10 @@ distinct count, min, max, mean, a histogram, top values) for the table or one pa
 100 columns per page (histograms and top values load right after, from
 ``/tables/{name}/cells``); ``/tables/{name}/columns/{column}`` shows the full histogram (zoom
 with ``start``/``stop``), the top 100 values and every partition's min/max/nulls from the
-partition index. Data comes from the facade (``facade``), is memoized per table version
-(a table page's HTML too: ``TableSet.cached``),
-and is laid out by the Jinja2 templates in ``templates/``. Errors render as a page with
-the same status the JSON API would give.
+partition index. Data comes from the table handle's answers (their fields, never their
+JSON), is memoized per table version (``TableSet``; a table page's HTML too:
+``TableSet.cached``), and is laid out by the Jinja2 templates in ``templates/``. Errors
+render as a page with the same status the JSON API would give.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from lakestats import display
-from lakestats.answers import column_json
+from lakestats import api, display
+from lakestats.answers import Bin, Frequencies, Histogram, column_json, jsonable
 from lakestats.errors import LakestatsError
-from lakestats.service import facade, views
+from lakestats.service import views
 from lakestats.service.cache import Answer
 from lakestats.service.errors import status_of
 from lakestats.service.jsonio import LakestatsJSON
@@ -58,7 +58,7 @@ def _error(request: Request, exc: LakestatsError) -> HTMLResponse:
 @router.get("/")
 def index(request: Request):  # noqa: ANN201
     tables: TableSet = request.app.state.tables
-    rows = [facade.table_summary(tables, name) for name in tables.names()]
+    rows = [tables.served(name) for name in tables.names()]
     return _render(request, "index.html", {"tables": rows})
 
 
@@ -102,7 +102,10 @@ def table_context(
     names = columns[(page - 1) * PER_PAGE : page * PER_PAGE]
     if partition is None and not version.table_level and version.partitions:
         partition = version.partitions[0] or None  # no table level: first partition
-    level = facade.staleness(tables, name, snapshot) if version.table_level else None
+    level = None
+    if version.table_level:  # how stale, read with the first column only
+        first = [c.name for c in version.columns[:1]]
+        level = tables.table_statistics(name, snapshot, first).staleness
     partition_bars = []
     overview_url = None
     if partition is None and version.table_level:
@@ -116,16 +119,15 @@ def table_context(
             )
             partition_bars = views.partition_bars(rows_of, 800, 80, PARTITION_BARS)
     if partition is None:
-        answer = facade.table_level(tables, name, snapshot, names)
+        answer = tables.table_statistics(name, snapshot, names)
         level = answer.staleness
-        rows, row_count, entry_name = answer.to_json()["columns"], answer.row_count, None
+        rows, row_count, entry_name = answer.columns, answer.row_count, None
     else:
         found = handle.partition_statistics(partition, names)
-        rows = found.to_json()["columns"]
-        row_count, entry_name = found.row_count, found.name
+        rows, row_count, entry_name = found.columns, found.row_count, found.name
     cells = [
         {"row": row, "distinct": views.distinct(row), "nulls": views.null_share(row)}
-        for row in rows
+        for row in map(column_json, rows)
     ]
     query = {"page": page, **({"partition": entry_name} if entry_name else {})}
     if snapshot is not None and entry_name is None:
@@ -156,7 +158,7 @@ def table_overview(request: Request, table: str, snapshot: int | None = None) ->
     (half a second on a 1,000-column table), the page's first screen does not wait."""
     tables: TableSet = request.app.state.tables
     try:
-        found = facade.profile(tables, table, snapshot)
+        found = tables.profile(table, snapshot)
     except LakestatsError as exc:
         return _error(request, exc)
     return _render(request, "_overview.html", {"profile": found, "name": table})
@@ -200,13 +202,12 @@ def cells_of(
     out = {}
     for cell in context["cells"]:
         row = cell["row"]
-        bins = []
+        bins: tuple[Bin, ...] = ()
         if row.get("histogram_bins"):
-            bins = handle.histogram(row["name"], context["partition"]).to_json()["bins"]
-        top = []
+            bins = handle.histogram(row["name"], context["partition"]).bins
+        top: tuple[tuple[object, int], ...] = ()
         if not row.get("all_distinct"):
-            found = handle.frequencies(row["name"], context["partition"], TOP_ON_TABLE_PAGE)
-            top = found.to_json()["frequencies"]
+            top = handle.frequencies(row["name"], context["partition"], TOP_ON_TABLE_PAGE).pairs
         out[row["name"]] = {
             "hist": str(macros.sparkline(views.bars(bins, 120, 24, 40), row)),
             "top": str(macros.top(views.top_values(top))),
@@ -257,13 +258,13 @@ def column_context(
     [row] = [column_json(r) for r in handle.statistics(entry_name, [column])]
     histogram = None
     if row.get("histogram_bins"):
-        histogram = handle.histogram(column, entry_name, start, stop).to_json()
+        histogram = handle.histogram(column, entry_name, start, stop)
     frequencies = None
     if not row.get("all_distinct"):
-        frequencies = handle.frequencies(column, entry_name, TOP_ON_COLUMN_PAGE).to_json()
+        frequencies = handle.frequencies(column, entry_name, TOP_ON_COLUMN_PAGE)
     bars = []
-    if histogram:
-        bars = views.bars(histogram["bins"], 800, 200, COLUMN_PAGE_BARS, histogram["start"])
+    if histogram is not None:
+        bars = views.bars(histogram.bins, 800, 200, COLUMN_PAGE_BARS, histogram.start)
         if scale == "log":
             bars = views.log_bars(bars, 200)
     per_partition = tables.memo(
@@ -282,7 +283,7 @@ def column_context(
         "bars": bars,
         "scale": scale,
         "axis": _axis(histogram, bars),
-        "top": views.top_values(frequencies["frequencies"]) if frequencies else [],
+        "top": views.top_values(frequencies.pairs) if frequencies is not None else [],
         "top_shares": _shares(frequencies, row),
         "frequencies": frequencies,
         **_partition_page(tables, name, column, per_partition, parts),
@@ -316,39 +317,35 @@ def _partition_page(
     }
 
 
-def _axis(histogram: dict | None, bars: list[views.Bar]) -> dict[str, str] | None:  # type: ignore[type-arg]
+def _axis(histogram: Histogram | None, bars: list[views.Bar]) -> dict[str, str] | None:
     """The histogram's axes: its value range left to right, the tallest bar's count."""
-    if not histogram or not histogram["bins"]:
+    if histogram is None or not histogram.bins:
         return None
-    bins = histogram["bins"]
-    low, high = (views.full(bins[0]["lower"]), views.full(bins[-1]["upper"]))
-    edges = [e for e in (bins[0]["lower"], bins[-1]["upper"]) if isinstance(e, float)]
+    ends = (jsonable(histogram.bins[0].lower), jsonable(histogram.bins[-1].upper))
+    low, high = (views.full(e) for e in ends)
+    edges = [e for e in ends if isinstance(e, float)]
     if len(edges) == 2:
         digits = display.edge_digits(edges)
         low, high = (f"{e:.{digits}g}" for e in edges)
     return {"low": low, "high": high, "peak": display.count(max(b.count for b in bars))}
 
 
-def _shares(frequencies: dict | None, row: dict) -> list[str]:  # type: ignore[type-arg]
+def _shares(frequencies: Frequencies | None, row: dict[str, object]) -> list[str]:
     """Each top value's share of the non-null values, as the column page shows it."""
-    if not frequencies:
+    if frequencies is None:
         return []
-    values = (row.get("row_count") or 0) - (row.get("null_count") or 0)
-    return [
-        f"{100 * f['frequency'] / values:.1f} %" if values else ""
-        for f in frequencies["frequencies"]
-    ]
+    values = int(row.get("row_count") or 0) - int(row.get("null_count") or 0)  # type: ignore[call-overload]
+    return [f"{100 * f / values:.1f} %" if values else "" for _, f in frequencies]
 
 
-def _partition_rows(handle, column: str) -> list[dict[str, object]]:  # noqa: ANN001
+def _partition_rows(handle: api.LakestatsTable, column: str) -> list[dict[str, object]]:
     if not handle.summary().partitions:
         return []
-    data = handle.stats([column], by_partition=True).to_json()
-    out = []
-    for part in data.get("partitions", []):
-        [stats] = part["columns"]
+    out: list[dict[str, object]] = []
+    for part in handle.stats([column], by_partition=True).partitions or ():
+        [stats] = part.columns
         # the partition's name last: the column's statistics carry the column's ``name``
-        rows, nulls = part["row_count"], stats.get("null_count") or 0
-        out.append({**stats, "name": part["name"], "row_count": rows,
+        rows, nulls = part.row_count, stats.get("null_count") or 0
+        out.append({**jsonable(stats), "name": part.name, "row_count": rows,  # type: ignore[dict-item]
                     "null_share": nulls / rows if rows else 0.0})
     return out

@@ -23,12 +23,15 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import lakestats.api as ls
 from lakestats.errors import LakestatsError, TableNotFoundError
 from lakestats.service.cache import Answer, AnswerCache
 from lakestats.service.config import TableConfig
+
+if TYPE_CHECKING:
+    from lakestats.answers import ServedTable, TableProfile, TableStatistics
 
 T = TypeVar("T")
 MEMO_SIZE = 512
@@ -159,7 +162,36 @@ class TableSet:
             if len(memo.answers) >= MEMO_SIZE:
                 memo.answers.clear()
             memo.answers[full_key] = compute()
-        return memo.answers[full_key]
+        return memo.answers[full_key]  # type: ignore[no-any-return]
+
+    def served(self, name: str, strict: bool = False) -> ServedTable:
+        """The table's summary; a table without statistics says so in ``error``
+        (``strict``: raises instead)."""
+        from lakestats.answers import ServedTable  # dataclasses compile on first use
+
+        try:
+            summary = self.get(name).summary()
+        except LakestatsError as exc:
+            if strict:
+                raise
+            return ServedTable(name, error=self.redact(exc.message))
+        return ServedTable(name, summary)
+
+    def table_statistics(
+        self, name: str, snapshot_id: int | None, columns: list[str] | None
+    ) -> TableStatistics:
+        """``table_statistics`` for ``columns`` (all when None), memoized per column list:
+        reading every column of a wide table costs seconds, a page's worth milliseconds
+        (it also plans the table to say how stale the statistics are)."""
+        handle = self.get(name)
+        key = ("table_level", snapshot_id, tuple(columns) if columns is not None else None)
+        return self.memo(name, key, lambda: handle.table_statistics(snapshot_id, columns))
+
+    def profile(self, name: str, snapshot_id: int | None) -> TableProfile:
+        """``profile``, memoized per version and snapshot: the API route and the table
+        page's overview share it (it reads every column's statistics once)."""
+        handle = self.get(name)
+        return self.memo(name, ("profile", snapshot_id), lambda: handle.profile(snapshot_id))
 
 
 # a URI, or an absolute path of two or more parts (not a route such as /docs, not a/b)

@@ -1,15 +1,16 @@
-"""What the pages show, computed from facade answers: formatted cells and SVG bars.
+"""What the pages show, computed from the answers: formatted cells and SVG bars.
 
-Pure functions over JSON rows (``jsonio.column_row``), histogram bins and frequency
-pairs, so the templates only lay things out. Long values are shortened for display
+Pure functions over statistics rows (``answers.column_json``), histogram bins and
+frequency pairs, so the templates only lay things out. Long values are shortened for display
 (the full value is in the cell's ``title``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lakestats.answers import jsonable
+from lakestats.answers import Bin, jsonable
 from lakestats.display import size  # noqa: F401 - the templates' byte sizes (views.size)
 
 CELL_CHARS = 32
@@ -77,7 +78,7 @@ class Bar:
 
 
 def bars(
-    bins: list[dict[str, object]],
+    bins: Sequence[Bin],
     width: float,
     height: float,
     max_bars: int,
@@ -91,8 +92,8 @@ def bars(
     merged = []
     for i in range(0, len(bins), group):
         chunk = bins[i : i + group]
-        merged.append((i, i + len(chunk), chunk[0]["lower"], chunk[-1]["upper"],
-                       sum(b["count"] for b in chunk)))
+        merged.append((i, i + len(chunk), chunk[0].lower, chunk[-1].upper,
+                       sum(b.count for b in chunk)))
     peak = max(m[4] for m in merged) or 1
     step = width / len(merged)
     out = []
@@ -113,9 +114,9 @@ def bars(
     return out
 
 
-def top_values(pairs: list[dict[str, object]]) -> list[tuple[str, str, str]]:
+def top_values(pairs: Sequence[tuple[object, int]]) -> list[tuple[str, str, str]]:
     """``(short value, full value, count)`` for display."""
-    return [(short(p["value"], 20), full(p["value"]), short(p["frequency"])) for p in pairs]
+    return [(short(value, 20), full(value), short(count)) for value, count in pairs]
 
 
 def log_bars(bars_: list[Bar], height: float) -> list[Bar]:

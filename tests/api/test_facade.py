@@ -65,9 +65,9 @@ def _manifest(root: str, number: int) -> dict:
 
 
 def test_cli_imports_only_the_facade() -> None:
-    tree = ast.parse(Path(cli.__file__).read_text())
+    trees = [ast.parse(p.read_text()) for p in Path(cli.__file__).parent.glob("*.py")]
     imported: set[str] = set()
-    for node in ast.walk(tree):
+    for node in (node for tree in trees for node in ast.walk(tree)):
         if isinstance(node, ast.Import):
             imported |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -76,6 +76,8 @@ def test_cli_imports_only_the_facade() -> None:
             else:
                 imported.add(node.module)
     ours = {name for name in imported if name.split(".")[0] == "lakestats"}
+    ours -= {"lakestats.cli", "lakestats.cli.commands", "lakestats.cli.output",
+             "lakestats.cli.parser"}
     assert "lakestats.api" in ours
     below = ("store", "compute", "formats", "stats", "query")
     assert not [n for n in ours if n.split(".")[1] in below], sorted(ours)
@@ -83,6 +85,7 @@ def test_cli_imports_only_the_facade() -> None:
         "lakestats.api",
         "lakestats.answers",  # the facade's typed answers, rendered here
         "lakestats.display",  # how figures read in text
+        "lakestats.lazy",  # the answers module, loaded when a text view first needs it
         "lakestats.config",  # settings: environment, file, flags
         "lakestats.errors",
         "lakestats.options",  # AnalyzeOptions/SampleOptions: the flags are derived from them

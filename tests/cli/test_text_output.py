@@ -129,14 +129,9 @@ def test_histogram_edges_read_and_last_bin_closed(delta, capsys) -> None:
 
 
 def test_bin_labels_round_to_what_tells_edges_apart() -> None:
-    bins = [
-        {"lower": 0.1 + 0.2, "upper": 0.6000000000000001, "count": 1},
-        {"lower": 0.6000000000000001, "upper": 0.9, "count": 2},
-        {"lower": 0.9, "upper": 0.9, "count": 3},
-    ]
+    bins = [(0.1 + 0.2, 0.6000000000000001), (0.6000000000000001, 0.9), (0.9, 0.9)]
     assert display.bin_labels(bins) == ["[0.3, 0.6)", "[0.6, 0.9)", "[0.9, 0.9]"]
-    close = [{"lower": 1.0, "upper": 1.0001, "count": 1}, {"lower": 1.0001, "upper": 2.0,
-                                                           "count": 1}]
+    close = [(1.0, 1.0001), (1.0001, 2.0)]
     assert display.bin_labels(close) == ["[1, 1.0001)", "[1.0001, 2]"]
     assert display.count(600572) == "600,572"
 

@@ -33,11 +33,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import lakestats.api as ls
-from lakestats.service import facade
 from lakestats.service.app import create_app
 from lakestats.service.config import TableConfig
 from lakestats.service.protocol import MAX_URL_BYTES
 from lakestats.service.server import listen, uvicorn_options
+from lakestats.service.tables import TableSet
 from tests.service.test_service_fixture import analyzed_sales
 from tests.service.uvicorn_thread import serving
 
@@ -203,13 +203,13 @@ def test_a_request_over_its_budget_is_a_json_503_and_blocks_no_one(
     """A lookup that takes 5 s against a 0.5 s budget: its client gets a JSON 503 within
     about the budget; another client's lookup meanwhile is answered at once."""
     release = threading.Event()
-    real = facade.table_level
+    real = TableSet.table_statistics
 
     def slow(*args, **kwargs):
         release.wait(5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(facade, "table_level", slow)
+    monkeypatch.setattr(TableSet, "table_statistics", slow)
     app = create_app(tables[:1], request_seconds=0.5)
     try:
         with TestClient(app) as client, ThreadPoolExecutor(2) as pool:

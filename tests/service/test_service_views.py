@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from lakestats.answers import Bin
 from lakestats.service import views
 
 
@@ -27,7 +28,7 @@ def test_distinct_marked_when_estimated() -> None:
 def test_bars_merge_bins_and_keep_ranges() -> None:
     rng = np.random.default_rng(0)
     counts = rng.integers(0, 100, 1000).tolist()
-    bins = [{"lower": i, "upper": i + 1, "count": c} for i, c in enumerate(counts)]
+    bins = [Bin(i, i + 1, c) for i, c in enumerate(counts)]
     bars = views.bars(bins, 800, 200, 200, first_bin=10)
     assert len(bars) == 200
     assert [b.stop - b.start for b in bars] == [5] * 200 and bars[0].start == 10

@@ -1,0 +1,177 @@
+"""The answers of estimates and batched statistics: rows a predicate keeps (``Estimate``,
+``EstimateBatch``) and some columns' statistics per partition (``BatchStatistics``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import pyarrow as pa
+
+from lakestats.answers.base import (
+    Answer,
+    Listing,
+    Row,
+    Tabular,
+    frozen_row,
+    json_field,
+    jsonable,
+    omit_none,
+    rows_json,
+    table_of,
+)
+
+
+def _read_only(rows: Sequence[Mapping[str, object]]) -> tuple[Row, ...]:
+    """``rows`` made read-only (``frozen_row``); rows that already are are kept as they
+    are, checked at C speed (an estimate lists up to every partition)."""
+    if set(map(type, rows)) <= {MappingProxyType}:
+        return tuple(rows)
+    return tuple(p if type(p) is MappingProxyType else frozen_row(p) for p in rows)
+
+
+@dataclass(frozen=True)
+class Estimate(Tabular):
+    """Rows a predicate keeps: the estimate, sound ``lower``/``upper`` bounds, whether it
+    is ``exact``, per partition that can match and per top-level conjunct (``detail``)."""
+
+    items_field = "partitions"
+
+    json_order = ("predicate", "row_count", "lower", "upper", "exact", "selectivity",
+                  "table_rows", "partitions", "detail", "derived_version", "version",
+                  "snapshot_id")
+
+    predicate: str
+    row_count: float
+    lower: int
+    upper: int
+    exact: bool
+    selectivity: float
+    table_rows: int
+    version: int
+    snapshot_id: int | None
+    partitions: tuple[Row, ...]
+    detail: tuple[Row, ...]
+    derived_version: int | None = json_field(
+        default=None,
+        omit=omit_none("derived_version"),
+        flatten=True,
+        encode=lambda version: {"derived": True, "derived_version": version},
+    )
+    """Set when the count comes from statistics computed for this predicate
+    (``analyze --where``)."""
+
+    @classmethod
+    def of(cls, result: Mapping[str, object], version: int, snapshot_id: int | None) -> Estimate:
+        return cls(
+            predicate=str(result["predicate"]),
+            row_count=float(result["row_count"]),
+            lower=int(result["lower"]),
+            upper=int(result["upper"]),
+            exact=bool(result["exact"]),
+            selectivity=float(result["selectivity"]),
+            table_rows=int(result["table_rows"]),
+            version=version,
+            snapshot_id=snapshot_id,
+            partitions=_read_only(result["partitions"]),
+            detail=tuple(frozen_row(d) for d in result["detail"]),
+            derived_version=result.get("derived_version"),
+        )
+
+
+@dataclass(frozen=True)
+class EstimateBatch(Listing[Estimate]):
+    """Several predicates' ``Estimate``s against one statistics version
+    (``LakestatsTable.estimate_many``), in the order asked."""
+
+    items_field = "estimates"
+
+    estimates: tuple[Estimate, ...]
+    version: int
+    snapshot_id: int | None
+
+    def to_arrow(self) -> pa.Table:
+        """One row per predicate: its estimate and bounds."""
+        return table_of(
+            [
+                {k: v for k, v in e.to_json().items() if k not in ("partitions", "detail")}
+                for e in self.estimates
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class PartitionColumns(Answer):
+    partition: Mapping[str, object]
+    name: str
+    row_count: int
+    columns: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class BatchStatistics(Answer):
+    """Some columns' statistics for the table and every partition ``where`` can match
+    (``stats``), or those of ``analyze --where``'s derived entry (``derived``)."""
+
+    row_count: int | None = json_field(group="table")
+    version: int = json_field(group="table")
+    snapshot_id: int | None = json_field(group="table")
+    partitions_total: int = json_field(group="table", name="partitions")
+    partitions_matched: int = json_field(group="table")
+    columns: tuple[Row, ...] = json_field(group="table", encode=rows_json)
+    partitions: tuple[PartitionColumns, ...] | None = json_field(omit=omit_none("partitions"))
+    derived_predicate: str | None = json_field(
+        default=None,
+        omit=omit_none("derived_predicate"),
+        flatten=True,
+        encode=lambda predicate: {"derived": True, "predicate": predicate},
+    )
+
+    @classmethod
+    def of(
+        cls, result: Mapping[str, Any], derived_predicate: str | None = None
+    ) -> BatchStatistics:
+        """The answer of ``lakestats.query.column_stats``' result."""
+        table = result["table"]
+        parts = result.get("partitions")
+        return cls(
+            row_count=table["row_count"],
+            version=table["version"],
+            snapshot_id=table["snapshot_id"],
+            partitions_total=table["partitions"],
+            partitions_matched=table["partitions_matched"],
+            columns=tuple(frozen_row(c) for c in table["columns"]),
+            partitions=None
+            if parts is None
+            else tuple(
+                PartitionColumns(
+                    partition=p["partition"],
+                    name=p["name"],
+                    row_count=p["row_count"],
+                    columns=tuple(frozen_row(c) for c in p["columns"]),
+                )
+                for p in parts
+            ),
+            derived_predicate=derived_predicate,
+        )
+
+    def to_arrow(self) -> pa.Table:
+        """One row per partition and column."""
+        return table_of(
+            [
+                {"partition": p.name, "row_count": p.row_count, **jsonable(c)}
+                for p in self.partitions or ()
+                for c in p.columns
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class DerivedStatistics(Answer):
+    """``analyze --where``'s derived entry as the service answers it: the statistics of the
+    rows the predicate keeps, and the statistics version they belong to."""
+
+    statistics: BatchStatistics = json_field(flatten=True)
+    version: int
