@@ -1,8 +1,8 @@
 """The full estimate of the partitions left after pruning, as vector operations.
 
-``predicates._estimate_batched`` prunes every partition at once from the scalars; the
+The estimator (``query.estimate``) prunes every partition at once from the scalars; the
 partitions left (the survivors) are then estimated with all their statistics. Per
-partition, a single-column condition's estimate (``predicates._leaf_estimate``, i.e.
+partition, a single-column condition's estimate (``partition_estimate.leaf_estimate``, i.e.
 ``selectivity.estimate_keys`` plus the null rows) walks the condition's key ranges and,
 for each, clips it to [min, max], then either keeps nothing, keeps every value, or reads
 the listed values (frequencies) in it. Here the same cases are decided for all survivors
@@ -42,6 +42,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lakestats.query.predicate.sets import ColumnSet
+from lakestats.query.source import PartitionSource
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import selectivity as sel
 from lakestats.stats import selectivity_vector as sv
@@ -55,7 +57,7 @@ _METHODS: dict[int, str] = {}
 
 def method_name(code: int) -> str:
     """The method text of a code (its names sorted and joined as ``selectivity._sum``
-    does, then `` + null count`` as ``_leaf_estimate`` adds it)."""
+    does, then `` + null count`` as ``partition_estimate.leaf_estimate`` adds it)."""
     found = _METHODS.get(code)
     if found is None:
         names = sorted(name for bit, name in _NAMES if code & bit)
@@ -460,23 +462,21 @@ def _sort_key(flat: np.ndarray, width: int) -> np.ndarray:
     return columns[:, varying[0] if varying else 0]
 
 
-def listed(partitions: Sequence, column: str, survivors: np.ndarray) -> Listed:
+def listed(partitions: PartitionSource, column: str, survivors: np.ndarray) -> Listed:
     """The column's ``Listed`` covering ``survivors``, kept on ``partitions`` (a resident
     estimator's) and rebuilt with the partitions it did not cover yet."""
-    cache = getattr(partitions, "listed_cache", None)
-    found = cache.get(column) if cache is not None else None
+    cache = partitions.cache.setdefault("listed", {})
+    found = cache.get(column)
     if found is not None and (found[1].too_big or found[0][survivors].all()):
         return found[1]
     wanted = np.zeros(len(partitions), dtype=bool)
     if found is not None:
         wanted |= found[0]
-    seen = getattr(partitions, "visited_mask", None)
-    if callable(seen):  # those read before too: fewer rebuilds as the set grows
-        wanted |= seen([column], np.arange(len(partitions)))
+    # those read before too: fewer rebuilds as the set grows
+    wanted |= partitions.visited_mask([column], np.arange(len(partitions)))
     wanted[survivors] = True
     built = Listed(partitions, column, np.flatnonzero(wanted))
-    if cache is not None:
-        cache[column] = (wanted, built)
+    cache[column] = (wanted, built)
     return built
 
 
@@ -493,11 +493,11 @@ def _clipped_point(c: sv.Clip, r: kr.KeyRange) -> np.ndarray:
 
 def leaf(
     vectors: sv.Vectors,
-    cs,  # noqa: ANN001 - predicates.ColumnSet
+    cs: ColumnSet,
     table: Listed,
     parts: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``predicates._leaf_estimate`` of a single-column set condition (``cs``) for the
+    """``partition_estimate.leaf_estimate`` of a single-column set condition (``cs``) for the
     partitions ``parts``: rows, lower, upper, method codes and ``fallback`` (partitions
     whose estimate needs more than the cases above: the caller estimates them one by
     one; their numbers here are meaningless)."""

@@ -1,5 +1,5 @@
 """``survivors.leaf`` of many single-range conditions on one column at once (a planner's
-batch: issue 25).
+batch).
 
 A batch brings many new conditions per column; each one's full estimate over the
 partitions is ~60 NumPy operations on short arrays, so per condition the cost is their

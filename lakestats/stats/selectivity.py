@@ -41,7 +41,7 @@ from lakestats.stats.kinds import Kind, kind_of
 class _cached:
     """``functools.cached_property`` without its lock: Python 3.11's holds one lock per
     property over all instances while the value is computed, so the survivors' reads on
-    threads (``predicates._estimate_batched``) would wait for each other's frequencies
+    threads (``query.estimate``) would wait for each other's frequencies
     and histograms. Two threads computing one instance's value at once both compute it
     (the same value; one is kept)."""
 
