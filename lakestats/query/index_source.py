@@ -255,17 +255,9 @@ class IndexPartitions(Sequence):
     def columns(self) -> list[str]:
         return list(self._columns)
 
-    def visited(self, columns: Sequence[str], positions: np.ndarray) -> bool:
-        """Whether every partition at ``positions`` was estimated with all the
-        statistics of ``columns`` before (``mark_visited``): they are in memory."""
-        for column in columns:
-            seen = self._visited.get(column)
-            if seen is None or not seen[positions].all():
-                return False
-        return True
-
     def visited_mask(self, columns: Sequence[str], positions: np.ndarray) -> np.ndarray:
-        """Per position, whether ``visited`` holds for it."""
+        """Per position, whether its statistics of ``columns`` were read in full before
+        (``mark_visited``): they are in memory."""
         out = np.ones(len(positions), dtype=bool)
         for column in columns:
             seen = self._visited.get(column)

@@ -12,7 +12,7 @@ partition is estimated one by one, on the estimator's one path); the partition i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -213,9 +213,6 @@ class ListSource:
 
     def __getitem__(self, i: int) -> PartitionStatistics:
         return self.partitions[i]
-
-    def __iter__(self) -> Iterator[PartitionStatistics]:
-        return iter(self.partitions)
 
     def row_counts(self) -> np.ndarray:
         if self._rows is None:

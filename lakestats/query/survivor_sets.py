@@ -11,7 +11,7 @@ asked). ``combine`` sums the survivors' answers and lists those that can match, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -199,12 +199,6 @@ class Survivors:
     def __contains__(self, i: object) -> bool:
         return i in self.at
 
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.at)
-
-    def __len__(self) -> int:
-        return len(self.at)
-
     def __getitem__(self, i: int) -> list[sel.Estimate]:
         if i not in self.made:
             x = self.at[i]
@@ -217,9 +211,6 @@ class Survivors:
         low, high = int(self.lower[j, x]), int(self.upper[j, x])
         return sel.Estimate(float(self.rows[j, x]), low, high, low == high,
                             sv_full.method_name(int(self.codes[j, x])))
-
-    def items(self) -> Iterator[tuple[int, list[sel.Estimate]]]:
-        return ((i, self[i]) for i in self.at)
 
     def method(self, j: int, x: int) -> str:
         i = int(self.survivors[x])

@@ -164,32 +164,6 @@ NAN_KEY: bytes = keys.encode_value(float("nan"), pa.float64())  # no pa.array: n
 # -- public estimators ------------------------------------------------------------------
 
 
-def is_null(s: ColumnSummary, negated: bool = False) -> Estimate:
-    return Estimate.count(s.non_null if negated else s.null_count, "null count")
-
-
-def equals(s: ColumnSummary, key: bytes) -> Estimate:
-    return estimate_keys(s, kr.points([key]))
-
-
-def in_list(s: ColumnSummary, key_list: list[bytes]) -> Estimate:
-    return estimate_keys(s, kr.points(key_list))
-
-
-def value_range(
-    s: ColumnSummary,
-    lower: bytes | None,
-    lower_inclusive: bool,
-    upper: bytes | None,
-    upper_inclusive: bool,
-) -> Estimate:
-    return estimate_keys(s, kr.between(lower, lower_inclusive, upper, upper_inclusive))
-
-
-def prefix(s: ColumnSummary, text: str) -> Estimate:
-    return estimate_keys(s, kr.prefix_range(text.encode("utf-8")))
-
-
 def estimate_keys(s: ColumnSummary, key_set: kr.KeySet) -> Estimate:
     """Rows whose (non-null) key is in ``key_set``: the sum over its ranges, or all
     non-null rows minus the complement when the complement is a few single values
@@ -565,12 +539,7 @@ __all__ = [
     "Estimate",
     "Frequencies",
     "Histogram",
-    "equals",
     "estimate_keys",
-    "in_list",
-    "is_null",
     "like",
-    "prefix",
     "storage_number",
-    "value_range",
 ]

@@ -23,6 +23,7 @@ from lakestats.query.estimate import estimate
 from lakestats.query.partition_estimate import can_match
 from lakestats.query.sources import ListSource
 from lakestats.stats import histogram as hist
+from lakestats.stats import key_ranges as kr
 from lakestats.stats import keys
 from lakestats.stats import selectivity as sel
 from lakestats.stats.kinds import Kind, kind_of
@@ -266,14 +267,17 @@ def test_truncated_frequencies_taken_out_of_the_histogram() -> None:
     part = MemoryPartition("p", pa.table({"i": values}), k=1, bins=4)
     s = part.summary("i")
     assert s.frequencies.keys == (keys.encode(pa.array([5]))[0].as_py(),)
-    five = sel.equals(s, keys.encode(pa.array([5]))[0].as_py())
+    five = sel.estimate_keys(s, kr.points([keys.encode(pa.array([5]))[0].as_py()]))
     assert five.exact and five.rows == 100
-    six = sel.equals(s, keys.encode(pa.array([6]))[0].as_py())
+    six = sel.estimate_keys(s, kr.points([keys.encode(pa.array([6]))[0].as_py()]))
     # bin 0 is [5, 54): 105 rows, 5 once the listed 5 is taken out
     assert six.lower == 0 and six.upper == 5 and 1 <= six.rows <= 3
-    whole_bin = sel.value_range(s, None, True, keys.encode(pa.array([53]))[0].as_py(), True)
+    def up_to(value: int) -> kr.KeySet:
+        return kr.between(None, True, keys.encode(pa.array([value]))[0].as_py(), True)
+
+    whole_bin = sel.estimate_keys(s, up_to(53))
     assert whole_bin.exact and whole_bin.rows == 105
-    edge = sel.value_range(s, None, True, keys.encode(pa.array([50]))[0].as_py(), True)
+    edge = sel.estimate_keys(s, up_to(50))
     assert (edge.lower, edge.upper, edge.exact) == (100, 105, False)
 
 
@@ -383,9 +387,9 @@ def test_huge_literals_judged_before_conversion(monkeypatch, text: str, message:
     def built(value: object, *args: object) -> None:
         raise AssertionError(f"the literal was converted: {str(value)[:40]}")
 
-    import sys
+    from lakestats.query.predicate import literal
 
-    monkeypatch.setattr(sys.modules["lakestats.query.predicate.parse"], "make_literal", built)
+    monkeypatch.setattr(literal, "make_literal", built)
     with pytest.raises(InvalidPredicateError) as info:
         P.parse(text, TYPES)
     assert message in str(info.value)

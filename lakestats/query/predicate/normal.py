@@ -4,73 +4,63 @@ canonical literals), so equivalent spellings share one key (answers, derived sta
 
 from __future__ import annotations
 
-from lakestats.query.predicate.tree import (
-    And,
-    Between,
-    Compare,
-    In,
-    IsNull,
-    Like,
-    Or,
-    Predicate,
-    PrefixLike,
-    push_not,
-)
+from lakestats.query.predicate import tree as t
 
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def normalize(pred: Predicate) -> str:
+def normalize(pred: t.Predicate) -> str:
     """Canonical SQL text of ``pred``: equivalent spellings give the same text."""
-    pred = push_not(pred)
-    if isinstance(pred, And | Or):
-        glue = " AND " if isinstance(pred, And) else " OR "
+    pred = t.push_not(pred)
+    if isinstance(pred, t.And | t.Or):
+        glue = " AND " if isinstance(pred, t.And) else " OR "
         parts = set()
         for child in flatten(pred):
             text = normalize(child)
-            as_or = isinstance(child, Or) or (isinstance(child, Between) and child.negated)
-            as_and = isinstance(child, And) or (isinstance(child, Between) and not child.negated)
-            if (as_or and isinstance(pred, And)) or (as_and and isinstance(pred, Or)):
+            between = isinstance(child, t.Between)
+            as_or = isinstance(child, t.Or) or (between and child.negated)
+            as_and = isinstance(child, t.And) or (between and not child.negated)
+            if (as_or and isinstance(pred, t.And)) or (as_and and isinstance(pred, t.Or)):
                 text = f"({text})"
             parts.add(text)
         return glue.join(sorted(parts))
     col = _quote(pred.column)
-    if isinstance(pred, Compare):
+    if isinstance(pred, t.Compare):
         return f"{col} {pred.op} {pred.value.sql}"
-    if isinstance(pred, Between):
+    if isinstance(pred, t.Between):
         if pred.negated:
             return f"{col} < {pred.low.sql} OR {col} > {pred.high.sql}"
         return f"{col} <= {pred.high.sql} AND {col} >= {pred.low.sql}"
-    if isinstance(pred, In):
+    if isinstance(pred, t.In):
         items = [v.sql for v in pred.values] + (["NULL"] if pred.has_null else [])
         return f"{col} {'NOT IN' if pred.negated else 'IN'} ({', '.join(items)})"
-    if isinstance(pred, IsNull):
+    if isinstance(pred, t.IsNull):
         return f"{col} IS {'NOT NULL' if pred.negated else 'NULL'}"
-    if isinstance(pred, PrefixLike):
+    if isinstance(pred, t.PrefixLike):
         escaped = pred.prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         text = "'" + (escaped + "%").replace("'", "''") + "'"
         tail = " ESCAPE '\\'" if escaped != pred.prefix else ""
         return f"{col} {'NOT LIKE' if pred.negated else 'LIKE'} {text}{tail}"
-    if isinstance(pred, Like):
+    if isinstance(pred, t.Like):
         text = "'" + pred.pattern.replace("'", "''") + "'"
         tail = f" ESCAPE '{pred.escape}'" if pred.escape else ""
         return f"{col} {'NOT LIKE' if pred.negated else 'LIKE'} {text}{tail}"
     raise TypeError(pred)
 
 
-def flatten(pred: And | Or) -> list[Predicate]:
-    out: list[Predicate] = []
+def flatten(pred: t.And | t.Or) -> list[t.Predicate]:
+    out: list[t.Predicate] = []
     for child in pred.children:
         if type(child) is type(pred):
             out.extend(flatten(child))
-        elif isinstance(child, Between) and child.negated == isinstance(pred, Or):
+        elif isinstance(child, t.Between) and child.negated == isinstance(pred, t.Or):
             c = child.column
             if child.negated:
-                out.extend([Compare(c, "<", child.low), Compare(c, ">", child.high)])
+                out.extend([t.Compare(c, "<", child.low), t.Compare(c, ">", child.high)])
             else:
-                out.extend([Compare(c, ">=", child.low), Compare(c, "<=", child.high)])
+                out.extend([t.Compare(c, ">=", child.low), t.Compare(c, "<=", child.high)])
         else:
             out.append(child)
     return out

@@ -18,32 +18,10 @@ from lakestats.errors import (
     StatisticsNotFoundError,
     UnsupportedPredicateError,
 )
+from lakestats.query.predicate import literal as lit
 from lakestats.query.predicate import plain
 from lakestats.query.predicate import text as predicate_text
-from lakestats.query.predicate.literal import (
-    check_decimal_range,
-    check_float_range,
-    check_integer_range,
-    clip,
-    make_literal,
-    timestamp_with_zone,
-    wrong_type,
-)
-from lakestats.query.predicate.tree import (
-    FLIP,
-    NEGATE,
-    And,
-    Between,
-    Compare,
-    In,
-    IsNull,
-    Like,
-    Literal,
-    Or,
-    Predicate,
-    PrefixLike,
-    split_pattern,
-)
+from lakestats.query.predicate import tree as t
 from lakestats.stats import keys, leaves
 from lakestats.stats.kinds import Kind, kind_of
 
@@ -52,8 +30,8 @@ def parse(
     text: str,
     columns: Mapping[str, pa.DataType],
     unanalyzed: Container[str] = (),
-    parsed: dict[str, Predicate] | None = None,
-) -> Predicate:
+    parsed: dict[str, t.Predicate] | None = None,
+) -> t.Predicate:
     """Parse ``text`` against ``columns`` (name -> Arrow type of analyzed columns);
     ``unanalyzed`` names table columns that exist but have no statistics.
 
@@ -83,15 +61,15 @@ def parse(
     return _parse_general(text, parser)
 
 
-def _join(kind: str, children: list[Predicate]) -> Predicate:
-    node = And if kind == "and" else Or
-    flat: list[Predicate] = []
+def _join(kind: str, children: list[t.Predicate]) -> t.Predicate:
+    node = t.And if kind == "and" else t.Or
+    flat: list[t.Predicate] = []
     for child in children:  # (a OR b) OR c is one OR: the tree stays shallow
         flat.extend(child.children if isinstance(child, node) else (child,))
     return node(tuple(flat))
 
 
-def _parse_general(text: str, parser: _Parser) -> Predicate:
+def _parse_general(text: str, parser: _Parser) -> t.Predicate:
     try:
         return predicate_text.Skeleton(text, parser.condition, _join).parse()
     except RecursionError as exc:  # sqlglot within one condition, e.g. n = ((((1))))
@@ -113,7 +91,7 @@ class _Parser:
         self.columns = columns
         self.unanalyzed = unanalyzed
 
-    def condition(self, text: str, negate: bool) -> Predicate:
+    def condition(self, text: str, negate: bool) -> t.Predicate:
         """One condition of the predicate (no top-level AND / OR / NOT), via sqlglot."""
         groups = plain.simple_groups(text)
         if groups is not None:  # column op literal: what ``node`` makes of its tree
@@ -132,11 +110,11 @@ class _Parser:
         except (ParseError, TokenError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise InvalidPredicateError(
-                f"cannot parse predicate {clip(text)!r}: {first}"
+                f"cannot parse predicate {lit.clip(text)!r}: {first}"
             ) from exc
         return self.node(tree, negate)
 
-    def simple(self, groups: tuple, negate: bool) -> Predicate:
+    def simple(self, groups: tuple, negate: bool) -> t.Predicate:
         """``node`` of ``simple_comparison``'s tree, without sqlglot: the same checks in
         the same order, so the same predicate or error."""
         name, op, minus, number, string = groups
@@ -146,24 +124,24 @@ class _Parser:
             value = self.number(f"-{number}" if minus else number, column, dtype)
         else:
             value = self.literal_value(string.replace("''", "'"), column, dtype)
-        return Compare(column, NEGATE[op] if negate else op, value)
+        return t.Compare(column, t.NEGATE[op] if negate else op, value)
 
-    def _lit(self, text: str, column: str, dtype: pa.DataType) -> Literal:
+    def _lit(self, text: str, column: str, dtype: pa.DataType) -> t.Literal:
         number, string = plain.literal_text(text)
         if number is not None:
             return self.number(number, column, dtype)
         return self.literal_value(string, column, dtype)
 
-    def plain(self, form: str, groups: tuple, negate: bool) -> Predicate:
+    def plain(self, form: str, groups: tuple, negate: bool) -> t.Predicate:
         """What ``node`` makes of sqlglot's tree of a ``_plain_groups`` condition, when it
         makes a predicate; any refusal raises (the caller then asks sqlglot's path for its
         exact error)."""
         column, dtype = self.column_named((groups[0],))
         if form == "null":
-            return IsNull(column, negated=negate != bool(groups[1]))
+            return t.IsNull(column, negated=negate != bool(groups[1]))
         if form == "between":
             low, high = self._lit(groups[1], column, dtype), self._lit(groups[2], column, dtype)
-            return Between(column, low, high, negated=negate)
+            return t.Between(column, low, high, negated=negate)
         if form == "in":
             items = plain.LIT_RE.findall(groups[1])
             if len(items) > predicate_text.MAX_IN_VALUES:
@@ -171,18 +149,18 @@ class _Parser:
             values = [self._lit(v, column, dtype) for v in items]
             typed = {v.key: v for v in values}
             ordered = tuple(typed[k] for k in sorted(typed))
-            return In(column, ordered, negated=negate, has_null=False)
+            return t.In(column, ordered, negated=negate, has_null=False)
         if form == "like":
             if kind_of(dtype) != Kind.STRING:
                 raise _NotPlain
             pattern = groups[1].replace("''", "'")
-            head, wildcard_tail = split_pattern(pattern, None)
+            head, wildcard_tail = t.split_pattern(pattern, None)
             if wildcard_tail is None:
                 lit = self.literal_value(head, column, dtype)
-                return Compare(column, "<>" if negate else "=", lit)
+                return t.Compare(column, "<>" if negate else "=", lit)
             if wildcard_tail == "%":
-                return PrefixLike(column, head, negated=negate)
-            return Like(column, pattern, negated=negate, escape=None)
+                return t.PrefixLike(column, head, negated=negate)
+            return t.Like(column, pattern, negated=negate, escape=None)
         # typed: column op DATE|TIMESTAMP 'text'
         _, op, family, text = groups
         if kind_of(dtype) != Kind.TEMPORAL:
@@ -190,9 +168,9 @@ class _Parser:
         op = "<>" if op == "!=" else op
         value = self.literal_value(text.replace("''", "'"), column, dtype)
         del family  # both families are allowed for a temporal column
-        return Compare(column, NEGATE[op] if negate else op, value)
+        return t.Compare(column, t.NEGATE[op] if negate else op, value)
 
-    def node(self, e, negate: bool) -> Predicate:  # noqa: ANN001
+    def node(self, e, negate: bool) -> t.Predicate:  # noqa: ANN001
         from sqlglot import exp
 
         ops = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -203,12 +181,12 @@ class _Parser:
         if isinstance(e, exp.And | exp.Or):
             kids = (self.node(e.left, negate), self.node(e.right, negate))
             is_and = isinstance(e, exp.And) != negate  # De Morgan
-            return And(kids) if is_and else Or(kids)
+            return t.And(kids) if is_and else t.Or(kids)
         if type(e) in ops:
             op = ops[type(e)]
             left, right = e.left, e.right
             if not isinstance(left, exp.Column) and isinstance(right, exp.Column):
-                left, right, op = right, left, FLIP[op]
+                left, right, op = right, left, t.FLIP[op]
             column, dtype = self.column(left, e)
             if isinstance(right, exp.Column):
                 raise UnsupportedPredicateError(
@@ -220,7 +198,7 @@ class _Parser:
                 raise InvalidPredicateError(
                     f"{e.sql()} is never true in SQL: write {column} IS NULL instead"
                 )
-            return Compare(column, NEGATE[op] if negate else op, value)
+            return t.Compare(column, t.NEGATE[op] if negate else op, value)
         if isinstance(e, exp.Between):
             column, dtype = self.column(e.this, e)
             low, high = self.literal(e.args["low"], column, dtype), self.literal(
@@ -228,7 +206,7 @@ class _Parser:
             )
             if low is None or high is None:
                 raise InvalidPredicateError(f"{e.sql()}: BETWEEN needs two non-NULL values")
-            return Between(column, low, high, negated=negate)
+            return t.Between(column, low, high, negated=negate)
         if isinstance(e, exp.In):
             if e.args.get("query") is not None or e.args.get("unnest") is not None:
                 raise UnsupportedPredicateError(
@@ -249,14 +227,14 @@ class _Parser:
             values = [self.literal(v, column, dtype) for v in e.expressions]
             typed = {v.key: v for v in values if v is not None}
             ordered = tuple(typed[k] for k in sorted(typed))
-            return In(column, ordered, negated=negate, has_null=None in values)
+            return t.In(column, ordered, negated=negate, has_null=None in values)
         if isinstance(e, exp.Is):
             if not isinstance(e.expression, exp.Null):
                 raise UnsupportedPredicateError(
                     f"{e.sql()} is not supported: only IS NULL and IS NOT NULL are"
                 )
             column, _ = self.column(e.this, e)
-            return IsNull(column, negated=negate)
+            return t.IsNull(column, negated=negate)
         if isinstance(e, exp.Escape) and isinstance(e.this, exp.Like):
             escape = self.string(e.expression, e)
             if len(escape) != 1:
@@ -266,7 +244,7 @@ class _Parser:
             return self.like(e, negate, None)
         raise UnsupportedPredicateError(f"unsupported syntax in predicate: {_describe(e)}")
 
-    def like(self, e, negate: bool, escape: str | None) -> Predicate:  # noqa: ANN001
+    def like(self, e, negate: bool, escape: str | None) -> t.Predicate:  # noqa: ANN001
         column, dtype = self.column(e.this, e)
         if kind_of(dtype) != Kind.STRING:
             raise InvalidPredicateError(
@@ -274,13 +252,13 @@ class _Parser:
             )
         pattern = self.string(e.expression, e)
         negate = negate != bool(e.args.get("negate"))
-        head, wildcard_tail = split_pattern(pattern, escape)
+        head, wildcard_tail = t.split_pattern(pattern, escape)
         if wildcard_tail is None:  # no wildcard: an equality
             lit = self.literal_value(head, column, dtype)
-            return Compare(column, "<>" if negate else "=", lit)
+            return t.Compare(column, "<>" if negate else "=", lit)
         if wildcard_tail == "%":
-            return PrefixLike(column, head, negated=negate)
-        return Like(column, pattern, negated=negate, escape=escape)
+            return t.PrefixLike(column, head, negated=negate)
+        return t.Like(column, pattern, negated=negate, escape=escape)
 
     def string(self, e, parent) -> str:  # noqa: ANN001
         from sqlglot import exp
@@ -324,7 +302,7 @@ class _Parser:
             )
         return name, dtype
 
-    def literal(self, e, column: str, dtype: pa.DataType) -> Literal | None:  # noqa: ANN001
+    def literal(self, e, column: str, dtype: pa.DataType) -> t.Literal | None:  # noqa: ANN001
         """A SQL literal as a value of the column's type (None for NULL)."""
         from sqlglot import exp
 
@@ -333,8 +311,8 @@ class _Parser:
         kind = kind_of(dtype)
         if isinstance(e, exp.Boolean):
             if kind != Kind.BOOLEAN:
-                raise wrong_type(e.sql(), column, dtype)
-            return make_literal(bool(e.this), dtype)
+                raise lit.wrong_type(e.sql(), column, dtype)
+            return lit.make_literal(bool(e.this), dtype)
         if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
             return self.number(f"-{e.this.this}", column, dtype)
         if isinstance(e, exp.Literal):
@@ -352,41 +330,41 @@ class _Parser:
                 Kind.BOOLEAN: ("boolean",),
             }.get(kind, ())
             if family not in allowed:
-                raise wrong_type(e.sql(), column, dtype)
+                raise lit.wrong_type(e.sql(), column, dtype)
             return self.literal_value(str(e.this.this), column, dtype)
         raise UnsupportedPredicateError(
             f"unsupported syntax in predicate: {_describe(e)} (expected a literal)"
         )
 
-    def number(self, text: str, column: str, dtype: pa.DataType) -> Literal:
+    def number(self, text: str, column: str, dtype: pa.DataType) -> t.Literal:
         kind = kind_of(dtype)
         if kind not in (Kind.INTEGER, Kind.FLOATING, Kind.DECIMAL):
-            raise wrong_type(text, column, dtype)
+            raise lit.wrong_type(text, column, dtype)
         if kind == Kind.INTEGER:
             try:
                 number = decimal.Decimal(text)
             except decimal.InvalidOperation as exc:
-                raise wrong_type(text, column, dtype) from exc
-            check_integer_range(number, text, column, dtype)
+                raise lit.wrong_type(text, column, dtype) from exc
+            lit.check_integer_range(number, text, column, dtype)
             if number != number.to_integral_value():
-                raise wrong_type(text, column, dtype, "not an integer")
-            return make_literal(int(number), dtype, text)
+                raise lit.wrong_type(text, column, dtype, "not an integer")
+            return lit.make_literal(int(number), dtype, text)
         return self.literal_value(text, column, dtype)
 
-    def literal_value(self, text: str, column: str, dtype: pa.DataType) -> Literal:
+    def literal_value(self, text: str, column: str, dtype: pa.DataType) -> t.Literal:
         kind = kind_of(dtype)
         if kind == Kind.FLOATING:
-            check_float_range(text, column, dtype)
+            lit.check_float_range(text, column, dtype)
         elif kind == Kind.DECIMAL:
-            check_decimal_range(text, column, dtype)
+            lit.check_decimal_range(text, column, dtype)
         try:
             if pat.is_timestamp(dtype) and dtype.tz is not None:
-                value = timestamp_with_zone(text, dtype)
+                value = lit.timestamp_with_zone(text, dtype)
             else:
                 value = keys.parse_literal(text, dtype)
-            return make_literal(value, dtype, text)
+            return lit.make_literal(value, dtype, text)
         except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
-            raise wrong_type(repr(text), column, dtype) from exc
+            raise lit.wrong_type(repr(text), column, dtype) from exc
 
 
 

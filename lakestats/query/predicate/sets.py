@@ -7,20 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lakestats.query.predicate import tree as t
 from lakestats.query.predicate.normal import flatten
-from lakestats.query.predicate.tree import (
-    And,
-    Between,
-    Compare,
-    In,
-    IsNull,
-    Like,
-    Not,
-    Or,
-    Predicate,
-    PrefixLike,
-    columns_of,
-)
 from lakestats.stats import key_ranges as kr
 
 
@@ -69,15 +57,15 @@ def _combined(sets: list[ColumnSet], conjunction: bool) -> ColumnSet:
     return ColumnSet(kr.union(*trues), kr.intersect_all(falses), null)
 
 
-def is_set(pred: Predicate) -> bool:
-    if isinstance(pred, And | Or):
+def is_set(pred: t.Predicate) -> bool:
+    if isinstance(pred, t.And | t.Or):
         return all(is_set(c) for c in pred.children)
-    if isinstance(pred, Not):
+    if isinstance(pred, t.Not):
         return is_set(pred.child)
-    return not isinstance(pred, Like)
+    return not isinstance(pred, t.Like)
 
 
-def column_set(pred: Predicate) -> ColumnSet:
+def column_set(pred: t.Predicate) -> ColumnSet:
     """The ColumnSet of a predicate over one column without general LIKE leaves
     (remembered per predicate: an estimate asks it once per partition)."""
     try:
@@ -92,18 +80,18 @@ def column_set(pred: Predicate) -> ColumnSet:
     return found
 
 
-_COLUMN_SETS: dict[Predicate, ColumnSet] = {}
+_COLUMN_SETS: dict[t.Predicate, ColumnSet] = {}
 
 
-def _column_set(pred: Predicate) -> ColumnSet:
-    if isinstance(pred, Not):
+def _column_set(pred: t.Predicate) -> ColumnSet:
+    if isinstance(pred, t.Not):
         return column_set(pred.child).negate()
-    if isinstance(pred, And | Or):
-        return _combined([column_set(c) for c in pred.children], isinstance(pred, And))
-    if isinstance(pred, IsNull):
+    if isinstance(pred, t.And | t.Or):
+        return _combined([column_set(c) for c in pred.children], isinstance(pred, t.And))
+    if isinstance(pred, t.IsNull):
         base = ColumnSet(kr.NOTHING, kr.EVERYTHING, "T")
         return base.negate() if pred.negated else base
-    if isinstance(pred, Compare):
+    if isinstance(pred, t.Compare):
         k = pred.value.key
         true = {
             "=": kr.points([k]),
@@ -114,13 +102,13 @@ def _column_set(pred: Predicate) -> ColumnSet:
             ">=": kr.between(k, True, None, True),
         }[pred.op]
         return ColumnSet(true, kr.complement(true), "U")
-    if isinstance(pred, Between):
+    if isinstance(pred, t.Between):
         true = kr.between(pred.low.key, True, pred.high.key, True)
         base = ColumnSet(true, kr.complement(true), "U")
-    elif isinstance(pred, In):
+    elif isinstance(pred, t.In):
         true = kr.points([v.key for v in pred.values])
         base = ColumnSet(true, kr.NOTHING if pred.has_null else kr.complement(true), "U")
-    elif isinstance(pred, PrefixLike):
+    elif isinstance(pred, t.PrefixLike):
         true = kr.prefix_range(pred.prefix.encode("utf-8"))
         base = ColumnSet(true, kr.complement(true), "U")
     else:
@@ -128,15 +116,15 @@ def _column_set(pred: Predicate) -> ColumnSet:
     return base.negate() if pred.negated else base
 
 
-def terms(pred: Predicate) -> list[Predicate]:
+def terms(pred: t.Predicate) -> list[t.Predicate]:
     """The independent terms of a conjunction or disjunction: children on one column (and
     without general LIKE) merged into one term, others kept as they are."""
-    if not isinstance(pred, And | Or):
+    if not isinstance(pred, t.And | t.Or):
         return [pred]
-    groups: dict[str, list[Predicate]] = {}
-    others: list[Predicate] = []
+    groups: dict[str, list[t.Predicate]] = {}
+    others: list[t.Predicate] = []
     for child in flatten(pred):
-        cols = columns_of(child)
+        cols = t.columns_of(child)
         if len(cols) == 1 and is_set(child):
             groups.setdefault(cols[0], []).append(child)
         else:
@@ -145,9 +133,9 @@ def terms(pred: Predicate) -> list[Predicate]:
     return merged + others
 
 
-def point_keys(term: Predicate) -> list[bytes] | None:
+def point_keys(term: t.Predicate) -> list[bytes] | None:
     """The values of an equality / IN term on one column (NULL not kept), else None."""
-    if len(columns_of(term)) != 1 or not is_set(term):
+    if len(t.columns_of(term)) != 1 or not is_set(term):
         return None
     cs = column_set(term)
     if cs.null == "T" or not cs.true or any(r.point is None for r in cs.true):
