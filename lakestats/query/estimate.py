@@ -55,7 +55,7 @@ def estimate(
     live = n > 0
     k = len(top)
     cache = term_cache.terms_of(source)
-    entries = [cache.of(t) if cache is not None else term_cache.Term(len(source)) for t in top]
+    entries = [cache.of(t) for t in top]
     rows, lower, upper = _scalar_pass(top, source, live, entries)
     survivors = np.flatnonzero(live & ~(upper == 0).any(axis=0))
 

@@ -1,30 +1,16 @@
-"""Partition statistics for the estimator from the version's partition index.
+"""The partition index as the estimator's ``PartitionSource`` (``query.source``).
 
-``partitions_of(reader, columns)`` returns one ``IndexPartition`` (a
-``query.source.PartitionStatistics``) per partition of the version, with the
-scalars of every partition (row, null, NaN and distinct counts, min and max keys,
-complete / all-distinct flags) taken from ONE read of ``partition_index.parquet``: the
-row groups of ``columns`` only. Frequencies and histograms are not in the index: they are
-loaded lazily, only when an estimate asks for them (a range inside [min, max] without
-complete frequencies, an equality on a value the scalars cannot decide): for ordered
-columns from the version's partition histograms (``store/partition_histograms``: per part
-holding any of them, one read per column of the partitions the estimator said it will look
-at, ``expect``; ``held``),
-else per partition and column through the file provider (``sources.ReaderPartition``).
-Both build them with the same functions (``sources.frequencies_of`` /
-``histogram_of``), so the numbers are the file provider's. Partitions min/max, null counts
-or all-distinct flags settle never open a file.
-
-The answer is an ``IndexPartitions``, a ``query.source.PartitionSource``: its partitions are
-made only when asked for, and it hands the estimator each column's scalars as vectors
-(``vectors``), so ``query.estimate`` prunes every partition with NumPy/Arrow in one pass
-per conjunct and visits only the survivors one by one (``lakestats.stats.selectivity_vector``), and
-the per-partition counts of values the table level records for categorical columns
-(``point_counts``, one read of the table-level ``frequencies.parquet``), which answer an
-equality over complete partition frequencies without a partition file.
-
-Versions without an index (written before it existed, or with ``--partitions-only``)
-fall back to ``sources.partitions_of``.
+``partitions_of(reader, columns)`` takes the scalars of every partition (row, null, NaN
+and distinct counts, min and max keys, complete / all-distinct flags) from ONE read of
+``partition_index.parquet`` (the row groups of ``columns`` only) and hands them to the
+estimator as vectors, with the per-partition counts of values the table level records for
+categorical columns (``point_counts``, one read of the table-level ``frequencies.parquet``).
+Its ``IndexPartition``s are made when asked for; their frequencies and histograms are
+loaded only when an estimate needs them: for ordered columns from the version's partition
+histograms (``held``: one read per column of the partitions the estimator said it will
+look at, ``expect``), else from the partition's files (``sources.ReaderPartition``), both
+built with the same functions (``sources.frequencies_of`` / ``histogram_of``), so the
+numbers are the files'. Versions without an index fall back to ``sources.partitions_of``.
 """
 
 from __future__ import annotations

@@ -46,9 +46,6 @@ MAX_VALUES = 2_000_000
 """Partition x term numbers kept per resident partitions (about 5 arrays of 8 bytes
 each): 16 terms at least, 4096 at most."""
 
-ENABLED = True
-"""Whether resident estimates reuse terms (the tests compare with and without)."""
-
 
 class Term:
     """One term's numbers per partition (see the module docstring)."""
@@ -150,8 +147,6 @@ def prefill(partitions: PartitionSource, terms: list[Predicate]) -> None:
     estimated one by one (which then reuse them). A term with a partition the stacked
     pass cannot decide is left to the one-term pass."""
     cache = terms_of(partitions)
-    if cache is None:
-        return
     by_column: dict[str, dict] = {}
     for term in terms:
         cols = columns_of(term)
@@ -210,14 +205,12 @@ def _prefill_full(partitions, column, vectors, groups, upper, live) -> None:  # 
             entry.have[missing] = True
 
 
-def terms_of(partitions: PartitionSource) -> Terms | None:
-    """The source's ``Terms`` (made on first use), None when terms are not kept."""
-    if not ENABLED:
-        return None
+def terms_of(partitions: PartitionSource) -> Terms:
+    """The source's ``Terms`` (made on first use)."""
     found = partitions.cache.get("terms")
     if found is None:
         found = partitions.cache["terms"] = Terms(len(partitions))
     return found
 
 
-__all__ = ["ENABLED", "MAX_VALUES", "Term", "Terms", "prefill", "terms_of"]
+__all__ = ["MAX_VALUES", "Term", "Terms", "prefill", "terms_of"]
