@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from lakestats import answers
-from lakestats.query import survivors as sv_full
+from lakestats.query import listed
 from lakestats.query.predicate import Predicate
 from lakestats.query.source import PartitionSource
 from lakestats.query.term_cache import Term
@@ -130,7 +130,7 @@ def vectorised(
             rows[j] = np.where(have, got, rows[j])
             lower[j] = np.where(have, got, lower[j])
             upper[j] = np.where(have, got, upper[j])
-            codes[j] = np.where(have, sv_full.FREQUENCIES, codes[j])
+            codes[j] = np.where(have, listed.FREQUENCIES, codes[j])
             alone[j] &= ~have
     for j, x in zip(*np.nonzero(alone & ~ready), strict=True):
         # what full(i) gives for this conjunct (its table-level count was taken above)
@@ -210,7 +210,7 @@ class Survivors:
             return self.one_by_one[j, int(self.survivors[x])]
         low, high = int(self.lower[j, x]), int(self.upper[j, x])
         return sel.Estimate(float(self.rows[j, x]), low, high, low == high,
-                            sv_full.method_name(int(self.codes[j, x])))
+                            listed.method_name(int(self.codes[j, x])))
 
     def method(self, j: int, x: int) -> str:
         i = int(self.survivors[x])
@@ -218,7 +218,7 @@ class Survivors:
             return self.made[i][j].method
         if self.alone[j, x]:
             return self.one_by_one[j, i].method
-        return sv_full.method_name(int(self.codes[j, x]))
+        return listed.method_name(int(self.codes[j, x]))
 
 
 __all__ = ["AndMethods", "Survivors", "combine", "vectorised"]

@@ -34,9 +34,9 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
+from lakestats.query import listed, survivors_many
 from lakestats.query import partition_estimate as pe
 from lakestats.query import survivors as sv_full
-from lakestats.query import survivors_many
 from lakestats.query.predicate import Predicate, column_set, columns_of, is_set
 from lakestats.query.source import PartitionSource
 from lakestats.stats import scalar_many as sm
@@ -82,7 +82,7 @@ class Term:
             return
         cols = columns_of(term)
         vectors = partitions.vectors(cols[0]) if len(cols) == 1 and is_set(term) else None
-        table = sv_full.listed(partitions, cols[0], missing) if vectors is not None else None
+        table = listed.listed(partitions, cols[0], missing) if vectors is not None else None
         if table is None or table.too_big:
             self.alone[missing] = True
         else:

@@ -7,7 +7,7 @@ complete and truncated frequencies, histograms), with test_survivors' random con
 * ``scalar_many`` of a column's single-range conditions equals, row for row and bit for
   bit, ``selectivity_vector.scalar_estimates`` of each, and the clips it keeps equal
   ``_clip``'s;
-* ``survivors.Listed`` built from the held rows as NumPy keys (``Fixed``) counts the same
+* ``listed.Listed`` built from the held rows as NumPy keys (``Fixed``) counts the same
   listed rows per partition as the bytes layout, before and after its union is ranked;
 * a batch on a fresh handle (stacked scalars, first visits laid out from the held rows)
   answers as the same predicates estimated over the partitions as a plain list (each
@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 import lakestats.api as ls
+from lakestats.query import listed, term_cache
 from lakestats.query import predicate as predicates
-from lakestats.query import survivors, term_cache
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import scalar_many as sm
 from lakestats.stats import selectivity_vector as sv
@@ -89,10 +89,10 @@ def test_fixed_listed_values_count_as_the_bytes_layout(table, monkeypatch) -> No
     fixed_columns = 0
     rng = np.random.default_rng(7)
     for column, ranges in by.items():
-        fixed = survivors.Listed(parts, column, everything)
+        fixed = listed.Listed(parts, column, everything)
         with monkeypatch.context() as m:
-            m.setattr(survivors, "_arrays_of", lambda *a: None)
-            plain = survivors.Listed(parts, column, everything)
+            m.setattr(listed, "_arrays_of", lambda *a: None)
+            plain = listed.Listed(parts, column, everything)
         assert plain.fixed is None
         if fixed.fixed is None:
             continue

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import lakestats.api as ls
+from lakestats.query import listed as listed_values
 from lakestats.query import partition_estimate, survivors
 from lakestats.query import predicate as predicates
 from lakestats.query.estimate import estimate
@@ -84,7 +85,7 @@ def test_leaf_is_the_per_partition_estimate(table) -> None:
             if len(cols) != 1 or not predicates.is_set(term):
                 continue
             everything = np.arange(len(parts))
-            listed = survivors.listed(parts, cols[0], everything)
+            listed = listed_values.listed(parts, cols[0], everything)
             rows, lower, upper, codes, fallback = survivors.leaf(
                 parts.vectors(cols[0]), predicates.column_set(term), listed, everything
             )
@@ -95,7 +96,7 @@ def test_leaf_is_the_per_partition_estimate(table) -> None:
                 decided += 1
                 e = partition_estimate.leaf_estimate(term, parts[i])
                 got = (float(rows[i]), int(lower[i]), int(upper[i]),
-                       survivors.method_name(int(codes[i])))
+                       listed_values.method_name(int(codes[i])))
                 assert got == (e.rows, e.lower, e.upper, e.method), (where, i)
     assert decided > 0.6 * asked, (decided, asked)  # 80 % at the time of writing
 
