@@ -380,20 +380,21 @@ range inside [min, max] (histogram) and an equality (complete frequencies)."""
 def estimate_fanout(root: str, runs: int) -> None:
     """An estimate for a 3-conjunct predicate over every partition: the partition-index
     provider (default) against the per-partition-file provider, in the same run."""
-    from lakestats.query import estimate_source, index_source, predicates
+    from lakestats.query import index_source, predicate, sources
+    from lakestats.query.estimate import estimate
 
     def once(
         source: str, reader: StatisticsReader | None, at: int | None = None
     ) -> tuple[float, dict]:
         start = time.perf_counter()
         r = reader or StatisticsReader(root, at or number)
-        pred = predicates.parse(ESTIMATE_WHERE, estimate_source.column_types(r))
-        columns = predicates.columns_of(pred)
-        module = index_source if source == "index" else estimate_source
+        pred = predicate.parse(ESTIMATE_WHERE, sources.column_types(r))
+        columns = predicate.columns_of(pred)
+        module = index_source if source == "index" else sources
         parts = module.partitions_of(r, columns)
-        table = estimate_source.table_level(r, columns)[0]
-        result = predicates.estimate(pred, parts, table)
-        return time.perf_counter() - start, result
+        table = sources.table_level(r, columns)[0]
+        answer = estimate(pred, parts, table, r.version.version, r.version.snapshot_id)
+        return time.perf_counter() - start, answer.to_json()  # the answer, untimed
 
     number = _estimate_version(root)
     partitions = len(StatisticsReader(root, number).version.partitions)

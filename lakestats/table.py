@@ -165,15 +165,15 @@ class LakestatsTable(StatisticsLookups):
         """The store, row filter and partition pruning of ``analyze --where``."""
         # the analyze job's modules and the predicate reader (sqlglot): only when asked
         from lakestats.compute.analyze import RowSubset
-        from lakestats.query import predicates
+        from lakestats.query import predicate
         from lakestats.query.partition_filter import partitions_that_can_match
         from lakestats.stats.leaves import leaves_of
         from lakestats.store import derived
 
         table = self.format
         types = {leaf.name: leaf.type for leaf in leaves_of(table.schema(snapshot_id))}
-        pred = predicates.parse(where, types)
-        normalized = predicates.normalize(pred)
+        pred = predicate.parse(where, types)
+        normalized = predicate.normalize(pred)
         snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
         keep = None
         try:  # prune with the current statistics when they describe this snapshot
@@ -198,14 +198,14 @@ class LakestatsTable(StatisticsLookups):
     ) -> StatisticsReader | None:
         """The derived statistics of ``where`` at the snapshot of the table's statistics
         version (``analyze --where``), or None when that predicate was not analyzed."""
-        from lakestats.query import estimate_source, predicates  # sqlglot: only when asked
+        from lakestats.query import predicate, sources  # sqlglot: only when asked
         from lakestats.store import derived
 
         reader = self._version_reader(snapshot_id)
-        pred = predicates.parse(
-            where, estimate_source.column_types(reader), TableColumns(self, snapshot_id)
+        pred = predicate.parse(
+            where, sources.column_types(reader), TableColumns(self, snapshot_id)
         )
-        normalized = predicates.normalize(pred)
+        normalized = predicate.normalize(pred)
         return derived.find(self.store, normalized, reader.version.snapshot_id)
 
     def derived_columns(self, where: str, snapshot_id: int | None = None) -> list[str] | None:
@@ -437,16 +437,10 @@ class LakestatsTable(StatisticsLookups):
 
         found = resident.derived(normalized, find)
         if found is not None:  # analyzed with --where: the exact count
-            return answers.Estimate.of(
-                _derived_estimate(resident.reader, found), resident.version,
-                resident.snapshot_id,
-            )
+            return resident.derived_answer(found)
         return resident.answer(
             (normalized, bool(table_level), source),
-            lambda: answers.Estimate.of(
-                resident.estimate(pred, table_level, source), resident.version,
-                resident.snapshot_id,
-            ),
+            lambda: resident.estimate(pred, table_level, source),
         )
 
     # -- maintaining ----------------------------------------------------------
@@ -493,50 +487,6 @@ class LakestatsTable(StatisticsLookups):
 
         return paimon_statistics(self.store, version)
 
-def _derived_estimate(reader: StatisticsReader, found: StatisticsReader) -> dict[str, object]:
-    """``estimate``'s answer from derived statistics: exact row counts per partition."""
-    total = sum(e.row_count for e in reader.version.partitions)
-    rows_of = {e.name: e.row_count for e in reader.version.partitions}
-    kept = sum(e.row_count for e in found.version.partitions)
-    predicate = found.version.extra.get("derived_predicate")
-    method = "derived statistics (analyze --where)"
-    return {
-        "predicate": predicate,
-        "row_count": float(kept),
-        "lower": kept,
-        "upper": kept,
-        "exact": True,
-        "selectivity": kept / total if total else 0.0,
-        "table_rows": total,
-        "partitions": [
-            {
-                "partition": e.values,
-                "name": e.name,
-                "partition_rows": rows_of.get(e.name, e.row_count),
-                "row_count": float(e.row_count),
-                "lower": e.row_count,
-                "upper": e.row_count,
-                "exact": True,
-                "method": method,
-            }
-            for e in found.version.partitions
-            if e.row_count
-        ],
-        "detail": [
-            {
-                "predicate": predicate,
-                "row_count": float(kept),
-                "lower": kept,
-                "upper": kept,
-                "exact": True,
-                "selectivity": kept / total if total else 0.0,
-            }
-        ],
-        "derived": True,
-        "derived_version": found.version.version,
-        "version": reader.version.version,
-        "snapshot_id": reader.version.snapshot_id,
-    }
 
 def open_table(
     table: str,

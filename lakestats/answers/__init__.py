@@ -26,6 +26,8 @@ from lakestats.answers.estimates import (
     Estimate,
     EstimateBatch,
     PartitionColumns,
+    estimate_conjunct,
+    estimate_partition,
 )
 from lakestats.answers.statistics import (
     Bin,
@@ -63,5 +65,6 @@ __all__ = [
     "Partitions", "PartitionsContaining", "Quantile", "Rank", "Row", "SampleResult",
     "ServedTable", "SqlResult", "Staleness", "StatisticsRows", "TableProfile",
     "TableStatistics", "TableSummary", "VersionInfo", "Versions", "column_json",
-    "frozen_row", "json_field", "jsonable", "table_of",
+    "estimate_conjunct", "estimate_partition", "frozen_row", "json_field", "jsonable",
+    "table_of",
 ]

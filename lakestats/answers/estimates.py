@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -24,12 +24,32 @@ from lakestats.answers.base import (
 )
 
 
-def _read_only(rows: Sequence[Mapping[str, object]]) -> tuple[Row, ...]:
-    """``rows`` made read-only (``frozen_row``); rows that already are are kept as they
-    are, checked at C speed (an estimate lists up to every partition)."""
-    if set(map(type, rows)) <= {MappingProxyType}:
-        return tuple(rows)
-    return tuple(p if type(p) is MappingProxyType else frozen_row(p) for p in rows)
+def estimate_partition(
+    partition: Mapping[str, object],
+    name: str,
+    partition_rows: int,
+    row_count: float,
+    lower: int,
+    upper: int,
+    exact: bool,
+    method: str,
+) -> Row:
+    """One partition that can match, as ``Estimate.partitions`` lists it."""
+    return MappingProxyType({
+        "partition": partition, "name": name, "partition_rows": partition_rows,
+        "row_count": row_count, "lower": lower, "upper": upper, "exact": exact,
+        "method": method,
+    })
+
+
+def estimate_conjunct(
+    predicate: str, row_count: float, lower: int, upper: int, exact: bool, selectivity: float
+) -> Row:
+    """One top-level conjunct's estimate, as ``Estimate.detail`` lists it."""
+    return MappingProxyType({
+        "predicate": predicate, "row_count": row_count, "lower": lower, "upper": upper,
+        "exact": exact, "selectivity": selectivity,
+    })
 
 
 @dataclass(frozen=True)
@@ -62,23 +82,6 @@ class Estimate(Tabular):
     )
     """Set when the count comes from statistics computed for this predicate
     (``analyze --where``)."""
-
-    @classmethod
-    def of(cls, result: Mapping[str, object], version: int, snapshot_id: int | None) -> Estimate:
-        return cls(
-            predicate=str(result["predicate"]),
-            row_count=float(result["row_count"]),
-            lower=int(result["lower"]),
-            upper=int(result["upper"]),
-            exact=bool(result["exact"]),
-            selectivity=float(result["selectivity"]),
-            table_rows=int(result["table_rows"]),
-            version=version,
-            snapshot_id=snapshot_id,
-            partitions=_read_only(result["partitions"]),
-            detail=tuple(frozen_row(d) for d in result["detail"]),
-            derived_version=result.get("derived_version"),
-        )
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ class Job:
     slices: list[Slice]
     partition_paths: list[str]  # per partition index
     slice_partition: list[int] = field(default_factory=list)  # task -> partition index
-    row_filter: object | None = None  # a lakestats.query.predicates tree: only rows where TRUE
+    row_filter: object | None = None  # a lakestats.query.predicate tree: only rows where TRUE
     # extra work on each partition's rows (``compute/sample/tasks.SampleHook``); its rows
     # travel in the summary under "extra", its bytes count in "bytes_written"
     hook: object | None = None

@@ -1,33 +1,16 @@
-"""Partition statistics for the estimator from the version's partition index.
+"""The partition index as the estimator's ``PartitionSource`` (``query.source``).
 
-``partitions_of(reader, columns)`` returns one ``IndexPartition`` (a
-``lakestats.query.predicates.PartitionStatistics``) per partition of the version, with the
-scalars of every partition (row, null, NaN and distinct counts, min and max keys,
-complete / all-distinct flags) taken from ONE read of ``partition_index.parquet``: the
-row groups of ``columns`` only. Frequencies and histograms are not in the index: they are
-loaded lazily, only when an estimate asks for them (a range inside [min, max] without
-complete frequencies, an equality on a value the scalars cannot decide): for ordered
-columns from the version's partition histograms (``store/partition_histograms``: per part
-holding any of them, one read per column of the partitions the estimator said it will look
-at, ``expect``),
-else per partition and column through the file provider (``estimate_source.ReaderPartition``).
-Both build them with the same functions (``estimate_source.frequencies_of`` /
-``histogram_of``), so the numbers are the file provider's. Partitions min/max, null counts
-or all-distinct flags settle never open a file.
-
-The answer is an ``IndexPartitions`` sequence: its partitions are made only when asked
-for, and it also hands the estimator each column's scalars as vectors (``vectors``), so
-``predicates.estimate`` prunes every partition with NumPy/Arrow in one pass per conjunct
-and visits only the survivors one by one (``lakestats.stats.selectivity_vector``), and
-the per-partition counts of values the table level records for categorical columns
-(``point_counts``, one read of the table-level ``frequencies.parquet``), which answer an
-equality over complete partition frequencies without a partition file.
-
-Versions without an index (written before it existed, or with ``--partitions-only``)
-fall back to ``estimate_source.partitions_of``.
-
-Over 400 lines because it is one provider: the lazy sequence, its vectors and the two
-lazy sources (partition histograms, files) answer the same estimator protocol together.
+``partitions_of(reader, columns)`` takes the scalars of every partition (row, null, NaN
+and distinct counts, min and max keys, complete / all-distinct flags) from ONE read of
+``partition_index.parquet`` (the row groups of ``columns`` only) and hands them to the
+estimator as vectors, with the per-partition counts of values the table level records for
+categorical columns (``point_counts``, one read of the table-level ``frequencies.parquet``).
+Its ``IndexPartition``s are made when asked for; their frequencies and histograms are
+loaded only when an estimate needs them: for ordered columns from the version's partition
+histograms (``held``: one read per column of the partitions the estimator said it will
+look at, ``expect``), else from the partition's files (``sources.ReaderPartition``), both
+built with the same functions (``sources.frequencies_of`` / ``histogram_of``), so the
+numbers are the files'. Versions without an index fall back to ``sources.partitions_of``.
 """
 
 from __future__ import annotations
@@ -39,11 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.query import estimate_source
+from lakestats.query import sources
+from lakestats.query.held import LISTED_ROWS, _Held
 from lakestats.stats.arrays import (
     binary_array,
-    binary_values,
-    bool_array,
     int64_array,
     int_values,
     integer_array,
@@ -56,10 +38,6 @@ from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
 from lakestats.store.partition_histograms import (
     HELD_KINDS,
-    PartitionHistograms,
-    int_keys,
-    ints_as_keys,
-    key_ints,
     key_width,
 )
 from lakestats.store.partition_index import SCALAR_FIELDS, partition_summaries
@@ -67,8 +45,6 @@ from lakestats.store.reader import StatisticsReader
 
 FIELDS = SCALAR_FIELDS
 """What the estimator reads from the index."""
-LISTED_ROWS = 1_000
-"""Index rows of a column up to which ``_Columns.row`` converts them all at once."""
 KEPT_ROWS = 100_000
 """Table-level frequency rows of one column kept in memory for point counts (more are
 read again for each new set of keys)."""
@@ -129,231 +105,6 @@ def _identity(slot: np.ndarray) -> bool:
     return bool(np.array_equal(slot, np.arange(len(slot))))
 
 
-FREQUENCY_FIELDS = [
-    "frequencies_count",
-    "frequencies_truncated",
-    "frequencies_min",
-    "frequency_values",
-    "frequency_ints",
-    "frequency_counts",
-]
-HISTOGRAM_FIELDS = ["histogram_lower", "histogram_width", "histogram_counts"]
-"""What the estimator reads from the partition histograms: the frequency fields
-and the histogram fields of a column are read separately, each only when needed."""
-
-
-WHOLE_GROUPS_PARTITIONS = 1000
-"""Up to this many partitions, a held column's load keeps every row of the row groups it
-decodes (``_HeldPart``); above, the rows kept would make each new point count (which
-scans the loaded rows) cost more than the reads it saves."""
-
-
-class _HeldPart:
-    """Some fields of one column's rows of the partition histograms, by partition
-    position, read on first need: for the partitions the estimator said it will look at
-    (``expected``), or for all of them, and, for tables of up to
-    ``WHOLE_GROUPS_PARTITIONS`` partitions, the column's other rows in the row groups
-    that read decodes (a resident estimator's later predicates need them, for free now)."""
-
-    def __init__(
-        self, source: PartitionHistograms, column_index: int, expected: np.ndarray,
-        fields: list[str], width: int = 8,
-    ) -> None:
-        self.source = source
-        self.column_index = column_index
-        self.width = width  # of the keys its int lists hold (``key_width``)
-        self.expected = expected
-        self.fields = fields
-        self.lists = [f for f in fields if f.endswith(("_values", "_ints", "_counts"))]
-        self.slot = np.full(len(expected), -1, dtype=np.int64)
-        self.loaded = np.zeros(len(expected), dtype=bool)
-        self.tables: list[tuple[pa.Table, dict[str, np.ndarray]]] = []
-        self.scalars: dict[int, dict[str, list]] = {}
-        self.lock = threading.Lock()
-
-    def load(self, positions: np.ndarray) -> None:
-        with self.lock:
-            wanted = positions[~self.loaded[positions]]
-            if not len(wanted):
-                return
-            whole = len(self.loaded) <= WHOLE_GROUPS_PARTITIONS
-            table = self.source.read(
-                self.column_index, wanted, self.fields, whole_groups=whole
-            ).combine_chunks()
-            ids = numbers(table.column("partition_id"))
-            fresh = ~self.loaded[ids]  # the groups' other rows: those not loaded before
-            if not fresh.all():
-                table = table.filter(bool_array(fresh))
-                ids = ids[fresh]
-            offsets = {
-                name: numbers(table.column(name).chunk(0).offsets)
-                if table.num_rows else np.zeros(1, np.int32)
-                for name in self.lists
-            }
-            base = sum(t.num_rows for t, _ in self.tables)
-            self.tables.append((table, offsets))
-            self.slot[ids] = base + np.arange(len(ids))
-            self.loaded[wanted] = True
-            self.loaded[ids] = True
-
-    def ensure(self, position: int) -> None:
-        if not self.loaded[position]:
-            if self.expected[position]:
-                self.load(np.flatnonzero(self.expected))
-            else:
-                self.load(np.arange(len(self.loaded)))
-
-    def row(self, position: int) -> HeldRow | None:
-        """The partition's row, or None when the file has none for it."""
-        self.ensure(position)
-        j = int(self.slot[position])
-        if j < 0:
-            return None
-        for k, (table, offsets) in enumerate(self.tables):
-            if j < table.num_rows:
-                return HeldRow(table, offsets, j, self._scalars(k, table, offsets),
-                               self.width)
-            j -= table.num_rows
-        return None
-
-    def _scalars(self, k: int, table: pa.Table, offsets: dict) -> dict[str, list] | None:
-        """The ``k``-th loaded table's non-list fields as Python lists (made once), when
-        it has at most ``LISTED_ROWS`` rows."""
-        if table.num_rows > LISTED_ROWS:
-            return None
-        found = self.scalars.get(k)
-        if found is None:
-            found = self.scalars[k] = {
-                f: table.column(f).to_pylist() for f in table.column_names if f not in offsets
-            }
-        return found
-
-
-class _Held:
-    """One column of the partition histograms: its frequency and histogram fields."""
-
-    def __init__(self, source: PartitionHistograms, column_index: int, partitions: int,
-                 width: int = 8) -> None:
-        self.expected = np.zeros(partitions, dtype=bool)
-        self.generation = 0  # bumped when ``expected`` grows (point counts depend on it)
-        self.width = width  # of the keys the int lists hold (``key_width``)
-        self.frequencies = _HeldPart(source, column_index, self.expected, FREQUENCY_FIELDS,
-                                     width)
-        self.histograms = _HeldPart(source, column_index, self.expected, HISTOGRAM_FIELDS)
-        self._flat: dict[int, tuple[np.ndarray, list[tuple]]] = {}
-
-    def expect(self, positions: np.ndarray) -> None:
-        if not self.expected[positions].all():
-            self.expected[positions] = True
-            self.generation += 1
-
-    def point_counts(self, keys: Sequence[bytes], positions: np.ndarray) -> np.ndarray:
-        """Per partition, the listed count of ``keys`` summed (0 when none is listed) for
-        the partitions at ``positions``; -1 elsewhere."""
-        part = self.frequencies
-        part.load(positions)
-        out = np.full(len(self.expected), -1, dtype=np.int64)
-        binary = binary_array(list(keys))
-        eight = int64_array(key_ints(keys, self.width))
-        for k, (table, _) in enumerate(part.tables):
-            if not table.num_rows:
-                continue
-            ids, flat = self._flattened(k, table)
-            sums = np.zeros(table.num_rows, dtype=np.int64)
-            for (values, rows, counts), wanted in zip(flat, (binary, eight), strict=True):
-                hit = numbers(pc.is_in(values, wanted), False, bool)
-                np.add.at(sums, rows[hit], counts[hit])
-            out[ids] = sums
-        return out
-
-    def _flattened(self, k: int, table: pa.Table) -> tuple[np.ndarray, list[tuple]]:
-        """The ``k``-th loaded table of frequency rows, flattened once: its partition ids
-        and, per value list (binary values, 8-byte ints), the values, their rows and
-        their counts (a resident estimator counts new keys in the same rows)."""
-        if k not in self._flat:
-            ids = numbers(table.column("partition_id"))
-            counts = table.column("frequency_counts").chunk(0)
-            listed = numbers(pc.list_flatten(counts), 0, np.int64)
-            lengths = numbers(pc.list_value_length(counts), 0)
-            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-            flat = []
-            for name in ("frequency_values", "frequency_ints"):
-                lists = table.column(name).chunk(0)
-                rows = numbers(pc.list_parent_indices(lists))
-                # each key's count: its row's first count + its place in the row
-                within = np.arange(len(rows)) - np.searchsorted(rows, rows)
-                at = starts[rows] + within
-                flat.append((pc.list_flatten(lists), rows, listed[at]))
-            self._flat[k] = (ids, flat)
-        return self._flat[k]
-
-
-class HeldRow:
-    """Some fields of one partition x column row of the partition histograms."""
-
-    def __init__(
-        self,
-        table: pa.Table,
-        offsets: dict[str, np.ndarray],
-        j: int,
-        scalars: dict[str, list] | None = None,
-        width: int = 8,
-    ) -> None:
-        self.table, self.offsets, self.j, self.width = table, offsets, j, width
-        if scalars is not None:
-            self.fields = {f: values[j] for f, values in scalars.items()}
-        else:
-            self.fields = {
-                f: table.column(f)[j].as_py() for f in table.column_names if f not in offsets
-            }
-
-    def is_valid(self, name: str) -> bool:
-        return self.table.column(name)[self.j].is_valid
-
-    def _list(self, name: str) -> pa.Array:
-        start, stop = self.offsets[name][self.j : self.j + 2]
-        return self.table.column(name).chunk(0).values.slice(int(start), int(stop - start))
-
-    def frequency_rows(self) -> tuple[list[bytes], np.ndarray]:
-        if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
-            ints = numbers(self._list("frequency_ints"))
-            values = ints_as_keys(ints, self.width)
-        else:
-            values = binary_values(self._list("frequency_values"))
-        return values, numbers(self._list("frequency_counts"), 0, np.int64)
-
-    def frequency_arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """``frequency_rows`` without a Python object per value: the keys as one NumPy
-        array of fixed-width bytes (``S{width}``, compared as ``memcmp``), or None when
-        the keys differ in width or have nulls (``frequency_rows`` then)."""
-        counts = numbers(self._list("frequency_counts"), 0, np.int64)
-        if "frequency_ints" in self.offsets and self.is_valid("frequency_ints"):
-            ints = numbers(self._list("frequency_ints"), 0, np.int64)
-            return int_keys(ints, self.width), counts
-        return fixed_width(self._list("frequency_values")), counts
-
-    def histogram_counts(self) -> np.ndarray:
-        counts = self._list("histogram_counts")
-        return numbers(counts, 0, np.int64)
-
-
-
-def fixed_width(array: pa.Array) -> np.ndarray | None:
-    """A null-free binary array whose values all have one width as a NumPy ``S{width}``
-    array over its buffer, else None."""
-    if array.null_count or array.type != pa.binary() or not len(array):
-        return None
-    buffers = array.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int32)[
-        array.offset : array.offset + len(array) + 1
-    ]
-    width = int(offsets[1] - offsets[0])
-    if width <= 0 or buffers[2] is None or not np.all(np.diff(offsets) == width):
-        return None
-    data = np.frombuffer(buffers[2], dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
-    return data.view(f"S{width}")
-
-
 class IndexPartition:
     """One partition of a version, answered from the partition index (and, for
     histograms and frequencies, from the partition histograms when the version has
@@ -375,12 +126,12 @@ class IndexPartition:
         self.row_count = int(entry.row_count)
         self._columns = columns
         self._held = held
-        self._files: estimate_source.ReaderPartition | None = None
+        self._files: sources.ReaderPartition | None = None
         self._summaries: dict[str, ColumnSummary] = {}
 
-    def _file_partition(self) -> estimate_source.ReaderPartition:
+    def _file_partition(self) -> sources.ReaderPartition:
         if self._files is None:
-            self._files = estimate_source.ReaderPartition(
+            self._files = sources.ReaderPartition(
                 self.reader, self.entry, list(self._columns)
             )
         else:  # a resident estimator may have added columns since
@@ -421,7 +172,7 @@ class IndexPartition:
         found = held.frequencies.row(self.position) if held is not None else None
         if found is None:
             return self._file_partition().summary(column).frequencies
-        return estimate_source.frequencies_of({**row, **found.fields}, found.frequency_rows)
+        return sources.frequencies_of({**row, **found.fields}, found.frequency_rows)
 
     def frequency_arrays(self, column: str) -> Frequencies | None:
         """``summary(column).frequencies`` with its keys as one NumPy ``S{width}`` array
@@ -443,7 +194,7 @@ class IndexPartition:
         arrays = found.frequency_arrays()
         if arrays is None or arrays[0] is None:
             return None
-        return estimate_source.frequencies_of(
+        return sources.frequencies_of(
             {**row, **found.fields}, lambda: arrays, keep_keys=True
         )
 
@@ -457,12 +208,12 @@ class IndexPartition:
             return self._file_partition().summary(column).histogram  # not in the file
         fields = {**found.fields, "histogram_bins": 0 if has else None}
         dtype = self._columns[column].dtype
-        return estimate_source.histogram_of(fields, dtype, True, found.histogram_counts)
+        return sources.histogram_of(fields, dtype, True, found.histogram_counts)
 
 
 class IndexPartitions(Sequence):
     """Every partition of a version (made when asked for), with the columns' scalars as
-    vectors for the batched estimator (``predicates.estimate``)."""
+    vectors for the estimator (``query.estimate``)."""
 
     def __init__(self, reader: StatisticsReader, columns: dict[str, _Columns]) -> None:
         self.reader = reader
@@ -474,11 +225,10 @@ class IndexPartitions(Sequence):
         self._held_lock = threading.Lock()
         self._row_counts: np.ndarray | None = None
         self._visited: dict[str, np.ndarray] = {}
-        self.listed_cache: dict[str, tuple] = {}  # survivors.listed, per column
-        self.row_heads: dict[int, tuple] = {}  # survivor_sets.combine's, per partition
+        self.cache: dict[str, object] = {}  # the estimator's, for this version
+        self._heads: dict[int, tuple] = {}  # a matching partition's first fields
         self._table_rows: dict[str, list[pa.Table]] = {}  # _table_frequency_rows, kept
         self._table_flags: dict[str, dict] = {}  # the table level's frequency flags
-        self.term_cache = None  # term_cache.Terms, made on first use
 
     def add_columns(self, columns: Sequence[str]) -> None:
         """Answer ``columns`` too: the index rows of those not yet read, one read (a
@@ -491,17 +241,9 @@ class IndexPartitions(Sequence):
     def columns(self) -> list[str]:
         return list(self._columns)
 
-    def visited(self, columns: Sequence[str], positions: np.ndarray) -> bool:
-        """Whether every partition at ``positions`` was estimated with all the
-        statistics of ``columns`` before (``mark_visited``): they are in memory."""
-        for column in columns:
-            seen = self._visited.get(column)
-            if seen is None or not seen[positions].all():
-                return False
-        return True
-
     def visited_mask(self, columns: Sequence[str], positions: np.ndarray) -> np.ndarray:
-        """Per position, whether ``visited`` holds for it."""
+        """Per position, whether its statistics of ``columns`` were read in full before
+        (``mark_visited``): they are in memory."""
         out = np.ones(len(positions), dtype=bool)
         for column in columns:
             seen = self._visited.get(column)
@@ -555,6 +297,13 @@ class IndexPartitions(Sequence):
 
     def __iter__(self) -> Iterator[IndexPartition]:
         return (self[i] for i in range(len(self.entries)))
+
+    def head(self, i: int) -> tuple[dict[str, object], str, int]:
+        found = self._heads.get(i)
+        if found is None:
+            part = self[i]
+            found = self._heads[i] = (part.values, part.name, part.row_count)
+        return found
 
     def row_counts(self) -> np.ndarray:
         if self._row_counts is None:
@@ -658,11 +407,11 @@ class IndexPartitions(Sequence):
 
 def partitions_of(
     reader: StatisticsReader, columns: Sequence[str]
-) -> IndexPartitions | list[estimate_source.ReaderPartition]:
+) -> IndexPartitions | sources.ListSource:
     """Every partition of the reader's version, from its index when it has one."""
     columns = list(dict.fromkeys(columns))
     if reader.partition_index() is None:
-        return list(estimate_source.partitions_of(reader, columns))
+        return sources.partitions_of(reader, columns)
     return IndexPartitions(reader, column_data(reader, columns))
 
 

@@ -1,4 +1,4 @@
-"""Evaluate a parsed predicate (``lakestats.query.predicates``) on Arrow data, as SQL does.
+"""Evaluate a parsed predicate (``lakestats.query.predicate``) on Arrow data, as SQL does.
 
 ``evaluate(pred, table)`` returns a boolean array with SQL's three-valued logic: NULL where
 the predicate is UNKNOWN (a comparison with a NULL value; ``x IN (1, NULL)`` for
@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.query import predicates as p
+from lakestats.query import predicate as p
 from lakestats.stats import keys
 
 _COMPARE = {

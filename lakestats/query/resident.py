@@ -12,13 +12,13 @@ are answered from memory after the first:
   added), its ``IndexPartition`` objects with the summaries, frequencies and histograms
   they loaded, and the partition histograms' rows they read (read once per version);
 * each predicate term's per-partition estimates, shared by every predicate that names the
-  term (``term_cache``, kept on the index partitions);
-* the table-level statistics rows (``estimate_source.ReaderPartition``, likewise grown);
+  term (``term_cache``, kept on the source);
+* the table-level statistics rows (``sources.ReaderPartition``, likewise grown);
 * the answers, keyed by the normalized predicate and the estimate's options (equivalent
   spellings share one).
 
 The numbers are those of a fresh estimate: the same estimator runs over the same data
-(``predicates.estimate``); only what it read before is not read again. A statistics version
+(``query.estimate``); only what it read before is not read again. A statistics version
 never changes once published, so nothing here goes stale; a new version gets a new
 ``Resident`` (the handle keys them by version number and drops them when it re-reads the
 table). Derived statistics (``analyze --where``) can appear without a new version: their
@@ -33,7 +33,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Container, Hashable
 from typing import TypeVar
 
-from lakestats.query import estimate_source, index_source, predicates
+from lakestats import answers
+from lakestats.query import estimate as estimator
+from lakestats.query import index_source, predicate, sources, term_cache
 from lakestats.store.reader import StatisticsReader
 from lakestats.threads import collection_paused
 
@@ -72,39 +74,39 @@ class Resident:
         self.reader = reader
         self.version = reader.version.version
         self.snapshot_id = reader.version.snapshot_id
-        self.types = estimate_source.column_types(reader)
+        self.types = sources.column_types(reader)
         self.lock = threading.RLock()
         self._parsed = _Lru(PARSED)
-        self._conditions: dict[str, predicates.Predicate] = {}
+        self._conditions: dict[str, predicate.Predicate] = {}
         self._answers = _Lru(ANSWERS)
-        self._normalized: dict[int, tuple[predicates.Predicate, str]] = {}
+        self._normalized: dict[int, tuple[predicate.Predicate, str]] = {}
         self._derived: dict[str, tuple[float, object]] = {}
         self._derived_keys: tuple[float, frozenset[str]] | None = None
         self._index: index_source.IndexPartitions | None = None
-        self._files: list[estimate_source.ReaderPartition] | None = None
-        self._table: estimate_source.ReaderPartition | None = None
+        self._files: sources.ListSource | None = None
+        self._table: sources.ReaderPartition | None = None
         self._has_index: bool | None = None
 
     # -- parsing ------------------------------------------------------------------------
-    def parse(self, where: str, unanalyzed: Container[str]) -> predicates.Predicate:
-        """``predicates.parse`` once per text (a failing text is not remembered)."""
+    def parse(self, where: str, unanalyzed: Container[str]) -> predicate.Predicate:
+        """``predicate.parse`` once per text (a failing text is not remembered)."""
         with self.lock:
             if where in self._parsed:
                 self._parsed.move_to_end(where)
                 return self._parsed[where]
         with self.lock:  # the conditions parsed before are reused (a planner repeats them)
-            pred = predicates.parse(where, self.types, unanalyzed, self._conditions)
+            pred = predicate.parse(where, self.types, unanalyzed, self._conditions)
         with self.lock:
             self._parsed.take(where, lambda: pred)
         return pred
 
-    def normalized(self, pred: predicates.Predicate) -> str:
-        """``predicates.normalize(pred)``, once per parsed predicate object."""
+    def normalized(self, pred: predicate.Predicate) -> str:
+        """``predicate.normalize(pred)``, once per parsed predicate object."""
         found = self._normalized.get(id(pred))
         if found is None or found[0] is not pred:
             if len(self._normalized) >= PARSED:
                 self._normalized.clear()
-            found = self._normalized[id(pred)] = (pred, predicates.normalize(pred))
+            found = self._normalized[id(pred)] = (pred, predicate.normalize(pred))
         return found[1]
 
     def answered(self, key: Hashable) -> bool:
@@ -147,15 +149,16 @@ class Resident:
             return self._answers.take(key, compute)
 
     def estimate(
-        self, pred: predicates.Predicate, table_level: bool, source: str
-    ) -> dict[str, object]:
-        """``predicates.estimate`` of ``pred`` over the resident partitions (the caller
-        holds ``lock``), with the cyclic garbage collector paused
+        self, pred: predicate.Predicate, table_level: bool, source: str
+    ) -> answers.Estimate:
+        """``query.estimate`` of ``pred`` over the resident partitions (the caller holds
+        ``lock``), with the cyclic garbage collector paused
         (``threads.collection_paused``)."""
         with collection_paused():
-            columns = predicates.columns_of(pred)
+            columns = predicate.columns_of(pred)
+            parts: index_source.IndexPartitions | sources.ListSource
             if table_level:
-                parts = [self.table_partition(columns)]
+                parts = sources.ListSource([self.table_partition(columns)])
             elif source == "index" and self.has_index():
                 parts = self.index_partitions(columns)
             else:
@@ -163,24 +166,26 @@ class Resident:
             table = None
             if not table_level and self.reader.version.table_files:
                 table = self.table_partition(columns)
-            return predicates.estimate(pred, parts, table)
+            return estimator.estimate(pred, parts, table, self.version, self.snapshot_id)
 
-    def prepare(self, preds: list[predicates.Predicate], table_level: bool, source: str) -> None:
+    def derived_answer(self, found: StatisticsReader) -> answers.Estimate:
+        """The answer from ``found``, the derived statistics of a predicate."""
+        return estimator.derived(self.reader, found)
+
+    def prepare(self, preds: list[predicate.Predicate], table_level: bool, source: str) -> None:
         """Before a batch's predicates are estimated one by one: their new terms' scalar
         passes, column by column at once (``term_cache.prefill``); the same numbers."""
         if table_level or source != "index" or not self.has_index():
             return
-        from lakestats.query import term_cache
-
         tops = []
         for pred in preds:
             if self.answered((self.normalized(pred), bool(table_level), source)):
                 continue  # answered before: nothing to compute
-            pred = predicates.push_not(pred)
-            tops.extend(predicates.terms(pred) if isinstance(pred, predicates.And) else [pred])
+            pred = predicate.push_not(pred)
+            tops.extend(predicate.terms(pred) if isinstance(pred, predicate.And) else [pred])
         if not tops:
             return
-        columns = sorted({c for t in tops for c in predicates.columns_of(t)})
+        columns = sorted({c for t in tops for c in predicate.columns_of(t)})
         with self.lock, collection_paused():
             term_cache.prefill(self.index_partitions(columns), tops)
 
@@ -198,17 +203,17 @@ class Resident:
             self._index.add_columns(columns)
         return self._index
 
-    def file_partitions(self, columns: list[str]) -> list[estimate_source.ReaderPartition]:
+    def file_partitions(self, columns: list[str]) -> sources.ListSource:
         if self._files is None:
-            self._files = list(estimate_source.partitions_of(self.reader, columns))
+            self._files = sources.partitions_of(self.reader, columns)
         else:
             for part in self._files:
                 part.add_columns(columns)
         return self._files
 
-    def table_partition(self, columns: list[str]) -> estimate_source.ReaderPartition:
+    def table_partition(self, columns: list[str]) -> sources.ReaderPartition:
         if self._table is None:
-            self._table = estimate_source.table_level(self.reader, columns)[0]
+            self._table = sources.table_level(self.reader, columns)[0]
         else:
             self._table.add_columns(columns)
         return self._table

@@ -1,51 +1,46 @@
-"""The survivors' estimates held as arrays, and their combination into the answer
-(moved out of ``predicates``, whose ``_estimate_batched`` calls them).
+"""The survivors' estimates held as arrays, and their combination into the answer.
 
-After ``_estimate_batched`` prunes the partitions from the scalars, the partitions left
-(the survivors) are estimated term by term with all their statistics: ``vectorised``
-estimates each single-column term for all survivors at once (``survivors.leaf``), reusing
-and filling the term's ``term_cache.Term``, and keeps the result as arrays
-(``Survivors``: conjunct x survivor, ``Estimate`` objects made only where asked).
-``combine`` sums the survivors' answers and lists those that can match, doing
-``predicates.combine_and`` on arrays in the same float operations and order.
+After the estimator (``query.estimate``) prunes the partitions from the scalars, the
+partitions left (the survivors) are estimated term by term with all their statistics:
+``vectorised`` estimates each single-column term for all survivors at once
+(``survivors.leaf``), reusing and filling the term's ``term_cache.Term``, and keeps the
+result as arrays (``Survivors``: conjunct x survivor, ``Estimate`` objects made only where
+asked). ``combine`` sums the survivors' answers and lists those that can match, doing
+``partition_estimate.combine_and`` on arrays in the same float operations and order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from types import MappingProxyType
+from collections.abc import Mapping
 
 import numpy as np
 
-from lakestats.query import predicates as p
+from lakestats import answers
+from lakestats.query import listed
+from lakestats.query.predicate import Predicate
+from lakestats.query.source import PartitionSource
+from lakestats.query.term_cache import Term
 from lakestats.stats import selectivity as sel
+from lakestats.stats import selectivity_vector as sv
 
 
 def combine(
-    partitions,  # noqa: ANN001 - as in _estimate_batched
+    source: PartitionSource,
     n: np.ndarray,
     order: np.ndarray,
     rows: np.ndarray,
     lower: np.ndarray,
     upper: np.ndarray,
-    single: dict[int, list[sel.Estimate]] | None,
-) -> tuple[tuple[float, int, int, bool], list[dict]]:
+    single: Survivors | None,
+) -> tuple[tuple[float, int, int, bool], list[answers.Row]]:
     """The survivors' (``order``) answers summed, and those that can match listed:
     ``combine_and`` of each survivor's conjunct estimates (``rows``, ``lower``, ``upper``:
     conjunct x partition) done on arrays, in the same float operations and order; with one
     conjunct (``single``) its own estimates, methods included."""
-    from lakestats.stats import selectivity_vector as sv
-
-    if isinstance(single, Survivors):  # its arrays, its methods (scaled ones changed)
+    if single is not None:  # its arrays, its methods (scaled ones changed)
         e_rows = rows[0, order].tolist()  # scaled to the table level where it was
         e_lower, e_upper = lower[0, order], upper[0, order]
         methods = _Methods(single)
-    elif single is not None:
-        picked = [single[i][0] for i in order.tolist()]
-        e_rows = [e.rows for e in picked]
-        e_lower = np.asarray([e.lower for e in picked], dtype=np.int64)
-        e_upper = np.asarray([e.upper for e in picked], dtype=np.int64)
-        methods = [e.method for e in picked]
     else:
         k = rows.shape[0]
         nn = n[order]
@@ -66,44 +61,16 @@ def combine(
         total += value
     exact = e_lower == e_upper
     hits = np.flatnonzero(e_upper > 0)
-    heads = _heads(partitions)
-    at = hits.tolist()
+    heads = [source.head(i) for i in order[hits].tolist()]
     matching = [
-        MappingProxyType({  # answers.Estimate.of keeps it as it is
-            "partition": head[0],
-            "name": head[1],
-            "partition_rows": head[2],
-            "row_count": e_rows[x],
-            "lower": low,
-            "upper": high,
-            "exact": same,
-            "method": methods[x],
-        })
+        answers.estimate_partition(*head, e_rows[x], low, high, same, methods[x])
         for x, head, low, high, same in zip(
-            at, [heads(i) for i in order[hits].tolist()], e_lower[hits].tolist(),
-            e_upper[hits].tolist(), exact[hits].tolist(), strict=True,
+            hits.tolist(), heads, e_lower[hits].tolist(), e_upper[hits].tolist(),
+            exact[hits].tolist(), strict=True,
         )
     ]
     summed = (total, int(e_lower.sum()), int(e_upper.sum()), bool(exact.all()))
     return summed, matching
-
-
-def _heads(partitions):  # noqa: ANN001, ANN202 - as in _estimate_batched
-    """Partition ``i``'s (values, name, row count) as a matching row starts, kept on a
-    resident estimator's partitions (the same objects the partitions hold)."""
-    kept = getattr(partitions, "row_heads", None)
-    if kept is None:
-        def head(i: int) -> tuple:
-            part = partitions[i]
-            return part.values, part.name, part.row_count
-        return head
-    def held(i: int) -> tuple:
-        found = kept.get(i)
-        if found is None:
-            part = partitions[i]
-            found = kept[i] = (part.values, part.name, part.row_count)
-        return found
-    return held
 
 
 class _Methods:
@@ -130,20 +97,17 @@ class AndMethods:
 
 
 def vectorised(
-    top: list[p.Predicate],
-    partitions,  # noqa: ANN001 - as in _estimate_batched
+    top: list[Predicate],
+    partitions: PartitionSource,
     survivors: np.ndarray,
     counted: dict[int, np.ndarray],
-    entries: list | None,
+    entries: list[Term],
 ) -> Survivors:
     """``{i: full(i) for i in survivors}`` with the same numbers: each single-column
     condition estimated for all survivors at once (``survivors.leaf``), the partitions it
     cannot decide that way one by one; each term's numbers kept on its
-    ``term_cache.Term`` (``entries``, or throwaway ones), where an earlier predicate may
-    have computed them."""
-    from lakestats.query import survivors as sv_full
-    from lakestats.query.term_cache import Term
-
+    ``term_cache.Term`` (``entries``), where an earlier predicate may have computed
+    them."""
     k = len(top)
     count = len(survivors)
     rows = np.zeros((k, count), dtype=np.float64)
@@ -152,8 +116,6 @@ def vectorised(
     codes = np.zeros((k, count), dtype=np.int64)
     alone = np.zeros((k, count), dtype=bool)  # estimated one by one
     ready = np.zeros((k, count), dtype=bool)  # ... and their numbers on the Term
-    if entries is None:
-        entries = [Term(len(partitions)) for _ in top]
     for j, term in enumerate(top):
         entry = entries[j]
         entry.fill(term, partitions, survivors)
@@ -168,7 +130,7 @@ def vectorised(
             rows[j] = np.where(have, got, rows[j])
             lower[j] = np.where(have, got, lower[j])
             upper[j] = np.where(have, got, upper[j])
-            codes[j] = np.where(have, sv_full.FREQUENCIES, codes[j])
+            codes[j] = np.where(have, listed.FREQUENCIES, codes[j])
             alone[j] &= ~have
     for j, x in zip(*np.nonzero(alone & ~ready), strict=True):
         # what full(i) gives for this conjunct (its table-level count was taken above)
@@ -184,7 +146,7 @@ class _OneByOne:
     """Conjunct ``j``'s one-by-one estimate of partition ``i`` (``[j, i]``), as its
     ``Term`` keeps it."""
 
-    def __init__(self, top: list, entries: list, partitions) -> None:  # noqa: ANN001
+    def __init__(self, top: list, entries: list[Term], partitions: PartitionSource) -> None:
         self.top, self.entries, self.partitions = top, entries, partitions
 
     def __getitem__(self, key: tuple[int, int]) -> sel.Estimate:
@@ -198,11 +160,34 @@ class Survivors:
     a change to one stays), their methods from the codes (``survivors.method_name``) or,
     where a conjunct was estimated one by one, from that estimate (``one_by_one``)."""
 
-    def __init__(self, survivors, rows, lower, upper, codes, alone, one_by_one) -> None:  # noqa: ANN001
+    def __init__(
+        self,
+        survivors: np.ndarray,
+        rows: np.ndarray,
+        lower: np.ndarray,
+        upper: np.ndarray,
+        codes: np.ndarray,
+        alone: np.ndarray,
+        one_by_one: Mapping[tuple[int, int], sel.Estimate] | _OneByOne,
+    ) -> None:
         self.survivors, self.rows, self.lower, self.upper = survivors, rows, lower, upper
         self.codes, self.alone, self.one_by_one = codes, alone, one_by_one
         self._at: dict[int, int] | None = None
         self.made: dict[int, list[sel.Estimate]] = {}
+
+    @classmethod
+    def of(cls, survivors: np.ndarray, got: dict[int, list[sel.Estimate]], k: int) -> Survivors:
+        """The survivors estimated one by one (``got``: partition -> conjuncts)."""
+        count = len(survivors)
+        rows = np.zeros((k, count), dtype=np.float64)
+        lower = np.zeros((k, count), dtype=np.int64)
+        upper = np.zeros((k, count), dtype=np.int64)
+        for x, i in enumerate(survivors.tolist()):
+            for j, e in enumerate(got[i]):
+                rows[j, x], lower[j, x], upper[j, x] = e.rows, e.lower, e.upper
+        one_by_one = {(j, i): e for i, conjuncts in got.items() for j, e in enumerate(conjuncts)}
+        return cls(survivors, rows, lower, upper, np.zeros((k, count), dtype=np.int64),
+                   np.ones((k, count), dtype=bool), one_by_one)
 
     @property
     def at(self) -> dict[int, int]:
@@ -214,12 +199,6 @@ class Survivors:
     def __contains__(self, i: object) -> bool:
         return i in self.at
 
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.at)
-
-    def __len__(self) -> int:
-        return len(self.at)
-
     def __getitem__(self, i: int) -> list[sel.Estimate]:
         if i not in self.made:
             x = self.at[i]
@@ -229,14 +208,9 @@ class Survivors:
     def _estimate(self, j: int, x: int) -> sel.Estimate:
         if self.alone[j, x]:
             return self.one_by_one[j, int(self.survivors[x])]
-        from lakestats.query.survivors import method_name
-
         low, high = int(self.lower[j, x]), int(self.upper[j, x])
         return sel.Estimate(float(self.rows[j, x]), low, high, low == high,
-                            method_name(int(self.codes[j, x])))
-
-    def items(self) -> Iterator[tuple[int, list[sel.Estimate]]]:
-        return ((i, self[i]) for i in self.at)
+                            listed.method_name(int(self.codes[j, x])))
 
     def method(self, j: int, x: int) -> str:
         i = int(self.survivors[x])
@@ -244,9 +218,7 @@ class Survivors:
             return self.made[i][j].method
         if self.alone[j, x]:
             return self.one_by_one[j, i].method
-        from lakestats.query.survivors import method_name
-
-        return method_name(int(self.codes[j, x]))
+        return listed.method_name(int(self.codes[j, x]))
 
 
 __all__ = ["AndMethods", "Survivors", "combine", "vectorised"]

@@ -1,5 +1,5 @@
 """``survivors.leaf`` of many single-range conditions on one column at once (a planner's
-batch: issue 25).
+batch).
 
 A batch brings many new conditions per column; each one's full estimate over the
 partitions is ~60 NumPy operations on short arrays, so per condition the cost is their
@@ -17,6 +17,7 @@ import bisect
 
 import numpy as np
 
+from lakestats.query import listed
 from lakestats.query import survivors as sv_full
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import selectivity as sel
@@ -24,7 +25,7 @@ from lakestats.stats import selectivity_vector as sv
 from lakestats.stats.kinds import Kind, kind_of
 
 
-def _listed_in(table: sv_full.Listed, parts: np.ndarray, ranges: list[kr.KeyRange]) -> np.ndarray:
+def _listed_in(table: listed.Listed, parts: np.ndarray, ranges: list[kr.KeyRange]) -> np.ndarray:
     """``table.listed_in(parts, r)`` for every range (rows)."""
     if table.fixed is not None:
         fixed = table.fixed
@@ -35,9 +36,9 @@ def _listed_in(table: sv_full.Listed, parts: np.ndarray, ranges: list[kr.KeyRang
         cumulative = fixed.cumulative
     else:
         ordered = table.ordered
-        start = np.array([max(0, bisect.bisect_left(ordered, r.start, key=sv_full._at))
+        start = np.array([max(0, bisect.bisect_left(ordered, r.start, key=sel.key_position))
                           for r in ranges], dtype=np.int64)
-        end = np.array([bisect.bisect_left(ordered, r.end, key=sv_full._at) for r in ranges],
+        end = np.array([bisect.bisect_left(ordered, r.end, key=sel.key_position) for r in ranges],
                        dtype=np.int64)
         keys_, stride = table.keys, table.stride
         span_start, span_end = table.span_start, table.span_end
@@ -53,7 +54,7 @@ def _listed_in(table: sv_full.Listed, parts: np.ndarray, ranges: list[kr.KeyRang
 def leaf_many(
     vectors: sv.Vectors,
     ranges: list[kr.KeyRange],
-    table: sv_full.Listed,
+    table: listed.Listed,
     parts: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per range (rows) and partition of ``parts`` (columns): ``leaf`` of the condition
@@ -84,7 +85,7 @@ def leaf_many(
         listed_in = _listed_in(table, parts, ranges)
         value = np.where(counted, listed_in, value)
     r_rows, r_lower, r_upper = value.astype(np.float64), value.copy(), value.copy()
-    r_code = np.where(counted, sv_full.FREQUENCIES, sv_full._MIN_MAX)
+    r_code = np.where(counted, listed.FREQUENCIES, listed.MIN_MAX)
     if ranged.any():
         x, y = np.nonzero(ranged)
         at = parts[y]
@@ -126,7 +127,7 @@ def leaf_many(
     rows = np.where(empty, 0.0, rows)
     lower = np.where(empty, 0, lower)
     upper = np.where(empty, 0, upper)
-    code = np.where(empty, sv_full._EMPTY, code)
+    code = np.where(empty, listed.EMPTY, code)
     fallback = fallback & ~empty
     return rows, lower, upper, code, fallback
 

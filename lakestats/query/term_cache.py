@@ -1,15 +1,15 @@
 """Per-term estimates kept by a resident estimator, shared by every predicate that names
-the term (issue 25: a cache keyed by statistics version and normalised predicate, one
-level below the answers).
+the term: a cache keyed by statistics version and normalised term, one level below the
+answers.
 
-``predicates._estimate_batched`` estimates a conjunction term by term: first every term
+The estimator (``query.estimate``) estimates a conjunction term by term: first every term
 from the scalars for every partition (pruning), then every term with all the statistics
 for the partitions left (the survivors). Neither number depends on the other terms of the
 conjunction: a term's scalar estimate of partition ``i`` is a function of the term and
 the partition's scalars, its full estimate a function of the term and the partition's
 statistics. A planner asks many conjunctions that share terms (the same filter with
 different companions, a batch of selectivities of one query), so each term's numbers are
-kept, per partition, on the resident partitions (``IndexPartitions.term_cache``) and a
+kept, per partition, on the resident source (``PartitionSource.cache``) and a
 later conjunction with that term reuses them:
 
 * ``Term.scalar``: the scalar pass over all partitions (``rows``, ``lower``, ``upper``;
@@ -34,14 +34,17 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
+from lakestats.query import listed, survivors_many
+from lakestats.query import partition_estimate as pe
+from lakestats.query import survivors as sv_full
+from lakestats.query.predicate import Predicate, column_set, columns_of, is_set
+from lakestats.query.source import PartitionSource
+from lakestats.stats import scalar_many as sm
 from lakestats.stats import selectivity as sel
 
 MAX_VALUES = 2_000_000
 """Partition x term numbers kept per resident partitions (about 5 arrays of 8 bytes
 each): 16 terms at least, 4096 at most."""
-
-ENABLED = True
-"""Whether resident estimates reuse terms (the tests compare with and without)."""
 
 
 class Term:
@@ -69,35 +72,30 @@ class Term:
     def covers(self, positions: np.ndarray) -> bool:
         return self.have is not None and bool(self.have[positions].all())
 
-    def fill(self, term, partitions, positions: np.ndarray) -> None:  # noqa: ANN001
+    def fill(self, term: Predicate, partitions: PartitionSource, positions: np.ndarray) -> None:
         """The full estimate of the ``positions`` not estimated yet: ``survivors.leaf``
         where the vectors decide, else marked ``alone`` (estimated one by one when
         asked, ``estimate``)."""
-        from lakestats.query import predicates as p
-        from lakestats.query import survivors as sv_full
-
         self._arrays()
         missing = positions[~self.have[positions]]
         if not len(missing):
             return
-        cols = p.columns_of(term)
-        vectors = partitions.vectors(cols[0]) if len(cols) == 1 and p._is_set(term) else None
-        table = sv_full.listed(partitions, cols[0], missing) if vectors is not None else None
+        cols = columns_of(term)
+        vectors = partitions.vectors(cols[0]) if len(cols) == 1 and is_set(term) else None
+        table = listed.listed(partitions, cols[0], missing) if vectors is not None else None
         if table is None or table.too_big:
             self.alone[missing] = True
         else:
-            got = sv_full.leaf(vectors, p.column_set(term), table, missing)
+            got = sv_full.leaf(vectors, column_set(term), table, missing)
             (self.rows[missing], self.lower[missing], self.upper[missing],
              self.codes[missing], self.alone[missing]) = got
         self.have[missing] = True
 
-    def estimate(self, term, partitions, i: int) -> sel.Estimate:  # noqa: ANN001
+    def estimate(self, term: Predicate, partitions: PartitionSource, i: int) -> sel.Estimate:
         """Partition ``i``'s one-by-one estimate (kept)."""
         found = self.one_by_one.get(i)
         if found is None:
-            from lakestats.query import predicates as p
-
-            found = self.one_by_one[i] = p._estimate(term, partitions[i])
+            found = self.one_by_one[i] = pe.estimate(term, partitions[i])
             self._numbers(i, found)
         return found
 
@@ -143,26 +141,21 @@ class Terms(OrderedDict):
         return found
 
 
-def prefill(partitions, terms: list) -> None:  # noqa: ANN001
+def prefill(partitions: PartitionSource, terms: list[Predicate]) -> None:
     """The scalar pass of a batch's new terms, each column's single-range terms at once
     (``scalar_many``), kept as ``Term.scalar`` before the batch's predicates are
     estimated one by one (which then reuse them). A term with a partition the stacked
     pass cannot decide is left to the one-term pass."""
-    from lakestats.query import predicates as p
-    from lakestats.stats import scalar_many as sm
-
     cache = terms_of(partitions)
-    if cache is None:
-        return
     by_column: dict[str, dict] = {}
     for term in terms:
-        cols = p.columns_of(term)
-        if len(cols) != 1 or not p._is_set(term):
+        cols = columns_of(term)
+        if len(cols) != 1 or not is_set(term):
             continue
         entry = cache.of(term)
         if entry.scalar is not None:
             continue
-        cs = p.column_set(term)
+        cs = column_set(term)
         if sm.takes(cs.true, cs.null == "T"):
             by_column.setdefault(cols[0], {}).setdefault(cs.true[0], []).append(entry)
     live = partitions.row_counts() > 0
@@ -188,9 +181,7 @@ def _prefill_full(partitions, column, vectors, groups, upper, live) -> None:  # 
     partitions the column's laid-out listed values already cover where some of them
     keeps rows (a superset of any conjunction's survivors there), kept as
     ``Term.fill`` keeps it."""
-    from lakestats.query import survivors_many
-
-    found = getattr(partitions, "listed_cache", {}).get(column)
+    found = partitions.cache.get("listed", {}).get(column)
     if found is None or found[1].too_big:
         return
     covered, table = found
@@ -214,15 +205,12 @@ def _prefill_full(partitions, column, vectors, groups, upper, live) -> None:  # 
             entry.have[missing] = True
 
 
-def terms_of(partitions) -> Terms | None:  # noqa: ANN001
-    """The resident partitions' ``Terms`` (made on first use), None where they keep
-    none."""
-    if not ENABLED:
-        return None
-    found = getattr(partitions, "term_cache", None)
-    if found is None and hasattr(partitions, "term_cache"):
-        found = partitions.term_cache = Terms(len(partitions))
+def terms_of(partitions: PartitionSource) -> Terms:
+    """The source's ``Terms`` (made on first use)."""
+    found = partitions.cache.get("terms")
+    if found is None:
+        found = partitions.cache["terms"] = Terms(len(partitions))
     return found
 
 
-__all__ = ["ENABLED", "MAX_VALUES", "Term", "Terms", "prefill", "terms_of"]
+__all__ = ["MAX_VALUES", "Term", "Terms", "prefill", "terms_of"]

@@ -41,7 +41,7 @@ from lakestats.stats.kinds import Kind, kind_of
 class _cached:
     """``functools.cached_property`` without its lock: Python 3.11's holds one lock per
     property over all instances while the value is computed, so the survivors' reads on
-    threads (``predicates._estimate_batched``) would wait for each other's frequencies
+    threads (``query.estimate``) would wait for each other's frequencies
     and histograms. Two threads computing one instance's value at once both compute it
     (the same value; one is kept)."""
 
@@ -162,32 +162,6 @@ NAN_KEY: bytes = keys.encode_value(float("nan"), pa.float64())  # no pa.array: n
 
 
 # -- public estimators ------------------------------------------------------------------
-
-
-def is_null(s: ColumnSummary, negated: bool = False) -> Estimate:
-    return Estimate.count(s.non_null if negated else s.null_count, "null count")
-
-
-def equals(s: ColumnSummary, key: bytes) -> Estimate:
-    return estimate_keys(s, kr.points([key]))
-
-
-def in_list(s: ColumnSummary, key_list: list[bytes]) -> Estimate:
-    return estimate_keys(s, kr.points(key_list))
-
-
-def value_range(
-    s: ColumnSummary,
-    lower: bytes | None,
-    lower_inclusive: bool,
-    upper: bytes | None,
-    upper_inclusive: bool,
-) -> Estimate:
-    return estimate_keys(s, kr.between(lower, lower_inclusive, upper, upper_inclusive))
-
-
-def prefix(s: ColumnSummary, text: str) -> Estimate:
-    return estimate_keys(s, kr.prefix_range(text.encode("utf-8")))
 
 
 def estimate_keys(s: ColumnSummary, key_set: kr.KeySet) -> Estimate:
@@ -565,12 +539,7 @@ __all__ = [
     "Estimate",
     "Frequencies",
     "Histogram",
-    "equals",
     "estimate_keys",
-    "in_list",
-    "is_null",
     "like",
-    "prefix",
     "storage_number",
-    "value_range",
 ]

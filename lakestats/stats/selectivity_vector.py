@@ -3,7 +3,8 @@
 ``scalar_estimates(v, key_set, null_true)`` returns, per partition, what
 ``selectivity.estimate_keys`` (plus the null rows when ``null_true``) gives for a
 ``ColumnSummary`` that has only its scalars (counts, min and max keys; no frequencies, no
-histogram): the numbers ``predicates`` uses to prune a partition before it loads anything.
+histogram): the numbers the estimator (``query.estimate``) uses to prune a partition
+before it loads anything.
 The arithmetic is the scalar path's, case by case (min/max pruning, a range covering
 [min, max], an equality's ``rows / distinct`` with bound ``rows``, the key interpolation of
 a range over min/max), so the results are the same numbers; the only Python work is per

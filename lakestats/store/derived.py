@@ -1,7 +1,7 @@
 """Derived statistics: the statistics of the rows a predicate keeps (``analyze --where``).
 
 A derived entry is a statistics store of its own under the table's, keyed by the
-normalized predicate (``predicates.normalize``)::
+normalized predicate (``query.predicate.normalize``)::
 
     <root>/derived/<first 16 hex of sha256(normalized predicate)>/
         predicate.json            {"predicate": normalized text, "key": ...}

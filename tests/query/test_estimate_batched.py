@@ -4,9 +4,9 @@ A generated table of 64 partitions with shifted ranges (so min/max prunes most p
 for most predicates), NULLs, NaN, complete and truncated frequencies and a categorical
 string column with complete frequencies (whose table-level frequencies record
 per-partition counts). For every
-conjunction the index provider (``predicates._estimate_batched``) must give the numbers of
-the per-partition file provider (``source="files"``: ``predicates.estimate`` one partition
-at a time), hold DuckDB's true count inside its bounds (per partition too) and equal it
+conjunction the index source (``query.estimate`` over its vectors) must give the numbers of
+the per-partition file source (``source="files"``: the estimator over a plain list, one
+partition at a time), hold DuckDB's true count inside its bounds (per partition too) and equal it
 where it claims exactness. The vectorised scalar estimates
 (``stats/selectivity_vector.py``) are also compared one by one with the scalar path.
 """
@@ -22,7 +22,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakestats.api as ls
-from lakestats.query import estimate_source, index_source, predicates
+from lakestats.query import index_source, sources
+from lakestats.query import partition_estimate as pe
+from lakestats.query import predicate as predicates
+from lakestats.query.estimate import estimate
 from lakestats.stats import selectivity_vector as sv
 
 pytestmark = pytest.mark.spark
@@ -219,10 +222,10 @@ def test_a_fresh_handle_opens_no_partition_file(table, where: str) -> None:
 )
 def test_vector_scalar_estimates_equal_the_scalar_path(table, where: str) -> None:
     """Per partition, ``selectivity_vector.scalar_estimates`` gives the scalar path's
-    (``predicates._ScalarView``) rows and bounds, except where it hands a partition back."""
+    (``partition_estimate.ScalarView``) rows and bounds, except where it hands a partition back."""
     lt, _ = table
     reader = lt.reader()
-    pred = predicates.push_not(predicates.parse(where, estimate_source.column_types(reader)))
+    pred = predicates.push_not(predicates.parse(where, sources.column_types(reader)))
     column = predicates.columns_of(pred)[0]
     parts = index_source.partitions_of(reader, [column])
     cs = predicates.column_set(pred)
@@ -234,7 +237,7 @@ def test_vector_scalar_estimates_equal_the_scalar_path(table, where: str) -> Non
         if batch.fallback[i]:
             handed_back += 1
             continue
-        e = predicates._estimate(pred, predicates._ScalarView(part))
+        e = pe.estimate(pred, pe.ScalarView(part))
         assert (batch.rows[i], batch.lower[i], batch.upper[i]) == (e.rows, e.lower, e.upper), (
             where, i, e)
     assert handed_back <= (PARTITIONS if column == "s" else 0)
@@ -251,17 +254,18 @@ SINGLES = [
 
 @pytest.mark.parametrize("where", SINGLES + CONJUNCTIONS)
 def test_batched_is_exactly_the_per_partition_path_over_the_index(table, where: str) -> None:
-    """Over the same index partitions, the batched estimator's answer is the
-    per-partition path's, exactly (numbers, methods, partitions, detail)."""
+    """Over the same index partitions, the estimator's answer with the vectors is its
+    answer over them as a plain list (each one by one), exactly (numbers, methods,
+    partitions, detail)."""
     lt, _ = table
     reader = lt.reader()
     pred = predicates.parse(where, _types(reader))
     cols = predicates.columns_of(pred)
-    table_part = estimate_source.table_level(reader, cols)[0]
-    batched = predicates.estimate(pred, index_source.partitions_of(reader, cols), table_part)
-    plain = list(index_source.partitions_of(reader, cols))
-    one_by_one = predicates.estimate(pred, plain, estimate_source.table_level(reader, cols)[0])
-    assert batched == one_by_one
+    table_part = sources.table_level(reader, cols)[0]
+    batched = estimate(pred, index_source.partitions_of(reader, cols), table_part, 1, None)
+    plain = sources.ListSource(list(index_source.partitions_of(reader, cols)))
+    one_by_one = estimate(pred, plain, sources.table_level(reader, cols)[0], 1, None)
+    assert batched.to_json() == one_by_one.to_json()
 
 
 def _types(reader) -> dict:

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakestats.query import predicates
+from lakestats.query import predicate as predicates
 from lakestats.query.predicate_eval import evaluate, matching_rows
 from tests.query.test_estimate import PREDICATES, _partition
 

@@ -11,7 +11,10 @@ import sqlglot
 
 import lakestats.api as ls
 from lakestats.errors import InvalidArgumentError, InvalidPredicateError, LakestatsError
-from lakestats.query import predicates
+from lakestats.query import estimate as estimator
+from lakestats.query import predicate as predicates
+from lakestats.query.predicate import plain
+from lakestats.query.predicate.parse import _parse_general, _Parser
 from tests.query import test_estimate_batched as batched
 
 pytestmark = pytest.mark.spark
@@ -64,18 +67,18 @@ def test_parsed_once_and_shared_between_spellings(table, monkeypatch) -> None:
     lt, _ = table
     warm = ls.open_table(lt.root_dir)
     calls = {"parse": 0, "estimate": 0}
-    parse, estimate = predicates.parse, predicates.estimate
+    parse, estimate = predicates.parse, estimator.estimate
 
     def counted_parse(*args: object, **kwargs: object) -> predicates.Predicate:
         calls["parse"] += 1
         return parse(*args, **kwargs)
 
-    def counted_estimate(*args: object, **kwargs: object) -> dict:
+    def counted_estimate(*args: object, **kwargs: object) -> object:
         calls["estimate"] += 1
         return estimate(*args, **kwargs)
 
     monkeypatch.setattr(predicates, "parse", counted_parse)
-    monkeypatch.setattr(predicates, "estimate", counted_estimate)
+    monkeypatch.setattr(estimator, "estimate", counted_estimate)
     first = warm.estimate("i >= 1500 AND f > 30")
     assert calls == {"parse": 1, "estimate": 1}
     assert warm.estimate("i >= 1500 AND f > 30") == first
@@ -123,12 +126,12 @@ NOT_SIMPLE = [
 
 @pytest.mark.parametrize("text", SIMPLE)
 def test_simple_comparison_is_sqlglots_tree(text: str) -> None:
-    assert predicates.simple_comparison(text) == sqlglot.parse_one(text)
+    assert plain.simple_comparison(text) == sqlglot.parse_one(text)
 
 
 @pytest.mark.parametrize("text", NOT_SIMPLE)
 def test_other_conditions_go_to_sqlglot(text: str) -> None:
-    assert predicates.simple_comparison(text) is None
+    assert plain.simple_comparison(text) is None
 
 
 TYPES = {"a": pa.int64(), "b": pa.float64(), "s": pa.string(), "d": pa.decimal128(12, 2)}
@@ -143,14 +146,14 @@ GENERAL = ["a = 1AND b = 2", "a = 1 AND", "a = 1 AND NOT b = 2", "a = 1 OR b = 2
 
 @pytest.mark.parametrize("text", CONJUNCTIONS_OF_SIMPLE)
 def test_simple_conjunctions_parse_as_the_general_path(text: str) -> None:
-    assert predicates.simple_conjuncts(text) is not None
-    general = predicates._parse_general(text, predicates._Parser(TYPES, ()))
+    assert plain.simple_conjuncts(text) is not None
+    general = _parse_general(text, _Parser(TYPES, ()))
     assert predicates.parse(text, TYPES) == general
 
 
 @pytest.mark.parametrize("text", GENERAL)
 def test_other_predicates_take_the_general_path(text: str) -> None:
-    assert predicates.simple_conjuncts(text) is None
+    assert plain.simple_conjuncts(text) is None
 
 
 def test_simple_conjunction_errors_are_the_general_paths() -> None:
@@ -158,7 +161,7 @@ def test_simple_conjunction_errors_are_the_general_paths() -> None:
         with pytest.raises(LakestatsError) as fast:
             predicates.parse(text, TYPES)
         with pytest.raises(LakestatsError) as general:
-            predicates._parse_general(text, predicates._Parser(TYPES, ()))
+            _parse_general(text, _Parser(TYPES, ()))
         assert type(fast.value) is type(general.value)
         assert str(fast.value) == str(general.value)
 
@@ -170,7 +173,7 @@ def test_sql_keywords_are_sqlglots() -> None:
 
     from sqlglot.tokens import Tokenizer
 
-    from lakestats.query.sql_keywords import KEYWORDS
+    from lakestats.query.predicate.keywords import KEYWORDS
 
     expected = {k for k in Tokenizer.KEYWORDS if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)}
     assert expected == KEYWORDS
@@ -189,12 +192,12 @@ SIMPLE_TYPED = [
 def test_simple_comparisons_compile_as_sqlglots_tree(text: str, negate: bool) -> None:
     """A simple comparison compiled without sqlglot is what ``node`` makes of sqlglot's
     tree: the same predicate, or the same error."""
-    groups = predicates._simple_groups(text)
+    groups = plain.simple_groups(text)
     if groups is None:
-        assert predicates.simple_comparison(text) is None
+        assert plain.simple_comparison(text) is None
         return
     types = {**TYPES, "t": pa.date32(), "A": pa.int8()}
-    parser = predicates._Parser(types, ("u",))
+    parser = _Parser(types, ("u",))
     try:
         expected = parser.node(sqlglot.parse_one(text), negate)
     except LakestatsError as exc:
@@ -227,7 +230,7 @@ def test_plain_conditions_compile_as_sqlglots_tree(text: str, negate: bool) -> N
     sqlglot are what ``node`` makes of sqlglot's tree; where that is an error, the fast
     path declines and ``condition`` gives sqlglot's path's error."""
     types = {**TYPES, "t": pa.date32(), "A": pa.int8(), "z": pa.timestamp("us", tz="UTC")}
-    parser = predicates._Parser(types, ("u",))
+    parser = _Parser(types, ("u",))
     try:
         expected = parser.node(sqlglot.parse_one(text), negate)
     except LakestatsError as exc:
@@ -235,12 +238,12 @@ def test_plain_conditions_compile_as_sqlglots_tree(text: str, negate: bool) -> N
             parser.condition(text, negate)
         assert str(got.value) == str(exc)
         return
-    plain = predicates._plain_groups(text)
+    form = plain.plain_groups(text)
     if text.startswith("date") or "\\" in text:  # a keyword; backslash escapes
-        assert plain is None
+        assert form is None
     else:
-        assert plain is not None, text
-        assert parser.plain(*plain, negate) == expected
+        assert form is not None, text
+        assert parser.plain(*form, negate) == expected
     assert parser.condition(text, negate) == expected
 
 
@@ -252,6 +255,6 @@ def test_plain_conditions_compile_as_sqlglots_tree(text: str, negate: bool) -> N
 ])
 def test_plain_conjunctions_parse_as_the_general_path(text: str) -> None:
     types = {**TYPES, "t": pa.date32()}
-    assert predicates.simple_conjuncts(text) is not None
-    general = predicates._parse_general(text, predicates._Parser(types, ()))
+    assert plain.simple_conjuncts(text) is not None
+    general = _parse_general(text, _Parser(types, ()))
     assert predicates.parse(text, types) == general

@@ -1,4 +1,4 @@
-"""A batch's stacked scalar passes and the fixed-width listed values (issue 25), against
+"""A batch's stacked scalar passes and the fixed-width listed values, against
 the one-condition and bytes paths they replace.
 
 On test_estimate_batched's planted table (64 partitions: shifted ranges, NULLs, NaN,
@@ -7,11 +7,12 @@ complete and truncated frequencies, histograms), with test_survivors' random con
 * ``scalar_many`` of a column's single-range conditions equals, row for row and bit for
   bit, ``selectivity_vector.scalar_estimates`` of each, and the clips it keeps equal
   ``_clip``'s;
-* ``survivors.Listed`` built from the held rows as NumPy keys (``Fixed``) counts the same
+* ``listed.Listed`` built from the held rows as NumPy keys (``Fixed``) counts the same
   listed rows per partition as the bytes layout, before and after its union is ranked;
 * a batch on a fresh handle (stacked scalars, first visits laid out from the held rows)
-  answers as the same predicates asked one by one on a handle that keeps no term and
-  estimates each survivor one by one, and DuckDB's count lies within every bound.
+  answers as the same predicates estimated over the partitions as a plain list (each
+  partition one by one, ``test_survivors.one_by_one``), and DuckDB's count lies within
+  every bound.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import numpy as np
 import pytest
 
 import lakestats.api as ls
-from lakestats.query import predicates, survivors, term_cache
+from lakestats.query import listed, term_cache
+from lakestats.query import predicate as predicates
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import scalar_many as sm
 from lakestats.stats import selectivity_vector as sv
@@ -46,7 +48,7 @@ def _ranges(handle: ls.LakestatsTable, wheres: list[str]) -> tuple[object, dict]
         pred = predicates.push_not(predicates.parse(where, resident.types, ()))
         for term in predicates.terms(pred) if isinstance(pred, predicates.And) else [pred]:
             cols = predicates.columns_of(term)
-            if len(cols) == 1 and predicates._is_set(term):
+            if len(cols) == 1 and predicates.is_set(term):
                 cs = predicates.column_set(term)
                 if sm.takes(cs.true, cs.null == "T"):
                     by.setdefault(cols[0], []).append(cs.true[0])
@@ -87,10 +89,10 @@ def test_fixed_listed_values_count_as_the_bytes_layout(table, monkeypatch) -> No
     fixed_columns = 0
     rng = np.random.default_rng(7)
     for column, ranges in by.items():
-        fixed = survivors.Listed(parts, column, everything)
+        fixed = listed.Listed(parts, column, everything)
         with monkeypatch.context() as m:
-            m.setattr(survivors, "_arrays_of", lambda *a: None)
-            plain = survivors.Listed(parts, column, everything)
+            m.setattr(listed, "_arrays_of", lambda *a: None)
+            plain = listed.Listed(parts, column, everything)
         assert plain.fixed is None
         if fixed.fixed is None:
             continue
@@ -115,10 +117,8 @@ def test_a_fresh_batch_answers_as_one_by_one(table, monkeypatch) -> None:
         len(terms)) or prefill(p, terms))
     many = ls.open_table(lt.root_dir).estimate_many(wheres)
     assert prefilled and prefilled[0] > 0
-    monkeypatch.setattr(predicates, "VECTORISED_SURVIVORS", False)
-    monkeypatch.setattr(term_cache, "ENABLED", False)
     single = ls.open_table(lt.root_dir)
     for where, got in zip(wheres, many, strict=True):
         answer = got.to_json()
-        assert answer == single.estimate(where).to_json(), where
+        assert answer == conditions.one_by_one(single, where), where
         batched.holds_truth(con, where, answer)

@@ -4,11 +4,11 @@ On test_estimate_batched's planted table (64 partitions: shifted ranges, NULLs, 
 complete and truncated frequencies, histograms), random predicates drawn with a seed:
 
 * every single-column condition's vectorised estimate (``survivors.leaf``) over every
-  partition equals ``predicates._leaf_estimate`` of that partition (rows, bounds, method)
-  wherever it does not hand the partition back (``fallback``), and it decides most;
+  partition equals ``partition_estimate.leaf_estimate`` of that partition (rows, bounds,
+  method) wherever it does not hand the partition back (``fallback``), and it decides most;
 * a resident handle's answers with the survivors vectorised equal, number for number and
-  method for method, those of a handle that estimates each survivor one by one
-  (``predicates.VECTORISED_SURVIVORS = False``), both warm (their statistics in memory).
+  method for method, those of the estimator over the same partitions handed as a plain
+  list (``sources.ListSource``: no vectors, every partition one by one).
 """
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ import numpy as np
 import pytest
 
 import lakestats.api as ls
-from lakestats.query import predicates, survivors
+from lakestats.query import listed as listed_values
+from lakestats.query import partition_estimate, survivors
+from lakestats.query import predicate as predicates
+from lakestats.query.estimate import estimate
+from lakestats.query.sources import ListSource
 from tests.query import test_estimate_batched as batched
 
 pytestmark = pytest.mark.spark
@@ -78,10 +82,10 @@ def test_leaf_is_the_per_partition_estimate(table) -> None:
         pred = predicates.push_not(predicates.parse(where, resident.types, ()))
         for term in predicates.terms(pred) if isinstance(pred, predicates.And) else [pred]:
             cols = predicates.columns_of(term)
-            if len(cols) != 1 or not predicates._is_set(term):
+            if len(cols) != 1 or not predicates.is_set(term):
                 continue
             everything = np.arange(len(parts))
-            listed = survivors.listed(parts, cols[0], everything)
+            listed = listed_values.listed(parts, cols[0], everything)
             rows, lower, upper, codes, fallback = survivors.leaf(
                 parts.vectors(cols[0]), predicates.column_set(term), listed, everything
             )
@@ -90,24 +94,32 @@ def test_leaf_is_the_per_partition_estimate(table) -> None:
                 if fallback[i]:
                     continue
                 decided += 1
-                e = predicates._leaf_estimate(term, parts[i])
+                e = partition_estimate.leaf_estimate(term, parts[i])
                 got = (float(rows[i]), int(lower[i]), int(upper[i]),
-                       survivors.method_name(int(codes[i])))
+                       listed_values.method_name(int(codes[i])))
                 assert got == (e.rows, e.lower, e.upper, e.method), (where, i)
     assert decided > 0.6 * asked, (decided, asked)  # 80 % at the time of writing
 
 
+def one_by_one(handle: ls.LakestatsTable, where: str) -> dict:
+    """The estimator over ``handle``'s resident index partitions handed as a plain list:
+    every partition estimated one by one (the reference of the vectorised path)."""
+    resident = handle._resident(None)
+    pred = resident.parse(where, ())
+    columns = predicates.columns_of(pred)
+    index = resident.index_partitions(columns)
+    parts = ListSource([index[i] for i in range(len(index))])
+    table = resident.table_partition(columns)
+    return estimate(pred, parts, table, resident.version, resident.snapshot_id).to_json()
+
+
 def test_vectorised_survivors_answer_as_one_by_one(table, monkeypatch) -> None:
     lt, _ = table
-    vectorised, one_by_one = ls.open_table(lt.root_dir), ls.open_table(lt.root_dir)
+    vectorised, reference = ls.open_table(lt.root_dir), ls.open_table(lt.root_dir)
     warmup, wheres = _predicates(25, 60), _predicates(26, 300)
 
     def both(where: str) -> tuple[dict, dict]:
-        monkeypatch.setattr(predicates, "VECTORISED_SURVIVORS", True)
-        a = vectorised.estimate(where).to_json()
-        monkeypatch.setattr(predicates, "VECTORISED_SURVIVORS", False)
-        b = one_by_one.estimate(where).to_json()
-        return a, b
+        return vectorised.estimate(where).to_json(), one_by_one(reference, where)
 
     for where in warmup:  # the statistics they use in memory in both
         both(where)
@@ -119,9 +131,7 @@ def test_vectorised_survivors_answer_as_one_by_one(table, monkeypatch) -> None:
         assert a == b, where
     assert len(used) > len(wheres) / 2  # most took the vectorised path
     # a batch, as the service asks
-    monkeypatch.setattr(predicates, "VECTORISED_SURVIVORS", True)
     many = vectorised.estimate_many(_predicates(27, 50))
-    monkeypatch.setattr(predicates, "VECTORISED_SURVIVORS", False)
     assert [e.to_json() for e in many] == [
-        one_by_one.estimate(w).to_json() for w in _predicates(27, 50)
+        one_by_one(reference, w) for w in _predicates(27, 50)
     ]

@@ -12,7 +12,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from lakestats.query import predicates as preds
+from lakestats.query.predicate import sets as preds
+from lakestats.query.predicate.parse import parse
 from lakestats.stats import key_ranges as kr
 
 
@@ -56,6 +57,6 @@ def test_combined_equals_the_pairwise_fold(seed: int) -> None:
 
 def test_a_long_or_of_equalities_is_one_merge() -> None:
     """400 disjuncts: the set is the 400 points, built without 400 growing merges."""
-    tree = preds.parse(" OR ".join(f"n = {i}" for i in range(400)), {"n": pa.int64()})
+    tree = parse(" OR ".join(f"n = {i}" for i in range(400)), {"n": pa.int64()})
     found = preds.column_set(tree)
     assert len(found.true) == 400 and all(r.point is not None for r in found.true)

@@ -323,11 +323,12 @@ def test_partition_filter_matches_duckdb(analyzed: Path, where: str) -> None:
     names = {reader.version.partitions[i].values["p"] for i in kept}
     assert holding <= names, (where, holding - names)
     # the same partitions as the per-partition path: the version without the file
-    from lakestats.query import estimate_source, predicates
+    from lakestats.query import predicate, sources
+    from lakestats.query.partition_estimate import can_match
 
-    pred = predicates.parse(where, estimate_source.column_types(reader))
-    files = estimate_source.partitions_of(reader, predicates.columns_of(pred))
-    assert kept == [i for i, part in enumerate(files) if predicates.can_match(pred, part)]
+    pred = predicate.parse(where, sources.column_types(reader))
+    files = sources.partitions_of(reader, predicate.columns_of(pred))
+    assert kept == [i for i, part in enumerate(files) if can_match(pred, part)]
 
 
 COLUMNS = [{"name": "a", "type": "int64"}, {"name": "s", "type": "string"},

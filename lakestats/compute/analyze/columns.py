@@ -17,7 +17,7 @@ from lakestats.stats.leaves import Leaf, leaves_of
 @dataclass(frozen=True)
 class RowSubset:
     """``analyze --where`` (``lakestats.store.derived``): ``row_filter`` (a
-    ``lakestats.query.predicates`` tree) keeps only the rows where it is TRUE, inside each
+    ``lakestats.query.predicate`` tree) keeps only the rows where it is TRUE, inside each
     task; ``keep_partition`` (partition name, plan fingerprint) skips partitions that cannot
     match; ``extra`` goes into the version."""
 

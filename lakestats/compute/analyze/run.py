@@ -108,7 +108,7 @@ def _analyze(
             )
         ]
     if row_filter is not None and read_columns is not None:
-        from lakestats.query.predicates import columns_of
+        from lakestats.query.predicate import columns_of
 
         top = {name.split(".")[0] for name in columns_of(row_filter)}  # type: ignore[arg-type]
         read_columns = [*read_columns, *sorted(n for n in top if n not in read_columns)]

@@ -1,5 +1,5 @@
 """The words sqlglot's tokenizer reads as keywords (``Tokenizer.KEYWORDS``, sqlglot
-30.30.0) that look like a name: ``predicates.simple_comparison`` leaves a
+30.30.0) that look like a name: ``predicate.plain.simple_comparison`` leaves a
 condition on such a "column" to sqlglot, and checks it here without importing sqlglot (an
 estimate process of simple comparisons never imports it). ``tests/query/test_resident.py``
 checks the list against the installed sqlglot."""

@@ -1,25 +1,28 @@
 """Partition statistics for the estimator, read from a published version's files.
 
-``partitions_of(reader, columns)`` yields one ``PartitionStatistics``
-(``lakestats.query.predicates``) per partition of the version; ``table_level(reader, columns)``
-one for the table-level files. Each reads its ``statistics.parquet`` rows of the
-predicate's columns once, and its frequencies and histogram only when an estimate needs
-them (a range inside [min, max] without complete frequencies, an equality on an
-unlisted value). A table-level partition index can replace this module later: the
-estimator only sees the protocol.
+``partitions_of(reader, columns)`` is a ``PartitionSource`` (``query.source``) over one
+``ReaderPartition`` per partition of the version; ``table_level(reader, columns)`` one
+for the table-level files. Each reads its ``statistics.parquet`` rows of the predicate's
+columns once, and its frequencies and histogram only when an estimate needs them (a range
+inside [min, max] without complete frequencies, an equality on an unlisted value).
+``ListSource`` makes any list of partition statistics a source (no vectors: every
+partition is estimated one by one, on the estimator's one path); the partition index
+(``index_source``) is the columnar source.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.errors import StatisticsNotFoundError
+from lakestats.query.source import PartitionStatistics
 from lakestats.stats.arrays import int64_array, integer_array, numbers, string_array
 from lakestats.stats.selectivity import ColumnSummary, Frequencies, Histogram, storage_number
+from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
 from lakestats.store.reader import StatisticsReader
@@ -47,7 +50,7 @@ _FIELDS = [
 
 
 class ReaderPartition:
-    """One partition (or the table level) of a version, for ``lakestats.query.predicates``."""
+    """One partition (or the table level) of a version, for the estimator."""
 
     def __init__(
         self,
@@ -195,10 +198,53 @@ def histogram_of(
     return Histogram(lower, float(row["histogram_width"]), counts(), exact)
 
 
-def partitions_of(reader: StatisticsReader, columns: list[str]) -> Iterator[ReaderPartition]:
-    """Every partition of the reader's version."""
-    for entry in reader.version.partitions:
-        yield ReaderPartition(reader, entry, columns)
+class ListSource:
+    """A ``PartitionSource`` over a list of partition statistics: no vectors, nothing
+    held, nothing visited, so the estimator reads each partition one by one (on
+    threads)."""
+
+    def __init__(self, partitions: Sequence[PartitionStatistics]) -> None:
+        self.partitions = partitions
+        self.cache: dict[str, object] = {}
+        self._rows: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.partitions)
+
+    def __getitem__(self, i: int) -> PartitionStatistics:
+        return self.partitions[i]
+
+    def row_counts(self) -> np.ndarray:
+        if self._rows is None:
+            self._rows = np.array([p.row_count for p in self.partitions], np.int64)
+        return self._rows
+
+    def head(self, i: int) -> tuple[dict[str, object], str, int]:
+        part = self.partitions[i]
+        return part.values, part.name, part.row_count
+
+    def vectors(self, column: str) -> Vectors | None:
+        return None
+
+    def point_counts(self, column: str, keys: Sequence[bytes]) -> np.ndarray | None:
+        return None
+
+    def expect(self, columns: Sequence[str], positions: np.ndarray) -> None:
+        return None
+
+    def visited_mask(self, columns: Sequence[str], positions: np.ndarray) -> np.ndarray:
+        return np.zeros(len(positions), dtype=bool)
+
+    def mark_visited(self, columns: Sequence[str], positions: np.ndarray) -> None:
+        return None
+
+    def held(self, column: str) -> None:
+        return None
+
+
+def partitions_of(reader: StatisticsReader, columns: list[str]) -> ListSource:
+    """Every partition of the reader's version, read from its files."""
+    return ListSource([ReaderPartition(reader, e, columns) for e in reader.version.partitions])
 
 
 def table_level(reader: StatisticsReader, columns: list[str]) -> list[ReaderPartition]:
@@ -215,6 +261,7 @@ def column_types(reader: StatisticsReader) -> dict[str, pa.DataType]:
 
 
 __all__ = [
+    "ListSource",
     "ReaderPartition",
     "column_types",
     "frequencies_of",

@@ -12,7 +12,7 @@ redundant parentheses vanish. Only each condition (``n IN (1, 2)``, ``d BETWEEN 
 
 The limits (documented in docs/limits.md) bound the work of one predicate before any of
 it is done: its length in characters, the depth of nested parentheses, the number of
-conditions, and (checked by ``predicates``) the values of one IN list.
+conditions, and (checked by ``parse``) the values of one IN list.
 """
 
 from __future__ import annotations
