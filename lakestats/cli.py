@@ -205,10 +205,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         args, AnalyzeOptions, progress=not args.json and sys.stderr.isatty()
     )
     result = table.analyze(options)
-    if options.table_level and not options.where and not options.from_sample:
-        from lakestats.spark_sidecar import publish_quietly
-
-        publish_quietly(table, result.snapshot_id)  # for lakestats' Spark component
     if args.json:
         _print_json(result.to_json())
     elif result.unchanged:

@@ -20,18 +20,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from lakestats.config import installed_version
 from lakestats.errors import InvalidArgumentError, LakestatsError
 
 PACKAGE = Path(__file__).resolve().parents[1]  # this client's lakestats package
 
-
-def client_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("lakestats")
-    except PackageNotFoundError:
-        return "unknown"
 
 _PROBE_SOURCE = '''
 def probe(_):
@@ -78,10 +71,10 @@ def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsEr
         except Exception:  # noqa: BLE001 - the probe failed too: the job's own error stands
             return failure
     if answer.startswith("ok"):
-        if answer.split()[-1] != client_version():
+        if answer.split()[-1] != installed_version():
             return LakestatsError(
                 f"{failure} (the Spark Connect server's Python workers run lakestats "
-                f"{answer.split()[-1]}, this client {client_version()}: install the "
+                f"{answer.split()[-1]}, this client {installed_version()}: install the "
                 "same version on the server, or pass --ship-lakestats)"
             )
         return failure
@@ -89,7 +82,7 @@ def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsEr
     where = where.rstrip(")") or "unknown"
     return LakestatsError(
         f"the Spark Connect server's Python workers cannot import lakestats ({reason}; "
-        f"their Python is {where}): install lakestats=={client_version()} into that "
+        f"their Python is {where}): install lakestats=={installed_version()} into that "
         "Python on every node of the server, or pass --ship-lakestats (setting "
         "spark.ship_lakestats) to send this client's copy with the job; see docs/deploy.md"
     )
@@ -124,7 +117,7 @@ def package_zip() -> str:
         digest.update(path.read_bytes())
     directory = Path(tempfile.gettempdir()) / "lakestats-ship"
     directory.mkdir(exist_ok=True)
-    target = directory / f"lakestats-{client_version()}-{digest.hexdigest()[:12]}.zip"
+    target = directory / f"lakestats-{installed_version()}-{digest.hexdigest()[:12]}.zip"
     if not target.exists():
         partial = target.with_suffix(f".{os.getpid()}.tmp")
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:

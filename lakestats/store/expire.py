@@ -27,7 +27,7 @@ class ExpirePlan:
     files_removed: list[str] = field(default_factory=list)  # relative to the root
     damaged_versions: list[int] = field(default_factory=list)  # unreadable manifests
     # Iceberg: the Puffin files (snapshot id, path) of removed versions that no kept
-    # version records; ``compute/puffin.remove`` unregisters and deletes them
+    # version records; ``interop/puffin.remove`` unregisters and deletes them
     puffin_files: list[tuple[int, str]] = field(default_factory=list)
 
 

@@ -1,4 +1,5 @@
-"""Iceberg table statistics: the Puffin file of a version, committed for its snapshot.
+"""Iceberg table statistics: the Puffin file of a version, written and committed for its
+snapshot, and removed with it.
 
 Every engine that reads Iceberg table statistics (Spark with Iceberg ≥ 1.7, Trino, Presto,
 Impala, StarRocks) reads the ``ndv`` property of ``apache-datasketches-theta-v1`` blobs in
@@ -16,6 +17,13 @@ partition has no sketch for (computed before sketches were stored, or with
 ``--no-puffin``) gets no blob rather than a wrong one. ``ndv`` is lakestats' table-level
 distinct count: exact when the version's is (``distinct_count_exact``), else its estimate.
 
+File layout (apache/iceberg ``format/puffin-spec.md``): ``Magic Blob1 … BlobN Footer``, the
+footer ``Magic FooterPayload FooterPayloadSize Flags Magic``: magic ``PFA1``, the payload
+the UTF-8 JSON ``FileMetadata``, its size a 4-byte little-endian integer, flags 4 bytes
+(all zero: the payload is not compressed). Blobs are stored uncompressed (no
+``compression-codec``), which the spec allows and every reader handles. The table
+metadata's ``file-footer-size-in-bytes`` is the whole footer's size.
+
 Nothing but the standard blob type goes into the table metadata. The file is lakestats'
 own by name (``OWN_SUFFIX``): only such files are ever replaced or removed here.
 """
@@ -23,25 +31,27 @@ own by name (``OWN_SUFFIX``): only such files are ever replaced or removed here.
 from __future__ import annotations
 
 import contextlib
+import json
 import posixpath
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakestats import fs
-from lakestats.compute.connect_workers import client_version
+from lakestats.config import installed_version
 from lakestats.errors import LakestatsError
-from lakestats.formats.puffin import THETA_BLOB, Blob, write_puffin
 from lakestats.stats import keys, sketches, theta
 from lakestats.stats.derived_sketches import frequencies_complete
 from lakestats.stats.type_codec import parse_type
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry, Version
 
+MAGIC = b"PFA1"
+THETA_BLOB = "apache-datasketches-theta-v1"
 OWN_SUFFIX = "-lakestats.stats"
 CREATED_BY = "lakestats"
 _FIELDS = ["row_count", "null_count", "distinct_count", "frequencies_count", "theta_sketch"]
@@ -49,6 +59,47 @@ _FIELDS = ["row_count", "null_count", "distinct_count", "frequencies_count", "th
 
 class PuffinPublishError(LakestatsError):
     """The Puffin statistics file could not be written or committed to the table."""
+
+
+@dataclass(frozen=True)
+class Blob:
+    type: str
+    fields: list[int]
+    snapshot_id: int
+    sequence_number: int
+    payload: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PuffinBytes:
+    data: bytes
+    footer_size: int  # the whole footer: magic, payload, size, flags, magic
+    blobs: list[dict[str, object]]  # the footer's blob metadata, offsets included
+
+
+def write_puffin(blobs: list[Blob], created_by: str) -> PuffinBytes:
+    """The bytes of a Puffin file holding ``blobs`` in order."""
+    body = bytearray(MAGIC)
+    metadata: list[dict[str, object]] = []
+    for blob in blobs:
+        metadata.append(
+            {
+                "type": blob.type,
+                "fields": list(blob.fields),
+                "snapshot-id": blob.snapshot_id,
+                "sequence-number": blob.sequence_number,
+                "offset": len(body),
+                "length": len(blob.payload),
+                **({"properties": dict(blob.properties)} if blob.properties else {}),
+            }
+        )
+        body += blob.payload
+    payload = json.dumps(
+        {"blobs": metadata, "properties": {"created-by": created_by}}, separators=(",", ":")
+    ).encode()
+    footer = MAGIC + payload + len(payload).to_bytes(4, "little", signed=True) + bytes(4) + MAGIC
+    return PuffinBytes(bytes(body + footer), len(footer), metadata)
 
 
 @dataclass(frozen=True)
@@ -203,7 +254,7 @@ def publish(
     blobs, skipped = blobs_of(store, version, types, sequence, map_partitions)
     if not blobs:
         return PuffinRecord(snapshot, None, [], skipped or {"*": "no column has a theta blob"})
-    written = write_puffin(blobs, f"{CREATED_BY} {client_version()}")
+    written = write_puffin(blobs, f"{CREATED_BY} {installed_version()}")
     location = table.raw_location()  # type: ignore[attr-defined]
     path = f"{location}/metadata/{snapshot}-{uuid.uuid4()}{OWN_SUFFIX}"
     previous = table.statistics_files().get(snapshot)  # type: ignore[attr-defined]
