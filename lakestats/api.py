@@ -39,7 +39,7 @@ from lakestats.fs import S3Options  # noqa: F401 - public: a table's object stor
 from lakestats.lazy import LazyModule
 from lakestats.options import AnalyzeOptions
 from lakestats.stats.keys import to_json  # noqa: F401 - the CLI's and service's JSON form of a value
-from lakestats.store import layout, manifest
+from lakestats.store import layout, manifest, ranks
 from lakestats.store.cleanup import as_it_was
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import FileKind, VersionKind  # noqa: F401 - public names
@@ -705,7 +705,8 @@ class LakestatsTable:
 
     def rank(self, column: str, value: object) -> answers.Rank:
         """Exact rank of a value at table level (needs ``analyze(exact=True)``)."""
-        found = self.reader().rank(column, value)
+        reader = self.reader()
+        found = ranks.rank(reader.store, reader.version, column, value)
         return answers.Rank(
             column=column,
             value=value,
@@ -718,7 +719,8 @@ class LakestatsTable:
 
     def quantile(self, column: str, p: float) -> answers.Quantile:
         """Exact table-level quantile (nearest rank; needs ``analyze(exact=True)``)."""
-        return answers.Quantile(column, p, self.reader().quantile(column, p))
+        reader = self.reader()
+        return answers.Quantile(column, p, ranks.quantile(reader.store, reader.version, column, p))
 
     def histogram(
         self,
@@ -899,7 +901,7 @@ def arrow_type(type_text: str) -> pa.DataType | str:
 
 def check_root(root: StatisticsStore) -> None:
     """A statistics root that is a file is a mistake to report, not an empty history; an
-    unreachable store is one line (``fs.check_directory``)."""
+    unreachable store is one line (``StatisticsStore.check_directory``)."""
     root.check_directory()
 
 

@@ -1,4 +1,5 @@
-"""Whether a Spark Connect server's Python workers can run lakestats' job, and shipping it.
+"""Spark Connect: whether a session is one, whether its server's Python workers can run
+lakestats' job, and shipping it.
 
 Under Spark Connect the job's tasks are lakestats functions, unpickled by reference in the
 server's Python workers: a server whose workers lack lakestats fails the first task with
@@ -24,6 +25,15 @@ from lakestats.config import installed_version
 from lakestats.errors import InvalidArgumentError, LakestatsError
 
 PACKAGE = Path(__file__).resolve().parents[1]  # this client's lakestats package
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (a client of a remote Spark server)."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # the Connect client's dependencies (grpcio, ...) are not installed
+        return False
+    return isinstance(spark, ConnectSession)
 
 
 _PROBE_SOURCE = '''
@@ -58,8 +68,6 @@ def workers_lakestats(spark: SparkSession) -> str:
 def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsError:
     """``failure`` of a job on ``spark``, or, when the session is Spark Connect and its
     workers cannot import lakestats, one line saying so and what to do."""
-    from lakestats.compute.session import is_connect
-
     if not is_connect(spark):
         return failure
     text = str(failure)
@@ -91,8 +99,6 @@ def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsEr
 def ship(spark: SparkSession) -> str:
     """Add this client's lakestats package to ``spark``'s Python path on the server (a
     Connect session only); the zip's path. Its dependencies must already be there."""
-    from lakestats.compute.session import is_connect
-
     if not is_connect(spark):
         raise InvalidArgumentError(
             "--ship-lakestats is for Spark Connect sessions (--remote sc://...): a classic "

@@ -1,5 +1,5 @@
 """``selectivity_vector.scalar_estimates`` of many single-range conditions on one column at
-once (a planner's batch: issue 25).
+once (a planner's batch of predicates).
 
 A batch of predicates brings many new conditions on few columns (``l_quantity < 12``,
 ``l_quantity < 40``, ...). Each one's scalar pass is some 30 NumPy operations on arrays of

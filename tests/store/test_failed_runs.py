@@ -219,12 +219,12 @@ def test_expire_leaves_only_what_kept_versions_name(spark, tmp_path: Path) -> No
     assert report.versions_removed == (1, 2) and report.files_removed > 0
     root = Path(handle.stats_root.removeprefix("file://"))
     named: set[str] = set()
-    for number in manifest.version_numbers(str(root)):
-        version = manifest.load_version(str(root), number)
+    for number in manifest.version_numbers(StatisticsStore(str(root))):
+        version = manifest.load_version(StatisticsStore(str(root)), number)
         named |= {str(p) for p in version.named_paths()}
         if version.partition_histogram_parts:
             named |= set(partition_histograms.part_paths(
-                StatisticsStore.of(str(root)), version.partition_histogram_parts))
+                StatisticsStore(str(root)), version.partition_histogram_parts))
     left = {
         rel for rel, kind in _listing(root).items()
         if kind != "dir" and not rel.startswith(("versions/", "sample/")) and rel != "latest.json"
