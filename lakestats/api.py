@@ -705,8 +705,7 @@ class LakestatsTable:
 
     def rank(self, column: str, value: object) -> answers.Rank:
         """Exact rank of a value at table level (needs ``analyze(exact=True)``)."""
-        reader = self.reader()
-        found = ranks.rank(reader.store, reader.version, column, value)
+        found = ranks.rank(self.reader(), column, value)
         return answers.Rank(
             column=column,
             value=value,
@@ -719,8 +718,7 @@ class LakestatsTable:
 
     def quantile(self, column: str, p: float) -> answers.Quantile:
         """Exact table-level quantile (nearest rank; needs ``analyze(exact=True)``)."""
-        reader = self.reader()
-        return answers.Quantile(column, p, ranks.quantile(reader.store, reader.version, column, p))
+        return answers.Quantile(column, p, ranks.quantile(self.reader(), column, p))
 
     def histogram(
         self,

@@ -14,7 +14,7 @@ and per column ``distinctCount``, ``min``, ``max``, ``nullCount``, ``avgLen``, `
 equi-height ``Histogram`` of ``spark.sql.statistics.histogram.numBins`` bins.
 
 The statistics and their histograms are worked out in plain Python
-(``lakestats.interop.spark_catalog``).
+(``lakestats.interop.spark_statistics``).
 
 Only Parquet directories are covered: Delta, Iceberg, Hudi and Paimon tables need their
 format's jars in Spark and are then v2 tables, whose statistics the session catalog cannot
@@ -30,14 +30,19 @@ Spark Connect has no JVM handle, so ``register`` needs a classic session.
 
 from __future__ import annotations
 
-import math
 import re
 import struct
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
-from lakestats.interop.spark_catalog import DEFAULT_BINS, ColumnStatistics, catalog_columns
+from lakestats.interop.spark_statistics import (
+    DEFAULT_BINS,
+    ColumnStatistics,
+    StoredLookups,
+    catalog_columns,
+    json_number,
+)
 from lakestats.options import MAX_BINS
 
 
@@ -60,15 +65,9 @@ class RegisteredStatistics:
         out = asdict(self)
         for column in out["columns"]:
             column["histogram_bins"] = [
-                [_json_number(b[0]), _json_number(b[1]), b[2]] for b in column["histogram_bins"]
+                [json_number(b[0]), json_number(b[1]), b[2]] for b in column["histogram_bins"]
             ]
         return out
-
-
-def _json_number(value: float) -> float | str:
-    if math.isfinite(value):
-        return value
-    return "Infinity" if value > 0 else "-Infinity" if value < 0 else "NaN"
 
 
 # -- the statistics, in plain Python ------------------------------------------------
@@ -108,44 +107,19 @@ def plan_statistics(
         )
     table_name(name)
     stats = table.table_statistics(snapshot_id)
-    reader = _VersionLookups(table, stats.version)
-    columns, skipped = catalog_columns(stats.columns, spark_types, reader, num_bins)
+    lookups = StoredLookups.of(table.store, stats.version)
+    columns, skipped = catalog_columns(stats.columns, spark_types, lookups, num_bins)
     return RegisteredStatistics(
         name=name,
         location=table.format.location,
         version=stats.version,
         snapshot_id=stats.staleness.snapshot_id,
-        size_in_bytes=reader.data_bytes(),
+        size_in_bytes=lookups.data_bytes(),
         row_count=stats.row_count,
         columns=columns,
         skipped=skipped,
         stale=stats.stale,
     )
-
-
-@dataclass(frozen=True)
-class _VersionLookups:
-    """One statistics version's frequencies and histograms, through the facade."""
-
-    table: object  # lakestats.api.LakestatsTable
-    version: int
-
-    def frequencies(self, column: str) -> list[tuple[object, int]]:
-        return list(self.table.frequencies(column, version=self.version))  # type: ignore[attr-defined]
-
-    def histogram(self, column: str) -> list[dict[str, object]]:
-        found = self.table.histogram(column, version=self.version)  # type: ignore[attr-defined]
-        return [{"lower": b.lower, "upper": b.upper, "count": b.count} for b in found]
-
-    def configured_bins(self) -> int:
-        options = self.table.analyze_options(self.version)  # type: ignore[attr-defined]
-        return int(options.bins or 0) if options is not None else 0
-
-    def data_bytes(self) -> int:
-        for info in self.table.history():  # type: ignore[attr-defined]
-            if info.version == self.version:
-                return int(info.merged_record_size or 0)
-        return 0
 
 
 # -- the Spark side (py4j, classic sessions only) ------------------------------------

@@ -1,7 +1,5 @@
-"""Reading one slice of an Iceberg table on an executor, with pyiceberg's own ``ArrowScan``
-(field-id projection, name mapping, position deletes and deletion vectors), from the table
-metadata that travels with the job; equality deletes applied as the spec says
-(``equality_deletes.py``); identity-partitioned columns filled in from the partition tuple."""
+"""One slice of an Iceberg table read on an executor with pyiceberg's ``ArrowScan``, from
+the table metadata the job carries; equality deletes applied (``equality_deletes.py``)."""
 
 from __future__ import annotations
 

@@ -17,12 +17,9 @@ partition has no sketch for (computed before sketches were stored, or with
 ``--no-puffin``) gets no blob rather than a wrong one. ``ndv`` is lakestats' table-level
 distinct count: exact when the version's is (``distinct_count_exact``), else its estimate.
 
-File layout (apache/iceberg ``format/puffin-spec.md``): ``Magic Blob1 … BlobN Footer``, the
-footer ``Magic FooterPayload FooterPayloadSize Flags Magic``: magic ``PFA1``, the payload
-the UTF-8 JSON ``FileMetadata``, its size a 4-byte little-endian integer, flags 4 bytes
-(all zero: the payload is not compressed). Blobs are stored uncompressed (no
-``compression-codec``), which the spec allows and every reader handles. The table
-metadata's ``file-footer-size-in-bytes`` is the whole footer's size.
+The file (apache/iceberg ``format/puffin-spec.md``): ``PFA1 Blob1 … BlobN Footer``, the
+footer ``PFA1 <JSON FileMetadata> <its size, 4 bytes LE> <flags: 0> PFA1``; blobs and footer
+uncompressed, which the spec allows and every reader handles.
 
 Nothing but the standard blob type goes into the table metadata. The file is lakestats'
 own by name (``OWN_SUFFIX``): only such files are ever replaced or removed here.

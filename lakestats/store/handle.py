@@ -8,8 +8,7 @@ the same filesystem from it without relying on the driver's environment.
 
 Paths under the root are relative (``versions/v00000001.json``) and checked by
 ``layout.absolute``: one a damaged manifest names outside the root is refused. The handle
-writes its files itself (atomic replacement, exclusive creation for the commit protocol);
-reads and listings go through ``lakestats.fs``, which the table formats share.
+writes its files itself; reads and listings share ``lakestats.fs`` with the table formats.
 """
 
 from __future__ import annotations

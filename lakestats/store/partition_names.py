@@ -1,6 +1,5 @@
-"""Which partition a name, a path, ``k=v[,k2=v2]`` or a dict of values names: what every
-``--partition`` and ``partition=`` argument is resolved with. Stored names are never
-parsed, so no value of one partition can break another's lookup."""
+"""Which partition a name, a path, ``k=v[,k2=v2]`` or a dict of values names (every
+``--partition``); stored names are never parsed, so no value can break another's lookup."""
 
 from __future__ import annotations
 

@@ -15,9 +15,7 @@ range's distinct count and total. ``LayeredRanks`` merges the base and its delta
 time: counts, ranks and distinct counts add up; ``value_at`` searches the base's row
 groups by their footer statistics plus the deltas' ranks, then merges one base row group
 with the deltas' rows of the same key interval. A later analyze compacts the layers into
-a new base when they grow (``compute/exact/job.py``).
-
-``rank`` and ``quantile`` answer a version's exact lookups from its layers.
+a new base when they grow (``compute/exact/job.py``). ``rank``, ``quantile``: the lookups.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pyarrow.types as pat
 
-from lakestats.errors import ColumnNotFoundError, InvalidArgumentError
+from lakestats.errors import InvalidArgumentError
 from lakestats.stats import keys, literals
 from lakestats.stats.key_sums import merged
 from lakestats.stats.kinds import Kind, kind_of
@@ -306,32 +305,36 @@ def open_layers(store: StatisticsStore, indexes: list[str]) -> LayeredRanks:
     )
 
 
+class VersionColumns(Protocol):
+    """A version's reader (``reader.StatisticsReader``): its store, version, column lookup."""
+
+    store: StatisticsStore
+    version: Version
+
+    def column_index(self, name: str) -> int: ...
+
+
 def _version_ranks(
-    store: StatisticsStore, version: Version, column: str
+    reader: VersionColumns, column: str
 ) -> tuple[int, LayeredRanks, pa.DataType]:
     """The column's index, the version's exact ranks and the column's type."""
-    names = [c["name"] for c in version.columns]
-    if column not in names:
-        raise ColumnNotFoundError(
-            f"column {column!r} has no statistics; analyzed columns are: {', '.join(names[:20])}"
-        )
-    index = names.index(column)
+    index, version = reader.column_index(column), reader.version
     table_files = version.table_files or {}
     if table_files.get("ranks") is None:
         raise InvalidArgumentError(
             "this statistics version has no exact ranks; run analyze --exact first"
         )
     exact = version.extra.get("exact") or {}
-    ranks = open_layers(store, layer_indexes(table_files, exact))
+    ranks = open_layers(reader.store, layer_indexes(table_files, exact))
     if not ranks.has(index) and ranks.total(index) == 0:
         raise InvalidArgumentError(f"column {column!r} has no exact ranks (no values)")
     return index, ranks, parse_type(version.columns[index]["type"])
 
 
-def rank(store: StatisticsStore, version: Version, column: str, value: object) -> dict[str, object]:
+def rank(reader: VersionColumns, column: str, value: object) -> dict[str, object]:
     """Exact rank of ``value`` among the column's non-null, non-NaN values: rows below,
     equal, above, and its percentile (share of values below or equal)."""
-    index, ranks, dtype = _version_ranks(store, version, column)
+    index, ranks, dtype = _version_ranks(reader, column)
     if isinstance(value, str) and not pat.is_string(dtype) and not pat.is_large_string(dtype):
         value = literals.parse_value(value, column, dtype)
     if isinstance(value, float) and math.isnan(value):
@@ -361,14 +364,14 @@ def _nan_count(index: int, ranks: LayeredRanks, dtype: pa.DataType) -> int:
     return ranks.rank_of(index, nan_key)[1]
 
 
-def quantile(store: StatisticsStore, version: Version, column: str, p: float) -> object:
+def quantile(reader: VersionColumns, column: str, p: float) -> object:
     """The exact ``p`` quantile of the non-null, non-NaN values (nearest rank, as
     DuckDB's ``quantile_disc`` over them)."""
     if not 0.0 <= p <= 1.0:
         raise InvalidArgumentError(f"--p must be between 0 and 1, got {p}")
-    index, ranks, dtype = _version_ranks(store, version, column)
+    index, ranks, dtype = _version_ranks(reader, column)
     total = ranks.total(index) - _nan_count(index, ranks, dtype)
     if total <= 0:
         return None  # every value null or NaN
     at = max(1, math.ceil(Fraction(repr(p)) * total))
-    return decode_value(ranks.value_at(index, at), version.columns[index]["type"])
+    return decode_value(ranks.value_at(index, at), reader.version.columns[index]["type"])

@@ -570,8 +570,3 @@ def _rows_of_column(table: pa.Table, index: int) -> pa.Table:
     lo = int(np.searchsorted(positions, index, side="left"))
     hi = int(np.searchsorted(positions, index, side="right"))
     return table.slice(lo, hi - lo)
-
-
-
-
-__all__ = ["StatisticsReader", "decode_value", "parse_type"]

@@ -34,13 +34,9 @@ def publish(
     puffin_file: bool,
     engine_files: bool,
 ) -> int:
-    """Publish ``version`` and what engines read of it; returns its number.
-
-    ``puffin_file``: an Iceberg Puffin file is committed first and the version records it
-    (a failure fails the analyze: nothing is published). ``engine_files`` (the whole
-    table's own statistics): the Spark component's file is written once the version's
-    number is known, whole or not at all; a failure there is a warning, as the version
-    stands either way."""
+    """Publish ``version`` and what engines read of it; its number. A Puffin file is
+    committed first and recorded in the version (failing it fails the analyze); the Spark
+    component's file follows the version (failing it is a warning: the version stands)."""
     if puffin_file:
         record = puffin.publish(table, root, version, lambda f, items: prefetch(f, list(items)))
         version.extra["puffin"] = record.to_json()
@@ -51,14 +47,12 @@ def publish(
 
 
 def publish_missing(table: TableFormat, root: StatisticsStore, version: manifest.Version) -> None:
-    """The Spark component's file of an already published ``version`` when it has none (a
-    version an earlier release published without it)."""
+    """The Spark component's file of a published ``version`` that has none (an earlier
+    release's, or one whose write failed)."""
     path = spark_statistics.path_of(root, version)
-    if path is not None and table.format_name in spark_statistics.SNAPSHOT_FORMATS:
-        with contextlib.suppress(OSError):
-            if root.exists(path):
-                return
-        spark_statistics.publish_quietly(table, root, version)
+    with contextlib.suppress(Exception):  # advice for another engine, never fatal
+        if path is not None and not root.exists(path):
+            spark_statistics.publish_quietly(table, root, version)
 
 
 def write_empty_table(

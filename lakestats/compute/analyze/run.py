@@ -270,13 +270,9 @@ def _analyze(
             **({THETA_MARK: True} if thetas else {}),
         },
     )
-    number = publish(
-        table,
-        stats_root,
-        version,
-        puffin_file=with_puffin(table, options, subset) and bool(table_files and final),
-        engine_files=options.table_level and subset is None and hook is None,
-    )
+    puffin = with_puffin(table, options, subset) and bool(table_files and final)
+    engines = options.table_level and subset is None and hook is None  # the table's own
+    number = publish(table, stats_root, version, puffin_file=puffin, engine_files=engines)
     clock.lap(f"version {number} published, with what engines read of it")
     return AnalyzeResult(
         number,

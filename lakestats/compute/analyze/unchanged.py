@@ -88,14 +88,9 @@ def without_spark(
         skipped_versions=[],
     )
     # the new snapshot's own engine files (engines read statistics of the exact snapshot)
-    number = publish(
-        table,
-        stats_root,
-        inherited,
-        puffin_file=with_puffin(table, options, None)
-        and bool(inherited.table_files and inherited.partitions),
-        engine_files=options.table_level,
-    )
+    puffin = with_puffin(table, options, None) and bool(inherited.partitions)
+    number = publish(table, stats_root, inherited, puffin_file=puffin,
+                     engine_files=options.table_level)
     return AnalyzeResult(number, snapshot, 0, len(plans), previous.row_count, 0, stats_root.uri)
 
 

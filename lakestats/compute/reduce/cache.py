@@ -457,11 +457,9 @@ def _ipc_bytes(table: pa.Table) -> bytes:
 
 
 def preload(ahead: ReadAhead, computing: set[str]) -> None:
-    """Read ahead, on a second thread while the one-task analyze computes its partition
-    (``local.compute_and_reduce``), what that partition cannot change: the previous
-    version's group cache entries (frequency rows decoded, states unpickled), and the other
-    partitions' files in the groups those partitions fall into (the groups to recompute).
-    Unreadable files are left to the reduction, which reports or recomputes them as usual."""
+    """Read ahead, while the one-task analyze computes its partition, what it cannot change:
+    the previous version's group cache entries (decoded, unpickled) and the other files of
+    the groups it falls into. Unreadable files are left to the reduction to report."""
     job = ahead.job
     unreadable = (OSError, LakestatsError, pa.ArrowException)
     for key, relative in job.cache.items():

@@ -79,10 +79,8 @@ class GroupStates:
 
 @dataclass
 class ReadAhead:
-    """What one task read before its fold needed it, by path relative to the statistics
-    root: whole partition files, decoded group cache entries and group states already
-    unpickled (by cache key; ``cache.preload`` fills them). ``read`` answers from there,
-    else from the store, with the same columns either way."""
+    """What a task read before its fold needed it (by path under the root; states by cache
+    key; ``cache.preload``): ``read`` answers from there, else from the store, alike."""
 
     job: ReduceJob
     tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
