@@ -37,7 +37,7 @@ def _layers(version: manifest.Version) -> list[str]:
 
 
 def _expire_and_check(handle, root, version: manifest.Version) -> None:
-    store = str(handle.stats_root)
+    store = handle.store
     plan = expire.plan_expiry(store, None, retain_last=1, orphan_age_seconds=0)
     kept = set(version.extra["exact"]["files"]) | set(_layers(version))
     assert not kept & set(plan.files_removed)
