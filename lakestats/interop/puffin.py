@@ -130,8 +130,7 @@ def theta_types(table: TableFormat, snapshot_id: int | None) -> dict[str, str]:
 
 
 def _read(store: StatisticsStore, relative: str, columns: list[str]) -> pa.Table:
-    filesystem, path = store.resolve(store.path(relative))
-    with filesystem.open_input_file(path) as handle:
+    with store.open_input_file(store.path(relative)) as handle:
         parquet = pq.ParquetFile(handle)
         present = [c for c in columns if c in parquet.schema_arrow.names]
         return parquet.read(columns=present, use_threads=False)
