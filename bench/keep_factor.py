@@ -52,7 +52,7 @@ def run(spark, skew: float, domain: int, k: int) -> None:  # noqa: ANN001
     true_top = set(distinct[np.argsort(-counts, kind="stable")[:k]].tolist())
     stats = str(root / "_lakestats")
     ls.open_table(str(root), stats_root=stats).analyze(spark=spark, max_frequencies=k)
-    version = manifest.load_version(stats, None)
+    version = manifest.load_version(StatisticsStore(str(stats)), None)
     print(f"\nzipf {skew} over {domain:,} values, top {k}")
     print(f"{'factor':>6s} {'recall':>7s} {'width':>8s} {'below':>8s} {'sound':>6s}")
     for factor in FACTORS:

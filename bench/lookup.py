@@ -179,7 +179,7 @@ def measure(root: str, s3: fs.S3Options | None, lookups: int, names: list[str]) 
 
 
 def sizes(root: str) -> None:
-    reader = StatisticsReader(root)
+    reader = StatisticsReader(StatisticsStore(str(root)))
     totals = dict.fromkeys(layout.FILE_NAMES, 0)
     for entry in reader.version.partitions:
         for kind, rel in entry.files.items():
@@ -206,7 +206,7 @@ def build_fanout(spark, root: Path, partitions: int = FANOUT_PARTITIONS) -> str:
     root = root.resolve()
     source = root.parent / "reduce_partitions"
     sets, columns = build_partition_files(source)
-    if latest_version_number(str(root)):
+    if latest_version_number(StatisticsStore(str(root))):
         add_partition_histograms(str(root))
         return str(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -244,14 +244,15 @@ def add_partition_histograms(root: str) -> None:
     (``finalize.write_partition_histograms``, every group's part computed from the partition
     files) and publish the version again with them: what re-running the reduction would add,
     without re-running the 30-minute rest of it."""
+    from lakestats.compute.reduce.readahead import ReadAhead
+
     from lakestats.compute.reduce import ReduceJob
     from lakestats.compute.reduce.cache import GroupCache
     from lakestats.compute.reduce.finalize import write_partition_histograms
-    from lakestats.compute.reduce.readahead import ReadAhead
     from lakestats.store.manifest import load_version, publish
     from lakestats.threads import parallel
 
-    version = load_version(root, _estimate_version(root))
+    version = load_version(StatisticsStore(str(root)), _estimate_version(root))
     if version.partition_histogram_parts:
         return
     start = time.perf_counter()
@@ -278,8 +279,8 @@ def _estimate_version(root: str) -> int:
     publish older-style versions with fewer partitions after it)."""
     from lakestats.store.manifest import load_version, version_numbers
 
-    numbers = version_numbers(root)
-    versions = [load_version(root, n) for n in numbers]
+    numbers = version_numbers(StatisticsStore(str(root)))
+    versions = [load_version(StatisticsStore(str(root)), n) for n in numbers]
     most = max(len(v.partitions) for v in versions)
     return max(
         n for n, v in zip(numbers, versions, strict=True)
@@ -292,8 +293,8 @@ def _version_without_histograms(root: str, partitions: int) -> int | None:
     histograms (how the estimate read before them), if the root has one."""
     from lakestats.store.manifest import load_version, version_numbers
 
-    for number in reversed(version_numbers(root)):
-        v = load_version(root, number)
+    for number in reversed(version_numbers(StatisticsStore(str(root)))):
+        v = load_version(StatisticsStore(str(root)), number)
         if v.partition_index and len(v.partitions) == partitions and not (
             v.partition_histogram_parts
         ):
@@ -387,7 +388,7 @@ def estimate_fanout(root: str, runs: int) -> None:
         source: str, reader: StatisticsReader | None, at: int | None = None
     ) -> tuple[float, dict]:
         start = time.perf_counter()
-        r = reader or StatisticsReader(root, at or number)
+        r = reader or StatisticsReader(StatisticsStore(str(root)), at or number)
         pred = predicate.parse(ESTIMATE_WHERE, sources.column_types(r))
         columns = predicate.columns_of(pred)
         module = index_source if source == "index" else sources
@@ -397,11 +398,11 @@ def estimate_fanout(root: str, runs: int) -> None:
         return time.perf_counter() - start, answer.to_json()  # the answer, untimed
 
     number = _estimate_version(root)
-    partitions = len(StatisticsReader(root, number).version.partitions)
+    partitions = len(StatisticsReader(StatisticsStore(str(root)), number).version.partitions)
     print(f"\n# estimate, 3 conjuncts, {partitions} partitions x 100 columns: "
           f"{ESTIMATE_WHERE} (version {number})")
     print(f"{'provider':40s} {'p50 ms':>9s} {'runs':>5s} {'partitions':>11s} {'rows':>9s}")
-    warm = StatisticsReader(root, number)
+    warm = StatisticsReader(StatisticsStore(str(root)), number)
     once("index", warm)
     p50s = {}
     results = {}
@@ -536,7 +537,7 @@ def main() -> None:
         root = args.estimate_data / "fanout_stats"
         from lakestats.store.manifest import latest_version_number
 
-        if not latest_version_number(str(root)):
+        if not latest_version_number(StatisticsStore(str(root))):
             root = Path(build_fanout(get_spark("local[2]"), root, args.estimate_partitions))
         else:
             add_partition_histograms(str(root))
@@ -556,7 +557,7 @@ def main() -> None:
     start = time.perf_counter()
     ls.open_table(str(table_dir), stats_root=local_root).analyze(spark=spark)
     print(f"analyze (lakestats, {COLUMNS} columns): {time.perf_counter() - start:.1f} s")
-    names = [c["name"] for c in StatisticsReader(local_root).columns]
+    names = [c["name"] for c in StatisticsReader(StatisticsStore(str(local_root))).columns]
     sizes(local_root)
     print("\n## local disk")
     measure(local_root, None, args.lookups, names)

@@ -44,7 +44,8 @@ NEUTRAL = tempfile.gettempdir()  # the processes' working directory: not a check
 _WARM = """
 import time
 from lakestats.store.reader import StatisticsReader
-reader = StatisticsReader({root!r})
+from lakestats.store.handle import StatisticsStore
+reader = StatisticsReader(StatisticsStore({root!r}))
 reader.column_statistics("p=0", ["c_1"])
 start = time.process_time()
 for _ in range(500):
@@ -102,9 +103,10 @@ def main() -> None:
     args = parser.parse_args()
     table = build(args.dir)
     from lakestats.store import layout
+    from lakestats.store.handle import StatisticsStore
     from lakestats.store.reader import StatisticsReader
 
-    reader = StatisticsReader(str(table / "_lakestats"))
+    reader = StatisticsReader(StatisticsStore(str(table / "_lakestats")))
     entry = reader.partition("p=0")
     stats_file = layout.absolute(reader.root, entry.files["statistics"])
     python = sys.executable

@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 
 import lakestats.api as ls
 from bench.common import DATA, machine
+from lakestats.store.handle import StatisticsStore
 
 OUT = DATA / "planner"
 TARGETS = {
@@ -248,7 +249,9 @@ def run_fanout(root: str, runs: int) -> None:
     number = _estimate_version(root)
 
     def handle() -> ls.LakestatsTable:  # the fan-out version, not a later lookup's
-        return ls.LakestatsTable(root, root, _reader=StatisticsReader(root, number))
+        return ls.LakestatsTable(
+            root, root, _reader=StatisticsReader(StatisticsStore(str(root)), number)
+        )
 
     partitions = len(handle().reader().version.partitions)
     print(f"\n## fan-out: {ESTIMATE_WHERE} over {partitions} partitions (version {number})",

@@ -69,6 +69,7 @@ import lakestats.api as ls
 import lakestats.compute.analyze.run as analyze_module
 from bench.common import DATA, machine, partitioned, tpch_lineitem
 from lakestats.store import manifest
+from lakestats.store.handle import StatisticsStore
 
 STEPS = (
     "lakestats",
@@ -288,7 +289,7 @@ class Bench:
         self.status.since_mark()
         with exact_step_probe(self.status, None, probe):
             seconds = timed(lambda: handle.analyze(spark=self.spark, exact=True))
-        version = manifest.load_version(str(root))
+        version = manifest.load_version(StatisticsStore(str(root)))
         size, files = staged_bytes(root)
         self.save(
             "lakestats",
@@ -344,7 +345,7 @@ class Bench:
             seconds = timed(
                 lambda: handle.analyze(spark=self.spark, columns=["l_comment"], exact=True)
             )
-        extra = manifest.load_version(str(root)).extra.get("exact", {})
+        extra = manifest.load_version(StatisticsStore(str(root))).extra.get("exact", {})
         exact_stages = probe.get("exact_step_stages", [])
         self.save(
             "comment",
@@ -383,7 +384,7 @@ class Bench:
         self.status.since_mark()
         with exact_step_probe(self.status, by_day, probe):
             seconds = timed(lambda: handle.analyze(spark=self.spark, exact=True))
-        version = manifest.load_version(str(root))
+        version = manifest.load_version(StatisticsStore(str(root)))
         [row] = ls.open_table(str(by_day), stats_root=str(root)).reader().column_statistics(
             None, ["id"]
         )
@@ -433,7 +434,7 @@ class Bench:
         self.status.since_mark()
         with exact_step_probe(self.status, None, probe):
             seconds = timed(lambda: handle.analyze(spark=self.spark, exact=True))
-        extra = manifest.load_version(str(root)).extra.get("exact", {})
+        extra = manifest.load_version(StatisticsStore(str(root))).extra.get("exact", {})
         [row] = ls.open_table(str(table), stats_root=str(root)).reader().column_statistics(
             None, ["id"]
         )
@@ -481,7 +482,7 @@ class Bench:
             self.status.since_mark()
             with exact_step_probe(self.status, None, probe):
                 seconds = timed(lambda: handle.analyze(spark=self.spark, exact=True))
-            extra = manifest.load_version(str(root)).extra.get("exact", {})
+            extra = manifest.load_version(StatisticsStore(str(root))).extra.get("exact", {})
         finally:
             shutil.rmtree(appended, ignore_errors=True)
             shutil.rmtree(root, ignore_errors=True)

@@ -72,7 +72,7 @@ def analyzed(path: Path) -> None:
     from lakestats.store import manifest
 
     table = ls.open_table(str(path))
-    if manifest.latest_version_number(table.stats_root) == 0:
+    if manifest.latest_version_number(table.store) == 0:
         started = time.perf_counter()
         table.analyze()
         print(f"analyzed {path.name} in {time.perf_counter() - started:.0f} s", flush=True)

@@ -206,9 +206,10 @@ def attribute(path: Path, into: dict[str, int]) -> None:
 
 
 def report(name: str, table_dir: Path, root: Path) -> None:
+    from lakestats.store.handle import StatisticsStore
     from lakestats.store.reader import StatisticsReader
 
-    reader = StatisticsReader(str(root))
+    reader = StatisticsReader(StatisticsStore(str(root)))
     version = reader.version
     data = data_bytes(table_dir)
     per_file: dict[str, dict[str, int]] = {}

@@ -27,6 +27,16 @@ from lakestats.errors import InvalidArgumentError
 CONFIG_ENV = "LAKESTATS_CONFIG"
 
 
+def installed_version() -> str:
+    """This lakestats' installed version (what workers must match, what files say made them)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lakestats")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def setting(
     default: Any,  # noqa: ANN401 - any field's default
     *,

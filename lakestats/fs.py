@@ -9,9 +9,9 @@ Every failure of the store (refused connection, full disk, a root that is a file
 one ``StorageError`` line; S3 requests have bounded timeouts and retries, so an
 endpoint that refuses or never answers fails in seconds, not minutes.
 
-Over 400 lines on purpose: every store operation and the S3 options each format library
-gets (pyarrow, object_store, pyiceberg) in one place, so one set of limits and one error
-line hold for all of them.
+The S3 options each format library gets (pyarrow, object_store, pyiceberg) are made here,
+so one set of limits and one error line hold for all of them. A statistics root writes its
+own files through its handle (``store/handle.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import json
 import math
 import os
 import posixpath
-import uuid
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from urllib.parse import urlparse
@@ -248,33 +247,6 @@ def list_files(uri: str, s3: S3Options | None = None, recursive: bool = False) -
         raise _unreachable(uri, exc, s3) from exc
 
 
-def check_directory(uri: str, s3: S3Options | None = None) -> None:
-    """Fail with one line when ``uri`` exists but is a file (a statistics root must be
-    a directory or not exist yet)."""
-    parent = join(uri, "..") if not is_remote(uri) else None
-    for candidate in filter(None, (uri, parent and os.path.normpath(parent))):
-        if file_info(candidate, s3).type == pafs.FileType.File:
-            raise StorageError(
-                f"statistics root {uri} is not a directory ({candidate} is a file): pass "
-                "the directory `lakestats analyze` wrote to (--stats-root)"
-            )
-
-
-def open_output(uri: str, s3: S3Options | None = None):  # noqa: ANN201 - a binary stream
-    """A writable binary stream for ``uri`` (parents created). Local files are opened
-    with Python's ``open`` (one place tests can make a disk full)."""
-    filesystem, path = resolve(uri, s3)
-    if isinstance(filesystem, pafs.LocalFileSystem):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        return _open_local(path)
-    filesystem.create_dir(posixpath.dirname(path), recursive=True)
-    return filesystem.open_output_stream(path)
-
-
-def _open_local(path: str):  # noqa: ANN202 - a binary file
-    return open(path, "wb")
-
-
 def cannot_write(uri: str, exc: OSError) -> StorageError:
     if exc.errno == errno.ENOSPC:
         return StorageError(
@@ -301,106 +273,6 @@ def read_bytes(uri: str, s3: S3Options | None = None) -> bytes:
         if exc.errno == errno.EISDIR or "is a directory" in str(exc).lower():
             raise StorageError(f"cannot read {uri}: it is a directory, not a file") from exc
         raise _unreachable(uri, exc, s3) from exc
-
-
-def write_bytes_atomic(uri: str, data: bytes, s3: S3Options | None = None) -> None:
-    """Write ``data`` so readers see either nothing or all of it.
-
-    Object stores make a single PUT atomic; on a local disk we write a temporary
-    sibling and rename it over the target.
-    """
-    fs, path = resolve(uri, s3)
-    if not isinstance(fs, pafs.LocalFileSystem):
-        try:
-            with open_output(uri, s3) as out:
-                out.write(data)
-        except OSError as exc:
-            raise cannot_write(uri, exc) from exc
-        return
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    try:
-        with open_output(tmp, s3) as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)  # a full disk must not leave a partial temporary file behind
-        raise cannot_write(uri, exc) from exc
-
-
-def create_exclusive(uri: str, data: bytes, s3: S3Options | None = None) -> bool:
-    """Create ``uri`` with ``data`` unless it exists; False when another writer was first.
-
-    Local disks make this atomic (a hard link, which never replaces); S3 too, with a
-    conditional write (``If-None-Match: *``, through boto3 since pyarrow cannot send it).
-    Stores without conditional writes get put-if-absent followed by a read-back that
-    detects a concurrent writer after the fact.
-    """
-    filesystem, path = resolve(uri, s3)
-    if isinstance(filesystem, pafs.LocalFileSystem):
-        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        try:
-            with open_output(tmp, s3) as out:
-                out.write(data)
-            os.link(tmp, path)
-            return True
-        except FileExistsError:
-            return False
-        except OSError as exc:
-            raise cannot_write(uri, exc) from exc
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    if uri.startswith("s3://"):
-        created = _s3_put_if_absent(path, data, s3 or S3Options.from_env())
-        if created is not None:
-            return created
-    if exists(uri, s3):
-        return False
-    write_bytes_atomic(uri, data, s3)
-    return read_bytes(uri, s3) == data
-
-
-def _s3_put_if_absent(path: str, data: bytes, s3: S3Options) -> bool | None:
-    """S3 conditional write (``If-None-Match: *``): True when created, False when the key
-    exists, None when the store does not support it (then the caller falls back)."""
-    import boto3
-    from botocore.config import Config
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    bucket, _, key = path.partition("/")
-    limits = s3.with_limits() if s3.request_timeout is None else s3
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3.endpoint_url,
-        region_name=s3.region,
-        aws_access_key_id=s3.access_key,
-        aws_secret_access_key=s3.secret_key,
-        config=Config(
-            connect_timeout=limits.connect_timeout,
-            read_timeout=limits.request_timeout,
-            retries={"max_attempts": limits.attempts, "mode": "standard"},
-        ),
-    )
-    try:
-        client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
-        return True
-    except BotoCoreError as exc:  # no connection, timeouts
-        raise StorageError(
-            f"cannot write s3://{path}: {exc}; the S3 endpoint {limits.describe()}: check "
-            "the endpoint (AWS_ENDPOINT_URL), credentials and network"
-        ) from exc
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if error.get("Code") in ("PreconditionFailed", "ConditionalRequestConflict") or status in (
-            409,
-            412,
-        ):
-            return False
-        if error.get("Code") == "NotImplemented" or status == 501:
-            return None
-        raise StorageError(f"cannot create {path} on S3: {error.get('Message', exc)}") from exc
 
 
 def delete_file(uri: str, s3: S3Options | None = None) -> None:

@@ -23,7 +23,7 @@ from lakestats.options import AnalyzeOptions
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.literals import parse_value
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import derived, layout, manifest
+from lakestats.store import derived, layout, manifest, ranks
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import VersionKind
 from lakestats.store.reader import StatisticsReader
@@ -42,7 +42,7 @@ EXACTNESS_FLAGS = ("distinct_count_exact", "percentiles_exact", "histogram_exact
 
 def check_root(root: StatisticsStore) -> None:
     """A statistics root that is a file is a mistake to report, not an empty history; an
-    unreachable store is one line (``fs.check_directory``)."""
+    unreachable store is one line (``StatisticsStore.check_directory``)."""
     root.check_directory()
 
 
@@ -303,7 +303,7 @@ class StatisticsLookups:
 
     def rank(self, column: str, value: object) -> answers.Rank:
         """Exact rank of a value at table level (needs ``analyze(exact=True)``)."""
-        found = self.reader().rank(column, value)
+        found = ranks.rank(self.reader(), column, value)
         return answers.Rank(
             column=column,
             value=value,
@@ -316,7 +316,7 @@ class StatisticsLookups:
 
     def quantile(self, column: str, p: float) -> answers.Quantile:
         """Exact table-level quantile (nearest rank; needs ``analyze(exact=True)``)."""
-        return answers.Quantile(column, p, self.reader().quantile(column, p))
+        return answers.Quantile(column, p, ranks.quantile(self.reader(), column, p))
 
     def histogram(
         self,

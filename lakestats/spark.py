@@ -13,88 +13,37 @@ ALL COLUMNS`` with histograms would: ``sizeInBytes`` (the data files' bytes), ``
 and per column ``distinctCount``, ``min``, ``max``, ``nullCount``, ``avgLen``, ``maxLen`` and an
 equi-height ``Histogram`` of ``spark.sql.statistics.histogram.numBins`` bins.
 
-The histogram is cut from the best table-level source lakestats has, in this order:
-
-* ``frequencies``: every value with its exact count (``frequencies_exact``, not truncated): the
-  bins' edges are exact nearest-rank percentiles and each bin's ``ndv`` an exact count;
-* ``histogram``: the stored equi-width histogram; cumulative counts cut into equal-count bins,
-  interpolating linearly inside an equi-width bin (a bin holding one lattice point, as
-  integer columns with few values get, is a point mass, not interpolated);
-* ``percentiles``: p01 … p99 with min and max, linear in between.
+The statistics and their histograms are worked out in plain Python
+(``lakestats.interop.spark_statistics``).
 
 Only Parquet directories are covered: Delta, Iceberg, Hudi and Paimon tables need their
 format's jars in Spark and are then v2 tables, whose statistics the session catalog cannot
 set (SPARK-39420); a Parquet listing of their directories would read removed files. Iceberg
 and Delta scans get the same statistics from lakestats' Spark component instead
-(``jvm/``, fed by ``lakestats.spark_sidecar``).
+(``jvm/``, fed by ``lakestats.interop.spark_statistics``).
 Spark Connect has no JVM handle, so ``register`` needs a classic session.
 
-The statistics are worked out in plain Python (``plan_statistics``, also the CLI's
-``--dry-run``); py4j is confined to ``_create_table``, ``_set_statistics`` and
-``_serialize_histogram``; the histograms are cut in ``lakestats.spark_histogram``. Catalog
-timestamps are UTC wall-clock strings (Spark parses stored statistics with a UTC formatter,
-whatever the session time zone).
-
-Over 400 lines on purpose: Spark's catalog statistics encoding and the registration that
-uses it.
+``plan_statistics`` (also the CLI's ``--dry-run``) needs no Spark; py4j is confined to
+``_create_table``, ``_set_statistics`` and ``_serialize_histogram``.
 """
+
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import re
 import struct
-from dataclasses import asdict, dataclass, field
-from decimal import Decimal
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.types as pat
-
-from lakestats.api import arrow_type
 from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
-from lakestats.options import MAX_BINS
-from lakestats.spark_histogram import (
-    INTEGRAL,
-    VersionLookups,
-    equi_height,
-    infinities_as_points,
-    pieces_of,
+from lakestats.interop.spark_statistics import (
+    DEFAULT_BINS,
+    ColumnStatistics,
+    StoredLookups,
+    catalog_columns,
+    json_number,
 )
-
-DEFAULT_BINS = 254  # spark.sql.statistics.histogram.numBins
-FIXED_SIZE = {**INTEGRAL, "float": 4, "double": 8, "date": 4, "timestamp": 8,
-              "timestamp_ntz": 8, "boolean": 1}  # fmt: skip
-"""Types whose values are whole numbers as Spark's histograms hold them (days, microseconds)."""
-HISTOGRAM_TYPES = {*INTEGRAL, "float", "double", "decimal", "date", "timestamp", "timestamp_ntz"}
-
-
-@dataclass
-class ColumnStatistics:
-    """One column's catalog statistics, values in Spark's external string forms."""
-
-    name: str
-    spark_type: str
-    distinct_count: int | None
-    null_count: int
-    min: str | None
-    max: str | None
-    avg_len: int
-    max_len: int
-    histogram_source: str | None = None  # frequencies | histogram | percentiles
-    histogram_height: float | None = None
-    histogram_bins: list[tuple[float, float, int]] = field(default_factory=list)
-
-    def spark_map(self) -> dict[str, str]:
-        """The ``<col>.<key>`` map ``CatalogColumnStat.fromMap`` reads (histogram apart)."""
-        out = {"version": "2", "nullCount": str(self.null_count), "avgLen": str(self.avg_len),
-               "maxLen": str(self.max_len)}  # fmt: skip
-        if self.distinct_count is not None:
-            out["distinctCount"] = str(self.distinct_count)
-        if self.min is not None and self.max is not None:
-            out["min"], out["max"] = self.min, self.max
-        return {f"{self.name}.{k}": v for k, v in out.items()}
+from lakestats.options import MAX_BINS
 
 
 @dataclass
@@ -116,15 +65,9 @@ class RegisteredStatistics:
         out = asdict(self)
         for column in out["columns"]:
             column["histogram_bins"] = [
-                [_json_number(b[0]), _json_number(b[1]), b[2]] for b in column["histogram_bins"]
+                [json_number(b[0]), json_number(b[1]), b[2]] for b in column["histogram_bins"]
             ]
         return out
-
-
-def _json_number(value: float) -> float | str:
-    if math.isfinite(value):
-        return value
-    return "Infinity" if value > 0 else "-Infinity" if value < 0 else "NaN"
 
 
 # -- the statistics, in plain Python ------------------------------------------------
@@ -145,33 +88,6 @@ def table_name(name: str) -> str:
     return ".".join(f"`{p}`" for p in parts)
 
 
-def spark_type_of(type_text: str) -> str | None:
-    """The Spark type Spark's Parquet reader gives a column of this Arrow type (None: none
-    that column statistics support)."""
-    import pyarrow as pa
-    import pyarrow.types as pat
-
-    dtype = arrow_type(type_text)
-    if not isinstance(dtype, pa.DataType):
-        return None
-    if pat.is_dictionary(dtype):
-        dtype = dtype.value_type
-    simple = {pa.int8(): "byte", pa.int16(): "short", pa.int32(): "int", pa.int64(): "long",
-              pa.uint8(): "short", pa.uint16(): "int", pa.uint32(): "long",
-              pa.float32(): "float", pa.float64(): "double", pa.bool_(): "boolean",
-              pa.date32(): "date", pa.date64(): "date"}  # fmt: skip
-    if dtype in simple:
-        return simple[dtype]
-    if pat.is_decimal(dtype):
-        return "decimal"
-    if pat.is_timestamp(dtype):
-        return "timestamp" if dtype.tz else "timestamp_ntz"
-    if pat.is_string(dtype) or pat.is_large_string(dtype) or pat.is_string_view(dtype):
-        return "string"
-    if pat.is_binary(dtype) or pat.is_large_binary(dtype) or pat.is_fixed_size_binary(dtype):
-        return "binary"
-    return None
-
 
 def plan_statistics(
     table,  # noqa: ANN001 - lakestats.api.LakestatsTable
@@ -184,126 +100,26 @@ def plan_statistics(
     """lakestats' table-level statistics as Spark catalog statistics, without Spark.
 
     ``spark_types`` (column -> Spark type, from the Spark table) decides which columns Spark
-    has; by default every top-level column Spark's Parquet reader would show."""
+    has (``catalog_columns``)."""
     if not 1 <= num_bins <= MAX_BINS:
         raise InvalidArgumentError(
             f"--bins (histogram bins) must be between 1 and {MAX_BINS}, got {num_bins}"
         )
     table_name(name)
     stats = table.table_statistics(snapshot_id)
-    reader = VersionLookups(table, stats.version)
-    columns, skipped = [], {}
-    for row in stats.columns:
-        column = row["column"]
-        ours = spark_type_of(row["type"])
-        theirs = ours if spark_types is None else spark_types.get(column)
-        if len(row.get("column_path") or [column]) > 1:
-            skipped[column] = "a struct field: Spark keeps statistics of top-level columns only"
-        elif ours is None:
-            skipped[column] = f"type {row['type']} has no column statistics in Spark"
-        elif theirs is None:
-            skipped[column] = "not a column of a type Spark keeps statistics for in its table"
-        elif not _compatible(ours, theirs):
-            skipped[column] = f"Spark reads it as {theirs}, lakestats saw {row['type']}"
-        else:
-            columns.append(_column(row, theirs, reader, num_bins))
-    for column, spark_type in (spark_types or {}).items():
-        if column not in {r["column"] for r in stats.columns}:
-            skipped.setdefault(column, f"no lakestats statistics ({spark_type})")
+    lookups = StoredLookups.of(table.store, stats.version)
+    columns, skipped = catalog_columns(stats.columns, spark_types, lookups, num_bins)
     return RegisteredStatistics(
         name=name,
         location=table.format.location,
         version=stats.version,
         snapshot_id=stats.staleness.snapshot_id,
-        size_in_bytes=reader.data_bytes(),
+        size_in_bytes=lookups.data_bytes(),
         row_count=stats.row_count,
         columns=columns,
         skipped=skipped,
         stale=stats.stale,
     )
-
-
-def _floating(type_text: str) -> bool:
-    dtype = arrow_type(type_text)
-    if isinstance(dtype, pa.DataType) and pat.is_dictionary(dtype):
-        dtype = dtype.value_type
-    return isinstance(dtype, pa.DataType) and pat.is_floating(dtype)
-
-
-def _compatible(ours: str, theirs: str) -> bool:
-    if ours == theirs:
-        return True
-    return ours in INTEGRAL and theirs in INTEGRAL  # e.g. a partition column inferred as int
-
-
-def _column(
-    row: dict, spark_type: str, reader: VersionLookups, num_bins: int
-) -> ColumnStatistics:
-    floating = _floating(row["type"])
-    non_null = row["row_count"] - row["null_count"]
-    if spark_type in ("string", "binary"):
-        # Spark's ANALYZE: ceil(avg(length)), max(length); min/max are not kept for these
-        avg_len = math.ceil(row["avg_length"]) if row.get("avg_length") is not None else 20
-        max_len = int(row["max_length"] or 0)
-        low = high = None
-    else:
-        avg_len = max_len = 16 if spark_type == "decimal" and _wide(row["type"]) else (
-            FIXED_SIZE.get(spark_type, 8))  # fmt: skip
-        low, high = (_external(row[k], spark_type) for k in ("min", "max"))
-    out = ColumnStatistics(
-        name=row["column"],
-        spark_type=spark_type,
-        distinct_count=row.get("distinct_count"),
-        null_count=row["null_count"],
-        min=low,
-        max=high,
-        avg_len=avg_len,
-        max_len=max_len,
-    )
-    if spark_type in HISTOGRAM_TYPES and non_null > 0 and row["min"] is not None:
-        pieces, source = pieces_of(row, floating, spark_type, reader)
-        if pieces is not None:
-            pieces = infinities_as_points(pieces)
-            out.histogram_height, out.histogram_bins = equi_height(pieces, num_bins)
-            out.histogram_source = source
-    return out
-
-
-def _wide(type_text: str) -> bool:
-    dtype = arrow_type(type_text)
-    return getattr(dtype, "precision", 0) > 18  # Spark's DecimalType.defaultSize: 8 or 16
-
-
-def _external(value: object, spark_type: str) -> str | None:
-    """A value as Spark's ``CatalogColumnStat.toExternalString`` writes it (timestamps in
-    UTC: Spark parses stored statistics with a UTC formatter, whatever the session zone)."""
-    if value is None:
-        return None
-    if spark_type in INTEGRAL:
-        return str(int(value))
-    if spark_type in ("float", "double"):
-        number = float(value)
-        if math.isnan(number):
-            return None
-        return "Infinity" if number == math.inf else "-Infinity" if number == -math.inf else (
-            repr(number))  # fmt: skip
-    if spark_type == "decimal":
-        return format(Decimal(value), "f")
-    if spark_type == "boolean":
-        return "true" if value else "false"
-    if spark_type == "date":
-        return value.isoformat()
-    if spark_type == "timestamp":
-        return _timestamp_text(value.astimezone(dt.UTC))
-    if spark_type == "timestamp_ntz":
-        return _timestamp_text(value)
-    return None
-
-
-def _timestamp_text(value: dt.datetime) -> str:
-    """``yyyy-MM-dd HH:mm:ss.SSSSSS`` with a four-digit year (``strftime("%Y")`` writes
-    year 1 as ``1``, which Spark's parser refuses)."""
-    return f"{value.year:04d}-" + value.strftime("%m-%d %H:%M:%S.%f")
 
 
 # -- the Spark side (py4j, classic sessions only) ------------------------------------

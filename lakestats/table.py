@@ -466,7 +466,7 @@ class LakestatsTable(StatisticsLookups):
         if not dry_run:
             apply_expiry(root, plan)
             if plan.puffin_files and self.format.format_name == "iceberg":
-                from lakestats.compute.puffin import remove
+                from lakestats.interop.puffin import remove
 
                 for snapshot_id, path in plan.puffin_files:
                     remove(self.format, snapshot_id, path, self.s3)
@@ -483,7 +483,7 @@ class LakestatsTable(StatisticsLookups):
 
     def export_paimon(self, version: int | None = None) -> dict[str, object]:
         """A statistics version (default: the latest) as Paimon's statistics JSON."""
-        from lakestats.store.paimon_export import paimon_statistics
+        from lakestats.interop.paimon import paimon_statistics
 
         return paimon_statistics(self.store, version)
 

@@ -2,7 +2,7 @@
 
 moto checks ``If-None-Match: *`` and then stores the object, two steps a concurrent request
 can fall between: under load two publishers both "created" one statistics version. S3
-itself does both at once, which is what ``fs.create_exclusive`` relies on. A lock around
+itself does both at once, which ``StatisticsStore.create_exclusive`` relies on. A lock around
 moto's ``put_object`` makes the emulator's conditional write atomic like S3's; nothing
 else changes.
 

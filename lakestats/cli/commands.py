@@ -31,12 +31,7 @@ def analyze(args: argparse.Namespace, out: Output) -> None:
     options = options_from_args(
         args, AnalyzeOptions, progress=not args.json and sys.stderr.isatty()
     )
-    result = table.analyze(options)
-    if options.table_level and not options.where and not options.from_sample:
-        from lakestats.spark_sidecar import publish_quietly  # after an analyze only
-
-        publish_quietly(table, result.snapshot_id)  # for lakestats' Spark component
-    out.analyzed(result)
+    out.analyzed(table.analyze(options))
 
 
 def sample(args: argparse.Namespace, out: Output) -> None:

@@ -1,4 +1,5 @@
-"""Whether a Spark Connect server's Python workers can run lakestats' job, and shipping it.
+"""Spark Connect: whether a session is one, whether its server's Python workers can run
+lakestats' job, and shipping it.
 
 Under Spark Connect the job's tasks are lakestats functions, unpickled by reference in the
 server's Python workers: a server whose workers lack lakestats fails the first task with
@@ -20,18 +21,20 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from lakestats.config import installed_version
 from lakestats.errors import InvalidArgumentError, LakestatsError
 
 PACKAGE = Path(__file__).resolve().parents[1]  # this client's lakestats package
 
 
-def client_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (a client of a remote Spark server)."""
     try:
-        return version("lakestats")
-    except PackageNotFoundError:
-        return "unknown"
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # the Connect client's dependencies (grpcio, ...) are not installed
+        return False
+    return isinstance(spark, ConnectSession)
+
 
 _PROBE_SOURCE = '''
 def probe(_):
@@ -65,8 +68,6 @@ def workers_lakestats(spark: SparkSession) -> str:
 def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsError:
     """``failure`` of a job on ``spark``, or, when the session is Spark Connect and its
     workers cannot import lakestats, one line saying so and what to do."""
-    from lakestats.compute.session import is_connect
-
     if not is_connect(spark):
         return failure
     text = str(failure)
@@ -78,10 +79,10 @@ def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsEr
         except Exception:  # noqa: BLE001 - the probe failed too: the job's own error stands
             return failure
     if answer.startswith("ok"):
-        if answer.split()[-1] != client_version():
+        if answer.split()[-1] != installed_version():
             return LakestatsError(
                 f"{failure} (the Spark Connect server's Python workers run lakestats "
-                f"{answer.split()[-1]}, this client {client_version()}: install the "
+                f"{answer.split()[-1]}, this client {installed_version()}: install the "
                 "same version on the server, or pass --ship-lakestats)"
             )
         return failure
@@ -89,7 +90,7 @@ def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsEr
     where = where.rstrip(")") or "unknown"
     return LakestatsError(
         f"the Spark Connect server's Python workers cannot import lakestats ({reason}; "
-        f"their Python is {where}): install lakestats=={client_version()} into that "
+        f"their Python is {where}): install lakestats=={installed_version()} into that "
         "Python on every node of the server, or pass --ship-lakestats (setting "
         "spark.ship_lakestats) to send this client's copy with the job; see docs/deploy.md"
     )
@@ -98,8 +99,6 @@ def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsEr
 def ship(spark: SparkSession) -> str:
     """Add this client's lakestats package to ``spark``'s Python path on the server (a
     Connect session only); the zip's path. Its dependencies must already be there."""
-    from lakestats.compute.session import is_connect
-
     if not is_connect(spark):
         raise InvalidArgumentError(
             "--ship-lakestats is for Spark Connect sessions (--remote sc://...): a classic "
@@ -124,7 +123,7 @@ def package_zip() -> str:
         digest.update(path.read_bytes())
     directory = Path(tempfile.gettempdir()) / "lakestats-ship"
     directory.mkdir(exist_ok=True)
-    target = directory / f"lakestats-{client_version()}-{digest.hexdigest()[:12]}.zip"
+    target = directory / f"lakestats-{installed_version()}-{digest.hexdigest()[:12]}.zip"
     if not target.exists():
         partial = target.with_suffix(f".{os.getpid()}.tmp")
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:

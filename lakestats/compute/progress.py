@@ -23,7 +23,7 @@ def spark_progress(
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from lakestats.compute.session import is_connect
+    from lakestats.compute.connect_workers import is_connect
 
     if is_connect(spark):  # a Connect client has no status tracker: no bar, the job runs
         yield

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from lakestats import config
+from lakestats.compute.connect_workers import is_connect, ship
 from lakestats.errors import InvalidArgumentError
 from lakestats.spark_errors import starting_spark
 
@@ -108,8 +109,6 @@ def get_spark(master: str | None = None, remote: str | None = None) -> SparkSess
     if remote is not None:
         session = connect_session(remote, chosen.spark_conf)
         if chosen.ship_lakestats:
-            from lakestats.compute.connect_workers import ship
-
             ship(session)
         return session
     running = running_session()
@@ -196,15 +195,6 @@ def connect_session(remote: str, conf: tuple[tuple[str, str], ...] = ()) -> Spar
     for key, value in conf:  # --spark-conf: only SQL settings reach a Connect server
         builder = builder.config(key, value)
     return builder.getOrCreate()
-
-
-def is_connect(spark: SparkSession) -> bool:
-    """Whether ``spark`` is a Spark Connect session (no SparkContext, no py4j)."""
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except ImportError:  # the Connect client's dependencies (grpcio, ...) are not installed
-        return False
-    return isinstance(spark, ConnectSession)
 
 
 def default_parallelism(spark: SparkSession) -> int:

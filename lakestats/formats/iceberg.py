@@ -8,7 +8,7 @@ the job. Equality deletes, which pyiceberg refuses, are planned and applied here
 (``equality_deletes.py``) as the Iceberg spec says.
 
 Over 400 lines on purpose: one format's whole contract (catalogs, planning, deletes, change
-log, samples).
+log, samples); the executors' reader is ``iceberg_reader.py``.
 """
 
 from __future__ import annotations
@@ -18,14 +18,11 @@ import posixpath
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import lru_cache
 
 import pyarrow as pa
 
 from lakestats import fs
 from lakestats.errors import (
-    DataFileError,
     NotATableError,
     SnapshotNotFoundError,
     TableNotFoundError,
@@ -35,10 +32,10 @@ from lakestats.formats.base import (
     PartitionPlan,
     PartitionReader,
     SampleUnit,
-    Slice,
     SnapshotInfo,
     TableFormat,
 )
+from lakestats.formats.iceberg_reader import IcebergReader
 from lakestats.stats.keys import to_json
 
 DEFAULT_CATALOG = "lakestats"
@@ -83,97 +80,6 @@ def load_catalog(  # noqa: ANN201
     )
 
 
-@lru_cache(maxsize=8)
-def _metadata(metadata_json: str):  # noqa: ANN202
-    from pyiceberg.table.metadata import TableMetadataUtil
-
-    return TableMetadataUtil.parse_raw(metadata_json)
-
-
-@dataclass(frozen=True)
-class IcebergReader(PartitionReader):
-    metadata_json: str
-    metadata_location: str
-    io_properties: dict[str, str]
-    schema_id: int
-    native: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
-    # data file path -> the equality delete files (pyiceberg DataFiles) that apply to it
-    equality: dict[str, tuple] = field(default_factory=dict, compare=False, hash=False)
-
-    def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
-        from pyiceberg.io import load_file_io
-
-        metadata = _metadata(self.metadata_json)
-        schema = next(s for s in metadata.schemas if s.schema_id == self.schema_id)
-        io = load_file_io(self.io_properties, self.metadata_location)
-        tasks = [self.native[f.path] for f in part.files]
-        if not any(self.equality.get(t.file.file_path) for t in tasks):
-            return self._read_tasks(part, metadata, schema, io, tasks, columns)
-        from lakestats.formats.equality_deletes import (
-            apply_equality_deletes,
-            key_columns,
-            read_schema,
-        )
-
-        pieces = []
-        output = columns if columns is not None else [f.name for f in schema.fields]
-        for task in tasks:
-            deletes = self.equality.get(task.file.file_path, ())
-            extended = read_schema(schema, metadata, deletes)
-            keys = key_columns(extended, deletes)
-            wanted = [*output, *(k for k in keys if k not in output)]
-            table = self._read_tasks(part, metadata, extended, io, [task], wanted)
-            table = apply_equality_deletes(table, deletes, extended, metadata, io)
-            pieces.append(table.select(output))
-        return pa.concat_tables(pieces)
-
-    @staticmethod
-    def _read_tasks(part: Slice, metadata, schema, io, tasks: list, columns: list[str] | None):  # noqa: ANN001, ANN205
-        """Rows of ``tasks`` (position deletes applied), identity-partition values filled in."""
-        from pyiceberg.expressions import AlwaysTrue
-        from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
-
-        projected = schema if columns is None else schema.select(*columns)
-        # identity-partitioned columns come from the partition tuple: writers may leave
-        # them out of the data files (the value lives only in the manifest)
-        constants = _identity_values(metadata, tasks[0].file) if tasks else {}
-        constant_ids = {i for i in constants if i in projected.field_ids}
-        read_schema = projected
-        if constant_ids:
-            keep = [f.name for f in projected.fields if f.field_id not in constant_ids]
-            if not keep and any(t.delete_files for t in tasks):
-                # only constants asked for, but deletes decide the row count: read one more
-                keep = [f.name for f in schema.fields if f.field_id not in constants][:1]
-            read_schema = schema.select(*keep) if keep else None
-        try:
-            if read_schema is not None:
-                table = ArrowScan(metadata, io, read_schema, AlwaysTrue()).to_table(tasks)
-                rows = table.num_rows
-            else:
-                rows = sum(t.file.record_count for t in tasks)  # no deletes: planned exact
-                table = pa.table({})
-        except (OSError, pa.ArrowInvalid) as exc:
-            from lakestats.formats.parquet_dir import unreadable_file
-
-            bad = unreadable_file([t.file.file_path for t in tasks])
-            where = f"data file {bad}" if bad else f"a data file: {str(exc).splitlines()[0]}"
-            raise DataFileError(
-                f"cannot read {where} (partition {part.partition.name or '(all)'}); "
-                "repair or remove the file"
-            ) from exc
-        if not constant_ids:
-            return table
-        target = schema_to_pyarrow(projected, include_field_ids=False)
-        arrays = []
-        for iceberg_field, arrow_field in zip(projected.fields, target, strict=True):
-            if iceberg_field.field_id in constant_ids:
-                value = pa.array([constants[iceberg_field.field_id]], type=arrow_field.type)
-                arrays.append(pa.repeat(value[0], rows))
-            else:
-                arrays.append(table.column(arrow_field.name))
-        return pa.Table.from_arrays(arrays, schema=target)
-
-
 def _absolute(path: str) -> str:
     if "://" in path or path.startswith("/"):
         return path
@@ -185,16 +91,6 @@ def _absolutize(data_file) -> None:  # noqa: ANN001
     position = 1  # DataFile's record layout: content, file_path, ...
     if data_file[position] == data_file.file_path:
         data_file[position] = _absolute(data_file.file_path)
-
-
-def _identity_values(metadata, data_file) -> dict[int, object]:  # noqa: ANN001
-    """Source field id -> value of the identity partition fields of ``data_file``."""
-    spec = metadata.specs()[data_file.spec_id]
-    out = {}
-    for position, partition_field in enumerate(spec.fields):
-        if partition_field.transform.__class__.__name__ == "IdentityTransform":
-            out[partition_field.source_id] = data_file.partition[position]
-    return out
 
 
 def _partition_key(spec, schema, record) -> tuple[list[tuple[str, str]], dict[str, object]]:  # noqa: ANN001
@@ -564,69 +460,14 @@ class IcebergTableFormat(TableFormat):
                             overwrite.append_data_file(data_file)
             return self._sibling_record(catalog, location)
 
-    # -- table statistics files (Puffin), committed through pyiceberg ----------------
-    def statistics_commit_refusal(self) -> str | None:
-        """Why statistics cannot be committed to this table (None: they can)."""
-        from pyiceberg.table import StaticTable
+    # -- the pyiceberg table, for commits of statistics files (``interop/puffin.py``) --
+    @property
+    def native_table(self):  # noqa: ANN201 - pyiceberg.table.Table
+        return self._table
 
-        if isinstance(self._table, StaticTable):
-            return "the table was opened by path, without a catalog to commit to"
-        return None
-
-    def raw_location(self) -> str:
-        """The table location as its metadata spells it (``file:///…``, ``s3://…``)."""
-        return self._table.location().rstrip("/")
-
-    def sequence_number(self, snapshot_id: int) -> int:
-        snapshot = self._table.metadata.snapshot_by_id(snapshot_id)
-        return int(snapshot.sequence_number or 0) if snapshot is not None else 0
-
-    def statistics_files(self) -> dict[int, str]:
-        """Snapshot id -> the statistics file the table metadata lists for it."""
-        return {s.snapshot_id: s.statistics_path for s in self._table.metadata.statistics}
-
-    def _commit_statistics(self, change) -> None:  # noqa: ANN001 - an UpdateStatistics step
-        from pyiceberg.exceptions import CommitFailedException
-
-        for attempt in range(3):  # another writer committed meanwhile: reload and redo
-            try:
-                with self._table.update_statistics() as update:
-                    change(update)
-                return
-            except CommitFailedException:
-                if attempt == 2:
-                    raise
-                self._table = self._table.refresh()
-
-    def set_statistics_file(
-        self, snapshot_id: int, path: str, size: int, footer_size: int, blobs: list[dict]
-    ) -> None:
-        """Register a Puffin file for ``snapshot_id`` (replacing the one it had)."""
-        from pyiceberg.table.statistics import BlobMetadata, StatisticsFile
-
-        statistics = StatisticsFile(
-            snapshot_id=snapshot_id,
-            statistics_path=path,
-            file_size_in_bytes=size,
-            file_footer_size_in_bytes=footer_size,
-            blob_metadata=[
-                BlobMetadata(
-                    type=b["type"],
-                    snapshot_id=b["snapshot-id"],
-                    sequence_number=b["sequence-number"],
-                    fields=b["fields"],
-                    properties=b.get("properties"),
-                )
-                for b in blobs
-            ],
-        )
-        self._commit_statistics(lambda update: update.set_statistics(statistics))
-
-    def remove_statistics_file(self, snapshot_id: int) -> None:
-        """Unregister the statistics file of ``snapshot_id`` (one operation per commit:
-        pyiceberg's ``remove_statistics`` replaces the queued updates)."""
-        if snapshot_id in self.statistics_files():
-            self._commit_statistics(lambda update: update.remove_statistics(snapshot_id))
+    def reload_table(self) -> None:
+        """Re-read the table's metadata (another writer committed meanwhile)."""
+        self._table = self._table.refresh()
 
     def reader(self, snapshot_id: int | None = None) -> PartitionReader:
         tasks, equality = self._tasks(snapshot_id)

@@ -11,6 +11,7 @@ from lakestats import fs
 from lakestats.errors import StatisticsNotFoundError
 from lakestats.formats.base import DataFile, PartitionPlan, PartitionReader, PathTable, Slice
 from lakestats.store import layout
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.sample import HIDDEN_COLUMNS, SampleManifest, sample_dir, visible
 
 
@@ -37,11 +38,11 @@ class SampleTableFormat(PathTable):
     format_name = "lakestats-sample"
 
     def __init__(
-        self, stats_root: str, sample: SampleManifest, s3: fs.S3Options | None = None
+        self, stats_root: StatisticsStore, sample: SampleManifest
     ) -> None:
         self._uri = sample_dir(stats_root)
         self.sample = sample
-        self.s3 = s3
+        self.s3 = stats_root.s3
 
     def schema(self, snapshot_id: int | None = None) -> pa.Schema:
         for p in self.sample.partitions:

@@ -29,15 +29,14 @@ from lakestats.store.handle import StatisticsStore
 
 
 def sample_rows(
-    stats_root: str,
+    stats_root: StatisticsStore,
     manifest: store.SampleManifest,
-    s3: fs.S3Options | None = None,
     only: set[str] | None = None,
 ) -> pa.Table | None:
     """Every sampled row (of the partitions ``only`` names, when given), the table's
     columns only, partition by partition."""
     parts = [
-        store.visible(store.read_file(StatisticsStore(stats_root, s3), p.file))
+        store.visible(store.read_file(stats_root, p.file))
         for p in manifest.partitions
         if p.file and (only is None or p.path in only)
     ]
@@ -46,10 +45,9 @@ def sample_rows(
 
 def write_sibling(
     table: TableFormat,
-    stats_root: str,
+    stats_root: StatisticsStore,
     manifest: store.SampleManifest,
     previous: dict | None,
-    s3: fs.S3Options | None = None,
     changed: dict[str, dict[str, object]] | None = None,
 ) -> dict | None:
     """Write the sample as a table of ``table``'s format; what the manifest records about
@@ -70,12 +68,12 @@ def write_sibling(
 
     try:
         if changed is not None and previous is not None:
-            rows = conformed(sample_rows(stats_root, manifest, s3, set(changed)))
+            rows = conformed(sample_rows(stats_root, manifest, set(changed)))
             updated = table.update_sample_table(rows, location, previous, changed)
             if updated is not None:
                 return updated
         return table.write_sample_table(
-            conformed(sample_rows(stats_root, manifest, s3)), location, previous
+            conformed(sample_rows(stats_root, manifest)), location, previous
         )
     except LakestatsError:
         raise
@@ -86,7 +84,7 @@ def write_sibling(
         ) from exc
 
 
-def sibling_location(table: TableFormat, stats_root: str) -> str:
+def sibling_location(table: TableFormat, stats_root: StatisticsStore) -> str:
     """Where ``table``'s sample table lives under its statistics root."""
     return fs.join(store.sample_dir(stats_root), table.format_name)
 
@@ -97,9 +95,7 @@ _REWRITTEN = ("_last_checkpoint", "LATEST", "EARLIEST", "version-hint.text")
 
 
 @contextlib.contextmanager
-def restored_on_failure(
-    table: TableFormat, stats_root: str, s3: fs.S3Options | None = None
-) -> Iterator[None]:
+def restored_on_failure(table: TableFormat, stats_root: StatisticsStore) -> Iterator[None]:
     """On failure, the sample table as it was before the block: the files and directories
     the block added are deleted and the hint files get their earlier bytes back. The
     manifest (saved last) still names the previous snapshot, and an engine reading the
@@ -108,6 +104,7 @@ def restored_on_failure(
         yield
         return
     location = sibling_location(table, stats_root)
+    s3 = stats_root.s3
     filesystem, _ = fs.resolve(location, s3)
     entries = fs.list_files(location, s3, recursive=True)
     before = {info.path for info in entries}

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from lakestats.stats import keys
 from lakestats.stats.kinds import Kind, kind_of
+from lakestats.stats.type_codec import parse_type
 
 
 @dataclass(frozen=True)
@@ -163,3 +164,52 @@ def lower_key(lower: float | int, dtype: pa.DataType) -> bytes:
         storage = keys.physical_int_storage(dtype)
         return keys.encode(pa.array([int(lower)], storage).view(dtype))[0].as_py()
     return keys.encode(pa.array([int(lower)], dtype))[0].as_py()
+
+
+def bin_edges(
+    type_text: str, lower_key: bytes, width: float, bins: int, max_key: bytes, start: int, stop: int
+) -> list[tuple[object, object]]:
+    """Recompute bin edges exactly as the writer did (``of_values``):
+    bin ``i`` is ``[lower + i * width, lower + (i + 1) * width)``; the last is ``[.., max]``."""
+    dtype = parse_type(type_text)
+    kind = kind_of(dtype)
+    if kind == Kind.FLOATING:
+        lo = keys.decode(lower_key, dtype)
+        top = keys.decode(max_key, dtype)
+        out = []
+        for i in range(start, stop):
+            upper = top if (i == bins - 1 or width == 0.0) else lo + (i + 1) * width
+            out.append((lo + i * width, upper))
+        return out
+    step = int(width)
+    if kind == Kind.DECIMAL:
+        lo_unscaled = keys.unscaled_of(keys.decode(lower_key, dtype), dtype.scale)
+        end = keys.unscaled_of(keys.decode(max_key, dtype), dtype.scale)
+        return [
+            (
+                keys.decimal_from_unscaled(lo_unscaled + i * step, dtype.scale),
+                keys.decimal_from_unscaled(_upper(lo_unscaled, step, i, bins, end), dtype.scale),
+            )
+            for i in range(start, stop)
+        ]
+    if kind == Kind.INTEGER:
+        lo_int = int(keys.decode(lower_key, dtype))
+        end = int(keys.decode(max_key, dtype))
+        return [(lo_int + i * step, _upper(lo_int, step, i, bins, end)) for i in range(start, stop)]
+    lo_int = int.from_bytes(lower_key, "big") - (1 << 63)
+    if kind == Kind.TEMPORAL:
+        end = int.from_bytes(max_key, "big") - (1 << 63)
+        return [
+            (
+                keys.from_integer(lo_int + i * step, dtype),
+                keys.from_integer(_upper(lo_int, step, i, bins, end), dtype),
+            )
+            for i in range(start, stop)
+        ]
+    return []
+
+
+def _upper(lower: int, step: int, i: int, bins: int, end: int) -> int:
+    """Bin ``i``'s upper edge: ``lower + (i + 1) * step``, except that the last bin (closed,
+    as a float histogram's) ends at max, not at its nominal end past it."""
+    return end if i == bins - 1 else lower + (i + 1) * step

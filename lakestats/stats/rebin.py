@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -21,9 +20,6 @@ import pyarrow as pa
 from lakestats.stats import histogram as hist
 from lakestats.stats import keys
 from lakestats.stats.kinds import Kind, kind_of
-
-if TYPE_CHECKING:
-    from lakestats.stats.scalar_state import ScalarState
 
 
 @dataclass
@@ -177,13 +173,14 @@ def _value_type(dtype: pa.DataType) -> pa.DataType:
 
 
 def table_histogram(
-    state: ScalarState,
+    values: int,
     grid: Grid | None,
     rebinned: np.ndarray | None,
     exact: hist.Histogram | None,
     dtype: pa.DataType,
 ) -> tuple[dict, np.ndarray | None]:
-    """The histogram fields of the table row and the counts to store."""
+    """The histogram fields of the table row and the counts to store (``values``: the
+    column's rows that are neither null nor NaN, what the rounded counts add up to)."""
     if exact is not None:
         lower = hist.lower_key(exact.lower, dtype)
         return (
@@ -197,8 +194,7 @@ def table_histogram(
         )
     if grid is None:
         return {}, None
-    total = state.row_count - state.null_count - (state.nan_count or 0)
-    counts = round_counts(rebinned if rebinned is not None else np.zeros(grid.bins), total)
+    counts = round_counts(rebinned if rebinned is not None else np.zeros(grid.bins), values)
     lower = hist.lower_key(grid.lower, dtype)
     return (
         {

@@ -206,38 +206,6 @@ def iceberg_bytes(values: pa.Array, iceberg_type: str) -> tuple[np.ndarray, np.n
     raise ThetaSketchError(f"no Iceberg single-value serialization for type {iceberg_type}")
 
 
-def iceberg_type_of(dtype: pa.DataType) -> str | None:
-    """The Iceberg type an Arrow column of an Iceberg table stands for (None: none that
-    a theta blob covers)."""
-    if pat.is_dictionary(dtype):
-        dtype = dtype.value_type
-    if pat.is_boolean(dtype):
-        return "boolean"
-    if pat.is_int8(dtype) or pat.is_int16(dtype) or pat.is_int32(dtype):
-        return "int"
-    if pat.is_int64(dtype):
-        return "long"
-    if pat.is_float32(dtype):
-        return "float"
-    if pat.is_float64(dtype):
-        return "double"
-    if pat.is_date32(dtype):
-        return "date"
-    if pat.is_time(dtype):
-        return "time"
-    if pat.is_timestamp(dtype):
-        return "timestamptz" if dtype.tz else "timestamp"
-    if pat.is_string(dtype) or pat.is_large_string(dtype) or pat.is_string_view(dtype):
-        return "string"
-    if pat.is_fixed_size_binary(dtype):
-        return f"fixed[{dtype.byte_width}]"
-    if pat.is_binary(dtype) or pat.is_large_binary(dtype) or pat.is_binary_view(dtype):
-        return "binary"
-    if pat.is_decimal(dtype):
-        return f"decimal({dtype.precision}, {dtype.scale})"
-    return None
-
-
 SUPPORTED = frozenset(
     {"int", "date", "long", "time", "timestamp", "timestamptz", "float", "double", "boolean",
      "string", "binary", "fixed", "uuid", "decimal"}

@@ -22,9 +22,8 @@ from lakestats.store.handle import StatisticsStore
 RUN_TOPS = ("partitions", "table", "_staging", "sample/data", "sample/reserve")
 
 
-def run_files(root: StatisticsStore | str, run_id: str) -> list[str]:
-    """The files under ``root`` that the run ``run_id`` wrote (relative paths)."""
-    store = StatisticsStore.of(root)
+def run_files(store: StatisticsStore, run_id: str) -> list[str]:
+    """The files under ``store`` that the run ``run_id`` wrote (relative paths)."""
     _, base = store.resolve(store.uri)
     found = []
     for top in RUN_TOPS:
@@ -38,9 +37,8 @@ def run_files(root: StatisticsStore | str, run_id: str) -> list[str]:
     return found
 
 
-def remove_run(root: StatisticsStore | str, run_id: str) -> list[str]:
+def remove_run(store: StatisticsStore, run_id: str) -> list[str]:
     """Delete what the run ``run_id`` wrote (after it failed, before it published)."""
-    store = StatisticsStore.of(root)
     filesystem, base = store.resolve(store.uri)
     removed = run_files(store, run_id)
     for relative in removed:
@@ -61,11 +59,11 @@ def _directories(path: str) -> set[str] | None:
 
 
 @contextlib.contextmanager
-def as_it_was(root: StatisticsStore | str) -> Iterator[None]:
+def as_it_was(root: StatisticsStore) -> Iterator[None]:
     """On failure, remove the directories the block created under ``root`` that are
     empty (their files removed by ``remove_run``), and ``root`` when the block created it
     and left it empty. Object stores have no directories: nothing to do there."""
-    path = StatisticsStore.of(root).uri
+    path = root.uri
     if fs.is_remote(path):
         yield
         return

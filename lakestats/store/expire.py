@@ -27,12 +27,12 @@ class ExpirePlan:
     files_removed: list[str] = field(default_factory=list)  # relative to the root
     damaged_versions: list[int] = field(default_factory=list)  # unreadable manifests
     # Iceberg: the Puffin files (snapshot id, path) of removed versions that no kept
-    # version records; ``compute/puffin.remove`` unregisters and deletes them
+    # version records; ``interop/puffin.remove`` unregisters and deletes them
     puffin_files: list[tuple[int, str]] = field(default_factory=list)
 
 
 def plan_expiry(
-    root: StatisticsStore | str,
+    root: StatisticsStore,
     live_snapshots: set[int] | None,
     retain_last: int = 1,
     orphan_age_seconds: float = 3600.0,
@@ -41,7 +41,6 @@ def plan_expiry(
     stay); then every file under ``partitions/`` and ``table/`` that no kept version
     references. Unreferenced files younger than ``orphan_age_seconds`` are left alone:
     they may belong to an analyze still running."""
-    root = StatisticsStore.of(root)
     numbers = manifest.version_numbers(root)
     plan = ExpirePlan()
     keep_newest = set(numbers[-retain_last:]) if retain_last > 0 else set()
@@ -121,10 +120,9 @@ def plan_expiry(
     return plan
 
 
-def apply_expiry(root: StatisticsStore | str, plan: ExpirePlan) -> None:
+def apply_expiry(root: StatisticsStore, plan: ExpirePlan) -> None:
     """Delete the planned files, then the expired versions. Kept versions' files are never
     in the plan, so a crash part-way leaves every kept version whole."""
-    root = StatisticsStore.of(root)
     filesystem, base = root.resolve(root.uri)
     for relative in plan.files_removed:
         with contextlib.suppress(FileNotFoundError):

@@ -1,4 +1,4 @@
-"""Table-level frequencies as layers (issue 27 item 3): a base file and deltas, merged on read.
+"""Table-level frequencies as layers: a base file and deltas, merged on read.
 
 An incremental ``analyze --exact`` that writes a delta rank layer (``store/ranks.py``) does
 not rewrite the table frequencies of the columns that list every value (scenarios #2 and

@@ -48,7 +48,7 @@ LATEST = "latest.json"
 STATS_DIR_NAME = "_lakestats"
 SPARK_DIR = "spark"
 """Per-version statistics for lakestats' Spark component: ``spark/v<version>_<snapshot>.json``
-(``lakestats.spark_sidecar``); ``expire`` removes those of removed versions."""
+(``lakestats.interop.spark_statistics``); ``expire`` removes those of removed versions."""
 
 
 def spark_file(version: int, snapshot_id: int) -> str:

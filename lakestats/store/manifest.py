@@ -231,22 +231,21 @@ def _stored_fields(value: object) -> dict[str, object]:
     }
 
 
-def latest_version_number(root: StatisticsStore | str) -> int:
+def latest_version_number(root: StatisticsStore) -> int:
     """The highest published version number (0 when there is none), from the listing."""
     numbers = version_numbers(root)
     return numbers[-1] if numbers else 0
 
 
-def read_version(root: StatisticsStore | str, number: int) -> Version:
+def read_version(store: StatisticsStore, number: int) -> Version:
     """Version ``number``; ``CorruptStatisticsError`` (one line, naming the file) when its
     manifest exists but does not parse."""
-    store = StatisticsStore.of(root)
     uri = store.path(layout.version_path(number))
     try:
         data = store.read_bytes(uri)
     except FileNotFoundError as exc:
         raise StatisticsNotFoundError(
-            f"statistics version {number} not found under {root}: see `lakestats history`"
+            f"statistics version {number} not found under {store}: see `lakestats history`"
         ) from exc
     return _version_of(data, uri)
 
@@ -268,10 +267,9 @@ def _version_of(data: bytes, uri: str) -> Version:
         ) from exc
 
 
-def load_version(root: StatisticsStore | str, version: int | None = None) -> Version:
+def load_version(root: StatisticsStore, version: int | None = None) -> Version:
     """Version ``version``, or the latest: the newest one whose manifest reads back (the
     damaged newer ones it passed over are in ``skipped_versions``)."""
-    root = StatisticsStore.of(root)
     if version is not None:
         return read_version(root, version)
     numbers = version_numbers(root)
@@ -300,9 +298,8 @@ def load_version(root: StatisticsStore | str, version: int | None = None) -> Ver
     )
 
 
-def version_numbers(root: StatisticsStore | str) -> list[int]:
+def version_numbers(store: StatisticsStore) -> list[int]:
     """Every published version number, ascending (from the ``versions/`` listing)."""
-    store = StatisticsStore.of(root)
     numbers = []
     for info in store.list_files(store.join("versions")):
         name = info.path.rsplit("/", 1)[-1]
@@ -313,9 +310,8 @@ def version_numbers(root: StatisticsStore | str) -> list[int]:
     return sorted(numbers)
 
 
-def snapshot_markers(root: StatisticsStore | str) -> dict[int, tuple[int | None, int | None]]:
+def snapshot_markers(store: StatisticsStore) -> dict[int, tuple[int | None, int | None]]:
     """Version number -> (snapshot id, snapshot time) of every marker (one listing)."""
-    store = StatisticsStore.of(root)
     found = {}
     for info in store.list_files(store.path(layout.SNAPSHOT_MARKERS)):
         parsed = layout.parse_snapshot_marker(info.path.rsplit("/", 1)[-1])
@@ -325,12 +321,11 @@ def snapshot_markers(root: StatisticsStore | str) -> dict[int, tuple[int | None,
 
 
 def snapshots_of_versions(
-    root: StatisticsStore | str, numbers: list[int]
+    root: StatisticsStore, numbers: list[int]
 ) -> dict[int, tuple[int | None, int | None]]:
     """For each of ``numbers``: its snapshot id and snapshot time, from the markers,
     reading the manifest only of versions that have none (published before markers
     existed, or whose marker write failed)."""
-    root = StatisticsStore.of(root)
     found = snapshot_markers(root)
     result = {}
     for number in numbers:
@@ -349,7 +344,7 @@ PUBLISH_ATTEMPTS = 100
 
 
 def publish(
-    root: StatisticsStore | str,
+    store: StatisticsStore,
     version: Version,
     on_conflict: Callable[[Version], None] | None = None,
 ) -> int:
@@ -361,7 +356,6 @@ def publish(
     e.g. when the winner describes the same snapshot). Latest is derived from the
     listing, so it is the highest number the moment the file exists.
     """
-    store = StatisticsStore.of(root)
     for _ in range(PUBLISH_ATTEMPTS):
         version.version = latest_version_number(store) + 1
         target = store.path(layout.version_path(version.version))
@@ -379,7 +373,7 @@ def publish(
                 on_conflict(_version_of(winner, target))
     else:
         raise ConflictError(
-            f"could not publish under {root}: {PUBLISH_ATTEMPTS} other analyses published "
+            f"could not publish under {store}: {PUBLISH_ATTEMPTS} other analyses published "
             "first; run analyze again"
         )
     marker = layout.snapshot_marker(

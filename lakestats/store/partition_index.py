@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -34,9 +34,6 @@ from lakestats.stats.percentiles import percentile_names
 from lakestats.store import manifest, schemas
 from lakestats.store.handle import StatisticsStore
 from lakestats.threads import prefetch
-
-if TYPE_CHECKING:
-    from lakestats.store.reader import StatisticsReader
 
 SCALAR_FIELDS = [
     "row_count",
@@ -259,8 +256,23 @@ def open_partition_file(
     return opened
 
 
+class VersionFiles(Protocol):
+    """What the read side reads a version through (``reader.StatisticsReader``)."""
+
+    version: manifest.Version
+
+    @property
+    def columns(self) -> list[dict[str, str]]: ...
+
+    def column_index(self, name: str) -> int: ...
+
+    def parquet_file(self, entry: manifest.PartitionEntry, kind: str) -> pq.ParquetFile: ...
+
+    def partition_index(self) -> PartitionIndex | None: ...
+
+
 def from_partition_files(
-    reader: StatisticsReader, column_indices: Sequence[int], fields: Sequence[str]
+    reader: VersionFiles, column_indices: Sequence[int], fields: Sequence[str]
 ) -> pa.Table:
     """What ``PartitionIndex.read`` returns, from every partition's ``statistics.parquet``
     (one open per partition: versions without an index)."""
@@ -302,7 +314,7 @@ def _empty(fields: Sequence[str]) -> pa.Table:
 
 
 def partition_summaries(
-    reader: StatisticsReader,
+    reader: VersionFiles,
     columns: Sequence[str],
     fields: Sequence[str] | None = None,
     use_index: bool = True,

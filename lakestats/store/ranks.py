@@ -8,28 +8,37 @@ cumulative count. ``ranks/index.parquet`` has one row per (part, column): the ra
 distinct values, total count, first and last key. A column's offset in a part is the sum
 of its totals in the earlier parts, so a lookup reads the index, then one row group.
 
-**Layers** (issue 27 item 3): an incremental ``analyze --exact`` does not rewrite the ranks.
+**Layers**: an incremental ``analyze --exact`` does not rewrite the ranks.
 It writes a *delta* layer in the same layout whose counts are the signed changes (added
 partitions' values +, removed ones' -) and whose index rows hold the change of the
 range's distinct count and total. ``LayeredRanks`` merges the base and its deltas at read
 time: counts, ranks and distinct counts add up; ``value_at`` searches the base's row
 groups by their footer statistics plus the deltas' ranks, then merges one base row group
 with the deltas' rows of the same key interval. A later analyze compacts the layers into
-a new base when they grow (``compute/exact/job.py``).
+a new base when they grow (``compute/exact/job.py``). ``rank``, ``quantile``: the lookups.
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pyarrow.types as pat
 
+from lakestats.errors import InvalidArgumentError
+from lakestats.stats import keys, literals
 from lakestats.stats.key_sums import merged
+from lakestats.stats.kinds import Kind, kind_of
+from lakestats.stats.type_codec import decode_value, parse_type
 from lakestats.store.handle import StatisticsStore
+from lakestats.store.manifest import Version
 from lakestats.store.schemas import RANKS_INDEX_SCHEMA as INDEX_SCHEMA
 from lakestats.store.schemas import RANKS_SCHEMA
 
@@ -294,3 +303,75 @@ def open_layers(store: StatisticsStore, indexes: list[str]) -> LayeredRanks:
     return LayeredRanks(
         [RankIndex.open(store, relative.rsplit("/", 1)[0]) for relative in indexes]
     )
+
+
+class VersionColumns(Protocol):
+    """A version's reader (``reader.StatisticsReader``): its store, version, column lookup."""
+
+    store: StatisticsStore
+    version: Version
+
+    def column_index(self, name: str) -> int: ...
+
+
+def _version_ranks(
+    reader: VersionColumns, column: str
+) -> tuple[int, LayeredRanks, pa.DataType]:
+    """The column's index, the version's exact ranks and the column's type."""
+    index, version = reader.column_index(column), reader.version
+    table_files = version.table_files or {}
+    if table_files.get("ranks") is None:
+        raise InvalidArgumentError(
+            "this statistics version has no exact ranks; run analyze --exact first"
+        )
+    exact = version.extra.get("exact") or {}
+    ranks = open_layers(reader.store, layer_indexes(table_files, exact))
+    if not ranks.has(index) and ranks.total(index) == 0:
+        raise InvalidArgumentError(f"column {column!r} has no exact ranks (no values)")
+    return index, ranks, parse_type(version.columns[index]["type"])
+
+
+def rank(reader: VersionColumns, column: str, value: object) -> dict[str, object]:
+    """Exact rank of ``value`` among the column's non-null, non-NaN values: rows below,
+    equal, above, and its percentile (share of values below or equal)."""
+    index, ranks, dtype = _version_ranks(reader, column)
+    if isinstance(value, str) and not pat.is_string(dtype) and not pat.is_large_string(dtype):
+        value = literals.parse_value(value, column, dtype)
+    if isinstance(value, float) and math.isnan(value):
+        raise InvalidArgumentError(
+            f"NaN has no rank: ranks, quantiles, percentiles and histograms of {column!r} "
+            "leave NaN out (show's nan_count counts them); pass a number, inf or -inf"
+        )
+    key = keys.encode(pa.array([value], dtype))[0].as_py()
+    below, equal, above = ranks.rank_of(index, key)
+    above -= _nan_count(index, ranks, dtype)
+    total = below + equal + above
+    return {
+        "below": below,
+        "equal": equal,
+        "above": above,
+        "total": total,
+        "percentile": (below + equal) / total if total else None,
+    }
+
+
+def _nan_count(index: int, ranks: LayeredRanks, dtype: pa.DataType) -> int:
+    """NaN values of a float column: they sort last in key order, and order statistics
+    leave them out (docs/limits.md, "NaN")."""
+    if kind_of(dtype) != Kind.FLOATING:
+        return 0
+    nan_key = keys.encode(pa.array([math.nan], pa.float64()))[0].as_py()
+    return ranks.rank_of(index, nan_key)[1]
+
+
+def quantile(reader: VersionColumns, column: str, p: float) -> object:
+    """The exact ``p`` quantile of the non-null, non-NaN values (nearest rank, as
+    DuckDB's ``quantile_disc`` over them)."""
+    if not 0.0 <= p <= 1.0:
+        raise InvalidArgumentError(f"--p must be between 0 and 1, got {p}")
+    index, ranks, dtype = _version_ranks(reader, column)
+    total = ranks.total(index) - _nan_count(index, ranks, dtype)
+    if total <= 0:
+        return None  # every value null or NaN
+    at = max(1, math.ceil(Fraction(repr(p)) * total))
+    return decode_value(ranks.value_at(index, at), reader.version.columns[index]["type"])

@@ -13,40 +13,43 @@ Footers are cached per file, so repeated lookups on one ``StatisticsReader`` rea
 only column data.
 
 Over 400 lines on purpose: every partial lookup shares the footer cache and row-group
-selection.
+selection. Which partition a spec names is ``partition_names``; exact ranks and quantiles
+are ``ranks``; a histogram's bin edges are ``stats.histogram.bin_edges``.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from fractions import Fraction
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-import pyarrow.types as pat
 
 from lakestats.errors import (
     ColumnNotFoundError,
     CorruptStatisticsError,
     InvalidArgumentError,
     LakestatsError,
-    PartitionNotFoundError,
     StatisticsNotFoundError,
 )
-from lakestats.stats import arrays, keys, literals
-from lakestats.stats.kinds import Kind, kind_of
+from lakestats.stats import arrays, keys
+from lakestats.stats.histogram import bin_edges
+from lakestats.stats.kinds import Kind
 from lakestats.stats.percentiles import percentile_names
 from lakestats.stats.type_codec import Opaque, column_kind, decode_value, parse_type
-from lakestats.store import layout, manifest
+from lakestats.store import manifest, partition_names
 from lakestats.store.frequency_layers import FrequencyLayers, MergedColumn, layers_of
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.schemas import SKETCH_COLUMNS, STATISTICS_ROW_GROUP
+
+if TYPE_CHECKING:  # both import pyarrow.compute: opened when a lookup needs them
+    from lakestats.store.partition_histograms import PartitionHistograms
+    from lakestats.store.partition_index import PartitionIndex
 
 ROW_GROUP_CACHE_BYTES = 16 * 1024 * 1024
 """Decoded statistics row groups a reader keeps (per reader: a service thread's handle)."""
@@ -84,11 +87,11 @@ class StatisticsReader:
 
     def __init__(
         self,
-        root: StatisticsStore | str,
+        root: StatisticsStore,
         version: int | None = None,
         open_file: Callable[[pafs.FileSystem, str], object] | None = None,
     ) -> None:
-        self.store = StatisticsStore.of(root)
+        self.store = root
         self.root = self.store.uri
         self._open = open_file or (lambda filesystem, path: filesystem.open_input_file(path))
         self.version = manifest.load_version(self.store, version)
@@ -136,20 +139,7 @@ class StatisticsReader:
                 f"the table has {len(parts)} partitions: pass --partition k=v "
                 "(see `lakestats partitions`)"
             )
-        for matches in _candidates(parts, spec):
-            if len(matches) == 1:
-                return matches[0]
-            if len(matches) > 1:
-                paths = ", ".join(m.path for m in matches[:5])
-                raise InvalidArgumentError(
-                    f"partition {spec!r} names {len(matches)} partitions ({paths}): pass the "
-                    "path `lakestats partitions --json` prints for the one you mean"
-                )
-        examples = ", ".join(p.name for p in parts[:3])
-        raise PartitionNotFoundError(
-            f"no partition {spec!r} in the statistics; partitions look like: {examples} "
-            "(see `lakestats partitions`)"
-        )
+        return partition_names.find(parts, spec)
 
     def table_entry(self) -> manifest.PartitionEntry:
         """The table-level files, addressed like a partition (``partition=None``)."""
@@ -286,7 +276,7 @@ class StatisticsReader:
                 return int(table.column("frequency")[values.index(key)].as_py())
         return 0
 
-    def partition_index(self):  # noqa: ANN201 - PartitionIndex | None
+    def partition_index(self) -> PartitionIndex | None:
         """The version's ``partition_index.parquet`` (footer read once), or None when the
         version has none (``store/partition_index.py``)."""
         if not hasattr(self, "_partition_index"):
@@ -295,7 +285,7 @@ class StatisticsReader:
             self._partition_index = open_index(self.store, self.version, self._open)
         return self._partition_index
 
-    def partition_histograms(self):  # noqa: ANN201 - PartitionHistograms | None
+    def partition_histograms(self) -> PartitionHistograms | None:
         """The version's partition histograms (directory read once, parts opened when
         needed), or None when the version has none (``store/partition_histograms.py``)."""
         if not hasattr(self, "_partition_histograms"):
@@ -516,69 +506,6 @@ class StatisticsReader:
                 break
         return out
 
-    def _ranks(self, column: str) -> tuple[int, object]:
-        """The column's index and the exact rank index of the version (``analyze --exact``)."""
-        from lakestats.store.ranks import layer_indexes, open_layers
-
-        index = self.column_index(column)
-        table_files = self.version.table_files or {}
-        if table_files.get("ranks") is None:
-            raise InvalidArgumentError(
-                "this statistics version has no exact ranks; run analyze --exact first"
-            )
-        exact = self.version.extra.get("exact") or {}
-        ranks = open_layers(self.store, layer_indexes(table_files, exact))
-        if not ranks.has(index) and ranks.total(index) == 0:
-            raise InvalidArgumentError(f"column {column!r} has no exact ranks (no values)")
-        return index, ranks
-
-    def rank(self, column: str, value: object) -> dict[str, object]:
-        """Exact rank of ``value`` among the column's non-null, non-NaN values: rows below,
-        equal, above, and its percentile (share of values below or equal)."""
-        index, ranks = self._ranks(column)
-        dtype = parse_type(self.version.columns[index]["type"])
-        if isinstance(value, str) and not pat.is_string(dtype) and not pat.is_large_string(dtype):
-            value = literals.parse_value(value, column, dtype)
-        if isinstance(value, float) and math.isnan(value):
-            raise InvalidArgumentError(
-                f"NaN has no rank: ranks, quantiles, percentiles and histograms of {column!r} "
-                "leave NaN out (show's nan_count counts them); pass a number, inf or -inf"
-            )
-        key = keys.encode(pa.array([value], dtype))[0].as_py()
-        below, equal, above = ranks.rank_of(index, key)
-        above -= self._nan_count(index, ranks, dtype)
-        total = below + equal + above
-        return {
-            "below": below,
-            "equal": equal,
-            "above": above,
-            "total": total,
-            "percentile": (below + equal) / total if total else None,
-        }
-
-    @staticmethod
-    def _nan_count(index: int, ranks, dtype: pa.DataType) -> int:  # noqa: ANN001
-        """NaN values of a float column: they sort last in key order, and order statistics
-        leave them out (docs/limits.md, "NaN")."""
-        if kind_of(dtype) != Kind.FLOATING:
-            return 0
-        nan_key = keys.encode(pa.array([math.nan], pa.float64()))[0].as_py()
-        return ranks.rank_of(index, nan_key)[1]
-
-    def quantile(self, column: str, p: float) -> object:
-        """The exact ``p`` quantile of the non-null, non-NaN values (nearest rank, as
-        DuckDB's ``quantile_disc`` over them)."""
-        if not 0.0 <= p <= 1.0:
-            raise InvalidArgumentError(f"--p must be between 0 and 1, got {p}")
-        index, ranks = self._ranks(column)
-        dtype = parse_type(self.version.columns[index]["type"])
-        total = ranks.total(index) - self._nan_count(index, ranks, dtype)
-        if total <= 0:
-            return None  # every value null or NaN
-        rank = max(1, math.ceil(Fraction(repr(p)) * total))
-        key = ranks.value_at(index, rank)
-        return decode_value(key, self.version.columns[index]["type"])
-
     @_reading
     def histogram(
         self, partition: str | dict | None, column: str, start: int = 0, stop: int | None = None
@@ -620,107 +547,6 @@ class StatisticsReader:
         ]
 
 
-def bin_edges(
-    type_text: str, lower_key: bytes, width: float, bins: int, max_key: bytes, start: int, stop: int
-) -> list[tuple[object, object]]:
-    """Recompute bin edges exactly as the writer did (see ``lakestats.stats.histogram``):
-    bin ``i`` is ``[lower + i * width, lower + (i + 1) * width)``; the last is ``[.., max]``."""
-    dtype = parse_type(type_text)
-    kind = kind_of(dtype)
-    if kind == Kind.FLOATING:
-        lo = keys.decode(lower_key, dtype)
-        top = keys.decode(max_key, dtype)
-        out = []
-        for i in range(start, stop):
-            upper = top if (i == bins - 1 or width == 0.0) else lo + (i + 1) * width
-            out.append((lo + i * width, upper))
-        return out
-    step = int(width)
-    if kind == Kind.DECIMAL:
-        lo_unscaled = keys.unscaled_of(keys.decode(lower_key, dtype), dtype.scale)
-        end = keys.unscaled_of(keys.decode(max_key, dtype), dtype.scale)
-        return [
-            (
-                keys.decimal_from_unscaled(lo_unscaled + i * step, dtype.scale),
-                keys.decimal_from_unscaled(_upper(lo_unscaled, step, i, bins, end), dtype.scale),
-            )
-            for i in range(start, stop)
-        ]
-    if kind == Kind.INTEGER:
-        lo_int = int(keys.decode(lower_key, dtype))
-        end = int(keys.decode(max_key, dtype))
-        return [(lo_int + i * step, _upper(lo_int, step, i, bins, end)) for i in range(start, stop)]
-    lo_int = int.from_bytes(lower_key, "big") - (1 << 63)
-    if kind == Kind.TEMPORAL:
-        end = int.from_bytes(max_key, "big") - (1 << 63)
-        return [
-            (
-                keys.from_integer(lo_int + i * step, dtype),
-                keys.from_integer(_upper(lo_int, step, i, bins, end), dtype),
-            )
-            for i in range(start, stop)
-        ]
-    return []
-
-
-def _upper(lower: int, step: int, i: int, bins: int, end: int) -> int:
-    """Bin ``i``'s upper edge: ``lower + (i + 1) * step``, except that the last bin (closed,
-    as a float histogram's) ends at max, not at its nominal end past it."""
-    return end if i == bins - 1 else lower + (i + 1) * step
-
-
-def _candidates(
-    parts: list[manifest.PartitionEntry], spec: str | dict[str, object]
-) -> Iterator[list[manifest.PartitionEntry]]:
-    """The partitions ``spec`` could mean, most literal reading first: the exact name,
-    the exact path, the path form decoded, then ``k=v,k2=v2`` split at commas. Stored
-    names are never parsed, so no value of one partition can break another's lookup."""
-    if isinstance(spec, dict):
-        yield [e for e in parts if _same_values(e, spec)]
-        return
-    yield [e for e in parts if e.name == spec]
-    yield [e for e in parts if e.path == spec]
-    if "/" in spec or "%" in spec:
-        wanted = layout.parse_partition_dir(spec.strip("/"))
-        yield [e for e in parts if e.key == wanted]
-    pieces = spec.split(",")
-    if all("=" in piece for piece in pieces):
-        pairs = [piece.partition("=") for piece in pieces]
-        wanted_dict = {name.strip(): value.strip() for name, _, value in pairs}
-        yield [e for e in parts if _same_text(e, wanted_dict)]
-    elif "=" not in spec:
-        raise InvalidArgumentError(
-            f"bad partition {spec!r}: write it as k=v or k=v,k2=v2 (or the name or path "
-            "`lakestats partitions --json` prints)"
-        )
-
-
-def _same_text(entry: manifest.PartitionEntry, wanted: dict[str, str]) -> bool:
-    key = dict(entry.key)
-    if key.keys() != wanted.keys():
-        return False
-    return all(
-        key[k] == v
-        or str(keys.to_json(entry.values.get(k))) == v
-        or (v in ("null", layout.NULL_VALUE) and entry.values.get(k, "") is None)
-        for k, v in wanted.items()
-    )
-
-
-def _same_values(entry: manifest.PartitionEntry, wanted: dict[str, object]) -> bool:
-    if set(entry.values) != set(wanted) and set(dict(entry.key)) != set(wanted):
-        return False
-    key = dict(entry.key)
-    for name, value in wanted.items():
-        have = entry.values.get(name, key.get(name))
-        if value is None:
-            if have is not None:
-                return False
-        elif not (have == value or str(value) in (str(have), key.get(name))):
-            return False
-    return True
-
-
 def _take(table: pa.Table, rows: list[int]) -> pa.Table:
     """``table.take(rows)`` without loading ``pyarrow.compute`` (~0.3 s to import; lookups
     take a few rows): zero-copy slices, runs of consecutive rows as one."""
@@ -744,8 +570,3 @@ def _rows_of_column(table: pa.Table, index: int) -> pa.Table:
     lo = int(np.searchsorted(positions, index, side="left"))
     hi = int(np.searchsorted(positions, index, side="right"))
     return table.slice(lo, hi - lo)
-
-
-
-
-__all__ = ["StatisticsReader", "bin_edges", "decode_value", "parse_type"]

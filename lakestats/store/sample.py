@@ -110,8 +110,8 @@ class SampleManifest:
         return cls(**data)
 
 
-def sample_dir(stats_root: StatisticsStore | str) -> str:
-    return StatisticsStore.of(stats_root).join(SAMPLE_DIR)
+def sample_dir(stats_root: StatisticsStore) -> str:
+    return stats_root.join(SAMPLE_DIR)
 
 
 def data_file(partition_path: str, run_id: str, kind: str = "data") -> str:
@@ -129,11 +129,10 @@ def save(stats_root: StatisticsStore, sample: SampleManifest) -> None:
 
 
 def load(
-    stats_root: StatisticsStore | str, table: str, check_files: bool = True
+    stats_root: StatisticsStore, table: str, check_files: bool = True
 ) -> SampleManifest:
     """The manifest; ``SampleNotFoundError`` (one line) when there is none or when a sample
     file it names is gone (a sample deleted by hand)."""
-    stats_root = StatisticsStore.of(stats_root)
     uri = fs.join(sample_dir(stats_root), MANIFEST)
     try:
         sample = SampleManifest.from_json(json.loads(stats_root.read_bytes(uri)))
@@ -171,9 +170,8 @@ def delete_unreferenced(
     return removed
 
 
-def read_file(stats_root: StatisticsStore | str, relative: str) -> pa.Table:
+def read_file(stats_root: StatisticsStore, relative: str) -> pa.Table:
     """One of the sample's own Parquet files (sample or reserve rows, hidden columns kept)."""
-    stats_root = StatisticsStore.of(stats_root)
     with stats_root.open_input_file(layout.absolute(sample_dir(stats_root), relative)) as handle:
         return pq.read_table(handle)
 

@@ -67,7 +67,7 @@ FREQUENCY_VALUE_ENCODING = {"value": "DELTA_BYTE_ARRAY"}
 """How every ``frequencies.parquet`` (partition, table level, sample) encodes its keys:
 neighbouring keys share their leading bytes (order-preserving big-endian keys, by value
 within a column where the rows are sorted), which DELTA_BYTE_ARRAY stores once; a fifth
-smaller than plain + zstd on bench/size.py's tables (issue 27 item 6). Readers decode any
+smaller than plain + zstd on bench/size.py's tables. Readers decode any
 encoding: no format version change."""
 
 SORTED_KEYS_ENCODING = {

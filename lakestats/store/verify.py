@@ -22,9 +22,8 @@ MIN_PARQUET_BYTES = 12  # "PAR1" + footer length + "PAR1"
 PER_FILE_LIMIT = 64  # more files than this: one recursive listing beats one request each
 
 
-def stored_sizes(root: StatisticsStore | str) -> dict[str, int]:
-    """Size of every file under ``partitions/`` and ``table/``, by path relative to root."""
-    store = StatisticsStore.of(root)
+def stored_sizes(store: StatisticsStore) -> dict[str, int]:
+    """Size of every file under ``partitions/`` and ``table/``, by path relative to store."""
     _, base = store.resolve(store.uri)
     sizes: dict[str, int] = {}
     for top in ("partitions", "table"):
@@ -34,9 +33,8 @@ def stored_sizes(root: StatisticsStore | str) -> dict[str, int]:
     return sizes
 
 
-def sizes_of(root: StatisticsStore | str, relatives: list[str]) -> dict[str, int]:
+def sizes_of(store: StatisticsStore, relatives: list[str]) -> dict[str, int]:
     """Sizes of the files ``relatives`` (missing ones left out)."""
-    store = StatisticsStore.of(root)
     if len(relatives) > PER_FILE_LIMIT:
         every = stored_sizes(store)
         return {r: every[r] for r in relatives if r in every}
@@ -66,7 +64,7 @@ def intact(
     return True
 
 
-def version_bytes(root: StatisticsStore | str, version: Version) -> int:
+def version_bytes(root: StatisticsStore, version: Version) -> int:
     """Bytes of a statistics version's files (partition and table level): the sizes the
     manifest records, and a listing only for files it records none for."""
     recorded: dict[str, int] = dict(version.extra.get("file_sizes") or {})

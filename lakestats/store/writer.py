@@ -97,7 +97,7 @@ def parquet_buffer(
     schema: pa.Schema, **options: object
 ) -> Iterator[tuple[pq.ParquetWriter, pa.BufferOutputStream]]:
     """``parquet_output`` into memory: the writer and its buffer (complete once the block
-    ends), for files written whole with ``fs.write_bytes_atomic``."""
+    ends), for files written whole with ``StatisticsStore.write_bytes_atomic``."""
     out = pa.BufferOutputStream()
     with _writer(out, schema, options) as parquet:
         yield parquet, out

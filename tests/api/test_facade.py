@@ -91,7 +91,6 @@ def test_cli_imports_only_the_facade() -> None:
         "lakestats.options",  # AnalyzeOptions/SampleOptions: the flags are derived from them
         "lakestats.preview",
         "lakestats.spark",
-        "lakestats.spark_sidecar",  # after analyze: the Spark component's statistics file
         "lakestats.service.config",
         "lakestats.service.server",
     }, sorted(ours)

@@ -18,6 +18,7 @@ from lakestats import cli
 from lakestats.errors import InvalidArgumentError
 from lakestats.options import MIB, AnalyzeOptions, SampleOptions
 from lakestats.store import manifest
+from lakestats.store.handle import StatisticsStore
 
 
 @pytest.mark.parametrize(
@@ -181,7 +182,9 @@ def test_reuse_compares_the_fields_that_change_partition_files(tmp_path: Path, s
     again = table.analyze(spark=spark, bins=20, max_slice_bytes=1)
     assert (again.partitions_computed, again.partitions_reused) == (0, 3)
     assert again.unchanged and again.version == first.version
-    recorded = manifest.load_version(str(root / "_lakestats"), again.version).options
+    recorded = manifest.load_version(
+        StatisticsStore(str(root / "_lakestats")), again.version
+    ).options
     assert recorded["bins"] == 20
     for change in ({"bins": 21}, {"max_frequencies": 3}, {"columns": ["n"]}):
         result = table.analyze(spark=spark, **{"bins": 20, **change})

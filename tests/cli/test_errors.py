@@ -26,6 +26,7 @@ from lakestats.errors import (
     StorageError,
     TableNotFoundError,
 )
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
 
@@ -120,11 +121,11 @@ def test_lookup_errors_and_corrupt_file_keep_the_last_version(
         InvalidArgumentError,
         "no histogram",
     )
-    before = StatisticsReader(str(table / "_lakestats")).column_statistics("p=1")
+    before = StatisticsReader(StatisticsStore(str(table / "_lakestats"))).column_statistics("p=1")
 
     (table / "p=2" / "data.parquet").write_bytes(b"PAR1 this is not parquet")
     _fails(capsys, ["analyze", str(table)], LakestatsError, "p=2")
-    reader = StatisticsReader(str(table / "_lakestats"))
+    reader = StatisticsReader(StatisticsStore(str(table / "_lakestats")))
     assert reader.version.version == 1
     assert reader.column_statistics("p=1") == before
     assert not list((table / "_lakestats" / "_staging").glob("*/*"))
@@ -158,7 +159,7 @@ def test_killed_analyze_leaves_the_previous_version(tmp_path: Path) -> None:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
     assert json.loads((stats / "latest.json").read_text()) == latest
-    reader = StatisticsReader(str(stats))
+    reader = StatisticsReader(StatisticsStore(str(stats)))
     assert reader.version.version == latest["version"]
     assert sum(p.row_count for p in reader.version.partitions) == 40 * 20_000
     assert reader.column_statistics("p=3", ["a"])[0]["min"] == 3

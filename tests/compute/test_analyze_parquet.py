@@ -15,6 +15,7 @@ import pytest
 import lakestats.api as ls
 from lakestats import cli
 from lakestats.stats import keys
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 from tests.conftest import mixed_table
 from tests.reference import check_partition
@@ -63,7 +64,7 @@ def test_analyze_and_look_up_every_partition(spark, parquet_table: Path, capsys)
             assert Path(uri.removeprefix("file://")).is_file()
 
     dataset = pads.dataset(parquet_table, format="parquet", partitioning="hive")
-    reader = StatisticsReader(str(parquet_table / "_lakestats"))
+    reader = StatisticsReader(StatisticsStore(str(parquet_table / "_lakestats")))
     for entry in listing:
         name = entry["partition"]["part"]
         expected = dataset.to_table(filter=pc.field("part") == name)
@@ -155,7 +156,7 @@ def test_only_requested_columns(spark, parquet_table: Path, tmp_path: Path, caps
         "--json",
     )
     assert code == 0, err
-    reader = StatisticsReader(str(tmp_path / "s"))
+    reader = StatisticsReader(StatisticsStore(str(tmp_path / "s")))
     assert [c["name"] for c in reader.columns] == ["id", "nested.x", "nested.`name.with.dot`"]
     rows = reader.column_statistics("part=small")
     assert rows[0]["row_count"] == 499
@@ -241,7 +242,7 @@ def test_extreme_decimals_and_dotted_names(
     code, _, err = _run(capsys, "analyze", str(root), "--max-frequencies", max_frequencies)
     assert code == 0, err
     dataset = pads.dataset(root, format="parquet", partitioning="hive")
-    reader = StatisticsReader(str(root / "_lakestats"))
+    reader = StatisticsReader(StatisticsStore(str(root / "_lakestats")))
     if max_frequencies == "10000":  # exact per-partition statistics: the whole reference
         for p in range(3):
             spec = f"p={p}"

@@ -29,6 +29,7 @@ from lakestats.compute.reduce import local as reduce_local
 from lakestats.stats.keys import to_json
 from lakestats.stats.percentiles import PERCENTILES
 from lakestats.store import manifest
+from lakestats.store.handle import StatisticsStore
 from tests.conftest import mixed_table
 from tests.spark_servers import (
     BUCKET,
@@ -258,7 +259,7 @@ def test_exact_through_spark_connect_equals_local(spark, tmp_path: Path, monkeyp
         second = run_cli([*argv, "--remote", url], spark_env(**no_jvm), local_cells=0)
         assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads(second.stdout)["partitions_computed"] == 1
-    report = manifest.load_version(root).extra["exact"]
+    report = manifest.load_version(StatisticsStore(str(root))).extra["exact"]
     assert (report["incremental"], report["partitions_added"]) == (True, 1)
     assert report["ranges"] >= 1 and report["rows_read"] > 0
     monkeypatch.setattr(reduce_local, "LOCAL_CELLS", 0)

@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 
 from lakestats.compute.reduce.cache import GroupCache
+from lakestats.compute.reduce.fold import ReadAhead
 from lakestats.compute.reduce.frequency_rows import fold_frequency_rows
 from lakestats.compute.reduce.job import ReduceJob
-from lakestats.compute.reduce.readahead import ReadAhead
 from lakestats.stats import holders
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import leaf_array, leaves_of

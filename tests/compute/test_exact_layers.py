@@ -25,6 +25,7 @@ from lakestats.service.app import create_app
 from lakestats.service.config import TableConfig
 from lakestats.store import expire, manifest, ranks
 from lakestats.store.frequency_layers import FrequencyLayers
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 from tests.compute.test_exact_scenarios import _analyze, _check_against_duckdb, _partition, _write
 
@@ -36,7 +37,7 @@ def _layers(version: manifest.Version) -> list[str]:
 
 
 def _expire_and_check(handle, root, version: manifest.Version) -> None:
-    store = str(handle.stats_root)
+    store = handle.store
     plan = expire.plan_expiry(store, None, retain_last=1, orphan_age_seconds=0)
     kept = set(version.extra["exact"]["files"]) | set(_layers(version))
     assert not kept & set(plan.files_removed)
@@ -120,7 +121,7 @@ def _check_frequency_layers(root, handle, version: manifest.Version) -> None:
     assert not set(own.column("column_index").to_pylist()) & layers.columns
     con = duckdb.connect()
     con.register("t", pads.dataset(root, format="parquet", partitioning="hive").to_table())
-    reader = StatisticsReader(str(handle.stats_root))
+    reader = StatisticsReader(StatisticsStore(str(handle.stats_root)))
     top = reader.most_frequent(None)
     for column in sorted(listing_all):
         counts = dict(con.execute(

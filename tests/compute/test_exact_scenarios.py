@@ -22,6 +22,7 @@ import pytest
 import lakestats.api as ls
 from lakestats.errors import InvalidArgumentError
 from lakestats.store import expire, manifest
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
 pytestmark = pytest.mark.spark
@@ -75,7 +76,7 @@ def _analyze(handle, spark, settings: dict[str, str]) -> manifest.Version:
         for name, value in settings.items():
             patch.setenv(name, value)
         handle.analyze(spark=spark, bins=40, max_frequencies=20, exact=True)
-    return manifest.load_version(str(handle.stats_root))
+    return manifest.load_version(StatisticsStore(str(handle.stats_root)))
 
 
 SETTINGS = {
@@ -124,7 +125,7 @@ def _norm(value: object) -> object:
 def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
     con = duckdb.connect()
     con.register("t", _whole(root))
-    reader = StatisticsReader(str(handle.stats_root))
+    reader = StatisticsReader(StatisticsStore(str(handle.stats_root)))
     rows = {r["column"]: r for r in reader.column_statistics(None)}
     for column in ["seq", "key", "u", "f", "s", "d", "day"]:
         row = rows[column]
@@ -269,8 +270,10 @@ def test_incremental_after_one_partition_changes(analyzed, spark) -> None:
 
 def test_expire_keeps_the_rank_parts(analyzed) -> None:
     root, handle, version, _ = analyzed
-    plan = expire.plan_expiry(str(handle.stats_root), None, retain_last=1, orphan_age_seconds=0)
-    latest = manifest.load_version(str(handle.stats_root))
+    plan = expire.plan_expiry(
+        StatisticsStore(str(handle.stats_root)), None, retain_last=1, orphan_age_seconds=0
+    )
+    latest = manifest.load_version(StatisticsStore(str(handle.stats_root)))
     parts = set(latest.extra["exact"]["files"])
     assert parts and not parts & set(plan.files_removed)
     staged = [e.files["values"] for e in latest.partitions]

@@ -7,8 +7,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lakestats.compute.reduce.fold import ReadAhead
 from lakestats.compute.reduce.job import ReduceJob
-from lakestats.compute.reduce.readahead import ReadAhead
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry
 

@@ -49,7 +49,7 @@ def _drawn(table: ls.LakestatsTable) -> dict[str, pa.Table]:
     """The sample's rows per partition (with their hashes), from its own files."""
     data = table.sample.manifest().to_json()
     return {
-        p["path"]: read_file(table.stats_root, p["file"]) for p in data["partitions"] if p["file"]
+        p["path"]: read_file(table.store, p["file"]) for p in data["partitions"] if p["file"]
     }
 
 

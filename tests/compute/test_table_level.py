@@ -21,6 +21,7 @@ from lakestats.compute.reduce import local as reduce_local
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.percentiles import PERCENTILES
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 from tests.conftest import mixed_table
 from tests.reference import _close, _norm, _sql_path
@@ -51,7 +52,7 @@ def analyzed(spark, tmp_path_factory: pytest.TempPathFactory, request):
 
 def test_table_level_matches_duckdb(analyzed) -> None:
     root, handle, whole = analyzed
-    reader = StatisticsReader(str(root / "_lakestats"))
+    reader = StatisticsReader(StatisticsStore(str(root / "_lakestats")))
     rows = {r["column"]: r for r in reader.column_statistics(None)}
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
@@ -255,7 +256,7 @@ def test_bounds_hold_when_partitions_keep_only_top_values(
         parts.append(part)
     handle = ls.open_table(str(root))
     handle.analyze(spark=spark, max_frequencies=20)
-    reader = StatisticsReader(str(root / "_lakestats"))
+    reader = StatisticsReader(StatisticsStore(str(root / "_lakestats")))
     whole = pa.concat_tables(parts)
     con = duckdb.connect()
     con.register("t", whole)

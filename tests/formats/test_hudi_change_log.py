@@ -146,7 +146,7 @@ def _hudi_rows(path: Path) -> pa.Table:
 
 def _sampled(table: ls.LakestatsTable) -> pa.Table:
     listed = table.sample.manifest().to_json()["partitions"]
-    parts = [read_file(table.stats_root, p["file"]) for p in listed if p["file"]]
+    parts = [read_file(table.store, p["file"]) for p in listed if p["file"]]
     return pa.concat_tables(parts, promote_options="permissive")
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from lakestats import cli
 from lakestats.formats.iceberg import load_catalog
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 from tests.conftest import mixed_table
 from tests.reference import check_partition
@@ -68,7 +69,9 @@ def test_catalog_table_matches_pyiceberg(spark, iceberg_table, capsys, snapshot:
     expected = _partitions(table, snapshot_id)
     assert summary["partitions_computed"] == len(expected)
     assert summary["snapshot_id"] == (snapshot_id or table.current_snapshot().snapshot_id)
-    reader = StatisticsReader(table.location().removeprefix("file://") + "/_lakestats")
+    reader = StatisticsReader(
+        StatisticsStore(str(table.location().removeprefix("file://") + "/_lakestats"))
+    )
     assert {p.name for p in reader.version.partitions} == set(expected)
     for name, rows in expected.items():
         check_partition(

@@ -18,6 +18,7 @@ from lakestats import cli, fs
 from lakestats.formats.iceberg import load_catalog
 from lakestats.stats import theta
 from lakestats.store import manifest
+from lakestats.store.handle import StatisticsStore
 from tests.conftest import mixed_table
 from tests.stats.test_theta import _java_bytes
 
@@ -133,7 +134,7 @@ def test_analyze_commits_a_puffin_file_engines_read(spark, table, capsys) -> Non
     # the version records it; a second analyze after an append commits for the new
     # snapshot (only the changed partitions recomputed) and keeps the first
     root = loaded.location().removeprefix("file://") + "/_lakestats"
-    first = manifest.load_version(root, None)
+    first = manifest.load_version(StatisticsStore(str(root)), None)
     first_path = first.extra["puffin"]["path"]
     assert first.extra["puffin"]["snapshot_id"] == snapshot
     loaded.append(_data(600, seed=2).filter(pc.equal(pc.field("region"), "west")))

@@ -1,13 +1,15 @@
 """lakestats' Spark component (``jvm/``, ``make jvm``) gives Spark's optimizer lakestats'
 statistics on scans of Iceberg and Delta tables written by their own writers (pyiceberg,
-delta-rs): the row count and exact distinct counts as pyarrow counts them, and a range
-filter estimated from the histogram within q-error 1.5 of the true count. A table appended
-to after its analyze gets nothing from the component (the statistics describe another
-snapshot): Spark's own defaults, exactly as with the component off. Spark 4.1 with
-Iceberg 1.12's and Delta 4.1's runtimes runs once for the module in ``.venv-interop``
-(``tests/formats/interop/spark_lakestats_stats.py``), the component switched on and off per
-case with ``spark.lakestats.enabled``. Hudi and Paimon publish no Spark 4 runtime that Maven
-Central serves here: they are tested on Spark 3.5 (test_spark35_component.py, docs/spark.md)."""
+delta-rs) and analyzed from Python (``open_table(...).analyze()``, which writes the
+component's file itself): the row count and exact distinct counts as pyarrow counts them,
+and a range filter estimated from the histogram within q-error 1.5 of the true count. A
+table appended to after its analyze gets nothing from the component (the statistics
+describe another snapshot): Spark's own defaults, exactly as with the component off. Spark
+4.1 with Iceberg 1.12's and Delta 4.1's runtimes runs once for the module in
+``.venv-interop`` (``tests/formats/interop/spark_lakestats_stats.py``), the component
+switched on and off per case with ``spark.lakestats.enabled``. Hudi and Paimon publish no
+Spark 4 runtime that Maven Central serves here: they are tested on Spark 3.5
+(test_spark35_component.py, docs/spark.md)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ import pytest
 
 import lakestats.api as ls
 from lakestats.formats.iceberg import load_catalog
-from lakestats.spark_sidecar import publish
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv-interop" / "bin" / "python"
@@ -67,9 +68,12 @@ def _iceberg(warehouse: Path, name: str, rows: pa.Table):
 
 
 def _analyze(name: str, warehouse: Path | None, spark) -> None:
+    """Analyzed from Python, not the CLI: the analyze job itself writes the component's file."""
     table = ls.open_table(name, warehouse=str(warehouse) if warehouse else None)
-    table.analyze(exact=True, spark=spark)
-    assert publish(table) is not None
+    result = table.analyze(exact=True, spark=spark)
+    spark_dir = Path(table.stats_root.removeprefix("file://")) / "spark"
+    assert [p.name for p in spark_dir.iterdir()] == [
+        f"v{result.version:08d}_{result.snapshot_id}.json"]
 
 
 def _true_counts(rows: pa.Table) -> dict:

@@ -116,7 +116,7 @@ def test_analyze_where_then_lookup(table, spark, capsys) -> None:
     assert len(removed) == 1
     assert ls.open_table(str(path)).stats(["i"], where=WHERE).derived_predicate is None
     assert not [v for v in ls.open_table(str(path)).history() if v.kind == "derived"]
-    assert manifest.load_version(stats_root).version == before[-1]["version"]
+    assert manifest.load_version(StatisticsStore(str(stats_root))).version == before[-1]["version"]
 
 
 def test_analyze_where_errors(table, spark, capsys) -> None:

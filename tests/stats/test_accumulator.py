@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 from lakestats.stats.accumulator import ColumnAccumulator, unique_counts
+from lakestats.stats.histogram import bin_edges
 from lakestats.stats.keys import decode
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.stats.percentiles import percentile_names
-from lakestats.store.reader import bin_edges
 from tests.conftest import mixed_table
 from tests.reference import check_partition
 

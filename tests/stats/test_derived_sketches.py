@@ -81,7 +81,7 @@ def _write_partition(table_dir: Path, p: int) -> None:
 def _as_version_2(root3: Path, root2: Path, table_dir: Path, monkeypatch) -> None:
     """``root3`` rewritten as the version-2 writer wrote it: every sketch stored."""
     shutil.copytree(root3, root2)
-    version = manifest.load_version(str(root2))
+    version = manifest.load_version(StatisticsStore(str(root2)))
     monkeypatch.setattr(accumulator, "frequencies_complete", lambda *_: False)
     for entry in version.partitions:
         data = pq.read_table(table_dir / entry.path / "data.parquet")
@@ -174,7 +174,10 @@ def _assert_same(a: dict[str, object], b: dict[str, object]) -> None:
 
 def test_version_3_leaves_out_exactly_the_derivable_sketches(roots) -> None:
     _, root2, root3 = roots
-    reader3, reader2 = StatisticsReader(str(root3)), StatisticsReader(str(root2))
+    reader3, reader2 = (
+        StatisticsReader(StatisticsStore(str(root3))),
+        StatisticsReader(StatisticsStore(str(root2))),
+    )
     for entry in reader3.version.partitions:
         path = root3 / entry.files["statistics"]
         metadata = pq.ParquetFile(path).metadata.metadata
@@ -212,14 +215,14 @@ def test_reductions_over_version_2_and_3_are_the_same(
     _, root2, root3 = roots
     reduced = []
     for root in (root2, root3):
-        version = manifest.load_version(str(root))
+        version = manifest.load_version(StatisticsStore(str(root)))
         job = ReduceJob(StatisticsStore(str(root)), version.partitions, version.columns, 1000,
                         MAX_FREQUENCIES)
         files, _, _ = reduce_table(spark, job, f"again-{path}")
         reduced.append(_table_files(root, files))
     _assert_same(*reduced)
     # and what analyze published (reduced from version-3 files) too
-    published = manifest.load_version(str(root3))
+    published = manifest.load_version(StatisticsStore(str(root3)))
     _assert_same(reduced[1], _table_files(root3, published.table_files))
     by_name = {row["column"]: row for row in reduced[1]["statistics"]}
     # the sketch paths were taken: estimated distinct counts, percentiles from KLL
@@ -244,7 +247,7 @@ def test_incremental_analyze_over_version_2_files_is_the_same(roots, spark, tmp_
                 max_frequencies=MAX_FREQUENCIES, spark=spark
             )
             assert (result.partitions_computed, result.partitions_reused) == (1, 4), root.name
-            version = manifest.load_version(str(copy))
+            version = manifest.load_version(StatisticsStore(str(copy)))
             assert version.format_version == schemas.FORMAT_VERSION == 4
             results.append(_table_files(copy, version.table_files))
     finally:

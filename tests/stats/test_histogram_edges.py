@@ -23,8 +23,8 @@ from lakestats import cli
 from lakestats.stats import histogram as hist
 from lakestats.stats import keys
 from lakestats.stats.accumulator import ColumnAccumulator
+from lakestats.stats.histogram import bin_edges
 from lakestats.stats.leaves import leaf_array, leaves_of
-from lakestats.store.reader import bin_edges
 
 
 def _reported_counts(values: np.ndarray, bins: list[dict]) -> list[int]:

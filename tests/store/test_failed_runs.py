@@ -205,14 +205,11 @@ def test_expire_leaves_only_what_kept_versions_name(spark, tmp_path: Path) -> No
     with table.update_spec() as spec:
         spec.add_field("r", IdentityTransform(), "r")
     table.append(rows(0, 3_000))
-    from lakestats import spark_sidecar
-
     for k in range(3):
         if k:
             catalog.load_table("db.t").append(rows(3_000 * k, 500))
         analyzed = ls.open_table("db.t", warehouse=warehouse)
-        analyzed.analyze(spark=spark, exact=True)
-        assert spark_sidecar.publish(analyzed)  # what `lakestats analyze` writes for Spark
+        analyzed.analyze(spark=spark, exact=True)  # writes the Spark component's file too
     table = catalog.load_table("db.t")
     current = table.current_snapshot().snapshot_id
     table.maintenance.expire_snapshots().by_ids(
@@ -222,12 +219,12 @@ def test_expire_leaves_only_what_kept_versions_name(spark, tmp_path: Path) -> No
     assert report.versions_removed == (1, 2) and report.files_removed > 0
     root = Path(handle.stats_root.removeprefix("file://"))
     named: set[str] = set()
-    for number in manifest.version_numbers(str(root)):
-        version = manifest.load_version(str(root), number)
+    for number in manifest.version_numbers(StatisticsStore(str(root))):
+        version = manifest.load_version(StatisticsStore(str(root)), number)
         named |= {str(p) for p in version.named_paths()}
         if version.partition_histogram_parts:
             named |= set(partition_histograms.part_paths(
-                StatisticsStore.of(str(root)), version.partition_histogram_parts))
+                StatisticsStore(str(root)), version.partition_histogram_parts))
     left = {
         rel for rel, kind in _listing(root).items()
         if kind != "dir" and not rel.startswith(("versions/", "sample/")) and rel != "latest.json"

@@ -84,12 +84,16 @@ def test_files_record_their_format_version(roots) -> None:
         assert metadata[schemas.FORMAT_VERSION_KEY.encode()] == str(schemas.FORMAT_VERSION).encode()
     for path in (old / "partitions").rglob("*.parquet"):
         assert pq.ParquetFile(path).metadata.metadata is None
-    assert manifest.load_version(str(new)).format_version == schemas.FORMAT_VERSION == 4
-    assert manifest.load_version(str(old)).format_version == 1
+    assert (
+        manifest.load_version(StatisticsStore(str(new))).format_version
+        == schemas.FORMAT_VERSION
+        == 4
+    )
+    assert manifest.load_version(StatisticsStore(str(old))).format_version == 1
 
 
 def test_lookups_read_version_1_files_the_same(roots) -> None:
-    old, new = (StatisticsReader(str(root)) for root in roots)
+    old, new = (StatisticsReader(StatisticsStore(str(root))) for root in roots)
     for entry in new.version.partitions:
         older = old.statistics_table(entry.name, include_sketches=True)
         newer = new.statistics_table(entry.name, include_sketches=True)
@@ -106,7 +110,7 @@ def test_lookups_read_version_1_files_the_same(roots) -> None:
 
 
 def _reduce(root: Path) -> dict[str, pa.Table]:
-    version = manifest.load_version(str(root))
+    version = manifest.load_version(StatisticsStore(str(root)))
     job = ReduceJob(StatisticsStore(str(root)), version.partitions, version.columns, 1000, 8)
     files = layout.table_files("again")
     reduce_locally(job, files, "again")
@@ -124,5 +128,7 @@ def test_reduction_over_version_1_files_is_the_same(roots) -> None:
     assert by_name["s"]["frequencies_exact"] is False
     assert by_name["s"]["distinct_count_exact"] is False
     # and the reduction equals the one analyze published with version-2 files
-    published = StatisticsReader(str(new)).statistics_table(None, include_sketches=True)
+    published = StatisticsReader(StatisticsStore(str(new))).statistics_table(
+        None, include_sketches=True
+    )
     assert published.equals(reduced_new["statistics"])

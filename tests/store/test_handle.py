@@ -19,7 +19,7 @@ def test_a_handle_is_a_normalized_picklable_value(tmp_path) -> None:
     assert pickle.loads(pickle.dumps(remote)) == remote  # what travels to executors
     local = StatisticsStore(f"file://{tmp_path}")
     assert local.uri == str(tmp_path) and str(local) == str(tmp_path)
-    assert StatisticsStore.of(local) is local and StatisticsStore.of(str(tmp_path)) == local
+    assert StatisticsStore(str(tmp_path)) == local
     assert remote.child("derived", "k") == StatisticsStore("s3://bucket/stats/derived/k", options)
 
 

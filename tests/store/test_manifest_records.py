@@ -14,6 +14,7 @@ import lakestats.api as ls
 from lakestats import cli
 from lakestats.options import AnalyzeOptions
 from lakestats.store import layout, manifest
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.schemas import FORMAT_VERSION
 
 
@@ -36,7 +37,7 @@ def _publish(root: Path) -> int:
         run_id="r",
         extra={"custom_statistics": []},
     )
-    return manifest.publish(str(root), version)
+    return manifest.publish(StatisticsStore(str(root)), version)
 
 
 def test_a_manifest_reads_back_into_the_same_bytes(tmp_path: Path) -> None:
@@ -67,11 +68,13 @@ def test_a_newer_format_version_is_one_line(tmp_path: Path, capsys: pytest.Captu
         f"{FORMAT_VERSION + 1}; this one reads up to {FORMAT_VERSION}); upgrade lakestats"
     )
     with pytest.raises(manifest.NewerFormatError) as info:
-        manifest.load_version(str(stats))  # never skipped as if it were damaged
+        manifest.load_version(StatisticsStore(str(stats)))  # never skipped as if it were damaged
     assert str(info.value) == expected
     with pytest.raises(manifest.NewerFormatError, match=re.escape(expected)):
         ls.open_table(str(tmp_path), stats_root=str(stats)).history()
-    assert manifest.load_version(str(stats), newer - 1).version == newer - 1  # older: read
+    assert (
+        manifest.load_version(StatisticsStore(str(stats)), newer - 1).version == newer - 1
+    )  # older: read
     assert cli.main(["history", str(tmp_path), "--stats-root", str(stats)]) == 2
     assert capsys.readouterr().err.splitlines() == [f"lakestats: error: {expected}"]
 
@@ -87,7 +90,7 @@ def test_a_table_reference_with_fewer_or_more_keys_reads(tmp_path: Path, table: 
     data = json.loads(path.read_text(encoding="utf-8"))
     data["table"] = table
     path.write_text(json.dumps(data), encoding="utf-8")
-    version = manifest.load_version(str(tmp_path), number)
+    version = manifest.load_version(StatisticsStore(str(tmp_path)), number)
     assert version.table == manifest.TableRef(
         table.get("format", ""), table.get("identifier", ""), table.get("location", "")
     )
@@ -133,7 +136,7 @@ def test_partition_entries_decode_as_their_constructor_would(tmp_path: Path) -> 
     data["partitions"] = [full, {**short, "path": "p=2", "name": "p=2"}, dict(short)]
     data["options"] = {**data["options"], "ratio": float("nan")}  # json writes NaN
     path.write_text(json.dumps(data), encoding="utf-8")
-    version = manifest.read_version(str(tmp_path), number)
+    version = manifest.read_version(StatisticsStore(str(tmp_path)), number)
     expected = [manifest.PartitionEntry(**p) for p in json.loads(json.dumps(data["partitions"]))]
     assert version.partitions == expected
     assert version.partitions[1].file_sizes == {} and version.partitions[1].fingerprint == ""
@@ -144,4 +147,4 @@ def test_partition_entries_decode_as_their_constructor_would(tmp_path: Path) -> 
         data["partitions"] = [full, damaged]
         path.write_text(json.dumps(data), encoding="utf-8")
         with pytest.raises(CorruptStatisticsError):
-            manifest.read_version(str(tmp_path), number)
+            manifest.read_version(StatisticsStore(str(tmp_path)), number)

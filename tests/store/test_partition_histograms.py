@@ -35,7 +35,7 @@ from lakestats.compute.reduce import local as reduce_local
 from lakestats.query import partition_filter
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import layout, manifest, partition_histograms, schemas
+from lakestats.store import histogram_parts, layout, manifest, partition_histograms, schemas
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
@@ -105,7 +105,7 @@ def _rows_of(stats: Path, version: manifest.Version) -> tuple[pa.Table, list[str
 def _check_file(root: Path) -> manifest.Version:
     """Part rows == partition files; histogram sums and complete frequencies == DuckDB."""
     stats = root / "_lakestats"
-    version = manifest.load_version(str(stats))
+    version = manifest.load_version(StatisticsStore(str(stats)))
     assert version.partition_histogram_parts, "the version lists no partition histograms"
     table, paths = _rows_of(stats, version)
     held = [
@@ -282,7 +282,7 @@ def test_a_version_without_the_file_answers_through_the_partition_files(
     stats = str(copy / "_lakestats")
     where = "i = 3 AND f > 0.5"
     new = ls.open_table(str(analyzed)).estimate(where).to_json()
-    version = manifest.load_version(stats)
+    version = manifest.load_version(StatisticsStore(str(stats)))
     _, paths = _rows_of(copy / "_lakestats", version)
     # one part deleted (by hand, say): its partitions' files answer, the others' not
     os.remove(copy / "_lakestats" / paths[0])
@@ -300,7 +300,7 @@ def test_a_version_without_the_file_answers_through_the_partition_files(
     assert _close(gone, new)
     # a version that never listed them (written before them)
     version.partition_histogram_parts = None
-    manifest.publish(stats, version)
+    manifest.publish(StatisticsStore(str(stats)), version)
     opened.clear()
     with _spy(opened):
         old = ls.open_table(str(copy)).estimate(where).to_json()
@@ -313,7 +313,7 @@ def test_a_version_without_the_file_answers_through_the_partition_files(
 def test_partition_filter_matches_duckdb(analyzed: Path, where: str) -> None:
     """``stats --where``: every partition holding a matching row is kept; one read of the
     index and of this file, no partition file."""
-    reader = StatisticsReader(str(analyzed / "_lakestats"))
+    reader = StatisticsReader(StatisticsStore(str(analyzed / "_lakestats")))
     opened: list[str] = []
     with _spy(opened):
         kept = partition_filter.partitions_that_can_match(where, reader)
@@ -365,11 +365,11 @@ def _synthetic(root: Path, partitions: int, big: bool = False,
     halves = [list(range(0, partitions, 2)), list(range(1, partitions, 2))]
     listed = []
     for k, members in enumerate(halves):
-        rows = partition_histograms.histograms_part(
+        rows = histogram_parts.histograms_part(
             COLUMNS, *[[x[i] for i in members] for x in (stats, hists, freqs)])
-        (root / f"part-{k}").write_bytes(partition_histograms.write_part(rows, partitions))
+        (root / f"part-{k}").write_bytes(histogram_parts.write_part(rows, partitions))
         listed.append((members, f"part-{k}"))
-    partition_histograms.write_directory(
+    histogram_parts.write_directory(
         listed, str(root / "directory.parquet"), StatisticsStore(str(root))
     )
     directory = pq.read_table(root / "directory.parquet")
@@ -511,7 +511,7 @@ def test_a_decimal_row_with_a_value_beyond_int64_stays_binary(tmp_path: Path) ->
     hists = [pa.table({"x": pa.array([], pa.int64())})] * 2
     freqs = [pa.table({"column": ["d", "d"], "value": v, "frequency": pa.array([1, 2])})
              for v in (small, large)]
-    rows = partition_histograms.histograms_part(columns, stats, hists, freqs).to_pylist()
+    rows = histogram_parts.histograms_part(columns, stats, hists, freqs).to_pylist()
     assert rows[0]["frequency_values"] is None and rows[0]["frequency_ints"] == [-7, 5]
     assert rows[1]["frequency_ints"] is None
     assert rows[1]["frequency_values"] == sorted(large.to_pylist())
@@ -520,9 +520,9 @@ def test_a_decimal_row_with_a_value_beyond_int64_stays_binary(tmp_path: Path) ->
         small.to_pylist())
     # the directory lists decimals as int-keyed: a reader of binary decimal keys only
     # (part format 3) does not find ``decimal`` and reads the partitions' files
-    (tmp_path / "part-0").write_bytes(partition_histograms.write_part(
-        partition_histograms.histograms_part(columns, stats, hists, freqs), 2))
-    partition_histograms.write_directory(
+    (tmp_path / "part-0").write_bytes(histogram_parts.write_part(
+        histogram_parts.histograms_part(columns, stats, hists, freqs), 2))
+    histogram_parts.write_directory(
         [([0, 1], "part-0")], str(tmp_path / "directory.parquet"), StatisticsStore(str(tmp_path)))
     directory = pq.read_table(tmp_path / "directory.parquet")
     held = directory.schema.metadata[partition_histograms.HELD_KEY].decode().split(",")
@@ -543,7 +543,7 @@ def test_a_decimal_row_with_a_value_beyond_int64_stays_binary(tmp_path: Path) ->
 def test_keys_of_another_width_stay_binary() -> None:
     stats, hists, freqs = _inputs(1)
     freqs = [f.set_column(1, "value", pa.array([b"\x02", b"x", b"\x01"])) for f in freqs]
-    row = partition_histograms.histograms_part(COLUMNS, stats, hists, freqs).to_pylist()[0]
+    row = histogram_parts.histograms_part(COLUMNS, stats, hists, freqs).to_pylist()[0]
     assert (row["frequency_values"], row["frequency_ints"]) == ([b"\x01", b"\x02"], None)
     assert row["frequency_counts"] == [5, 3]
 
@@ -581,13 +581,13 @@ def test_expire_keeps_the_parts_a_kept_version_lists(analyzed: Path, tmp_path: P
     copy = tmp_path / "t"
     shutil.copytree(analyzed, copy)
     stats = copy / "_lakestats"
-    version = manifest.load_version(str(stats))
+    version = manifest.load_version(StatisticsStore(str(stats)))
     _, paths = _rows_of(stats, version)
     stray = stats / "table" / "old-run" / "groups" / "phist-stray"
     stray.parent.mkdir(parents=True)
     stray.write_bytes((stats / paths[0]).read_bytes())
     # the (only) version's manifest rewritten without its group cache
-    assert manifest.version_numbers(str(stats)) == [version.version]
+    assert manifest.version_numbers(StatisticsStore(str(stats))) == [version.version]
     path = stats / layout.version_path(version.version)
     text = json.loads(path.read_text())
     del text["extra"]["reduce_cache"]
@@ -602,7 +602,7 @@ def test_key_value_order_is_lexsort() -> None:
     """The part's row order (member x column key, then value) equals NumPy's lexsort,
     with keys past 16 bits and with repeated (key, value) pairs (lexsort's tie order),
     for values of a wide range and of a range that leaves room to pack the key beside."""
-    from lakestats.store.partition_histograms import _key_value_order
+    from lakestats.store.histogram_parts import _key_value_order
 
     rng = np.random.default_rng(3)
     top = np.iinfo(np.int64)
@@ -626,8 +626,8 @@ def test_equal_row_groups_in_one_call_are_the_groups_written_one_by_one(
     those of writing each row group on its own (pyarrow's writer, slice by slice)."""
     monkeypatch.setattr(schemas, "PARTITION_HISTOGRAMS_GROUP_ROWS", 4)
     stats, hists, freqs = _inputs(partitions)
-    rows = partition_histograms.histograms_part(COLUMNS, stats, hists, freqs)
-    got = partition_histograms.write_part(rows, partitions)
+    rows = histogram_parts.histograms_part(COLUMNS, stats, hists, freqs)
+    got = histogram_parts.write_part(rows, partitions)
     handle = pq.ParquetFile(pa.BufferReader(got))
     sizes = [handle.metadata.row_group(g).num_rows for g in range(handle.num_row_groups)]
     assert sum(sizes) == rows.num_rows
@@ -641,4 +641,4 @@ def test_equal_row_groups_in_one_call_are_the_groups_written_one_by_one(
                 super().write_table(table.slice(start, size), row_group_size=size)
 
     monkeypatch.setattr(pq, "ParquetWriter", OneByOne)
-    assert partition_histograms.write_part(rows, partitions) == got
+    assert histogram_parts.write_part(rows, partitions) == got

@@ -85,7 +85,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
 def _check_index(root: Path) -> manifest.Version:
     """Index rows == partition files, and decoded == DuckDB over each partition."""
     stats = root / "_lakestats"
-    version = manifest.load_version(str(stats))
+    version = manifest.load_version(StatisticsStore(str(stats)))
     assert version.partition_index, "the version lists no partition index"
     index = pq.read_table(stats / version.partition_index)
     assert index.schema.remove_metadata() == schemas.PARTITION_INDEX_SCHEMA
@@ -199,12 +199,12 @@ def test_stats_query_cli_where_and_fallback(spark, tmp_path: Path, capsys) -> No
 
     # a version written before the index existed answers the same from the partition files
     stats = root / "_lakestats"
-    number = manifest.latest_version_number(str(stats))
+    number = manifest.latest_version_number(StatisticsStore(str(stats)))
     path = stats / layout.version_path(number)
     text = json.loads(path.read_text())
     del text["partition_index"]
     path.write_text(json.dumps(text))
-    assert StatisticsReader(str(stats)).partition_index() is None
+    assert StatisticsReader(StatisticsStore(str(stats))).partition_index() is None
     cli.main(["stats", str(root), "--columns", "x,word", "--where", "p IN (1, 3)",
               "--by-partition", "--json"])
     assert json.loads(capsys.readouterr().out) == shown

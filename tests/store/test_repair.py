@@ -17,6 +17,7 @@ import lakestats.api as ls
 from lakestats import cli
 from lakestats.errors import CorruptStatisticsError
 from lakestats.store import layout, manifest
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 from tests.reference import check_partition
 
@@ -47,7 +48,9 @@ def _analyze(capsys: pytest.CaptureFixture, args: list[str]) -> dict:
 
 
 def _file(stats: Path, name: str, kind: str) -> Path:
-    entry = next(e for e in manifest.load_version(str(stats)).partitions if e.name == name)
+    entry = next(
+        e for e in manifest.load_version(StatisticsStore(str(stats))).partitions if e.name == name
+    )
     return Path(layout.absolute(str(stats), entry.files[kind]))
 
 
@@ -80,8 +83,8 @@ def test_reanalyze_recomputes_missing_and_damaged_partition_files(
     again = _analyze(capsys, args)  # and now nothing is damaged
     assert (again["partitions_computed"], again["partitions_repaired"]) == (0, 0)
 
-    reader = StatisticsReader(str(stats))
-    runs = [manifest.load_version(str(stats), n).run_id for n in (1, 2)]
+    reader = StatisticsReader(StatisticsStore(str(stats)))
+    runs = [manifest.load_version(StatisticsStore(str(stats)), n).run_id for n in (1, 2)]
     # p=0 and p=1 recomputed by the second analyze, p=2 from the first; the third reused all
     assert [e.run_id for e in reader.version.partitions] == [runs[1], runs[1], runs[0]]
     for name in ("p=0", "p=1", "p=2"):
@@ -110,7 +113,9 @@ def test_a_damaged_statistics_file_is_one_line_and_reanalyze_repairs_it(
     target = _file(stats, "p=1", "statistics")
     good = target.read_bytes()
     table_stats = Path(
-        layout.absolute(str(stats), manifest.load_version(str(stats)).table_files["statistics"])
+        layout.absolute(
+            str(stats), manifest.load_version(StatisticsStore(str(stats))).table_files["statistics"]
+        )
     )
     for damaged in (b"", good[: len(good) // 2], b"\0" * len(good), good[:-9] + b"\0" * 9):
         target.write_bytes(damaged)
@@ -119,9 +124,14 @@ def test_a_damaged_statistics_file_is_one_line_and_reanalyze_repairs_it(
         assert code != 0 and len(err) == 1, err
         assert err[0].startswith("lakestats: error: statistics file ") and str(target) in err[0]
         with pytest.raises(CorruptStatisticsError):
-            StatisticsReader(str(stats)).column_statistics("p=1")
+            StatisticsReader(StatisticsStore(str(stats))).column_statistics("p=1")
     # other partitions and the table level are unaffected
-    assert StatisticsReader(str(stats)).column_statistics("p=0", ["a"])[0]["row_count"] == 300
+    assert (
+        StatisticsReader(StatisticsStore(str(stats))).column_statistics("p=0", ["a"])[0][
+            "row_count"
+        ]
+        == 300
+    )
     table_stats.write_bytes(table_stats.read_bytes()[:20])
     code = cli.main(["show", *base, "--json"])
     err = capsys.readouterr().err.strip().splitlines()
@@ -130,7 +140,7 @@ def test_a_damaged_statistics_file_is_one_line_and_reanalyze_repairs_it(
     target.write_bytes(b"")  # a size the manifest did not record: recomputed
     result = ls.open_table(str(table), stats_root=str(stats)).analyze(spark=spark)
     assert (result.partitions_computed, result.partitions_repaired) == (1, 1)
-    reader = StatisticsReader(str(stats))
+    reader = StatisticsReader(StatisticsStore(str(stats)))
     check_partition(
         tables["p=1"],
         reader.column_statistics("p=1"),
@@ -167,7 +177,7 @@ def test_a_damaged_manifest_is_skipped_by_lookups_and_analyze_publishes_after_it
 
     third = _analyze(capsys, base)
     assert third["version"] == 3
-    assert StatisticsReader(str(stats)).version.version == 3
+    assert StatisticsReader(StatisticsStore(str(stats))).version.version == 3
     assert cli.main(["expire", *base, "--json", "--orphan-age-minutes", "0"]) == 0
     expired = json.loads(capsys.readouterr().out)
     assert 2 in expired["versions_removed"] and not v2.exists()

@@ -13,6 +13,7 @@ import pytest
 
 import lakestats.api as ls
 from lakestats import cli, fs
+from lakestats.store.handle import StatisticsStore
 
 MOTO_SERVER = Path(__file__).parents[1] / "s3_server.py"
 """moto with S3's atomic conditional writes."""
@@ -188,7 +189,8 @@ def test_exclusive_create_on_s3_has_one_winner(s3_endpoint: fs.S3Options) -> Non
     uri = "s3://lakestats-test/race/versions/v00000001.json"
     payloads = [f"writer {i}".encode() for i in range(8)]
     with ThreadPoolExecutor(8) as pool:
-        won = list(pool.map(lambda d: fs.create_exclusive(uri, d, s3_endpoint), payloads))
+        store = StatisticsStore("s3://lakestats-test/race", s3_endpoint)
+        won = list(pool.map(lambda d: store.create_exclusive(uri, d), payloads))
     assert won.count(True) == 1
     assert fs.read_bytes(uri, s3_endpoint) == payloads[won.index(True)]
-    assert fs.create_exclusive(uri, b"late", s3_endpoint) is False
+    assert store.create_exclusive(uri, b"late") is False

@@ -22,7 +22,7 @@ from lakestats.errors import (
     StatisticsNotFoundError,
     StorageError,
 )
-from lakestats.store import expire, layout, manifest, writer
+from lakestats.store import expire, handle, layout, manifest, writer
 from lakestats.store.handle import StatisticsStore
 from tests.store.test_s3 import s3_endpoint  # noqa: F401 - the moto server fixture
 
@@ -133,11 +133,11 @@ def test_a_stale_latest_hint_is_not_trusted(tmp_path: Path) -> None:
     """latest.json pointing behind (or at garbage) does not change what latest is."""
     root = str(tmp_path / "stats")
     for i in range(3):
-        manifest.publish(root, _version(i, f"run{i}"))
+        manifest.publish(StatisticsStore(str(root)), _version(i, f"run{i}"))
     Path(root, layout.LATEST).write_text(json.dumps({"version": 1}))
-    assert manifest.load_version(root).version == 3
+    assert manifest.load_version(StatisticsStore(str(root))).version == 3
     Path(root, layout.LATEST).write_text("{trunc")
-    assert manifest.load_version(root).version == 3
+    assert manifest.load_version(StatisticsStore(str(root))).version == 3
 
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "hand-edited", "not an object"])
@@ -145,8 +145,8 @@ def test_a_damaged_manifest_is_skipped_reported_and_never_blocks_a_publish(
     tmp_path: Path, damage: str
 ) -> None:
     root = str(tmp_path / "stats")
-    manifest.publish(root, _version(1, "one"))
-    manifest.publish(root, _version(2, "two"))
+    manifest.publish(StatisticsStore(str(root)), _version(1, "one"))
+    manifest.publish(StatisticsStore(str(root)), _version(2, "two"))
     path = Path(layout.absolute(root, layout.version_path(2)))
     text = path.read_text()
     path.write_text(
@@ -158,28 +158,32 @@ def test_a_damaged_manifest_is_skipped_reported_and_never_blocks_a_publish(
         }[damage]
     )
     with pytest.raises(CorruptStatisticsError) as info:
-        manifest.load_version(root, 2)
+        manifest.load_version(StatisticsStore(str(root)), 2)
     message = str(info.value)
     assert str(path) in message and "\n" not in message and "delete the file" in message
-    latest = manifest.load_version(root)  # falls back to the newest good version
+    latest = manifest.load_version(
+        StatisticsStore(str(root))
+    )  # falls back to the newest good version
     assert (latest.version, latest.skipped_versions) == (1, [2])
     assert "skipped_versions" not in latest.to_json()
-    assert manifest.publish(root, _version(3, "three")) == 3  # the next number, not blocked
-    assert manifest.load_version(root).version == 3
-    assert manifest.load_version(root).skipped_versions == []
-    plan = expire.plan_expiry(root, None, retain_last=1, orphan_age_seconds=0)
+    assert (
+        manifest.publish(StatisticsStore(str(root)), _version(3, "three")) == 3
+    )  # the next number, not blocked
+    assert manifest.load_version(StatisticsStore(str(root))).version == 3
+    assert manifest.load_version(StatisticsStore(str(root))).skipped_versions == []
+    plan = expire.plan_expiry(StatisticsStore(str(root)), None, retain_last=1, orphan_age_seconds=0)
     assert plan.damaged_versions == [2] and 2 in plan.versions_removed
-    expire.apply_expiry(root, plan)
-    assert manifest.version_numbers(root) == [1, 3]
+    expire.apply_expiry(StatisticsStore(str(root)), plan)
+    assert manifest.version_numbers(StatisticsStore(str(root))) == [1, 3]
 
 
 def test_every_manifest_damaged_is_one_line(tmp_path: Path) -> None:
     root = str(tmp_path / "stats")
-    manifest.publish(root, _version(1, "one"))
+    manifest.publish(StatisticsStore(str(root)), _version(1, "one"))
     Path(layout.absolute(root, layout.version_path(1))).write_text('{"version": 1, "part')
     with pytest.raises(CorruptStatisticsError, match=r"v00000001\.json is damaged"):
-        manifest.load_version(root)
-    assert manifest.publish(root, _version(2, "two")) == 2
+        manifest.load_version(StatisticsStore(str(root)))
+    assert manifest.publish(StatisticsStore(str(root)), _version(2, "two")) == 2
 
 
 class _FullDisk:
@@ -209,12 +213,12 @@ class _FullDisk:
 
 
 def _disk_full_under(monkeypatch: pytest.MonkeyPatch, part: str, room: int = 10) -> None:
-    opener = fs._open_local
+    opener = handle._open_local
 
     def open_local(path: str) -> object:
         return _FullDisk(path, room) if part in path else opener(path)
 
-    monkeypatch.setattr(fs, "_open_local", open_local)
+    monkeypatch.setattr(handle, "_open_local", open_local)
 
 
 def _one_line_no_space(exc: BaseException, name: str) -> None:
@@ -227,16 +231,18 @@ def test_full_disk_while_publishing_leaves_the_previous_version_and_no_tmp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = str(tmp_path / "stats")
-    manifest.publish(root, _version(1, "one"))
+    manifest.publish(StatisticsStore(str(root)), _version(1, "one"))
     _disk_full_under(monkeypatch, "versions")
     with pytest.raises(StorageError) as info:
-        manifest.publish(root, _version(2, "two"))
+        manifest.publish(StatisticsStore(str(root)), _version(2, "two"))
     _one_line_no_space(info.value, "v00000002.json")
-    assert manifest.version_numbers(root) == [1]
-    assert manifest.load_version(root).run_id == "one"
+    assert manifest.version_numbers(StatisticsStore(str(root))) == [1]
+    assert manifest.load_version(StatisticsStore(str(root))).run_id == "one"
     assert not list(Path(root, "versions").glob("*.tmp"))
     monkeypatch.undo()
-    assert manifest.publish(root, _version(2, "two")) == 2  # space again: publishes
+    assert (
+        manifest.publish(StatisticsStore(str(root)), _version(2, "two")) == 2
+    )  # space again: publishes
 
 
 def test_full_disk_while_writing_table_level_files(
@@ -264,7 +270,7 @@ def test_full_disk_while_writing_table_level_files(
 
 def test_expire_removes_stale_tmp_files_and_keeps_young_ones(tmp_path: Path) -> None:
     root = tmp_path / "stats"
-    manifest.publish(str(root), _version(1, "one"))
+    manifest.publish(StatisticsStore(str(root)), _version(1, "one"))
     old = [
         root / "versions" / "v00000002.json.0a1b.tmp",
         root / "latest.json.0a1b.tmp",
@@ -276,11 +282,11 @@ def test_expire_removes_stale_tmp_files_and_keeps_young_ones(tmp_path: Path) -> 
         path.write_bytes(b"partial")
     for path in old:
         os.utime(path, (time.time() - 7200, time.time() - 7200))
-    plan = expire.plan_expiry(str(root), None, retain_last=1)
+    plan = expire.plan_expiry(StatisticsStore(str(root)), None, retain_last=1)
     assert sorted(plan.files_removed) == sorted(str(p.relative_to(root)) for p in old)
-    expire.apply_expiry(str(root), plan)
+    expire.apply_expiry(StatisticsStore(str(root)), plan)
     assert not any(p.exists() for p in old) and young.exists()
-    assert manifest.load_version(str(root)).version == 1
+    assert manifest.load_version(StatisticsStore(str(root))).version == 1
 
 
 def _fails_one_line(capsys: pytest.CaptureFixture, args: list[str], text: str) -> str:
@@ -309,7 +315,7 @@ def test_a_stats_root_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixtu
             "is not a directory",
         )
     with pytest.raises(StorageError):
-        manifest.version_numbers(str(root))
+        manifest.version_numbers(StatisticsStore(str(root)))
 
 
 def _refused_port() -> int:
@@ -343,11 +349,12 @@ def test_an_s3_endpoint_that_refuses_connections_is_one_line_quickly(
         assert time.monotonic() - start < 30, args
     options = fs.S3Options.from_env()
     with pytest.raises(StorageError, match="check the endpoint"):
-        fs.create_exclusive(f"{table}/_lakestats/versions/v00000001.json", b"{}", options)
+        StatisticsStore(f"{table}/_lakestats", options).create_exclusive(
+            f"{table}/_lakestats/versions/v00000001.json", b"{}")
     with pytest.raises(StorageError, match="check the endpoint"):
-        manifest.publish(f"{table}/_lakestats", _version(1, "x"), options)
+        manifest.publish(StatisticsStore(f"{table}/_lakestats"), _version(1, "x"), options)
 
 
 def test_no_statistics_is_still_its_own_error(tmp_path: Path) -> None:
     with pytest.raises(StatisticsNotFoundError, match="no statistics under"):
-        manifest.load_version(str(tmp_path / "nothing"))
+        manifest.load_version(StatisticsStore(str(tmp_path / "nothing")))

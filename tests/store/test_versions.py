@@ -19,6 +19,7 @@ import pytest
 from lakestats import cli
 from lakestats.formats.iceberg import load_catalog
 from lakestats.store import layout, manifest
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
 pytestmark = pytest.mark.spark
@@ -128,11 +129,11 @@ def test_snapshots_incremental_inheritance_schema_change_and_expiry(
     assert done["versions_removed"] == [1] and done["versions_kept"] == [2]
     assert not any((Path(root) / f).exists() for f in v1_only)
     assert all((Path(root) / f).exists() for f in _files(root, 2))
-    assert StatisticsReader(root).column_statistics("region=west", ["amount"])
+    assert StatisticsReader(StatisticsStore(str(root))).column_statistics("region=west", ["amount"])
 
 
 def _files(root: str, version: int) -> set[str]:
-    v = manifest.load_version(root, version)
+    v = manifest.load_version(StatisticsStore(str(root)), version)
     return {p for e in v.partitions for p in e.files.values()} | set(v.table_files.values())
 
 
@@ -179,13 +180,13 @@ def test_two_analyses_at_once_stay_consistent(tmp_path: Path) -> None:
         if code != 0:
             assert "another analyze published" in err.strip().splitlines()[-1]
     stats = str(root / "_lakestats")
-    numbers = manifest.version_numbers(stats)
+    numbers = manifest.version_numbers(StatisticsStore(str(stats)))
     assert numbers == list(range(1, len(numbers) + 1))
     for number in numbers:
-        version = manifest.load_version(stats, number)
+        version = manifest.load_version(StatisticsStore(str(stats)), number)
         for relative in [p for e in version.partitions for p in e.files.values()]:
             assert Path(layout.absolute(stats, relative)).is_file()
-    reader = StatisticsReader(stats)
+    reader = StatisticsReader(StatisticsStore(str(stats)))
     assert reader.version.version == numbers[-1]
     assert reader.version.merged_record_count == 30_000
 
@@ -225,7 +226,7 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
         pq.write_table(part, root / f"p={p}" / "d.parquet")
     stats = str(tmp_path / "stats")
     ls.open_table(str(root), stats_root=stats).analyze(spark=spark, max_frequencies=50)
-    first = manifest.load_version(stats, None)
+    first = manifest.load_version(StatisticsStore(str(stats)), None)
     pq.write_table(
         pq.read_table(root / "p=7" / "d.parquet").slice(0, 40), root / "p=7" / "e.parquet"
     )
@@ -239,8 +240,8 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     result = ls.open_table(str(root), stats_root=stats).analyze(spark=spark, max_frequencies=50)
     assert (result.partitions_computed, result.partitions_reused) == (1, 19)
     assert len(fused) == (1 if path == "one_task" else 0)
-    assert manifest.load_version(stats, None).row_count == 20 * 300 + 40
-    second = manifest.load_version(stats, None)
+    assert manifest.load_version(StatisticsStore(str(stats)), None).row_count == 20 * 300 + 40
+    second = manifest.load_version(StatisticsStore(str(stats)), None)
     old, new = first.extra["reduce_cache"], second.extra["reduce_cache"]
     reused = set(old.items()) & set(new.items())
     assert len(new) == len(old) and 0 < len(reused) < len(new)  # one group's entries changed
@@ -248,7 +249,9 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     ls.open_table(str(root), stats_root=fresh).analyze(spark=spark, max_frequencies=50)
     for kind in ("statistics", "frequencies", "histograms"):
         got = pq.read_table(f"{stats}/{second.table_files[kind]}").to_pylist()
-        want = pq.read_table(f"{fresh}/{manifest.load_version(fresh, None).table_files[kind]}")
+        want = pq.read_table(
+            f"{fresh}/{manifest.load_version(StatisticsStore(str(fresh)), None).table_files[kind]}"
+        )
         for mine, theirs in zip(got, want.to_pylist(), strict=True):
             if kind == "statistics":
                 # KLL compaction flips coins: merged sketches (and the percentiles read
@@ -264,7 +267,9 @@ def test_incremental_reduction_reuses_group_caches_and_equals_a_full_one(
     # once the first version is gone, its own files go, but not the caches the second
     # version reuses (written by the first run)
     os.remove(f"{stats}/{layout.version_path(1)}")
-    removed = set(plan_expiry(stats, None, orphan_age_seconds=0).files_removed)
+    removed = set(
+        plan_expiry(StatisticsStore(str(stats)), None, orphan_age_seconds=0).files_removed
+    )
     assert set(old.values()) - set(new.values()) <= removed
     assert first.table_files["statistics"] in removed
     assert not removed & set(new.values())
@@ -308,19 +313,21 @@ def test_snapshot_lookups_read_one_manifest_and_fall_back_without_markers(
     answers = {}
     for snapshot in (0, 1, 2):
         loads.clear()
-        answers[snapshot] = ls.version_for_snapshot(stats, table, snapshot).version
+        answers[snapshot] = ls.version_for_snapshot(
+            StatisticsStore(str(stats)), table, snapshot
+        ).version
         assert len(loads) <= 2, (snapshot, loads)
     assert answers == {0: 1, 1: 2, 2: 2}
 
     shutil.rmtree(layout.absolute(stats, layout.SNAPSHOT_MARKERS))
     for snapshot, want in answers.items():
-        assert ls.version_for_snapshot(stats, table, snapshot).version == want
+        assert ls.version_for_snapshot(StatisticsStore(str(stats)), table, snapshot).version == want
 
     monkeypatch.setattr(manifest, "load_version", load_version)
     write_deltalake(path, rows, mode="append")
     ls.open_table(path, stats_root=stats).analyze(spark=spark)  # version 3, with a marker
-    apply_expiry(stats, ExpirePlan(versions_removed=[3]))
+    apply_expiry(StatisticsStore(str(stats)), ExpirePlan(versions_removed=[3]))
     assert not (Path(stats) / layout.SNAPSHOT_MARKERS).exists() or not list(
         (Path(stats) / layout.SNAPSHOT_MARKERS).iterdir()
     )
-    assert manifest.version_numbers(stats) == [1, 2]
+    assert manifest.version_numbers(StatisticsStore(str(stats))) == [1, 2]

@@ -1,6 +1,7 @@
-"""The end of a run: the table-level files of an empty table, the Puffin file, the
-version published (a race with another analyze of the same snapshot is a clear
-conflict), or, after a failure, what the run wrote removed."""
+"""The end of a run: the table-level files of an empty table; the version published with
+what other engines read of it (``lakestats.interop``), in one step whichever face asked for
+the analyze (a race with another analyze of the same snapshot is a clear conflict); or,
+after a failure, what the run wrote removed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 
 from lakestats.errors import ConflictError, LakestatsError
 from lakestats.formats.base import TableFormat
+from lakestats.interop import puffin, spark_statistics
 from lakestats.options import AnalyzeOptions
 from lakestats.store import cleanup, layout, manifest
 from lakestats.store.handle import StatisticsStore
@@ -24,15 +26,33 @@ def remove_failed_run(root: StatisticsStore, run_id: str) -> None:
         cleanup.remove_run(root, run_id)
 
 
-def publish_puffin(
-    table: TableFormat, root: StatisticsStore, version: manifest.Version
-) -> dict[str, object]:
-    """The version's Puffin file written and committed (``compute/puffin.py``); what the
-    version records of it."""
-    from lakestats.compute import puffin
+def publish(
+    table: TableFormat,
+    root: StatisticsStore,
+    version: manifest.Version,
+    *,
+    puffin_file: bool,
+    engine_files: bool,
+) -> int:
+    """Publish ``version`` and what engines read of it; its number. A Puffin file is
+    committed first and recorded in the version (failing it fails the analyze); the Spark
+    component's file follows the version (failing it is a warning: the version stands)."""
+    if puffin_file:
+        record = puffin.publish(table, root, version, lambda f, items: prefetch(f, list(items)))
+        version.extra["puffin"] = record.to_json()
+    number = publish_version(root, version)
+    if engine_files:
+        spark_statistics.publish_quietly(table, root, version)
+    return number
 
-    record = puffin.publish(table, root, version, lambda f, items: prefetch(f, list(items)))
-    return record.to_json()
+
+def publish_missing(table: TableFormat, root: StatisticsStore, version: manifest.Version) -> None:
+    """The Spark component's file of a published ``version`` that has none (an earlier
+    release's, or one whose write failed)."""
+    path = spark_statistics.path_of(root, version)
+    with contextlib.suppress(Exception):  # advice for another engine, never fatal
+        if path is not None and not root.exists(path):
+            spark_statistics.publish_quietly(table, root, version)
 
 
 def write_empty_table(

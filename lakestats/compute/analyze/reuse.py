@@ -33,7 +33,7 @@ def with_puffin(table: TableFormat, options: AnalyzeOptions, subset: RowSubset |
 
 
 THETA_MARK = "theta_sketches"
-"""``Version.extra`` key: its partitions store theta sketches (``compute/puffin.py``)."""
+"""``Version.extra`` key: its partitions store theta sketches (``interop/puffin.py``)."""
 
 
 def reusable_entries(

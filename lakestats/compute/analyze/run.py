@@ -13,12 +13,7 @@ from pyspark.sql import SparkSession
 from lakestats import fs
 from lakestats.answers import AnalyzeResult
 from lakestats.compute.analyze.columns import RowSubset, column_records, select_columns
-from lakestats.compute.analyze.publish import (
-    publish_puffin,
-    publish_version,
-    remove_failed_run,
-    write_empty_table,
-)
+from lakestats.compute.analyze.publish import publish, remove_failed_run, write_empty_table
 from lakestats.compute.analyze.reuse import (
     THETA_MARK,
     previous_exact,
@@ -29,10 +24,10 @@ from lakestats.compute.analyze.reuse import (
 from lakestats.compute.analyze.stages import compute_partitions, plan_slices, raise_errors
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
-from lakestats.compute.puffin import theta_types
 from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
 from lakestats.compute.tasks import Job
 from lakestats.formats.base import TableFormat
+from lakestats.interop.puffin import theta_types
 from lakestats.options import AnalyzeOptions
 from lakestats.spark_errors import spark_call as _spark_call
 from lakestats.stats.registry import registered_statistics
@@ -275,11 +270,10 @@ def _analyze(
             **({THETA_MARK: True} if thetas else {}),
         },
     )
-    if with_puffin(table, options, subset) and table_files and final:
-        version.extra["puffin"] = publish_puffin(table, stats_root, version)
-        clock.lap("Puffin statistics committed to the Iceberg table")
-    number = publish_version(stats_root, version)
-    clock.lap(f"version {number} published")
+    puffin = with_puffin(table, options, subset) and bool(table_files and final)
+    engines = options.table_level and subset is None and hook is None  # the table's own
+    number = publish(table, stats_root, version, puffin_file=puffin, engine_files=engines)
+    clock.lap(f"version {number} published, with what engines read of it")
     return AnalyzeResult(
         number,
         snapshot,

@@ -11,7 +11,8 @@ the table level and the exact step when asked for), there is nothing to compute:
 * it describes an earlier snapshot (a commit that changed no data file: a metadata or
   property change, an empty commit): a version for the new snapshot is published that
   shares the earlier one's files (``extra["inherited_from"]``), with no Spark job; an
-  Iceberg table gets the new snapshot's Puffin file (``compute/puffin.py``) too.
+  Iceberg table gets the new snapshot's Puffin file too, and every snapshot format the
+  Spark component's file (``publish``).
 
 Spark does not start either way, so this costs a plan of the table and one manifest read.
 """
@@ -23,7 +24,7 @@ import datetime as dt
 
 from lakestats.answers import AnalyzeResult
 from lakestats.compute.analyze.columns import column_records, select_columns
-from lakestats.compute.analyze.publish import publish_puffin, publish_version
+from lakestats.compute.analyze.publish import publish, publish_missing
 from lakestats.compute.analyze.reuse import reusable_entries, theta_sketches, with_puffin
 from lakestats.errors import CorruptStatisticsError, StatisticsNotFoundError
 from lakestats.formats.base import TableFormat
@@ -63,6 +64,8 @@ def without_spark(
     if not _table_level_ready(previous, options, stats_root):
         return None
     if previous.snapshot_id == snapshot:
+        if options.table_level:
+            publish_missing(table, stats_root, previous)
         return AnalyzeResult(
             previous.version, snapshot, 0, len(plans), previous.row_count, 0, stats_root.uri,
             unchanged=True,
@@ -84,10 +87,10 @@ def without_spark(
         },
         skipped_versions=[],
     )
-    if with_puffin(table, options, None) and inherited.table_files and inherited.partitions:
-        # the new snapshot's own Puffin file (engines read statistics of the exact snapshot)
-        inherited.extra["puffin"] = publish_puffin(table, stats_root, inherited)
-    number = publish_version(stats_root, inherited)
+    # the new snapshot's own engine files (engines read statistics of the exact snapshot)
+    puffin = with_puffin(table, options, None) and bool(inherited.partitions)
+    number = publish(table, stats_root, inherited, puffin_file=puffin,
+                     engine_files=options.table_level)
     return AnalyzeResult(number, snapshot, 0, len(plans), previous.row_count, 0, stats_root.uri)
 
 

@@ -7,12 +7,12 @@ incremental reduction can reuse. Both run the same declared stages (``stages.STA
 planned once (``stages.plan``). Modules, one concern each:
 
 * ``job.py``        ``ReduceJob``: what is reduced (pickled to every task)
-* ``readahead.py``  what a task read ahead, kept apart from the job
-* ``fold.py``       what one group contributes (plain functions of its members)
+* ``fold.py``       what one group contributes (plain functions of its members), read
+                    through what its task read ahead (``ReadAhead``)
 * ``combine.py``    frequency rows summed per (column, value), by column
 * ``prune.py``      a group's frequency candidates pruned with sound bounds
 * ``finalize.py``   a column's frequencies finalized; the table files assembled
-* ``cache.py``      groups and their cached partial results
+* ``cache.py``      groups and their cached partial results (and reading them ahead)
 * ``wire.py``       every Spark schema of the reduction, and how values cross it
 * ``stages.py``     the stages, their shapes and the one planning function
 * ``local.py``, ``spark.py``  the two runners

@@ -27,13 +27,12 @@ import pickle
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.compute.reduce.fold import GroupStates, fold_histograms, fold_states
+from lakestats.compute.reduce.fold import GroupStates, ReadAhead, fold_histograms, fold_states
 from lakestats.compute.reduce.frequency_rows import (
     CombinedRows,
     combine_frequency_rows,
@@ -43,17 +42,14 @@ from lakestats.compute.reduce.frequency_rows import (
 )
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.prune import group_keep
+from lakestats.errors import LakestatsError
 from lakestats.stats import holders
 from lakestats.stats.rebin import Grid
 from lakestats.stats.scalar_state import ScalarState
-from lakestats.store import partition_histograms
+from lakestats.store import histogram_parts, partition_histograms
 from lakestats.store.manifest import PartitionEntry
 from lakestats.store.partition_index import SOURCE_FIELDS, index_part
 from lakestats.threads import prefetch
-
-if TYPE_CHECKING:
-    from lakestats.compute.reduce.readahead import ReadAhead
-
 
 CACHE_FORMAT = 7
 """Part of every cache key: bump it when cached states, histograms or frequency rows change
@@ -215,7 +211,7 @@ class GroupCache:
         """The group's scalar states, by column."""
         key = self._states_key(members)
         ready = self.ahead.ready_states.pop(key, None) if self.enabled else None
-        if ready is not None:  # read and unpickled ahead (``readahead.preload``)
+        if ready is not None:  # read and unpickled ahead (``preload``)
             self.written[key] = self.job.cache[key]
         else:
             data = self._load(key)
@@ -370,12 +366,12 @@ class GroupCache:
             )
 
         read = list(prefetch(files, members))
-        rows = partition_histograms.histograms_part(
+        rows = histogram_parts.histograms_part(
             job.columns, *[[r[k] for r in read] for k in range(3)]
         )
         del read
         count = len(job.partitions)
-        self._save(key, lambda: partition_histograms.write_part(rows, count), always=True)
+        self._save(key, lambda: histogram_parts.write_part(rows, count), always=True)
         return rows
 
     def first_pass_kinds(self, members: list[int]) -> list[str]:
@@ -458,3 +454,34 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     with pa.ipc.new_file(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
+
+
+def preload(ahead: ReadAhead, computing: set[str]) -> None:
+    """Read ahead, while the one-task analyze computes its partition, what it cannot change:
+    the previous version's group cache entries (decoded, unpickled) and the other files of
+    the groups it falls into. Unreadable files are left to the reduction to report."""
+    job = ahead.job
+    unreadable = (OSError, LakestatsError, pa.ArrowException)
+    for key, relative in job.cache.items():
+        if key.startswith(PARTS_PREFIX):
+            continue  # published parts: read back only where a group is re-binned anew
+        with contextlib.suppress(*unreadable):
+            data = job.store.read_bytes(job.store.path(relative))
+            if is_rows(data):  # frequency rows: decoded here too
+                ahead.tables[relative] = read_rows(data)
+            else:
+                ahead.blobs[relative] = data
+        if key.startswith("states-") and relative in ahead.blobs and not job.statistics:
+            with contextlib.suppress(Exception):  # unpickled here too; else the reduction does
+                ahead.ready_states[key] = decode_states(ahead.blobs[relative])
+                del ahead.blobs[relative]  # the reduction uses the unpickled entry
+    for members in group_members(job.partitions):
+        entries = [job.partitions[i] for i in members]
+        if not any(e.path in computing for e in entries):
+            continue
+        for entry in entries:
+            if entry.path in computing:
+                continue
+            for kind in ("statistics", "frequencies", "histograms"):
+                with contextlib.suppress(*unreadable):
+                    ahead.tables[entry.files[kind]] = job.read_file(entry.files[kind])

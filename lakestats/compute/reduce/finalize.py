@@ -23,7 +23,7 @@ from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.rebin import Grid, table_histogram
 from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_frequencies import FrequencyResult, finalize_frequencies
-from lakestats.store import partition_histograms, schemas, writer
+from lakestats.store import histogram_parts, schemas, writer
 from lakestats.store.partition_index import assemble, write_index
 from lakestats.threads import thread_map
 
@@ -74,7 +74,7 @@ def write_tables(
         elif kind_of(dtype) not in (Kind.NESTED, Kind.NULL, Kind.OTHER):
             _no_frequencies(row, state)
         fields, counts = table_histogram(
-            state,
+            state.row_count - state.null_count - (state.nan_count or 0),
             grids.get(index),
             rebinned.get(index),
             merged.histogram if merged else None,
@@ -106,7 +106,7 @@ def write_partition_histograms(groups: GroupCache, relative: str) -> int:
     job = groups.job
     paths = thread_map(groups.partition_histograms_part, groups.members)
     uri = job.store.path(relative)
-    return partition_histograms.write_directory(
+    return histogram_parts.write_directory(
         list(zip(groups.members, paths, strict=True)), uri, job.store
     )
 

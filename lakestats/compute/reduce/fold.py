@@ -5,7 +5,7 @@ Contract: each ``fold_*`` reads the partition files of a group (``members``: pos
 ``ScalarState`` per column (and each partition's histogram fields, which
 ``fold_histograms`` needs again), ``fold_histograms`` the partition histograms re-binned onto
 the table grids and summed (the frequency rows: ``frequency_rows.py``). ``merge_state``
-merges two partial states of one column.
+merges two partial states of one column. Every fold reads through a ``ReadAhead``.
 Positions inside the group key what ``cache.py`` stores, so a cached group is valid in any
 version that has the same members.
 """
@@ -13,8 +13,7 @@ version that has the same members.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import datasketches as ds
 import numpy as np
@@ -32,10 +31,8 @@ from lakestats.stats.kinds import Kind
 from lakestats.stats.rebin import Grid, rebin, rebin_numbers, storage_numbers
 from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_fold import fold_statistics
+from lakestats.store.manifest import PartitionEntry
 from lakestats.threads import prefetch
-
-if TYPE_CHECKING:
-    from lakestats.compute.reduce.readahead import ReadAhead
 
 SCALAR_FIELDS = [
     "row_count",
@@ -78,6 +75,27 @@ class GroupStates:
 
     states: dict[int, ScalarState]
     histogram_rows: dict[int, pa.Table]
+
+
+@dataclass
+class ReadAhead:
+    """What a task read before its fold needed it (by path under the root; states by cache
+    key; ``cache.preload``): ``read`` answers from there, else from the store, alike."""
+
+    job: ReduceJob
+    tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+    blobs: dict[str, bytes] = field(default_factory=dict, repr=False)
+    ready_states: dict[str, GroupStates] = field(default_factory=dict, repr=False)
+
+    def read(self, entry: PartitionEntry, kind: str, columns: list[str] | None = None) -> pa.Table:
+        """A partition's ``kind`` file (some ``columns``), read ahead or read now."""
+        whole = self.tables.get(entry.files[kind])
+        if whole is not None:  # absent columns are left out, as a Parquet read does
+            if columns is None:
+                return whole
+            names = set(whole.schema.names)  # once, not a list per column
+            return whole.select([c for c in columns if c in names])
+        return self.job.read_file(entry.files[kind], columns)
 
 
 def fold_custom(statistics: list, state: ScalarState, values: dict[str, object]) -> None:

@@ -14,22 +14,18 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from lakestats.compute.reduce.combine import EMPTY_COMBINED, combine
-from lakestats.compute.reduce.fold import CATEGORICAL, COMBINE_ROWS
+from lakestats.compute.reduce.fold import CATEGORICAL, COMBINE_ROWS, ReadAhead
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.prune import group_keep, prune
 from lakestats.compute.reduce.wire import FREQUENCY_ROW_ARROW
 from lakestats.stats import holders as holder_bits
 from lakestats.stats.kinds import kind_of
 from lakestats.threads import prefetch
-
-if TYPE_CHECKING:
-    from lakestats.compute.reduce.readahead import ReadAhead
 
 
 def fold_frequency_rows(

@@ -3,7 +3,7 @@
 Contract: a ``ReduceJob`` names the statistics root, the version's partitions (with their
 files) and columns, the histogram bins, the frequency limit, the user-defined statistics
 and the previous version's group cache entries. It is pickled to Spark tasks and holds no
-task state: what a task reads ahead lives in its own ``ReadAhead`` (``readahead.py``).
+task state: what a task reads ahead lives in its own ``ReadAhead`` (``fold.py``).
 """
 
 from __future__ import annotations

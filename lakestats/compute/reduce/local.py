@@ -7,7 +7,7 @@ otherwise spend most of its time on. Partitions fall into about sqrt(n) groups w
 intermediate results are cached (``cache.GroupCache``); an incremental analyze that
 changed one partition recomputes one group and reads the others' caches. Columns are
 finalized on ``THREADS`` threads (Arrow releases the GIL). ``compute_and_reduce`` computes
-the one changed partition in the same task, reading ahead meanwhile (``readahead.py``).
+the one changed partition in the same task, reading ahead meanwhile (``cache.preload``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from pyspark.sql import SparkSession
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.compute.progress import Clock
 from lakestats.compute.reduce import wire
-from lakestats.compute.reduce.cache import GroupCache
+from lakestats.compute.reduce.cache import GroupCache, preload
 from lakestats.compute.reduce.combine import aggregate_column, split_by_column
+from lakestats.compute.reduce.fold import ReadAhead
 from lakestats.compute.reduce.job import ReduceJob
-from lakestats.compute.reduce.readahead import ReadAhead, preload
 from lakestats.compute.reduce.stages import STAGES, PerColumn, PerValue, Reduction
 from lakestats.compute.session import collect_small, result_schema
 from lakestats.compute.tasks import Job, run_slice

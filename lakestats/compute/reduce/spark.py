@@ -22,9 +22,9 @@ from pyspark.sql import functions as F
 from lakestats.compute.progress import Clock
 from lakestats.compute.reduce import wire
 from lakestats.compute.reduce.cache import GroupCache
+from lakestats.compute.reduce.fold import ReadAhead
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.local import fits_one_task, reduce_in_one_task
-from lakestats.compute.reduce.readahead import ReadAhead
 from lakestats.compute.reduce.stages import STAGES, PerColumn, PerValue, Reduction, Write
 from lakestats.compute.session import default_parallelism, result_schema
 from lakestats.stats.arrays import int64_array

@@ -66,7 +66,7 @@ def analyze_from_sample(
 ) -> AnalyzeResult:
     s3 = stats_root.s3  # the tasks' and the table's: one object store
     sample = store.load(stats_root, table.identifier)
-    sampled = SampleTableFormat(stats_root.uri, sample, s3)
+    sampled = SampleTableFormat(stats_root, sample)
     if sample.sample_rows == 0:
         raise InvalidArgumentError(
             f"the sample of {table.identifier} holds no rows; create a larger one with "

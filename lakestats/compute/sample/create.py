@@ -238,11 +238,9 @@ def _publish(
         values = {p.path: p.values for p in (*before.partitions, *manifest.partitions)}
         changed = {path: values[path] for path in sorted(paths)}
     clock = clock or Clock()
-    with restored_on_failure(table, stats_root.uri, stats_root.s3):  # the manifest must fit
+    with restored_on_failure(table, stats_root):  # the manifest must fit
         if previous is None or changed is None or changed:
-            manifest.sibling = write_sibling(
-                table, stats_root.uri, manifest, previous, stats_root.s3, changed
-            )
+            manifest.sibling = write_sibling(table, stats_root, manifest, previous, changed)
         clock.lap("sample table written")
         store.save(stats_root, manifest)
     store.delete_unreferenced(stats_root, manifest)

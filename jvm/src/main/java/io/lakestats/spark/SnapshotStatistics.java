@@ -27,9 +27,9 @@ import scala.math.BigInt;
 
 /**
  * One lakestats statistics version for one table snapshot, as the Python side wrote it for
- * Spark ({@code lakestats/spark_sidecar.py}): the row count, the data size and, per column, the
- * property map Spark's own {@code CatalogColumnStat.fromMap} parses (what {@code ANALYZE TABLE}
- * would store) with the equi-height histogram's bins beside it.
+ * Spark ({@code lakestats/interop/spark_statistics.py}): the row count, the data size and,
+ * per column, the property map Spark's own {@code CatalogColumnStat.fromMap} parses (what
+ * {@code ANALYZE TABLE} would store) with the equi-height histogram's bins beside it.
  */
 final class SnapshotStatistics {
   final String root;

@@ -1,7 +1,8 @@
-"""The statistics ``lakestats analyze`` writes for lakestats' Spark component
-(``lakestats/spark_sidecar.py``): one file per version under ``<root>/spark/``, named by the
-version and the snapshot it describes, with Spark's own property maps; a Parquet directory
-(no snapshots) gets none. The JVM side is tested in tests/formats/test_spark_component.py."""
+"""The statistics every analyze writes for lakestats' Spark component
+(``lakestats/interop/spark_statistics.py``), from the CLI or from Python alike: one file per
+version under ``<root>/spark/``, named by the version and the snapshot it describes, with
+Spark's own property maps; a Parquet directory (no snapshots) gets none. The JVM side is
+tested in tests/formats/test_spark_component.py."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 
 import lakestats.api as ls
 from lakestats import cli
-from lakestats.spark_sidecar import build
+from lakestats.interop.spark_statistics import build, uniform
+from lakestats.store import manifest
 
 pytestmark = pytest.mark.spark
 
@@ -55,7 +57,26 @@ def test_analyze_writes_the_versions_statistics_for_spark(spark, tmp_path: Path,
     assert cli.main(["analyze", str(path), "--json"]) == 0
     names = sorted(f.name for f in (path / "_lakestats" / "spark").iterdir())
     assert names == ["v00000001_0.json", "v00000002_1.json"]
-    assert build(ls.open_table(str(path)))["row_count"] == 3_500
+    table = ls.open_table(str(path))
+    latest = manifest.load_version(table.store, None)
+    assert build(table.format, table.store, latest)["row_count"] == 3_500
+
+
+def test_an_analyze_from_python_writes_the_same_file(spark, tmp_path: Path) -> None:
+    """No CLI: ``open_table(...).analyze()`` (a notebook, a scheduler) publishes the file
+    too, with the same content; a failure to write it is a warning, not a failed analyze."""
+    from deltalake import write_deltalake
+
+    path = tmp_path / "delta"
+    write_deltalake(str(path), _rows(1_000, 4))
+    result = ls.open_table(str(path)).analyze(spark=spark, exact=True)
+    [file] = (path / "_lakestats" / "spark").iterdir()
+    assert file.name == f"v{result.version:08d}_{result.snapshot_id}.json"
+    content = json.loads(file.read_text())
+    assert (content["row_count"], content["version"]) == (1_000, result.version)
+    file.unlink()  # analyzed again, nothing changed: the missing file is written again
+    assert ls.open_table(str(path)).analyze(spark=spark, exact=True).unchanged
+    assert json.loads(file.read_text()) == content
 
 
 def test_a_parquet_directory_gets_none(spark, tmp_path: Path, capsys) -> None:
@@ -70,8 +91,6 @@ def test_a_histogram_of_evenly_spread_values_is_left_out(spark, tmp_path: Path, 
     than min and max, and Spark would estimate joins on it from unscaled bins (q-error 10
     on TPC-H's self-join, bench/interop.py); a skewed column keeps its histogram."""
     from deltalake import write_deltalake
-
-    from lakestats.spark_sidecar import uniform
 
     rng = np.random.default_rng(5)
     path = tmp_path / "delta"

@@ -1,4 +1,5 @@
-"""Export a statistics version as Paimon's statistics JSON (the PIP's ``Stats`` file)."""
+"""A statistics version as Paimon's statistics JSON (the PIP's ``Stats`` file), on demand:
+what Paimon's planner would read for the snapshot."""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
 
-def paimon_statistics(
-    stats_root: StatisticsStore | str, version: int | None = None
-) -> dict[str, object]:
+def paimon_statistics(stats_root: StatisticsStore, version: int | None = None) -> dict[str, object]:
     """``snapshotId``, ``schemaId``, ``mergedRecordCount``, ``mergedRecordSize`` and
     ``colStats`` (``distinctCount``, ``min``, ``max``, ``nullCount``, ``avgLen``, ``maxLen``;
     min and max serialized as strings, as Paimon's ``serializedMin``/``serializedMax``)."""

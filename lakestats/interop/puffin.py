@@ -1,4 +1,5 @@
-"""Iceberg table statistics: the Puffin file of a version, committed for its snapshot.
+"""Iceberg table statistics: the Puffin file of a version, written and committed for its
+snapshot, and removed with it.
 
 Every engine that reads Iceberg table statistics (Spark with Iceberg ≥ 1.7, Trino, Presto,
 Impala, StarRocks) reads the ``ndv`` property of ``apache-datasketches-theta-v1`` blobs in
@@ -16,6 +17,10 @@ partition has no sketch for (computed before sketches were stored, or with
 ``--no-puffin``) gets no blob rather than a wrong one. ``ndv`` is lakestats' table-level
 distinct count: exact when the version's is (``distinct_count_exact``), else its estimate.
 
+The file (apache/iceberg ``format/puffin-spec.md``): ``PFA1 Blob1 … BlobN Footer``, the
+footer ``PFA1 <JSON FileMetadata> <its size, 4 bytes LE> <flags: 0> PFA1``; blobs and footer
+uncompressed, which the spec allows and every reader handles.
+
 Nothing but the standard blob type goes into the table metadata. The file is lakestats'
 own by name (``OWN_SUFFIX``): only such files are ever replaced or removed here.
 """
@@ -23,24 +28,31 @@ own by name (``OWN_SUFFIX``): only such files are ever replaced or removed here.
 from __future__ import annotations
 
 import contextlib
+import json
 import posixpath
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakestats import fs
-from lakestats.compute.connect_workers import client_version
+from lakestats.config import installed_version
 from lakestats.errors import LakestatsError
-from lakestats.formats.puffin import THETA_BLOB, Blob, write_puffin
+from lakestats.formats.base import TableFormat
 from lakestats.stats import keys, sketches, theta
 from lakestats.stats.derived_sketches import frequencies_complete
 from lakestats.stats.type_codec import parse_type
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry, Version
+
+MAGIC = b"PFA1"
+THETA_BLOB = "apache-datasketches-theta-v1"
+if TYPE_CHECKING:
+    from lakestats.formats.iceberg import IcebergTableFormat
 
 OWN_SUFFIX = "-lakestats.stats"
 CREATED_BY = "lakestats"
@@ -49,6 +61,47 @@ _FIELDS = ["row_count", "null_count", "distinct_count", "frequencies_count", "th
 
 class PuffinPublishError(LakestatsError):
     """The Puffin statistics file could not be written or committed to the table."""
+
+
+@dataclass(frozen=True)
+class Blob:
+    type: str
+    fields: list[int]
+    snapshot_id: int
+    sequence_number: int
+    payload: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PuffinBytes:
+    data: bytes
+    footer_size: int  # the whole footer: magic, payload, size, flags, magic
+    blobs: list[dict[str, object]]  # the footer's blob metadata, offsets included
+
+
+def write_puffin(blobs: list[Blob], created_by: str) -> PuffinBytes:
+    """The bytes of a Puffin file holding ``blobs`` in order."""
+    body = bytearray(MAGIC)
+    metadata: list[dict[str, object]] = []
+    for blob in blobs:
+        metadata.append(
+            {
+                "type": blob.type,
+                "fields": list(blob.fields),
+                "snapshot-id": blob.snapshot_id,
+                "sequence-number": blob.sequence_number,
+                "offset": len(body),
+                "length": len(blob.payload),
+                **({"properties": dict(blob.properties)} if blob.properties else {}),
+            }
+        )
+        body += blob.payload
+    payload = json.dumps(
+        {"blobs": metadata, "properties": {"created-by": created_by}}, separators=(",", ":")
+    ).encode()
+    footer = MAGIC + payload + len(payload).to_bytes(4, "little", signed=True) + bytes(4) + MAGIC
+    return PuffinBytes(bytes(body + footer), len(footer), metadata)
 
 
 @dataclass(frozen=True)
@@ -69,16 +122,15 @@ class PuffinRecord:
         }
 
 
-def theta_types(table: object, snapshot_id: int | None) -> dict[str, str]:
+def theta_types(table: TableFormat, snapshot_id: int | None) -> dict[str, str]:
     """Leaf name -> Iceberg type of the top-level columns a theta blob can cover."""
-    native = table.native_types(snapshot_id)  # type: ignore[attr-defined]
-    top = set(table.schema(snapshot_id).names)  # type: ignore[attr-defined]
+    native = table.native_types(snapshot_id)
+    top = set(table.schema(snapshot_id).names)
     return {n: t for n, t in native.items() if n in top and theta.supported(t)}
 
 
 def _read(store: StatisticsStore, relative: str, columns: list[str]) -> pa.Table:
-    filesystem, path = store.resolve(store.path(relative))
-    with filesystem.open_input_file(path) as handle:
+    with store.open_input_file(store.path(relative)) as handle:
         parquet = pq.ParquetFile(handle)
         present = [c for c in columns if c in parquet.schema_arrow.names]
         return parquet.read(columns=present, use_threads=False)
@@ -185,7 +237,7 @@ def blobs_of(
 
 
 def publish(
-    table: object,
+    table: IcebergTableFormat,
     store: StatisticsStore,
     version: Version,
     map_partitions: Callable = map,
@@ -195,33 +247,32 @@ def publish(
     table handle reads the table and its statistics with the same ones)."""
     snapshot = version.snapshot_id
     assert snapshot is not None
-    refusal = table.statistics_commit_refusal()  # type: ignore[attr-defined]
+    refusal = commit_refusal(table)
     if refusal is not None:
         return PuffinRecord(snapshot, None, [], {"*": refusal})
     types = theta_types(table, snapshot)
-    sequence = table.sequence_number(snapshot)  # type: ignore[attr-defined]
+    found = table.native_table.metadata.snapshot_by_id(snapshot)
+    sequence = int(found.sequence_number or 0) if found is not None else 0
     blobs, skipped = blobs_of(store, version, types, sequence, map_partitions)
     if not blobs:
         return PuffinRecord(snapshot, None, [], skipped or {"*": "no column has a theta blob"})
-    written = write_puffin(blobs, f"{CREATED_BY} {client_version()}")
-    location = table.raw_location()  # type: ignore[attr-defined]
+    written = write_puffin(blobs, f"{CREATED_BY} {installed_version()}")
+    location = table.native_table.location().rstrip("/")  # as the metadata spells it
     path = f"{location}/metadata/{snapshot}-{uuid.uuid4()}{OWN_SUFFIX}"
-    previous = table.statistics_files().get(snapshot)  # type: ignore[attr-defined]
+    previous = statistics_files(table).get(snapshot)
     try:
-        fs.write_bytes_atomic(path, written.data, store.s3)
-        table.set_statistics_file(  # type: ignore[attr-defined]
-            snapshot, path, len(written.data), written.footer_size, written.blobs
-        )
+        store.write_bytes_atomic(path, written.data)  # the store's options, beside the table
+        _register(table, snapshot, path, written)
     except Exception as exc:  # any commit failure: one lakestats error
         with contextlib.suppress(Exception):
-            fs.delete_file(path, store.s3)
+            store.delete_file(path)
         raise PuffinPublishError(
             f"the Puffin statistics file for snapshot {snapshot} could not be committed to "
             f"the table ({type(exc).__name__}: {exc}); analyze again, or pass --no-puffin"
         ) from exc
     if previous is not None and previous != path and is_own(previous):
         with contextlib.suppress(Exception):  # replaced: the table lists it no more
-            fs.delete_file(previous, store.s3)
+            store.delete_file(previous)
     names = [version.columns[c]["name"] for c, _ in _positions(version, blobs)]
     return PuffinRecord(snapshot, path, names, skipped)
 
@@ -235,16 +286,18 @@ def is_own(path: str) -> bool:
     return posixpath.basename(path).endswith(OWN_SUFFIX)
 
 
-def remove(table: object, snapshot_id: int, path: str, s3: fs.S3Options | None) -> None:
+def remove(
+    table: IcebergTableFormat, snapshot_id: int, path: str, s3: fs.S3Options | None
+) -> None:
     """Unregister lakestats' Puffin file of an expired snapshot and delete it (a file the
     table still lists and cannot unregister is kept)."""
     if not is_own(path):
         return
-    if table.statistics_files().get(snapshot_id) == path:  # type: ignore[attr-defined]
-        if table.statistics_commit_refusal() is not None:  # type: ignore[attr-defined]
+    if statistics_files(table).get(snapshot_id) == path:
+        if commit_refusal(table) is not None:
             return
         try:
-            table.remove_statistics_file(snapshot_id)  # type: ignore[attr-defined]
+            _commit(table, lambda update: update.remove_statistics(snapshot_id))
         except Exception as exc:  # any commit failure: one lakestats error
             raise PuffinPublishError(
                 f"the Puffin statistics file of expired snapshot {snapshot_id} could not be "
@@ -252,3 +305,57 @@ def remove(table: object, snapshot_id: int, path: str, s3: fs.S3Options | None) 
             ) from exc
     with contextlib.suppress(FileNotFoundError):
         fs.delete_file(path, s3)
+
+
+# -- the table metadata's statistics files, committed through pyiceberg ------------------
+def commit_refusal(table: IcebergTableFormat) -> str | None:
+    """Why statistics cannot be committed to this table (None: they can)."""
+    from pyiceberg.table import StaticTable
+
+    if isinstance(table.native_table, StaticTable):
+        return "the table was opened by path, without a catalog to commit to"
+    return None
+
+
+def statistics_files(table: IcebergTableFormat) -> dict[int, str]:
+    """Snapshot id -> the statistics file the table metadata lists for it."""
+    return {s.snapshot_id: s.statistics_path for s in table.native_table.metadata.statistics}
+
+
+def _commit(table: IcebergTableFormat, change: Callable) -> None:
+    """One ``UpdateStatistics`` step (pyiceberg's ``remove_statistics`` replaces the queued
+    updates: one operation per commit), redone on the reloaded table after a conflict."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    for attempt in range(3):
+        try:
+            with table.native_table.update_statistics() as update:
+                change(update)
+            return
+        except CommitFailedException:
+            if attempt == 2:
+                raise
+            table.reload_table()
+
+
+def _register(table: IcebergTableFormat, snapshot_id: int, path: str, written: PuffinBytes) -> None:
+    """List the Puffin file at ``path`` for ``snapshot_id`` (replacing the one it had)."""
+    from pyiceberg.table.statistics import BlobMetadata, StatisticsFile
+
+    statistics = StatisticsFile(
+        snapshot_id=snapshot_id,
+        statistics_path=path,
+        file_size_in_bytes=len(written.data),
+        file_footer_size_in_bytes=written.footer_size,
+        blob_metadata=[
+            BlobMetadata(
+                type=b["type"],
+                snapshot_id=b["snapshot-id"],
+                sequence_number=b["sequence-number"],
+                fields=b["fields"],
+                properties=b.get("properties"),
+            )
+            for b in written.blobs
+        ],
+    )
+    _commit(table, lambda update: update.set_statistics(statistics))
