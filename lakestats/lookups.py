@@ -23,7 +23,7 @@ from lakestats.options import AnalyzeOptions
 from lakestats.stats.leaves import leaves_of
 from lakestats.stats.literals import parse_value
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import derived, layout, manifest, ranks
+from lakestats.store import derived, layout, manifest
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import VersionKind
 from lakestats.store.reader import StatisticsReader
@@ -303,6 +303,8 @@ class StatisticsLookups:
 
     def rank(self, column: str, value: object) -> answers.Rank:
         """Exact rank of a value at table level (needs ``analyze(exact=True)``)."""
+        from lakestats.store import ranks  # pyarrow.compute: only for ranks
+
         found = ranks.rank(self.reader(), column, value)
         return answers.Rank(
             column=column,
@@ -316,6 +318,8 @@ class StatisticsLookups:
 
     def quantile(self, column: str, p: float) -> answers.Quantile:
         """Exact table-level quantile (nearest rank; needs ``analyze(exact=True)``)."""
+        from lakestats.store import ranks  # pyarrow.compute: only for ranks
+
         return answers.Quantile(column, p, ranks.quantile(self.reader(), column, p))
 
     def histogram(

@@ -11,6 +11,9 @@ histograms (``held``: one read per column of the partitions the estimator said i
 look at, ``expect``), else from the partition's files (``sources.ReaderPartition``), both
 built with the same functions (``sources.frequencies_of`` / ``histogram_of``), so the
 numbers are the files'. Versions without an index fall back to ``sources.partitions_of``.
+
+Over 400 lines because the index's vectors, its lazily made partitions and the per-column
+reads they share are one cache with one lock; the held rows are apart (``held``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ and the method codes of the survivors' estimates.
 Where every listed key of a column has one width and the partition histograms hold them
 (``IndexPartition.frequency_arrays``), ``Listed`` lays them out in NumPy (``Fixed``: no
 Python object per value, so a first visit of a high-cardinality column is vectorised too).
+
+Over 400 lines because the two layouts (Python keys and fixed-width NumPy keys) answer the
+same range counts and are kept side by side so that they stay equal.
 """
 
 from __future__ import annotations
