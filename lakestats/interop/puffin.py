@@ -15,7 +15,8 @@ sketch is rebuilt from them here. An incremental analyze computes only the chang
 partitions' sketches and unions them with the stored ones of the others. A column some
 partition has no sketch for (computed before sketches were stored, or with
 ``--no-puffin``) gets no blob rather than a wrong one. ``ndv`` is lakestats' table-level
-distinct count: exact when the version's is (``distinct_count_exact``), else its estimate.
+distinct count when it is exact (``distinct_count_exact``); else the union sketch's count
+when the union kept every value (exact too); else the table level's estimate.
 
 The file (apache/iceberg ``format/puffin-spec.md``): ``PFA1 Blob1 … BlobN Footer``, the
 footer ``PFA1 <JSON FileMetadata> <its size, 4 bytes LE> <flags: 0> PFA1``; blobs and footer
@@ -183,6 +184,20 @@ def _distinct_counts(store: StatisticsStore, version: Version) -> list[dict]:
     return _read(store, version.table_files["statistics"], fields).to_pylist()
 
 
+def _ndv(count: dict, merged: bytes) -> int:
+    """The version's exact distinct count; else the theta union's count when the union holds
+    every value (no sampling: exact, where the table level only estimated it); else the
+    version's estimate."""
+    if count.get("distinct_count_exact") and count.get("distinct_count") is not None:
+        return int(count["distinct_count"])
+    hashes, sketch_theta = theta.parse(merged)
+    if sketch_theta == theta.MAX_THETA:
+        return len(hashes)
+    if count.get("distinct_count") is not None:
+        return int(count["distinct_count"])
+    return round(theta.estimate(merged))
+
+
 def blobs_of(
     store: StatisticsStore,
     version: Version,
@@ -221,8 +236,7 @@ def blobs_of(
             skipped[name] = "a partition has no theta sketch (analyzed without them)"
             continue
         merged = theta.union(gathered[c])
-        distinct = counts[c].get("distinct_count") if c < len(counts) else None
-        ndv = int(distinct) if distinct is not None else round(theta.estimate(merged))
+        ndv = _ndv(counts[c] if c < len(counts) else {}, merged)
         blobs.append(
             Blob(
                 THETA_BLOB,
