@@ -1,7 +1,7 @@
 """What every answer shares: one ``to_json()`` read off the answer's fields.
 
 ``Answer.to_json`` walks an answer's dataclass fields in order (or ``json_order``); a
-field's metadata (``json_field``) renames, encodes, groups or omits it, so a JSON shape is
+field's metadata (``as_json``) renames, encodes, groups or omits it, so a JSON shape is
 read off the class and no answer writes its own. Values are decoded Python values; their
 JSON follows ``lakestats.stats.keys.to_json`` (``jsonable``). A statistics row stays a
 read-only mapping (``Row``): its fields are the stored statistics, user-defined ones
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import field, fields
+from dataclasses import fields
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -76,7 +76,7 @@ Encode = Callable[[Any], object]
 Omit = Callable[[Any], bool]
 
 
-def json_field(
+def as_json(
     *,
     name: str | None = None,
     encode: Encode | None = None,
@@ -84,14 +84,14 @@ def json_field(
     group: str | None = None,
     flatten: bool = False,
     skip: bool = False,
-    **kwargs: Any,  # noqa: ANN401 - dataclasses.field's own arguments (default, ...)
-) -> Any:  # noqa: ANN401 - what dataclasses.field returns stands for the field's value
-    """A dataclass field with how it reads in JSON: ``name`` (else the field's), ``encode``
-    (else ``jsonable``), ``omit`` (given the answer: leave the key out), ``group`` (nested
-    under that key), ``flatten`` (its encoded mapping's keys merged in) or ``skip``."""
+) -> dict[str, object]:
+    """A field's metadata saying how it reads in JSON: ``name`` (else the field's),
+    ``encode`` (else ``jsonable``), ``omit`` (given the answer: leave the key out),
+    ``group`` (nested under that key), ``flatten`` (its encoded mapping's keys merged in)
+    or ``skip``: ``field(metadata=as_json(skip=True))``."""
     meta = {"name": name, "encode": encode, "omit": omit, "group": group,
             "flatten": flatten, "skip": skip}
-    return field(metadata={"json": meta}, **kwargs)
+    return {"json": meta}
 
 
 def omit_none(attribute: str) -> Omit:

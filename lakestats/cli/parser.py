@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lakestats import api, config
 from lakestats import options as opts
@@ -20,6 +20,9 @@ from lakestats.errors import InvalidArgumentError
 from lakestats.options import AnalyzeOptions, SampleOptions
 
 Options = TypeVar("Options", AnalyzeOptions, SampleOptions)
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def fail(message: str) -> None:
@@ -130,7 +133,7 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type[Options]) -> None:
         if flag.reads == opts.CLI_SWITCH:
             target.add_argument(flag.name, dest=dest, action="store_true", help=f.metadata["help"])
             continue
-        default = f.default if f.default is None else f.default // flag.scale  # type: ignore[operator]
+        default = f.default if f.default is None else f.default // flag.scale
         shown = f" (default {default})" if default is not None else ""
         target.add_argument(
             flag.name,
@@ -141,7 +144,7 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type[Options]) -> None:
         )
 
 
-def options_from_args(args: argparse.Namespace, cls: type[Options], **fixed: object) -> Options:
+def options_from_args(args: argparse.Namespace, cls: type[Options], **fixed: Any) -> Options:  # noqa: ANN401 - fields of either options class
     """A ``cls`` (``AnalyzeOptions``, ``SampleOptions``) from its flags, plus ``fixed``."""
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
@@ -173,7 +176,6 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-Subparsers = argparse._SubParsersAction  # type: ignore[type-arg]
 
 
 def _common(p: argparse.ArgumentParser) -> None:
