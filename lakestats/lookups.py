@@ -83,6 +83,7 @@ class StatisticsLookups:
         def format(self) -> TableFormat: ...
         def reader(self) -> StatisticsReader: ...
         def _reader_of_version(self, number: int) -> StatisticsReader: ...
+        def _version_reader(self, snapshot_id: int | None) -> StatisticsReader: ...
         def _check_path(self) -> None: ...
         def table_statistics(
             self, snapshot_id: int | None = None, columns: list[str] | None = None
@@ -223,7 +224,7 @@ class StatisticsLookups:
 
     def statistics(
         self,
-        partition: str | dict | None = None,
+        partition: str | dict[str, object] | None = None,
         columns: list[str] | None = None,
         *,
         snapshot: int | None = None,
@@ -247,14 +248,14 @@ class StatisticsLookups:
         name = None if entry is None else entry.name
         return answers.StatisticsRows(name, reader.version.version, rows)
 
-    def partition(self, partition: str | dict) -> answers.Partition:
+    def partition(self, partition: str | dict[str, object]) -> answers.Partition:
         """One partition of the latest version (an unknown one is a
         ``PartitionNotFoundError`` listing some that exist)."""
         reader = self.reader()
         return _partition(reader, reader.partition(partition))
 
     def partition_statistics(
-        self, partition: str | dict, columns: list[str] | None = None
+        self, partition: str | dict[str, object], columns: list[str] | None = None
     ) -> answers.PartitionStatistics:
         """One partition's statistics in the latest version (``show --partition``)."""
         reader = self.reader()
@@ -275,7 +276,7 @@ class StatisticsLookups:
     def frequencies(
         self,
         column: str,
-        partition: str | dict | None = None,
+        partition: str | dict[str, object] | None = None,
         top: int | None = None,
         *,
         version: int | None = None,
@@ -321,7 +322,7 @@ class StatisticsLookups:
     def histogram(
         self,
         column: str,
-        partition: str | dict | None = None,
+        partition: str | dict[str, object] | None = None,
         start: int = 0,
         stop: int | None = None,
         *,

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from types import MappingProxyType
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import pyarrow as pa
 
@@ -30,7 +30,7 @@ def jsonable(value: object) -> object:
     if kind is str or kind is int or kind is bool or value is None:
         return value  # the common leaves first: a wide answer has thousands
     if kind is float:
-        return value if math.isfinite(value) else value_json(value)
+        return value if math.isfinite(value) else value_json(value)  # type: ignore[arg-type]
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -132,11 +132,11 @@ class Answer:
             if omit is not None and omit(self):
                 continue
             value = encode(getattr(self, attribute))
-            into = out if group is None else out.setdefault(group, {})
+            into = out if group is None else cast(dict[str, object], out.setdefault(group, {}))
             if flatten:
-                into.update(value)  # type: ignore[union-attr, call-overload]
+                into.update(cast(Mapping[str, object], value))
             else:
-                into[key] = value  # type: ignore[index]
+                into[key] = value
         return out
 
 
@@ -162,5 +162,5 @@ class Listing(Tabular, Generic[T]):
     def __len__(self) -> int:
         return len(getattr(self, self.items_field))
 
-    def __getitem__(self, index):  # noqa: ANN001, ANN204 - Sequence's int/slice overloads
+    def __getitem__(self, index: Any) -> Any:  # noqa: ANN401 - Sequence's int/slice overloads
         return getattr(self, self.items_field)[index]

@@ -167,7 +167,7 @@ class BatchStatistics(Answer):
         """One row per partition and column."""
         return table_of(
             [
-                {"partition": p.name, "row_count": p.row_count, **jsonable(c)}
+                {"partition": p.name, "row_count": p.row_count, **jsonable(c)}  # type: ignore[dict-item]
                 for p in self.partitions or ()
                 for c in p.columns
             ]

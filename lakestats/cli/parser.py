@@ -21,8 +21,6 @@ from lakestats.options import AnalyzeOptions, SampleOptions
 
 Options = TypeVar("Options", AnalyzeOptions, SampleOptions)
 
-if TYPE_CHECKING:
-    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def fail(message: str) -> None:
@@ -38,6 +36,10 @@ class _Parser(argparse.ArgumentParser):
         command = self.prog if self.prog.startswith("lakestats") else "lakestats"
         fail(f"{message} (see `{command} --help`)")
         sys.exit(2)
+
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[_Parser]
 
 
 def columns_of(text: str | None) -> list[str] | None:
@@ -133,7 +135,8 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type[Options]) -> None:
         if flag.reads == opts.CLI_SWITCH:
             target.add_argument(flag.name, dest=dest, action="store_true", help=f.metadata["help"])
             continue
-        default = f.default if f.default is None else f.default // flag.scale
+        raw: Any = f.default
+        default = raw if raw is None else raw // flag.scale
         shown = f" (default {default})" if default is not None else ""
         target.add_argument(
             flag.name,
