@@ -238,7 +238,7 @@ class TextOutput(Output):
         ]
         for part in found.partitions or ():
             rows += [
-                _stats_line(part.name or "(all)", cast(Row, answers.jsonable(c)), part.row_count)
+                _stats_line(part.name or "(all)", cast("Row", answers.jsonable(c)), part.row_count)
                 for c in part.columns
             ]
         text_table(
