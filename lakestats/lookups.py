@@ -10,7 +10,7 @@ reads in one sitting.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lakestats.errors import (
     CorruptStatisticsError,
@@ -31,6 +31,7 @@ from lakestats.store.verify import version_bytes
 
 if TYPE_CHECKING:
     from lakestats import answers
+    from lakestats.answers import Row
     from lakestats.formats import TableFormat
 else:  # the answers' dataclasses compile on first use: a lookup builds few of them
     answers = LazyModule("lakestats.answers")
@@ -201,7 +202,7 @@ class StatisticsLookups:
                     kind=v.kind,
                 )
             )
-        for entry in derived.entries(store):
+        for entry in cast("list[Row]", derived.entries(store)):
             out.append(
                 answers.VersionInfo(
                     version=int(entry["version"]),
@@ -286,7 +287,7 @@ class StatisticsLookups:
         with the flags that say how whole the list is."""
         reader = self.reader() if version is None else self._reader_of_version(version)
         entry = reader.partition(partition or None)
-        [row] = reader.column_statistics(entry.name or None, [column])
+        [row] = cast("list[Row]", reader.column_statistics(entry.name or None, [column]))
         pairs = reader.frequencies(entry.name or None, column, top)
         return answers.Frequencies(
             column=column,
@@ -304,7 +305,7 @@ class StatisticsLookups:
 
     def rank(self, column: str, value: object) -> answers.Rank:
         """Exact rank of a value at table level (needs ``analyze(exact=True)``)."""
-        found = self.reader().rank(column, value)
+        found = cast("Row", self.reader().rank(column, value))
         return answers.Rank(
             column=column,
             value=value,
@@ -340,7 +341,7 @@ class StatisticsLookups:
         reader = self.reader() if version is None else self._reader_of_version(version)
         entry = reader.partition(partition or None)
         bins = reader.histogram(entry.name or None, column, start, stop)
-        [row] = reader.column_statistics(entry.name or None, [column])
+        [row] = cast("list[Row]", reader.column_statistics(entry.name or None, [column]))
         total = row.get("histogram_bins") or 0
         return answers.Histogram(
             column=column,
