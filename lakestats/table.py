@@ -13,9 +13,9 @@ computing, estimating (with its resident estimators) and maintaining.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from lakestats import fs
 from lakestats.errors import (
@@ -175,7 +175,7 @@ class LakestatsTable(StatisticsLookups):
         pred = predicates.parse(where, types)
         normalized = predicates.normalize(pred)
         snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
-        keep = None
+        keep: Callable[[str, str], bool] | None = None
         try:  # prune with the current statistics when they describe this snapshot
             reader = StatisticsReader(self.store)
             if reader.version.snapshot_id == snapshot and reader.version.partitions:
@@ -290,7 +290,9 @@ class LakestatsTable(StatisticsLookups):
             row_count=version.merged_record_count,
             columns=tuple(answers.frozen_row(r) for r in rows),
             kind=VersionKind.SAMPLED if sampled else None,
-            sample=version.extra.get("sample") if sampled else None,
+            sample=cast("Mapping[str, object] | None", version.extra.get("sample"))
+            if sampled
+            else None,
             damaged_versions_skipped=tuple(version.skipped_versions or ()),
         )
 
@@ -563,7 +565,8 @@ def sql(
     parsed = parse(statement)
     table = open_table(parsed.table, stats_root=stats_root, catalog=catalog, warehouse=warehouse)
     if not parsed.scan:
-        return answers.SqlResult(**count_only(table.format, table.store, parsed.table))
+        counted = cast("dict[str, Any]", count_only(table.format, table.store, parsed.table))
+        return answers.SqlResult(**counted)
     result = table.analyze(columns=parsed.columns)
     return answers.SqlResult(
         kind=VersionKind.FULL,

@@ -11,7 +11,7 @@ moves with the table).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,7 +23,7 @@ from lakestats.service.errors import ERROR_SCHEMA
 from lakestats.service.jsonio import answer, cached_answer, etag, rendered
 from lakestats.service.params import check_columns, column_list, snapshot_of
 
-ERRORS = {
+ERRORS: dict[int | str, dict[str, Any]] = {
     status: {
         "description": text,
         "content": {"application/json": {"schema": ERROR_SCHEMA}},
