@@ -29,7 +29,8 @@ from lakestats.errors import (
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
 from lakestats.lazy import LazyModule
-from lakestats.lookups import StatisticsLookups, TableColumns, check_root
+from lakestats.lookups import StatisticsLookups, check_root
+from lakestats.lookups import TableColumns as _TableColumns
 from lakestats.options import AnalyzeOptions
 from lakestats.store import layout, manifest
 from lakestats.store.cleanup import as_it_was
@@ -203,7 +204,7 @@ class LakestatsTable(StatisticsLookups):
 
         reader = self._version_reader(snapshot_id)
         pred = predicates.parse(
-            where, estimate_source.column_types(reader), TableColumns(self, snapshot_id)
+            where, estimate_source.column_types(reader), _TableColumns(self, snapshot_id)
         )
         normalized = predicates.normalize(pred)
         return derived.find(self.store, normalized, reader.version.snapshot_id)
@@ -342,7 +343,7 @@ class LakestatsTable(StatisticsLookups):
                 columns,
                 where=where,
                 by_partition=by_partition,
-                unanalyzed=TableColumns(self, snapshot_id),
+                unanalyzed=_TableColumns(self, snapshot_id),
             )
         )
 
@@ -390,7 +391,7 @@ class LakestatsTable(StatisticsLookups):
             parsed = []
             for where in wheres:  # a bad one is reported below, in its turn
                 with contextlib.suppress(LakestatsError):
-                    parsed.append(resident.parse(where, TableColumns(self, snapshot_id)))
+                    parsed.append(resident.parse(where, _TableColumns(self, snapshot_id)))
             with contextlib.suppress(LakestatsError):  # likewise
                 resident.prepare(parsed, table_level, source)  # new terms' scalars at once
             estimates = []
@@ -429,7 +430,7 @@ class LakestatsTable(StatisticsLookups):
     ) -> answers.Estimate:
         from lakestats.store import derived
 
-        pred = resident.parse(where, TableColumns(self, snapshot_id))
+        pred = resident.parse(where, _TableColumns(self, snapshot_id))
         normalized = resident.normalized(pred)
         def find() -> object:
             listed = resident.derived_keys(lambda: derived.keys(self.store))
