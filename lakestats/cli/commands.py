@@ -33,7 +33,7 @@ def analyze(args: argparse.Namespace, out: Output) -> None:
     )
     result = table.analyze(options)
     if options.table_level and not options.where and not options.from_sample:
-        from lakestats.spark_sidecar import publish_quietly  # after an analyze only
+        from lakestats.spark_sidecar import publish_quietly
 
         publish_quietly(table, result.snapshot_id)  # for lakestats' Spark component
     out.analyzed(result)
