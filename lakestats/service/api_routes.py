@@ -154,6 +154,7 @@ def stats(
 ) -> Response:
     """As ``lakestats stats --json`` (``by_partition`` defaults to true here)."""
     names = column_list(columns)
+    assert names is not None  # a required parameter: a list, or a 400 saying it is empty
 
     def compute(handle: ls.LakestatsTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)
