@@ -19,20 +19,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakestats.errors import LakestatsError  # noqa: F401 - public: every error's base
-from lakestats.fs import S3Options  # noqa: F401 - public: a table's object store settings
-from lakestats.lookups import EXACTNESS_FLAGS, check_root  # noqa: F401 - public names
-from lakestats.options import AnalyzeOptions, SampleOptions  # noqa: F401 - public names
-from lakestats.stats.keys import to_json  # noqa: F401 - the CLI's and service's JSON form of a value
-from lakestats.store.kinds import FileKind, VersionKind  # noqa: F401 - public names
-from lakestats.table import LakestatsTable, open_table, sql  # noqa: F401 - the handle
-from lakestats.versions import (  # noqa: F401 - public names of the facade
+from lakestats.errors import LakestatsError
+from lakestats.fs import S3Options  # a table's object store settings
+from lakestats.lookups import EXACTNESS_FLAGS, check_root
+from lakestats.options import AnalyzeOptions, SampleOptions
+from lakestats.stats.keys import to_json  # the CLI's and service's JSON form of a value
+from lakestats.store.kinds import FileKind, VersionKind
+from lakestats.table import LakestatsTable, open_table, sql
+from lakestats.versions import (
     check_snapshot,
     parse_as_of,
     snapshot_as_of,
     staleness,
     version_for_snapshot,
 )
+
+__all__ = [
+    "EXACTNESS_FLAGS", "AnalyzeOptions", "FileKind", "LakestatsError", "LakestatsTable",
+    "S3Options", "SampleOptions", "VersionKind", "arrow_type", "check_root", "check_snapshot",
+    "default_warehouse", "load_catalog", "open_table", "parse_as_of", "snapshot_as_of", "sql",
+    "staleness", "to_json", "version_for_snapshot",
+]
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -57,4 +64,5 @@ def load_catalog(warehouse: str | None = None, catalog: str | None = None) -> Ca
     """A pyiceberg catalog: ``catalog`` by name, else the embedded SQLite one."""
     from lakestats.formats.iceberg import load_catalog as load  # pyiceberg: heavy
 
-    return load(catalog, warehouse=warehouse)
+    found: Catalog = load(catalog, warehouse=warehouse)
+    return found

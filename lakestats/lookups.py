@@ -10,7 +10,7 @@ reads in one sitting.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lakestats.errors import (
     CorruptStatisticsError,
@@ -31,6 +31,7 @@ from lakestats.store.verify import version_bytes
 
 if TYPE_CHECKING:
     from lakestats import answers
+    from lakestats.answers import Row
     from lakestats.formats import TableFormat
 else:  # the answers' dataclasses compile on first use: a lookup builds few of them
     answers = LazyModule("lakestats.answers")
@@ -83,6 +84,7 @@ class StatisticsLookups:
         def format(self) -> TableFormat: ...
         def reader(self) -> StatisticsReader: ...
         def _reader_of_version(self, number: int) -> StatisticsReader: ...
+        def _version_reader(self, snapshot_id: int | None) -> StatisticsReader: ...
         def _check_path(self) -> None: ...
         def table_statistics(
             self, snapshot_id: int | None = None, columns: list[str] | None = None
@@ -200,7 +202,7 @@ class StatisticsLookups:
                     kind=v.kind,
                 )
             )
-        for entry in derived.entries(store):
+        for entry in cast("list[Row]", derived.entries(store)):
             out.append(
                 answers.VersionInfo(
                     version=int(entry["version"]),
@@ -223,7 +225,7 @@ class StatisticsLookups:
 
     def statistics(
         self,
-        partition: str | dict | None = None,
+        partition: str | dict[str, object] | None = None,
         columns: list[str] | None = None,
         *,
         snapshot: int | None = None,
@@ -247,14 +249,14 @@ class StatisticsLookups:
         name = None if entry is None else entry.name
         return answers.StatisticsRows(name, reader.version.version, rows)
 
-    def partition(self, partition: str | dict) -> answers.Partition:
+    def partition(self, partition: str | dict[str, object]) -> answers.Partition:
         """One partition of the latest version (an unknown one is a
         ``PartitionNotFoundError`` listing some that exist)."""
         reader = self.reader()
         return _partition(reader, reader.partition(partition))
 
     def partition_statistics(
-        self, partition: str | dict, columns: list[str] | None = None
+        self, partition: str | dict[str, object], columns: list[str] | None = None
     ) -> answers.PartitionStatistics:
         """One partition's statistics in the latest version (``show --partition``)."""
         reader = self.reader()
@@ -275,7 +277,7 @@ class StatisticsLookups:
     def frequencies(
         self,
         column: str,
-        partition: str | dict | None = None,
+        partition: str | dict[str, object] | None = None,
         top: int | None = None,
         *,
         version: int | None = None,
@@ -285,7 +287,7 @@ class StatisticsLookups:
         with the flags that say how whole the list is."""
         reader = self.reader() if version is None else self._reader_of_version(version)
         entry = reader.partition(partition or None)
-        [row] = reader.column_statistics(entry.name or None, [column])
+        [row] = cast("list[Row]", reader.column_statistics(entry.name or None, [column]))
         pairs = reader.frequencies(entry.name or None, column, top)
         return answers.Frequencies(
             column=column,
@@ -325,7 +327,7 @@ class StatisticsLookups:
     def histogram(
         self,
         column: str,
-        partition: str | dict | None = None,
+        partition: str | dict[str, object] | None = None,
         start: int = 0,
         stop: int | None = None,
         *,
@@ -343,7 +345,7 @@ class StatisticsLookups:
         reader = self.reader() if version is None else self._reader_of_version(version)
         entry = reader.partition(partition or None)
         bins = reader.histogram(entry.name or None, column, start, stop)
-        [row] = reader.column_statistics(entry.name or None, [column])
+        [row] = cast("list[Row]", reader.column_statistics(entry.name or None, [column]))
         total = row.get("histogram_bins") or 0
         return answers.Histogram(
             column=column,

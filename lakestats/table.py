@@ -13,9 +13,9 @@ computing, estimating (with its resident estimators) and maintaining.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from lakestats import fs
 from lakestats.errors import (
@@ -29,7 +29,8 @@ from lakestats.errors import (
 from lakestats.formats import TableFormat, looks_like_path
 from lakestats.formats import open_table as open_format
 from lakestats.lazy import LazyModule
-from lakestats.lookups import StatisticsLookups, TableColumns, check_root
+from lakestats.lookups import StatisticsLookups, check_root
+from lakestats.lookups import TableColumns as _TableColumns
 from lakestats.options import AnalyzeOptions
 from lakestats.store import layout, manifest
 from lakestats.store.cleanup import as_it_was
@@ -175,7 +176,7 @@ class LakestatsTable(StatisticsLookups):
         pred = predicate.parse(where, types)
         normalized = predicate.normalize(pred)
         snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
-        keep = None
+        keep: Callable[[str, str], bool] | None = None
         try:  # prune with the current statistics when they describe this snapshot
             reader = StatisticsReader(self.store)
             if reader.version.snapshot_id == snapshot and reader.version.partitions:
@@ -203,7 +204,7 @@ class LakestatsTable(StatisticsLookups):
 
         reader = self._version_reader(snapshot_id)
         pred = predicate.parse(
-            where, sources.column_types(reader), TableColumns(self, snapshot_id)
+            where, sources.column_types(reader), _TableColumns(self, snapshot_id)
         )
         normalized = predicate.normalize(pred)
         return derived.find(self.store, normalized, reader.version.snapshot_id)
@@ -290,7 +291,9 @@ class LakestatsTable(StatisticsLookups):
             row_count=version.merged_record_count,
             columns=tuple(answers.frozen_row(r) for r in rows),
             kind=VersionKind.SAMPLED if sampled else None,
-            sample=version.extra.get("sample") if sampled else None,
+            sample=cast("Mapping[str, object] | None", version.extra.get("sample"))
+            if sampled
+            else None,
             damaged_versions_skipped=tuple(version.skipped_versions or ()),
         )
 
@@ -340,7 +343,7 @@ class LakestatsTable(StatisticsLookups):
                 columns,
                 where=where,
                 by_partition=by_partition,
-                unanalyzed=TableColumns(self, snapshot_id),
+                unanalyzed=_TableColumns(self, snapshot_id),
             )
         )
 
@@ -388,7 +391,7 @@ class LakestatsTable(StatisticsLookups):
             parsed = []
             for where in wheres:  # a bad one is reported below, in its turn
                 with contextlib.suppress(LakestatsError):
-                    parsed.append(resident.parse(where, TableColumns(self, snapshot_id)))
+                    parsed.append(resident.parse(where, _TableColumns(self, snapshot_id)))
             with contextlib.suppress(LakestatsError):  # likewise
                 resident.prepare(parsed, table_level, source)  # new terms' scalars at once
             estimates = []
@@ -427,7 +430,7 @@ class LakestatsTable(StatisticsLookups):
     ) -> answers.Estimate:
         from lakestats.store import derived
 
-        pred = resident.parse(where, TableColumns(self, snapshot_id))
+        pred = resident.parse(where, _TableColumns(self, snapshot_id))
         normalized = resident.normalized(pred)
         def find() -> object:
             listed = resident.derived_keys(lambda: derived.keys(self.store))
@@ -513,7 +516,8 @@ def sql(
     parsed = parse(statement)
     table = open_table(parsed.table, stats_root=stats_root, catalog=catalog, warehouse=warehouse)
     if not parsed.scan:
-        return answers.SqlResult(**count_only(table.format, table.store, parsed.table))
+        counted = cast("dict[str, Any]", count_only(table.format, table.store, parsed.table))
+        return answers.SqlResult(**counted)
     result = table.analyze(columns=parsed.columns)
     return answers.SqlResult(
         kind=VersionKind.FULL,

@@ -1,7 +1,7 @@
 """What every answer shares: one ``to_json()`` read off the answer's fields.
 
 ``Answer.to_json`` walks an answer's dataclass fields in order (or ``json_order``); a
-field's metadata (``json_field``) renames, encodes, groups or omits it, so a JSON shape is
+field's metadata (``as_json``) renames, encodes, groups or omits it, so a JSON shape is
 read off the class and no answer writes its own. Values are decoded Python values; their
 JSON follows ``lakestats.stats.keys.to_json`` (``jsonable``). A statistics row stays a
 read-only mapping (``Row``): its fields are the stored statistics, user-defined ones
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import field, fields
+from dataclasses import fields
 from types import MappingProxyType
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import pyarrow as pa
 
@@ -30,7 +30,7 @@ def jsonable(value: object) -> object:
     if kind is str or kind is int or kind is bool or value is None:
         return value  # the common leaves first: a wide answer has thousands
     if kind is float:
-        return value if math.isfinite(value) else value_json(value)
+        return value if math.isfinite(value) else value_json(value)  # type: ignore[arg-type]
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -76,7 +76,7 @@ Encode = Callable[[Any], object]
 Omit = Callable[[Any], bool]
 
 
-def json_field(
+def as_json(
     *,
     name: str | None = None,
     encode: Encode | None = None,
@@ -84,14 +84,14 @@ def json_field(
     group: str | None = None,
     flatten: bool = False,
     skip: bool = False,
-    **kwargs: Any,  # noqa: ANN401 - dataclasses.field's own arguments (default, ...)
-) -> Any:  # noqa: ANN401 - what dataclasses.field returns stands for the field's value
-    """A dataclass field with how it reads in JSON: ``name`` (else the field's), ``encode``
-    (else ``jsonable``), ``omit`` (given the answer: leave the key out), ``group`` (nested
-    under that key), ``flatten`` (its encoded mapping's keys merged in) or ``skip``."""
+) -> dict[str, object]:
+    """A field's metadata saying how it reads in JSON: ``name`` (else the field's),
+    ``encode`` (else ``jsonable``), ``omit`` (given the answer: leave the key out),
+    ``group`` (nested under that key), ``flatten`` (its encoded mapping's keys merged in)
+    or ``skip``: ``field(metadata=as_json(skip=True))``."""
     meta = {"name": name, "encode": encode, "omit": omit, "group": group,
             "flatten": flatten, "skip": skip}
-    return field(metadata={"json": meta}, **kwargs)
+    return {"json": meta}
 
 
 def omit_none(attribute: str) -> Omit:
@@ -132,11 +132,11 @@ class Answer:
             if omit is not None and omit(self):
                 continue
             value = encode(getattr(self, attribute))
-            into = out if group is None else out.setdefault(group, {})
+            into = out if group is None else cast(dict[str, object], out.setdefault(group, {}))
             if flatten:
-                into.update(value)  # type: ignore[union-attr, call-overload]
+                into.update(cast(Mapping[str, object], value))
             else:
-                into[key] = value  # type: ignore[index]
+                into[key] = value
         return out
 
 
@@ -162,5 +162,5 @@ class Listing(Tabular, Generic[T]):
     def __len__(self) -> int:
         return len(getattr(self, self.items_field))
 
-    def __getitem__(self, index):  # noqa: ANN001, ANN204 - Sequence's int/slice overloads
+    def __getitem__(self, index: Any) -> Any:  # noqa: ANN401 - Sequence's int/slice overloads
         return getattr(self, self.items_field)[index]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -15,8 +15,8 @@ from lakestats.answers.base import (
     Listing,
     Row,
     Tabular,
+    as_json,
     frozen_row,
-    json_field,
     jsonable,
     omit_none,
     rows_json,
@@ -74,11 +74,13 @@ class Estimate(Tabular):
     snapshot_id: int | None
     partitions: tuple[Row, ...]
     detail: tuple[Row, ...]
-    derived_version: int | None = json_field(
+    derived_version: int | None = field(
         default=None,
-        omit=omit_none("derived_version"),
-        flatten=True,
-        encode=lambda version: {"derived": True, "derived_version": version},
+        metadata=as_json(
+            omit=omit_none("derived_version"),
+            flatten=True,
+            encode=lambda version: {"derived": True, "derived_version": version},
+        ),
     )
     """Set when the count comes from statistics computed for this predicate
     (``analyze --where``)."""
@@ -118,18 +120,22 @@ class BatchStatistics(Answer):
     """Some columns' statistics for the table and every partition ``where`` can match
     (``stats``), or those of ``analyze --where``'s derived entry (``derived``)."""
 
-    row_count: int | None = json_field(group="table")
-    version: int = json_field(group="table")
-    snapshot_id: int | None = json_field(group="table")
-    partitions_total: int = json_field(group="table", name="partitions")
-    partitions_matched: int = json_field(group="table")
-    columns: tuple[Row, ...] = json_field(group="table", encode=rows_json)
-    partitions: tuple[PartitionColumns, ...] | None = json_field(omit=omit_none("partitions"))
-    derived_predicate: str | None = json_field(
+    row_count: int | None = field(metadata=as_json(group="table"))
+    version: int = field(metadata=as_json(group="table"))
+    snapshot_id: int | None = field(metadata=as_json(group="table"))
+    partitions_total: int = field(metadata=as_json(group="table", name="partitions"))
+    partitions_matched: int = field(metadata=as_json(group="table"))
+    columns: tuple[Row, ...] = field(metadata=as_json(group="table", encode=rows_json))
+    partitions: tuple[PartitionColumns, ...] | None = field(
+        metadata=as_json(omit=omit_none("partitions")),
+    )
+    derived_predicate: str | None = field(
         default=None,
-        omit=omit_none("derived_predicate"),
-        flatten=True,
-        encode=lambda predicate: {"derived": True, "predicate": predicate},
+        metadata=as_json(
+            omit=omit_none("derived_predicate"),
+            flatten=True,
+            encode=lambda predicate: {"derived": True, "predicate": predicate},
+        ),
     )
 
     @classmethod
@@ -164,7 +170,7 @@ class BatchStatistics(Answer):
         """One row per partition and column."""
         return table_of(
             [
-                {"partition": p.name, "row_count": p.row_count, **jsonable(c)}
+                {"partition": p.name, "row_count": p.row_count, **jsonable(c)}  # type: ignore[dict-item]
                 for p in self.partitions or ()
                 for c in p.columns
             ]
@@ -176,5 +182,5 @@ class DerivedStatistics(Answer):
     """``analyze --where``'s derived entry as the service answers it: the statistics of the
     rows the predicate keeps, and the statistics version they belong to."""
 
-    statistics: BatchStatistics = json_field(flatten=True)
+    statistics: BatchStatistics = field(metadata=as_json(flatten=True))
     version: int

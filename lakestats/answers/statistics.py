@@ -4,14 +4,14 @@ exact ranks and quantiles, and how stale the statistics are."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lakestats.answers.base import (
     Answer,
     Listing,
     Row,
     Tabular,
-    json_field,
+    as_json,
     jsonable,
     omit_none,
     rows_json,
@@ -40,14 +40,18 @@ class TableStatistics(Tabular):
     json_order = ("staleness", "version", "kind", "sample", "damaged_versions_skipped",
                   "row_count", "columns")
 
-    staleness: Staleness = json_field(flatten=True)
+    staleness: Staleness = field(metadata=as_json(flatten=True))
     version: int
     row_count: int | None
-    columns: tuple[Row, ...] = json_field(encode=rows_json)
-    kind: str | None = json_field(default=None, omit=omit_none("kind"))
-    sample: Mapping[str, object] | None = json_field(default=None, omit=omit_none("kind"))
-    damaged_versions_skipped: tuple[int, ...] = json_field(
-        default=(), omit=lambda answer: not answer.damaged_versions_skipped
+    columns: tuple[Row, ...] = field(metadata=as_json(encode=rows_json))
+    kind: str | None = field(default=None, metadata=as_json(omit=omit_none("kind")))
+    sample: Mapping[str, object] | None = field(
+        default=None,
+        metadata=as_json(omit=omit_none("kind")),
+    )
+    damaged_versions_skipped: tuple[int, ...] = field(
+        default=(),
+        metadata=as_json(omit=lambda answer: not answer.damaged_versions_skipped),
     )
 
     @property
@@ -65,7 +69,7 @@ class StatisticsRows(Listing[Row], Sequence[Row]):
 
     partition: str | None
     version: int
-    columns: tuple[Row, ...] = json_field(encode=rows_json)
+    columns: tuple[Row, ...] = field(metadata=as_json(encode=rows_json))
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ class PartitionStatistics(Tabular):
     name: str
     row_count: int
     version: int
-    columns: tuple[Row, ...] = json_field(encode=rows_json)
+    columns: tuple[Row, ...] = field(metadata=as_json(encode=rows_json))
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ class Partition(Answer):
     name: str
     path: str
     row_count: int
-    files: Mapping[str, str] = json_field(default_factory=dict, skip=True)
+    files: Mapping[str, str] = field(default_factory=dict, metadata=as_json(skip=True))
     """The partition's statistics files by kind, relative to the statistics root."""
 
 
@@ -124,7 +128,9 @@ class Frequencies(Listing[tuple[object, int]]):
     omitted: int | None
     duplicates_only: bool
     exact: bool
-    pairs: tuple[tuple[object, int], ...] = json_field(name="frequencies", encode=_pairs)
+    pairs: tuple[tuple[object, int], ...] = field(
+        metadata=as_json(name="frequencies", encode=_pairs),
+    )
 
 
 @dataclass(frozen=True)
@@ -172,8 +178,8 @@ class Rank(Answer):
     below, equal and above it, and its percentile (share below or equal; None when the
     column has no values)."""
 
-    column: str = json_field(skip=True)
-    value: object = json_field(skip=True)
+    column: str = field(metadata=as_json(skip=True))
+    value: object = field(metadata=as_json(skip=True))
     below: int
     equal: int
     above: int
@@ -185,7 +191,7 @@ class Rank(Answer):
 class Quantile(Answer):
     """Exact table-level quantile ``p`` (nearest rank)."""
 
-    column: str = json_field(skip=True)
+    column: str = field(metadata=as_json(skip=True))
     p: float
     value: object
 

@@ -4,14 +4,14 @@ sample or an expire did, its summary and profile, and the service's list of tabl
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from lakestats.answers.base import (
     Answer,
     Tabular,
-    json_field,
+    as_json,
     jsonable,
     omit_none,
     table_of,
@@ -33,8 +33,8 @@ class VersionInfo(Answer):
     partitions_reused: int | None = None
     created_at: str | None = None
     kind: str | None = None
-    damaged: str | None = json_field(default=None, skip=True)
-    derived: Mapping[str, object] | None = json_field(default=None, skip=True)
+    damaged: str | None = field(default=None, metadata=as_json(skip=True))
+    derived: Mapping[str, object] | None = field(default=None, metadata=as_json(skip=True))
 
     def to_json(self) -> dict[str, object]:
         """A damaged version says only why; a derived entry is its own record."""
@@ -92,7 +92,7 @@ class TableSummary(Answer):
     version: int
     snapshot_id: int | None
     row_count: int | None
-    partitions: tuple[str, ...] = json_field(encode=len)
+    partitions: tuple[str, ...] = field(metadata=as_json(encode=len))
     """The partitions' names, in the version's order (JSON: how many)."""
     table_level: bool
     created_at: str | None
@@ -153,8 +153,9 @@ class SqlResult(Answer):
     version: int
     snapshot_id: int | None
     message: str
-    merged_record_count: int | None = json_field(
-        default=None, omit=omit_none("merged_record_count")
+    merged_record_count: int | None = field(
+        default=None,
+        metadata=as_json(omit=omit_none("merged_record_count")),
     )
     """The row count, for a counts-only (``NOSCAN``) version."""
 
@@ -201,13 +202,19 @@ class ServedTable(Answer):
     version's summary, or why it has none (``error``); its ``columns`` when asked for one."""
 
     name: str
-    summary: TableSummary | None = json_field(
-        default=None, flatten=True, omit=omit_none("summary")
-    )
-    error: str | None = json_field(
+    summary: TableSummary | None = field(
         default=None,
-        flatten=True,
-        omit=omit_none("error"),
-        encode=lambda message: {"version": None, "error": message},
+        metadata=as_json(flatten=True, omit=omit_none("summary")),
     )
-    columns: tuple[ColumnInfo, ...] | None = json_field(default=None, omit=omit_none("columns"))
+    error: str | None = field(
+        default=None,
+        metadata=as_json(
+            flatten=True,
+            omit=omit_none("error"),
+            encode=lambda message: {"version": None, "error": message},
+        ),
+    )
+    columns: tuple[ColumnInfo, ...] | None = field(
+        default=None,
+        metadata=as_json(omit=omit_none("columns")),
+    )

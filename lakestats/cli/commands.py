@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from lakestats import api
 from lakestats.cli.output import Output
@@ -82,12 +82,12 @@ def _counts_only(table: api.LakestatsTable) -> bool:
 
 def _histograms(
     table: api.LakestatsTable, partition: str | None, snapshot: int | None
-) -> Callable[[list[Mapping[str, object]]], dict[str, list[int]] | None]:
+) -> Callable[[Sequence[Mapping[str, object]]], dict[str, list[int]] | None]:
     """Bin counts for the text view of ``show``, asked for its rows (the latest version's;
     none for an older snapshot's table statistics, whose version the lookups do not
     address)."""
 
-    def counts(rows: list[Mapping[str, object]]) -> dict[str, list[int]] | None:
+    def counts(rows: Sequence[Mapping[str, object]]) -> dict[str, list[int]] | None:
         if snapshot is not None:
             return None
         return {

@@ -9,18 +9,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from lakestats import api, display
 from lakestats.lazy import LazyModule
 
 if TYPE_CHECKING:
     from lakestats import answers
+    from lakestats.answers import Row
 else:  # a value's JSON form is read from the answers module on first use (lean lookups)
     answers = LazyModule("lakestats.answers")
 
-Histograms = Callable[[list[Mapping[str, object]]], dict[str, list[int]] | None]
+Histograms = Callable[[Sequence[Mapping[str, object]]], dict[str, list[int]] | None]
 
 
 class SampleShown(Protocol):
@@ -237,7 +238,7 @@ class TextOutput(Output):
         ]
         for part in found.partitions or ():
             rows += [
-                _stats_line(part.name or "(all)", answers.jsonable(c), part.row_count)
+                _stats_line(part.name or "(all)", cast("Row", answers.jsonable(c)), part.row_count)
                 for c in part.columns
             ]
         text_table(

@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lakestats import api, config
 from lakestats import options as opts
@@ -20,6 +20,7 @@ from lakestats.errors import InvalidArgumentError
 from lakestats.options import AnalyzeOptions, SampleOptions
 
 Options = TypeVar("Options", AnalyzeOptions, SampleOptions)
+
 
 
 def fail(message: str) -> None:
@@ -35,6 +36,10 @@ class _Parser(argparse.ArgumentParser):
         command = self.prog if self.prog.startswith("lakestats") else "lakestats"
         fail(f"{message} (see `{command} --help`)")
         sys.exit(2)
+
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[_Parser]
 
 
 def columns_of(text: str | None) -> list[str] | None:
@@ -130,7 +135,8 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type[Options]) -> None:
         if flag.reads == opts.CLI_SWITCH:
             target.add_argument(flag.name, dest=dest, action="store_true", help=f.metadata["help"])
             continue
-        default = f.default if f.default is None else f.default // flag.scale  # type: ignore[operator]
+        raw: Any = f.default
+        default = raw if raw is None else raw // flag.scale
         shown = f" (default {default})" if default is not None else ""
         target.add_argument(
             flag.name,
@@ -141,7 +147,7 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type[Options]) -> None:
         )
 
 
-def options_from_args(args: argparse.Namespace, cls: type[Options], **fixed: object) -> Options:
+def options_from_args(args: argparse.Namespace, cls: type[Options], **fixed: Any) -> Options:  # noqa: ANN401 - fields of either options class
     """A ``cls`` (``AnalyzeOptions``, ``SampleOptions``) from its flags, plus ``fixed``."""
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
@@ -173,7 +179,6 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-Subparsers = argparse._SubParsersAction  # type: ignore[type-arg]
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ moves with the table).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,7 +23,7 @@ from lakestats.service.errors import ERROR_SCHEMA
 from lakestats.service.jsonio import answer, cached_answer, etag, rendered
 from lakestats.service.params import check_columns, column_list, snapshot_of
 
-ERRORS = {
+ERRORS: dict[int | str, dict[str, Any]] = {
     status: {
         "description": text,
         "content": {"application/json": {"schema": ERROR_SCHEMA}},
@@ -154,6 +154,7 @@ def stats(
 ) -> Response:
     """As ``lakestats stats --json`` (``by_partition`` defaults to true here)."""
     names = column_list(columns)
+    assert names is not None  # a required parameter: a list, or a 400 saying it is empty
 
     def compute(handle: ls.LakestatsTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)

@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -84,6 +85,6 @@ def config_to_json(config: TableConfig) -> dict[str, object]:
     return {**vars(config), "s3": vars(config.s3) if config.s3 else None}
 
 
-def config_from_json(spec: dict[str, object]) -> TableConfig:
+def config_from_json(spec: dict[str, Any]) -> TableConfig:
     s3 = spec.get("s3")
     return TableConfig(**{**spec, "s3": S3Options(**s3) if s3 else None})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -68,6 +69,6 @@ class TimeBudget:
         await send({"type": "http.response.body", "body": body})
 
 
-def _log_late_failure(task: asyncio.Future) -> None:
+def _log_late_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("a request answered late failed", exc_info=task.exception())

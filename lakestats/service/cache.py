@@ -36,7 +36,7 @@ class AnswerCache:
     def __init__(self, lifetime_seconds: float = 60.0, max_bytes: int = MAX_BYTES) -> None:
         self.lifetime_seconds = lifetime_seconds
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple, Answer] = OrderedDict()
+        self._entries: OrderedDict[tuple[object, ...], Answer] = OrderedDict()
         self._bytes = 0
         self._started_at = time.monotonic()
         self._lock = threading.Lock()

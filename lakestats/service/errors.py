@@ -52,7 +52,9 @@ def status_of(exc: le.LakestatsError) -> int:
     return 400  # storage and data-file errors: the request cannot be answered as asked
 
 
-def error_response(status: int, kind: str, message: str, headers=None) -> LakestatsJSON:  # noqa: ANN001
+def error_response(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> LakestatsJSON:
     body = {"error": {"type": kind, "message": message}}
     return LakestatsJSON(body, status_code=status, headers=headers)
 

@@ -14,7 +14,7 @@ render as a page with the same status the JSON API would give.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, cast
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
@@ -45,7 +45,7 @@ PARTITION_BARS = 400  # rows per partition: more partitions than this share bars
 
 
 def _render(
-    request: Request, template: str, context: dict, status_code: int = 200
+    request: Request, template: str, context: dict[str, Any], status_code: int = 200
 ) -> HTMLResponse:
     return templates.TemplateResponse(request, template, context, status_code=status_code)
 
@@ -56,7 +56,7 @@ def _error(request: Request, exc: LakestatsError) -> HTMLResponse:
 
 
 @router.get("/")
-def index(request: Request):  # noqa: ANN201
+def index(request: Request) -> HTMLResponse:
     tables: TableSet = request.app.state.tables
     rows = [tables.served(name) for name in tables.names()]
     return _render(request, "index.html", {"tables": rows})
@@ -78,7 +78,7 @@ def table_page(
             ("table_page", partition or None, page, snapshot),
             lambda: table_context(tables, table, partition or None, page, snapshot),
         )
-        return Answer(_render(request, "table.html", context).body, "")
+        return Answer(bytes(_render(request, "table.html", context).body), "")
 
     try:  # rendered once per version and request, as API answers are
         key = (request.scope["path"], request.scope["query_string"])
@@ -192,13 +192,13 @@ def table_cells(
 def cells_of(
     tables: TableSet, name: str, partition: str | None, page: int, snapshot: int | None
 ) -> dict[str, dict[str, str]]:
-    context = tables.memo(
+    context = cast("dict[str, Any]", tables.memo(
         name,
         ("table_page", partition, page, snapshot),
         lambda: table_context(tables, name, partition, page, snapshot),
-    )
+    ))
     handle = tables.get(name)
-    macros = templates.env.get_template("_cells.html").module
+    macros: Any = templates.env.get_template("_cells.html").module  # the template's macros
     out = {}
     for cell in context["cells"]:
         row = cell["row"]
@@ -295,7 +295,7 @@ PARTITIONS_PER_PAGE = 200
 
 
 def _partition_page(
-    tables: TableSet, name: str, column: str, per_partition: list[dict], page: int
+    tables: TableSet, name: str, column: str, per_partition: list[dict[str, Any]], page: int
 ) -> dict[str, object]:
     """One page of the per-partition rows with their heat-map shades (computed once per
     table version over every partition, then sliced)."""

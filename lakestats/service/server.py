@@ -23,7 +23,7 @@ from lakestats.service.app import CONFIG_ENV, config_to_json, create_app
 from lakestats.service.config import TableConfig
 from lakestats.service.protocol import JsonErrorsProtocol
 
-FAST = {"loop": "uvloop", "access_log": False, "log_level": "warning"}
+FAST: dict[str, Any] = {"loop": "uvloop", "access_log": False, "log_level": "warning"}
 
 
 def protocol_class(header_seconds: float) -> type[JsonErrorsProtocol]:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import lakestats.api as ls
 from lakestats.errors import LakestatsError, TableNotFoundError
@@ -48,7 +48,7 @@ class _Handle:
 @dataclass
 class _Memo:
     started_at: float
-    answers: dict
+    answers: dict[tuple[int, object], Any]
 
 
 class TableSet:

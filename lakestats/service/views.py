@@ -7,8 +7,9 @@ frequency pairs, so the templates only lay things out. Long values are shortened
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lakestats.answers import Bin, jsonable
 from lakestats.display import size  # noqa: F401 - the templates' byte sizes (views.size)
@@ -45,7 +46,7 @@ class Distinct:
     """Distinct values as a share of the non-null values (``42.0 %``)."""
 
 
-def distinct(row: dict[str, object]) -> Distinct:
+def distinct(row: Mapping[str, Any]) -> Distinct:
     """The distinct count, marked ``≈`` with its bounds when it is an estimate."""
     count = row.get("distinct_count")
     if count is None:
@@ -59,7 +60,7 @@ def distinct(row: dict[str, object]) -> Distinct:
     return Distinct(short(count), False, "exact", share)
 
 
-def null_share(row: dict[str, object]) -> float:
+def null_share(row: Mapping[str, Any]) -> float:
     rows = row.get("row_count") or 0
     return (row.get("null_count") or 0) / rows if rows else 0.0
 
