@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from lakestats import answers
     from lakestats.compute.analyze import RowSubset
+    from lakestats.formats.iceberg import IcebergTableFormat
     from lakestats.query.resident import Resident
     from lakestats.sample_ops import SampleOperations
 else:  # the answers' dataclasses compile on first use: a lookup builds none of them
@@ -432,14 +433,15 @@ class LakestatsTable(StatisticsLookups):
 
         pred = resident.parse(where, _TableColumns(self, snapshot_id))
         normalized = resident.normalized(pred)
-        def find() -> object:
+
+        def find() -> StatisticsReader | None:
             listed = resident.derived_keys(lambda: derived.keys(self.store))
             if derived.key_of(normalized) not in listed:
                 return None
             return derived.find(self.store, normalized, resident.snapshot_id)
 
         found = resident.derived(normalized, find)
-        if found is not None:  # analyzed with --where: the exact count
+        if isinstance(found, StatisticsReader):  # analyzed with --where: the exact count
             return resident.derived_answer(found)
         return resident.answer(
             (normalized, bool(table_level), source),
@@ -472,7 +474,7 @@ class LakestatsTable(StatisticsLookups):
                 from lakestats.interop.puffin import remove
 
                 for snapshot_id, path in plan.puffin_files:
-                    remove(self.format, snapshot_id, path, self.s3)
+                    remove(cast("IcebergTableFormat", self.format), snapshot_id, path, self.s3)
         kept = {manifest.load_version(root, n).snapshot_id for n in plan.versions_kept}
         removed = derived.expire(root, kept, dry_run=dry_run)
         self._forget_reader()

@@ -68,7 +68,9 @@ class JsonErrorsProtocol(HttpToolsProtocol):
 
     def _arm_header_timer(self) -> None:
         self._cancel_header_timer()
-        self._header_timer = self.loop.call_later(self.header_seconds, self._headers_too_slow)
+        seconds = self.header_seconds
+        assert seconds is not None  # set by the first connection (``__init__``)
+        self._header_timer = self.loop.call_later(seconds, self._headers_too_slow)
 
     def _cancel_header_timer(self) -> None:
         if self._header_timer is not None:
