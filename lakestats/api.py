@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lakestats.component_jar import jar_path  # the Spark component's jar for spark.jars
 from lakestats.errors import LakestatsError
 from lakestats.fs import S3Options  # a table's object store settings
 from lakestats.lookups import EXACTNESS_FLAGS, check_root
@@ -37,8 +38,8 @@ from lakestats.versions import (
 __all__ = [
     "EXACTNESS_FLAGS", "AnalyzeOptions", "FileKind", "LakestatsError", "LakestatsTable",
     "S3Options", "SampleOptions", "VersionKind", "arrow_type", "check_root", "check_snapshot",
-    "default_warehouse", "load_catalog", "open_table", "parse_as_of", "snapshot_as_of", "sql",
-    "staleness", "to_json", "version_for_snapshot",
+    "default_warehouse", "jar_path", "load_catalog", "open_table", "parse_as_of",
+    "snapshot_as_of", "sql", "staleness", "to_json", "version_for_snapshot",
 ]
 
 if TYPE_CHECKING:

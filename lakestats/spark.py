@@ -35,6 +35,7 @@ import struct
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from lakestats.component_jar import jar_path  # noqa: F401 - public: the component's jar for spark.jars
 from lakestats.errors import InvalidArgumentError, LakestatsError, UnsupportedFeatureError
 from lakestats.interop.spark_statistics import (
     DEFAULT_BINS,

@@ -180,6 +180,10 @@ def spark_register(args: argparse.Namespace, out: Output) -> None:
     )
 
 
+def spark_jar(args: argparse.Namespace, out: Output) -> None:
+    out.jar(api.jar_path(args.spark_version))
+
+
 def serve(args: argparse.Namespace, out: Output) -> None:
     # the service (FastAPI, uvicorn): this command only
     from lakestats.service.config import demo_tables, load_tables
@@ -207,5 +211,6 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Output], None]] = {
     "export-paimon": export_paimon,
     "sql": sql,
     "spark-register": spark_register,
+    "spark-jar": spark_jar,
     "serve": serve,
 }

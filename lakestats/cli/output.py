@@ -71,6 +71,9 @@ class Output:
     def registered(self, result: Mapping[str, object]) -> None:
         print_json(result)
 
+    def jar(self, path: str) -> None:
+        print_json({"jar": path})
+
     def paimon(self, document: Mapping[str, object]) -> None:
         """Paimon's statistics JSON, with or without ``--json``."""
         print(json.dumps(document, indent=2))
@@ -294,6 +297,9 @@ class TextOutput(Output):
 
     def sql(self, result: answers.SqlResult) -> None:
         print(result.message)
+
+    def jar(self, path: str) -> None:
+        print(path)  # as `spark.jars=$(lakestats spark-jar)` takes it
 
     def registered(self, result: Mapping[str, object]) -> None:
         if self.args.dry_run:  # a dry run's statistics are its answer

@@ -333,6 +333,14 @@ def _faces(sub: Subparsers) -> None:
         "--dry-run", action="store_true", help="print the statistics as JSON, no Spark"
     )
 
+    p = sub.add_parser(
+        "spark-jar", help="the path of the Spark component's jar, for spark.jars (docs/spark.md)"
+    )
+    p.add_argument(
+        "--spark-version", help="the Spark it is for (default: the installed PySpark's)"
+    )
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("serve", help="the statistics service: HTTP API and web pages")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8080, help="port (default 8080)")

@@ -86,6 +86,10 @@ def test_the_wheel_runs_from_its_own_install(installed: Path, tmp_path: Path) ->
     assert jar4.startswith(site) and jar4.endswith("lakestats-spark.jar")
     assert jar35.startswith(site) and jar35.endswith("lakestats-spark-3.5.jar")
     assert Path(jar4).stat().st_size > 1000 and Path(jar35).stat().st_size > 1000
+    # the command names the jar of the installed PySpark (4.x), or of the Spark asked for
+    assert _run(installed, "lakestats", "spark-jar", cwd=tmp_path).strip() == jar4
+    assert _run(installed, "lakestats", "spark-jar", "--spark-version", "3.5.9",
+                cwd=tmp_path).strip() == jar35  # fmt: skip
 
     rows = pa.table({"k": pa.array([i % 37 for i in range(5_000)], pa.int64()),
                      "s": pa.array([f"v{i % 11}" for i in range(5_000)])})  # fmt: skip
