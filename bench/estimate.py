@@ -375,7 +375,7 @@ def report(results: list[dict]) -> None:
 
 
 def targets(groups: dict[str, list[dict]]) -> str:
-    """The issue's targets, each with its figure and met / NOT met."""
+    """The targets, each with its figure and met / NOT met."""
     def q(rows: list[dict], who: str, pct: float) -> float:
         return float(np.percentile([qerror(r[who], r["true"]) for r in rows], pct))
 

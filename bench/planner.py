@@ -1,4 +1,4 @@
-"""Estimates at planner speed (issue 25): in-process estimate latency of an open table.
+"""Estimates at planner speed: in-process estimate latency of an open table.
 
     python -m bench.planner [--out DIR] [--partitions 48] [--rows 400000] [--seed 25]
                             [--lineitem SCALE] [--fanout-root DIR [--fanout-only]]

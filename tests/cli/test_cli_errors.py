@@ -1,9 +1,9 @@
-"""Issue 17, the command line: every failure is one line, no silently wrong answer.
+"""The command line: every failure is one line, no silently wrong answer.
 
 The sweep runs the real ``lakestats`` command in a subprocess for every command it lists,
 against a table of bad inputs, and checks the contract: a non-zero exit, exactly one stderr
 line beginning ``lakestats: error:``, no traceback, and the statistics root byte-identical.
-The other tests are the issue's reproductions, each asserted by error type and message, and
+The other tests reproduce reported defects, each asserted by error type and message, and
 ``partitions-containing`` checked against DuckDB.
 """
 
@@ -210,7 +210,7 @@ CASES = [
     ("estimate {T} --stats-root {S}", "--where"),
     ("estimate {T} --stats-root {S} --where 'f(n) = 1'", "unsupported syntax"),
     ("estimate {T} --stats-root {NEVER} --where 'n = 1'", "no statistics"),
-    # issue 29: predicates over the documented limits, huge literals, IN ()
+    # predicates over the documented limits, huge literals, IN ()
     ("estimate {T} --stats-root {S} --where '" + "(" * 101 + "n = 1" + ")" * 101 + "'",
      "over the limit of 100"),
     ("stats {T} --stats-root {S} --columns n --where '" + "(" * 101 + "n = 1" + ")" * 101 + "'",
@@ -615,7 +615,7 @@ def test_boolean_literal_is_checked() -> None:
 def test_planner_predicates_through_the_cli(
     sweep: dict[str, Path], capsys: pytest.CaptureFixture, where: str
 ) -> None:
-    """Issue 29 item 2: ``estimate`` and ``stats --where`` answer what a planner generates;
+    """``estimate`` and ``stats --where`` answer what a planner generates;
     the estimate's bounds hold DuckDB's count (exact where one column decides)."""
     import json
 
@@ -634,7 +634,7 @@ def test_planner_predicates_through_the_cli(
     assert "Traceback" not in capsys.readouterr().err
 
 
-# -- issue 29 items 9 and 10: values typed after --value, and NaN in order statistics ---
+# -- values typed after --value, and NaN in order statistics ---
 
 
 def _typed_exact_table(base: Path) -> Path:

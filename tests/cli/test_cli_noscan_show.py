@@ -1,4 +1,4 @@
-"""Issue 29 item 12: ``show`` after ``ANALYZE … NOSCAN`` into a new root says what NOSCAN
+"""``show`` after ``ANALYZE … NOSCAN`` into a new root says what NOSCAN
 recorded (rows and data bytes, checked against the files' own footers and sizes) instead of
 "the table has 0 partitions: pass --partition"."""
 

@@ -1,4 +1,4 @@
-"""Issue 29 item 12: ``lakestats serve`` refuses what it cannot listen on in one line.
+"""``lakestats serve`` refuses what it cannot listen on in one line.
 
 The real command in a subprocess: a port in use and a host that does not resolve end in
 one ``lakestats: error:`` line and a non-zero exit before anything is printed or served

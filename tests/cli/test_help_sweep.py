@@ -1,4 +1,4 @@
-"""Issue 29 item 6: ``--help`` of every command and subcommand prints its usage and exits 0.
+"""``--help`` of every command and subcommand prints its usage and exits 0.
 
 The command lines are found by walking the real parser (sub-parsers, and the choices of a
 positional such as ``sample create``), so a command added later is swept too.

@@ -1,6 +1,6 @@
-"""Estimates are marked where a person reads statistics, exact values are not (issue 10,
-defect 4): ``lakestats show`` without ``--json`` and the demo's table-level view, rendered
-and read back as text, against the stored flags and bounds and DuckDB's exact counts."""
+"""Estimates are marked where a person reads statistics, exact values are not: ``lakestats
+show`` without ``--json`` and the demo's table-level view, rendered and read back as text,
+against the stored flags and bounds and DuckDB's exact counts."""
 
 from __future__ import annotations
 

@@ -194,7 +194,7 @@ def test_large_partition_is_sliced_and_merges_exactly(spark, tmp_path: Path) -> 
 
 
 def _edge_table(root: Path) -> Path:
-    """Issue 29 item 1: a ``decimal(38, 10)`` column at its limits (values of ±(10^28 -
+    """A ``decimal(38, 10)`` column at its limits (values of ±(10^28 -
     10^-10), the largest it holds) and a struct ``x`` holding ``y`` beside a top-level
     column named ``x.y``; three partitions of 3,000 rows."""
     import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 29 item 11: Spark Connect on a stock cluster, whose Python workers lack lakestats.
+"""Spark Connect on a stock cluster, whose Python workers lack lakestats.
 
 The Connect server here runs its Python workers with a ``sitecustomize`` that hides every
 installed lakestats (as on a cluster where it was never installed): only a copy shipped

@@ -1,4 +1,4 @@
-"""Incremental ``analyze --exact`` as delta rank layers (issue 27 item 3), against DuckDB.
+"""Incremental ``analyze --exact`` as delta rank layers, against DuckDB.
 
 Each incremental analyze writes only the change of the ranks (a delta layer) while the
 deltas stay few and small, and compacts every layer into a new base otherwise. After each
@@ -107,7 +107,7 @@ def test_a_large_change_compacts_at_once(spark, tmp_path) -> None:
 
 
 def _check_frequency_layers(root, handle, version: manifest.Version) -> None:
-    """The columns listing every value (#2) are read over the frequency layers: listings,
+    """The columns listing every value are read over the frequency layers: listings,
     most frequent values, holders and table-level equality estimates equal DuckDB's, and
     the version's own table file keeps none of their rows."""
     layers = FrequencyLayers.of(version)

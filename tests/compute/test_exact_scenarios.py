@@ -147,8 +147,8 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
             counts = [c for _, c in top]
             assert counts == sorted(expected.values(), reverse=True)[:3]
         assert row["frequencies_exact"] is True, column
-        # ranks and quantiles over the non-null, non-NaN values (issue 29: NaN is left out
-        # of every order statistic; DuckDB orders NaN last, as keys do)
+        # ranks and quantiles over the non-null, non-NaN values (NaN is left out of every
+        # order statistic; DuckDB orders NaN last, as keys do)
         not_nan = f"NOT isnan({column})" if column == "f" else "TRUE"
         values = sorted(v for v in expected if v != "nan")
         for probe in [*values[:: max(1, len(values) // 7)], values[-1]]:

@@ -1,4 +1,4 @@
-"""An incremental reduction with one changed partition (issue 27 item 7).
+"""An incremental reduction with one changed partition.
 
 It rewrites the partition histograms of the changed group only: every other group's part
 file is listed by its previous path and keeps its bytes and modification time; and its

@@ -1,6 +1,6 @@
-"""An analyze from Python reuses the SparkSession the process already runs (issue 27 item
-5): the thread's active session, or the default one when another thread built it, without
-building or configuring a session."""
+"""An analyze from Python reuses the SparkSession the process already runs: the thread's active
+session, or the default one when another thread built it, without building or configuring a
+session."""
 
 from __future__ import annotations
 

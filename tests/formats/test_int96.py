@@ -1,4 +1,4 @@
-"""INT96 timestamps at the edges of the representable range (issue 10, defect 3).
+"""INT96 timestamps at the edges of the representable range.
 
 Spark (and Hive, Impala) may store timestamps as INT96; read in pyarrow's default
 nanoseconds, years before 1677 or after 2262 fail or wrap. The data files here are written

@@ -1,8 +1,8 @@
-"""Partition values holding any character address their own partition and no other's
-(issue 17): analyze a hive directory whose values hold ``,`` ``=`` ``/`` ``%``, spaces,
-unicode, the empty string, the string "null" and NULL, then look each one up through the
-CLI by the name and the path ``partitions --json`` prints, and through the API by name,
-path and dict; every answer is compared with DuckDB over that partition's rows."""
+"""Partition values holding any character address their own partition and no other's: analyze a
+hive directory whose values hold ``,`` ``=`` ``/`` ``%``, spaces, unicode, the empty string,
+the string "null" and NULL, then look each one up through the CLI by the name and the path
+``partitions --json`` prints, and through the API by name, path and dict; every answer is
+compared with DuckDB over that partition's rows."""
 
 from __future__ import annotations
 

@@ -281,7 +281,7 @@ def test_truncated_frequencies_taken_out_of_the_histogram() -> None:
     assert (edge.lower, edge.upper, edge.exact) == (100, 105, False)
 
 
-# -- issue 29, items 2 and 3: planner-shaped predicates, limits, huge literals -------------
+# -- planner-shaped predicates, limits, huge literals -------------
 
 
 def _alternating(depth: int) -> str:

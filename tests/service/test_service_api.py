@@ -187,7 +187,7 @@ def test_estimate_and_predicate_statistics(served) -> None:
     _error(client.get("/api/tables/sales/estimate?where=lower(word) = 'a'"), 400,
            "UnsupportedPredicateError", "")
     missing = client.get("/api/tables/sales/predicate-statistics?where=n > 3")
-    command = 'lakestats analyze <table sales> --where "n > 3"'  # no server path (issue 29)
+    command = 'lakestats analyze <table sales> --where "n > 3"'  # no server path
     _error(missing, 404, "StatisticsNotFoundError", command)
     _error(client.get("/api/tables/sales/predicate-statistics?where=n >"), 400,
            "InvalidPredicateError", "")

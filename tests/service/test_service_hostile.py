@@ -1,4 +1,4 @@
-"""Issue 29 (items 3 and 12, the service side): the service under requests meant to hurt it.
+"""The service under requests meant to hurt it.
 
 The real server (uvicorn with the service's protocol, on 127.0.0.1 and a free port) gets a
 bounded hostile mix: URLs and query strings over the parser's limit, unknown methods,

@@ -1,4 +1,4 @@
-"""Issue 29 items 2 and 3 over HTTP: what a planner generates is answered (200, the
+"""Over HTTP: what a planner generates is answered (200, the
 estimate's bounds holding DuckDB's count), what is over a documented limit or a literal out
 of its column's range is a 400 with the JSON error body, never a 500."""
 

@@ -362,7 +362,7 @@ spark.stop()
 
 
 def test_dates_at_year_1_and_9999(spark, tmp_path, capsys):
-    """Issue 29 item 10: dates and timestamps at the ends of their range (naive, UTC and a
+    """Dates and timestamps at the ends of their range (naive, UTC and a
     zone west of UTC, where year 1 UTC is year 0 locally) analyze, show and dry-run.
     The table-level percentiles (a sketch's doubles, which round 9999-12-31
     23:59:59.999999 one microsecond past the largest timestamp) stay inside [min, max]

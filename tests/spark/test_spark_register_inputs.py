@@ -1,4 +1,4 @@
-"""Issue 29 item 7: spark-register refuses or quotes what it is given.
+"""spark-register refuses or quotes what it is given.
 
 Names reach Spark as quoted identifiers after a check (``x; DROP TABLE y``, an empty name,
 ``a.b.c`` are one line each, before a JVM starts); ``--bins`` is capped as analyze caps it;

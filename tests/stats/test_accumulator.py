@@ -129,7 +129,7 @@ def test_ties_in_frequencies_break_by_value() -> None:
 
 @pytest.mark.parametrize("bins", [1000, 50, 7])
 def test_real_data_like_columns_match_duckdb(bins: int) -> None:
-    """Values on round edges, as real data has them (issue 10): prices with 2 decimals,
+    """Values on round edges, as real data has them: prices with 2 decimals,
     integers stored as doubles (delays, air times), integer keys and dates; every bin
     holds exactly the values DuckDB finds between its reported edges."""
     rng = np.random.default_rng(bins)

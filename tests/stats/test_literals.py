@@ -1,4 +1,4 @@
-"""Issue 29 item 10: ``--value`` text read as a value of the column's type.
+"""``--value`` text read as a value of the column's type.
 
 Accepted values are compared with DuckDB's ``CAST`` of the same text; refused ones must be
 one ``InvalidArgumentError`` line naming the type and an example, and the example itself

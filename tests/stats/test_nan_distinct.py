@@ -1,5 +1,5 @@
 """The table-level distinct-count estimate counts NaN as one value, as partitions and
-DuckDB do (issue 10, defect 5): a float column with NaN in 3 of 5 partitions whose
+DuckDB do: a float column with NaN in 3 of 5 partitions whose
 frequencies are truncated, so the table level must use the merged HLL sketches."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 29 item 8: a failed analyze, publish or sample create leaves the root as it was.
+"""A failed analyze, publish or sample create leaves the root as it was.
 
 Each case lists the statistics root (every file and directory, files by content) before
 the command and after it failed: a data file cut in half, a file whose column type

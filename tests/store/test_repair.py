@@ -1,4 +1,4 @@
-"""A damaged statistics root recovers (issue 17): re-analyze recomputes partitions whose
+"""A damaged statistics root recovers: re-analyze recomputes partitions whose
 files are missing or changed size, lookups of a corrupt file fail in one line naming it,
 and a damaged manifest neither breaks lookups nor blocks the next analyze."""
 

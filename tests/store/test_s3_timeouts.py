@@ -1,4 +1,4 @@
-"""Issue 29 item 5: an S3 endpoint that accepts connections and never answers.
+"""An S3 endpoint that accepts connections and never answers.
 
 A socket on 127.0.0.1 accepts every connection and sends nothing. A lookup gives up within
 the configured limits (``s3.request_timeout`` times ``s3.attempts``), ~15 s by default

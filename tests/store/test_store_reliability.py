@@ -1,5 +1,5 @@
 """The statistics store under faults: concurrent publishers, damaged manifests and files,
-a full disk, a root that is a file, an unreachable S3 endpoint (issue 17, store half)."""
+a full disk, a root that is a file, an unreachable S3 endpoint."""
 
 from __future__ import annotations
 
