@@ -8,9 +8,10 @@ them under ``build/jvm`` and ``build/jvm35`` (``make jvm jvm35``).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from lakestats.errors import UnsupportedFeatureError
+from lakestats.errors import InvalidArgumentError, UnsupportedFeatureError
 
 JARS = Path(__file__).resolve().parent / "jars"
 _CLONE_BUILD = Path(__file__).resolve().parents[1] / "build"
@@ -22,6 +23,10 @@ _LINES = {
 
 def spark_line(version: str) -> str:
     """The component's Spark line for a Spark version: ``3.5`` or ``4``."""
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?([.-]\w+)*", version):
+        raise InvalidArgumentError(
+            f"{version!r} is not a Spark version: write it as Spark prints it, e.g. 3.5.1 or 4.1.0"
+        )
     parts = version.split(".")
     if parts[0] == "4":
         return "4"

@@ -234,6 +234,9 @@ CASES = [
     ("quantile {T} --stats-root {S} --column n --p 0.5", "analyze --exact"),
     ("quantile {T} --stats-root {NEVER} --column n --p 0.5", "no statistics"),
     # serve: a bad config or port fails before anything listens
+    ("spark-jar --spark-version 3.4.0", "supports Spark 3.5 and 4.x"),
+    ("spark-jar --spark-version abc", "not a Spark version"),
+    ("spark-jar --nope", "unrecognized arguments"),
     ("serve --port -1", "--port"),
     ("serve --port abc", "--port"),
     ("serve --tables {MISSING}", "cannot read the tables config"),
