@@ -229,7 +229,17 @@ class Listed:
             b = np.minimum(np.maximum(np.floor(np.where(np.isfinite(raw), raw, 0.0)), 0),
                            nbins - 1).astype(np.int64)
         b = np.where(np.isnan(raw), 0, b)
-        return np.where(np.isinf(raw), np.where(raw > 0, nbins - 1, 0), b)
+        b = np.where(np.isinf(raw), np.where(raw > 0, nbins - 1, 0), b)
+        # the guess checked against the reported edges, as ``selectivity._bin_of`` does
+        value = np.broadcast_to(np.asarray(value, dtype=np.float64), b.shape)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for _ in range(int(np.max(nbins, initial=1))):  # one step a pass; mostly none
+                below = (b > 0) & (value < lower + b * width)
+                above = ~below & (b < nbins - 1) & (value >= lower + (b + 1) * width)
+                if not (below.any() or above.any()):
+                    break
+                b = np.where(below, b - 1, np.where(above, b + 1, b))
+        return b
 
     def _share(self, b, lo, lo_inc, hi, hi_inc, lower, width, nbins, parts):  # noqa: ANN001, ANN202, PLR0913
         """``selectivity._bin_share`` elementwise."""
@@ -241,9 +251,12 @@ class Listed:
             q_lo = np.where(lo_inc, lo, lo + 1)
             q_hi = np.where(hi_inc, hi, hi - 1)
             covered = np.minimum(top, q_hi) - np.maximum(start, q_lo) + 1
-            return np.maximum(0.0, covered / (top - start + 1))
-        start = lower + b * width
-        end = lower + (b + 1) * width
+            span = top - start + 1
+            short = np.minimum(covered / span, np.nextafter(1.0, 0.0))
+            return np.where(covered >= span, 1.0, np.maximum(0.0, short))
+        with np.errstate(over="ignore", invalid="ignore"):  # edges past 1.8e308 are inf
+            start = lower + b * width
+            end = lower + (b + 1) * width
         end = np.where((b == nbins - 1), np.maximum(end, self.max_num[parts]), end)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             covered = np.minimum(end, hi) - np.maximum(start, lo)

@@ -447,8 +447,18 @@ def _bin_of(s: ColumnSummary, hist: Histogram, value: int | float) -> int:
     if math.isnan(raw):
         return 0
     if math.isinf(raw):
-        return nbins - 1 if raw > 0 else 0
-    return min(max(math.floor(raw), 0), nbins - 1)
+        b = nbins - 1 if raw > 0 else 0
+    else:
+        b = min(max(math.floor(raw), 0), nbins - 1)
+    # the guess checked against the reported edges, as the writer checks it
+    # (``histogram.float_bin_index``): rounding can put it a bin off at an edge, and edges
+    # past the largest double (a span of ±1e308) are infinite, their bins empty
+    lower, width, value = float(hist.lower), float(hist.width), float(value)
+    while b > 0 and value < lower + b * width:
+        b -= 1
+    while b < nbins - 1 and value >= lower + (b + 1) * width:
+        b += 1
+    return b
 
 
 def _bin_span_int(s: ColumnSummary, hist: Histogram, b: int) -> tuple[int, int]:
@@ -458,6 +468,9 @@ def _bin_span_int(s: ColumnSummary, hist: Histogram, b: int) -> tuple[int, int]:
     hi = lo + width - 1
     top = _number(s, s.max_key) if s.max_key is not None else hi
     return lo, min(hi, int(top)) if b == len(hist.counts) - 1 or top < hi else hi
+
+
+_BELOW_ONE = math.nextafter(1.0, 0.0)
 
 
 def _bin_share(
@@ -475,7 +488,11 @@ def _bin_share(
         q_lo = int(lo) if lo_inclusive else int(lo) + 1
         q_hi = int(hi) if hi_inclusive else int(hi) - 1
         covered = min(end, q_hi) - max(start, q_lo) + 1
-        return max(0.0, covered / (end - start + 1))
+        span = end - start + 1
+        if covered >= span:
+            return 1.0
+        # short of the whole bin stays short of 1.0 (a huge span would round to it)
+        return max(0.0, min(covered / span, _BELOW_ONE))
     if hist.width == 0:
         return 0.5
     start = float(hist.lower) + b * hist.width
