@@ -101,6 +101,17 @@ def estimate(
     )
 
 
+def _vector_estimates(term: Predicate, source: PartitionSource) -> sv.Batch | None:
+    """A one-column term's scalar estimates over every partition at once, from the
+    source's vectors; None where the term or the source has none."""
+    cols = columns_of(term)
+    vectors = source.vectors(cols[0]) if len(cols) == 1 and is_set(term) else None
+    if vectors is None:
+        return None
+    cs = column_set(term)
+    return sv.scalar_estimates(vectors, cs.true, cs.null == "T")
+
+
 def _scalar_pass(
     top: list[Predicate], source: PartitionSource, live: np.ndarray, entries: list
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -117,12 +128,9 @@ def _scalar_pass(
             rows[j], lower[j], upper[j] = kept
             computed[j] = True
             continue
-        cols = columns_of(term)
-        vectors = source.vectors(cols[0]) if len(cols) == 1 and is_set(term) else None
-        if vectors is None:
+        batch = _vector_estimates(term, source)
+        if batch is None:
             continue
-        cs = column_set(term)
-        batch = sv.scalar_estimates(vectors, cs.true, cs.null == "T")
         rows[j], lower[j], upper[j] = batch.rows, batch.lower, batch.upper
         computed[j] = ~batch.fallback
     for i in np.flatnonzero(live & ~computed.all(axis=0)):
@@ -224,13 +232,9 @@ def matching_positions(pred: Predicate, source: PartitionSource) -> list[int]:
     pred = push_not(pred)
     keep = source.row_counts() > 0
     for term in terms(pred) if isinstance(pred, And) else [pred]:
-        cols = columns_of(term)
-        vectors = source.vectors(cols[0]) if len(cols) == 1 and is_set(term) else None
-        if vectors is None:
-            continue
-        cs = column_set(term)
-        batch = sv.scalar_estimates(vectors, cs.true, cs.null == "T")
-        keep &= ~((batch.upper == 0) & ~batch.fallback)
+        batch = _vector_estimates(term, source)
+        if batch is not None:
+            keep &= ~((batch.upper == 0) & ~batch.fallback)
     survivors = np.flatnonzero(keep)
     source.expect(columns_of(pred), survivors)
     return [int(i) for i in survivors if pe.can_match(pred, source[int(i)])]
