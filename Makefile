@@ -128,7 +128,7 @@ $(INTEROP35_STAMP):
 
 # lakestats' own jobs on the older PySpark lines it supports (tests/e2e/test_spark_versions.py):
 # the lock's versions with that PySpark instead, lakestats itself from this clone
-SPARK_LINES := 4.0.2 4.1.4
+SPARK_LINES := 3.5.9 4.0.2 4.1.4
 SPARK_LINE_STAMPS := $(foreach v,$(SPARK_LINES),.venv-pyspark-$(v)/.installed)
 
 spark-lines: $(SPARK_LINE_STAMPS)

@@ -82,7 +82,6 @@ def _stderr_to(path: str) -> Iterator[None]:
         os.close(target)
 
 
-
 @contextlib.contextmanager
 def quiet_jvm() -> Iterator[str]:
     """For a JVM started in the block: a new log file (``spark_log_path``) takes its stderr
@@ -208,9 +207,12 @@ def default_parallelism(spark: SparkSession) -> int:
 
 
 @functools.cache
-def result_schema(ddl: str) -> StructType:
+def result_schema(ddl: str) -> StructType | str:
     """The ``StructType`` of a DDL string, parsed once per process: ``mapInArrow`` given the
-    string parses it on the JVM on every call (a py4j round trip, ~4 ms per job here)."""
+    string parses it on the JVM on every call (a py4j round trip, ~4 ms per job here).
+    PySpark 3.5 has no ``fromDDL``: there the string itself is the schema."""
+    if not hasattr(StructType, "fromDDL"):
+        return ddl
     schema = StructType.fromDDL(ddl)
     assert isinstance(schema, StructType)
     return schema
@@ -218,5 +220,7 @@ def result_schema(ddl: str) -> StructType:
 
 def collect_small(frame: DataFrame) -> list[dict]:
     """A small result as dicts: through Arrow, cheaper than ``collect()``'s Rows (a one-row
-    job here: ~10 ms less)."""
+    job here: ~10 ms less); PySpark 3.5 has no ``toArrow``: its Rows there."""
+    if not hasattr(frame, "toArrow"):
+        return [row.asDict(recursive=True) for row in frame.collect()]
     return frame.toArrow().to_pylist()

@@ -1,8 +1,10 @@
 """lakestats' jobs on every PySpark line it supports give the same statistics: the table
-analyzed with ``--exact`` by PySpark 4.0 and 4.1 (``make spark-lines``: the lock's versions
-with that PySpark) holds the same rows in every statistics file as the default PySpark's
-analyze, and a lookup answers the same. Two things differ by design: the KLL sketch bytes
-(their compaction is randomised) and the run identifiers in file names."""
+analyzed with ``--exact`` and sampled by PySpark 3.5, 4.0 and 4.1 (``make spark-lines``: the
+lock's versions with that PySpark), its reduction run as Spark stages, holds the same rows in
+every statistics file as the default PySpark's analyze (reduced in one task) and sample, a
+lookup and an estimate answer the same, and ``sql``'s ANALYZE runs. Two things differ by
+design: the KLL sketch bytes (their compaction is randomised) and the run identifiers in file
+names."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-LINES = ["4.0.2", "4.1.4"]
+LINES = ["3.5.9", "4.0.2", "4.1.4"]
 
 pytestmark = pytest.mark.spark
 
@@ -40,9 +42,19 @@ def _table(root: Path) -> Path:
     return root
 
 
+SPARK_STAGES = (
+    "import sys; import lakestats.compute.reduce.spark as spark; "
+    "spark.fits_one_task = lambda partitions, columns: False; "
+    "from lakestats.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+"""``lakestats`` with every reduction run as Spark stages (a table this small is otherwise
+reduced in one task)."""
+
+
 def _lakestats(python: Path, *args: str, cwd: Path) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    done = subprocess.run([str(python), "-m", "lakestats.cli", *args], capture_output=True,
+    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+    env = {k: v for k, v in os.environ.items() if k not in drop}  # the line's own workers
+    done = subprocess.run([str(python), "-c", SPARK_STAGES, *args], capture_output=True,
                           text=True, timeout=600, env=env, cwd=cwd, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -78,7 +90,9 @@ def default(spark, tmp_path_factory) -> tuple:
 
     base = tmp_path_factory.mktemp("lines")
     table = _table(base / "t")
-    ls.open_table(str(table), str(base / "stats")).analyze(exact=True, spark=spark)
+    handle = ls.open_table(str(table), str(base / "stats"))
+    handle.analyze(exact=True, spark=spark)
+    handle.sample.create(seed=3, spark=spark)
     return table, _seen(Path(sys.executable), table, base / "stats", base)
 
 
@@ -94,9 +108,30 @@ def test_every_pyspark_line_gives_the_same_statistics(
     table, ours = default
     stats = tmp_path / "stats"
     _lakestats(python, "analyze", str(table), "--stats-root", str(stats), "--exact", cwd=tmp_path)
+    _lakestats(python, "sample", "create", str(table), "--stats-root", str(stats), "--seed", "3",
+               cwd=tmp_path)
     theirs = _seen(python, table, stats, tmp_path)
     assert ours[0].keys() == theirs[0].keys()
     differ = [place for place in ours[0] if not ours[0][place].equals(theirs[0][place])]
     assert not differ, differ
     assert ours[1] == theirs[1]
     assert ours[2] == theirs[2]
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_sql_analyze_runs_on_every_pyspark_line(line: str, default: tuple, tmp_path: Path) -> None:
+    """``lakestats sql``'s ANALYZE on each line writes the version it says, with the counts
+    Spark's own count gives."""
+    python = REPO / f".venv-pyspark-{line}" / "bin" / "python"
+    table, ours = default
+    stats = tmp_path / "stats"
+    said = _lakestats(python, "sql", f"ANALYZE TABLE `{table}` COMPUTE STATISTICS FOR COLUMNS i, s",
+                      "--stats-root", str(stats), cwd=tmp_path)
+    assert "statistics version 1" in said
+    shown = json.loads(_lakestats(python, "show", str(table), "--stats-root", str(stats), "--json",
+                                  cwd=tmp_path))
+    assert shown["row_count"] == 6000
+    by_name = {c["name"]: c for c in shown["columns"]}
+    mine = {c["name"]: c for c in ours[1]}
+    for name in ("i", "s"):
+        assert by_name[name]["distinct_count"] == mine[name]["distinct_count"]

@@ -3,7 +3,9 @@ path. With every extra: it analyzes and shows a Delta table, carries the Spark c
 jars, and Spark 4.1 with Delta and the jar it names plans the table with lakestats'
 statistics. The core alone (no extra): it reads statistics (show, estimate) at a third of the
 full install's size or less, and what needs an extra is one line naming the install; it
-installs and reads on Python 3.12 and 3.13 too (pyenv's)."""
+installs and reads on Python 3.12 and 3.13 too (pyenv's), and on 3.13 with ``[spark]`` its
+jobs write the same statistics as the default Python's. Every extra resolves beside PySpark
+3.5, 4.0 and 4.1 on Python 3.11, 3.12 and 3.13."""
 
 from __future__ import annotations
 
@@ -28,8 +30,10 @@ pytestmark = pytest.mark.spark
 
 
 def _clean_env() -> dict[str, str]:
-    """The environment without anything that points back into the clone."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    """The environment without anything that points back into the clone (the session's
+    ``PYSPARK_PYTHON`` names the clone's venv: the installed one's workers use their own)."""
+    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+    return {k: v for k, v in os.environ.items() if k not in drop}
 
 
 def _venv(root: Path, requirement: str) -> Path:
@@ -186,3 +190,53 @@ def test_the_core_installs_and_reads_on_newer_pythons(minor: str, tmp_path: Path
     shown = json.loads(_run(venv, "lakestats", "show", str(table), "--json", cwd=tmp_path))
     assert shown["row_count"] == 100
     assert {c["name"]: c["distinct_count"] for c in shown["columns"]}["n"] == 100
+
+
+def test_the_jobs_run_on_the_newest_python(tmp_path: Path, spark) -> None:
+    """``lakestats[spark]`` on Python 3.13: analyze ``--exact`` and sample write the same
+    rows in every statistics file as this venv's Python and PySpark do."""
+    import lakestats.api as ls
+    from tests.e2e.test_spark_versions import _contents, _table
+
+    table = _table(tmp_path / "t")
+    handle = ls.open_table(str(table), str(tmp_path / "ours"))
+    handle.analyze(exact=True, spark=spark)
+    handle.sample.create(seed=3, spark=spark)
+    venv = tmp_path / "venv"
+    subprocess.run([str(_pyenv_python("3.13")), "-m", "venv", str(venv)], check=True, timeout=120)
+    uv = Path(sys.executable).parent / "uv"
+    subprocess.run(
+        [str(uv), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
+         f"lakestats[spark] @ {_wheel().as_uri()}", "-c", str(REPO / "requirements.lock")],
+        check=True, timeout=900, env=_clean_env(), cwd=tmp_path,
+    )  # fmt: skip
+    theirs = tmp_path / "theirs"
+    _run(venv, "lakestats", "analyze", str(table), "--stats-root", str(theirs), "--exact",
+         cwd=tmp_path)  # fmt: skip
+    _run(venv, "lakestats", "sample", "create", str(table), "--stats-root", str(theirs),
+         "--seed", "3", cwd=tmp_path)  # fmt: skip
+    mine, seen = _contents(tmp_path / "ours"), _contents(theirs)
+    assert mine.keys() == seen.keys()
+    assert [place for place in mine if not mine[place].equals(seen[place])] == []
+
+
+@pytest.mark.parametrize(
+    ("python", "pyspark"),
+    [("3.11", "3.5.9"), ("3.12", "4.0.2"), ("3.13", "4.1.4"), ("3.13", "3.5.9")],
+)
+def test_every_extra_resolves_beside_each_pyspark(
+    python: str, pyspark: str, tmp_path: Path
+) -> None:
+    """The wheel with every extra beside the PySpark a cluster runs: one resolution, no
+    conflict (uv's resolver, as pip's would decide it)."""
+    wanted = tmp_path / "wanted.in"
+    wanted.write_text(f"lakestats[all] @ {_wheel().as_uri()}\npyspark=={pyspark}\n")
+    uv = Path(sys.executable).parent / "uv"
+    done = subprocess.run(
+        [str(uv), "pip", "compile", "--quiet", str(wanted), "--python-version", python,
+         "-o", str(tmp_path / "resolved.txt")],
+        capture_output=True, text=True, timeout=600, env=_clean_env(), cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    resolved = (tmp_path / "resolved.txt").read_text(encoding="utf-8")
+    assert f"pyspark=={pyspark}" in resolved

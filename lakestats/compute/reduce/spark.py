@@ -13,8 +13,10 @@ instead (``local.py``).
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -31,14 +33,38 @@ from lakestats.stats.arrays import int64_array
 from lakestats.store import layout
 
 
-def _grouped(function: Callable[[pa.Table], pa.Table]) -> Callable[[pa.Table], pa.Table]:
-    """A plain, type-hinted function for ``applyInArrow`` (it infers its kind from hints)."""
+def _per_group(
+    frame: DataFrame, key: str, function: Callable[[pa.Table], pa.Table], ddl: str
+) -> DataFrame:
+    """``function`` over each value of ``key``'s rows, as ``groupBy(key).applyInArrow`` does
+    (the same shuffle and sort), written with ``mapInArrow`` so that PySpark 3.5, which has
+    no ``applyInArrow``, runs it too."""
+    return (
+        frame.repartition(key)
+        .sortWithinPartitions(key)
+        .mapInArrow(functools.partial(_groups_of, key, function), result_schema(ddl))
+    )
 
-    def apply(table: pa.Table) -> pa.Table:
-        return function(table)
 
-    apply.__annotations__ = {"table": pa.Table, "return": pa.Table}
-    return apply
+def _groups_of(
+    key: str, function: Callable[[pa.Table], pa.Table], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The sorted rows of a task cut where ``key`` changes, one ``function`` call a value."""
+    held: list[pa.RecordBatch] = []
+    held_key: object = None
+    for batch in batches:
+        keys = batch.column(key).to_numpy(zero_copy_only=False)
+        cuts = [0, *(np.flatnonzero(keys[1:] != keys[:-1]) + 1).tolist(), len(keys)]
+        for start, end in itertools.pairwise(cuts):
+            if start == end:
+                continue
+            if held and keys[start] != held_key:
+                yield from function(pa.Table.from_batches(held)).to_batches()
+                held = []
+            held.append(batch.slice(start, end - start))
+            held_key = keys[start]
+    if held:
+        yield from function(pa.Table.from_batches(held)).to_batches()
 
 
 def reduce_table(
@@ -92,18 +118,16 @@ def _per_column(
     frame: DataFrame, reduction: Reduction, stage: PerColumn, prepare: list
 ) -> dict[int, object]:
     """A ``PerColumn`` stage: groups folded in tasks, merged per column, collected."""
-    rows = (
-        frame.mapInArrow(
-            functools.partial(_contributions, reduction, stage, prepare),
-            result_schema(wire.STATE_SCHEMA),
-        )
-        .groupBy("column_index")
-        .applyInArrow(
-            _grouped(functools.partial(_merge_column, reduction.job, stage)),
-            result_schema(wire.STATE_SCHEMA),
-        )
-        .collect()
+    contributions = frame.mapInArrow(
+        functools.partial(_contributions, reduction, stage, prepare),
+        result_schema(wire.STATE_SCHEMA),
     )
+    rows = _per_group(
+        contributions,
+        "column_index",
+        functools.partial(_merge_column, reduction.job, stage),
+        wire.STATE_SCHEMA,
+    ).collect()
     return wire.per_column_values(stage.codec, rows)
 
 
@@ -153,9 +177,11 @@ def _per_value(frame: DataFrame, reduction: Reduction, stage: PerValue) -> DataF
             "holders"
         ),
     )
-    return aggregated.groupBy("column_index").applyInArrow(
-        _grouped(functools.partial(_finalize_column, reduction, stage)),
-        result_schema(wire.FREQUENCY_GROUP_SCHEMA),
+    return _per_group(
+        aggregated,
+        "column_index",
+        functools.partial(_finalize_column, reduction, stage),
+        wire.FREQUENCY_GROUP_SCHEMA,
     )
 
 
