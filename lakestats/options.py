@@ -110,6 +110,12 @@ class AnalyzeOptions:
         help="split partitions larger than this into slices",
         record=RECORD_ALWAYS,  # how the work was cut, not what it computed
     )
+    reduce_cache_from: int = option(
+        64,
+        flag=Flag("--reduce-cache-from", CLI_COUNT),
+        help="from this many partitions, keep the reduction's per-group results for the next "
+        "incremental analyze (0: always); below it they cost more bytes than the time they save",
+    )
     exact: bool = option(
         False,
         flag=Flag("--exact", CLI_SWITCH),
@@ -164,7 +170,7 @@ class AnalyzeOptions:
                 )
             columns = columns or None  # an empty list: every column, as before
         object.__setattr__(self, "columns", columns)
-        for name in ("bins", "max_frequencies", "max_slice_bytes"):
+        for name in ("bins", "max_frequencies", "max_slice_bytes", "reduce_cache_from"):
             _check_int(flag_of(AnalyzeOptions, name), getattr(self, name))
         if self.snapshot_id is not None:
             _check_int("--snapshot", self.snapshot_id)
@@ -177,6 +183,10 @@ class AnalyzeOptions:
         if self.max_frequencies < 0:
             raise InvalidArgumentError(
                 f"--max-frequencies must be 0 or more, got {self.max_frequencies}"
+            )
+        if self.reduce_cache_from < 0:
+            raise InvalidArgumentError(
+                f"--reduce-cache-from must be 0 or more, got {self.reduce_cache_from}"
             )
         if self.max_slice_bytes < 1:
             raise InvalidArgumentError("the slice size must be positive")

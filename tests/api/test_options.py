@@ -146,8 +146,8 @@ def test_facade_overrides_are_field_names(tmp_path: Path) -> None:
         table.analyze(binz=3)
     assert str(info.value) == (
         "unknown AnalyzeOptions option 'binz'; the options are: columns, bins, "
-        "max_frequencies, max_slice_bytes, exact, snapshot_id, table_level, where, "
-        "from_sample, puffin, progress"
+        "max_frequencies, max_slice_bytes, reduce_cache_from, exact, snapshot_id, table_level, "
+        "where, from_sample, puffin, progress"
     )
     with pytest.raises(InvalidArgumentError, match="--bins must be between 1 and 100000"):
         table.analyze(AnalyzeOptions(bins=5), bins=0)  # overrides are validated too

@@ -100,7 +100,7 @@ def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def _reduce(root: Path, entries: list[PartitionEntry], run: str, cache=None):
     job = ReduceJob(
-        StatisticsStore(str(root)), entries, COLUMNS, 1000, MAX_FREQUENCIES, [], cache or {}
+        StatisticsStore(str(root)), entries, COLUMNS, 1000, MAX_FREQUENCIES, [], cache or {}, 0
     )
     files = layout.table_files(run)
     _, used = reduce_locally(job, files, run)

@@ -103,7 +103,8 @@ def test_one_changed_partition_rewrites_one_group(spark, tmp_path: Path, mode: s
         {"name": leaf.name, "type": str(leaf.type)} for leaf in leaves_of(_table(0).schema)
     ]
     store = StatisticsStore(str(root))
-    first, _, cache = reduce_table(spark, ReduceJob(store, entries, columns, 16, 30), "first")
+    job = ReduceJob(store, entries, columns, 16, 30, cache_from_partitions=0)
+    first, _, cache = reduce_table(spark, job, "first")
     parts = {k: v for k, v in cache.items() if k.startswith(PARTS_PREFIX)}
     assert len(parts) == 8
     before = {v: _digest(root / v) for v in parts.values()}
@@ -112,7 +113,7 @@ def test_one_changed_partition_rewrites_one_group(spark, tmp_path: Path, mode: s
     changed = list(entries)
     changed[7] = dataclasses.replace(entries[7], files=_files(root, 1007, "b"),
                                      row_count=_table(1007).num_rows)
-    job = ReduceJob(StatisticsStore(str(root)), changed, columns, 16, 30, [], cache)
+    job = ReduceJob(StatisticsStore(str(root)), changed, columns, 16, 30, [], cache, 0)
     files, _, second = reduce_table(spark, job, "second")
     now = {k: v for k, v in second.items() if k.startswith(PARTS_PREFIX)}
     assert len(now) == 8
@@ -127,7 +128,9 @@ def test_one_changed_partition_rewrites_one_group(spark, tmp_path: Path, mode: s
     ]
 
     # the same partitions reduced from scratch answer the same
-    full, _, _ = reduce_table(spark, ReduceJob(store, changed, columns, 16, 30), "full")
+    full, _, _ = reduce_table(
+        spark, ReduceJob(store, changed, columns, 16, 30, cache_from_partitions=0), "full"
+    )
     got, want = _answers(root, "second", files, second), _answers(root, "full", full, {})
     assert got.keys() == want.keys()
     for kind in got:

@@ -170,6 +170,7 @@ def _analyze(
         options.max_frequencies,
         statistics,
         previous_cache,
+        options.reduce_cache_from,
     )
     if (
         table_level

@@ -27,6 +27,7 @@ class ReduceJob:
     max_frequencies: int
     statistics: list = field(default_factory=list)  # user-defined SummaryStatistic
     cache: dict[str, str] = field(default_factory=dict)  # group cache key -> relative path
+    cache_from_partitions: int = 64  # AnalyzeOptions.reduce_cache_from
 
     def read_file(self, relative: str, columns: list[str] | None = None) -> pa.Table:
         """One Parquet file under the root (``relative`` to it), whole or some columns."""
