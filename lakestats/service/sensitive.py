@@ -10,9 +10,9 @@ route and page (and every answer cached from one) is covered alike:
   bounds) and say ``"sensitive": true``; min, max, percentiles, mean, lengths, histogram
   and frequency fields and any user-defined statistic are dropped;
 * frequencies, histograms and partitions-containing of such a column are refused
-  (``SensitiveColumnError``, 403), as is an estimate or derived entry whose predicate
-  compares one with a value (its row count would tell whether a value occurs); ``IS
-  [NOT] NULL`` stays answered;
+  (``SensitiveColumnError``, 403), as is an estimate, a ``stats`` filter or a derived
+  entry whose predicate compares one with a value (its row count would tell whether a
+  value occurs); ``IS [NOT] NULL`` stays answered;
 * the profile keeps only the alerts about such a column that count (nulls, distinctness),
   without a value; ``history`` withholds the predicate of a derived entry that compares
   one.
@@ -197,6 +197,8 @@ class GuardedTable:
         by_partition: bool = True,
         snapshot_id: int | None = None,
     ) -> BatchStatistics:
+        if where is not None:  # a derived entry's predicate is answered here too
+            self.check_predicate(where, snapshot_id)
         found = self.table.stats(
             columns, where=where, by_partition=by_partition, snapshot_id=snapshot_id
         )
