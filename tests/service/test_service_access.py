@@ -114,6 +114,22 @@ def _error(response, status: int, kind: str, words: str = "") -> dict:
 # -- tokens -------------------------------------------------------------------------------
 
 
+def test_several_workers_get_the_tables_and_tokens(tables_file: Path, monkeypatch) -> None:
+    """``serve --workers N`` passes the file's tables and tokens (hashes) to each worker
+    in the environment: the same service comes out."""
+    import json
+
+    from lakestats import config
+    from lakestats.service.app import CONFIG_ENV, app_from_env, service_to_json
+
+    service = load_service(tables_file)
+    monkeypatch.setenv(CONFIG_ENV, json.dumps(service_to_json(service)))
+    with config.use(config.load()):
+        app = app_from_env()
+    assert list(app.state.tables.configs.values()) == service.tables
+    assert app.state.tokens.tokens == tuple(service.tokens)
+
+
 def test_the_tables_file_is_read_as_documented(tables_file: Path, secrets) -> None:
     service = load_service(tables_file)
     assert [(c.name, c.sensitive) for c in service.tables] == [
