@@ -85,3 +85,25 @@ class UnsupportedPredicateError(InvalidPredicateError):
 class PredicateTooLargeError(InvalidPredicateError):
     """A predicate over a documented limit (length, nesting, conditions, IN-list size:
     docs/limits.md); refused before the work it would cost is done."""
+
+
+class AuthenticationError(LakestatsError):
+    """A service request without a valid token, where the service asks for one (401)."""
+
+
+class PermissionDeniedError(LakestatsError):
+    """A valid token without a grant for what it asks (403)."""
+
+
+class SensitiveColumnError(PermissionDeniedError):
+    """A question about the values of a column the service withholds (403): its
+    frequencies, histogram, or a predicate comparing it with a value."""
+
+
+class InsecureBindError(InvalidArgumentError):
+    """``serve`` refused to listen beyond this machine without any token configured."""
+
+
+class ConfigurationError(LakestatsError):
+    """The service's tables file asks for what a table cannot give (a sensitive column it
+    does not have, or one whose values name its partitions)."""

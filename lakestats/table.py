@@ -216,6 +216,23 @@ class LakestatsTable(StatisticsLookups):
         found = self.derived_reader(where, snapshot_id)
         return None if found is None else [c["name"] for c in found.columns]
 
+    def compared_columns(self, where: str, snapshot_id: int | None = None) -> list[str]:
+        """The columns ``where`` compares with a value (every condition but ``IS [NOT]
+        NULL``), sorted: what an estimate of it reveals about their values (the service
+        withholds those of sensitive columns). A bad predicate raises as ``estimate``."""
+        from lakestats.query import predicate  # sqlglot: only when asked
+
+        pred = self._resident(snapshot_id).parse(where, _TableColumns(self, snapshot_id))
+
+        def compared(node: predicate.Predicate) -> set[str]:
+            if isinstance(node, predicate.And | predicate.Or):
+                return {c for child in node.children for c in compared(child)}
+            if isinstance(node, predicate.Not):
+                return compared(node.child)
+            return set() if isinstance(node, predicate.IsNull) else {node.column}
+
+        return sorted(compared(pred))
+
     def _version_reader(self, snapshot_id: int | None) -> StatisticsReader:
         if snapshot_id is None:
             return self.reader()

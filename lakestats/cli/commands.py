@@ -186,11 +186,35 @@ def spark_jar(args: argparse.Namespace, out: Output) -> None:
 
 def serve(args: argparse.Namespace, out: Output) -> None:
     # the service (FastAPI, uvicorn): this command only
-    from lakestats.service.config import demo_tables, load_tables
+    from lakestats.service.config import ServiceConfig, demo_tables, load_service
     from lakestats.service.server import serve as run
 
-    configs = load_tables(args.tables) if args.tables else demo_tables(args.warehouse)
-    run(configs, host=args.host, port=args.port, workers=args.workers)
+    service = load_service(args.tables) if args.tables else ServiceConfig(
+        demo_tables(args.warehouse)
+    )
+    run(service, host=args.host, port=args.port, workers=args.workers)
+
+
+def token(args: argparse.Namespace, out: Output) -> None:
+    """A new token: the secret once, its hashed entry, appended to ``--add-to``."""
+    from lakestats.service.config import add_token
+    from lakestats.service.tokens import ALL, check_name, digest, entry, new_secret
+
+    name = check_name(args.name)
+    tables = None if args.tables.strip() == ALL else columns_of(args.tables)
+    if tables is not None and ALL in tables:
+        raise InvalidArgumentError('--tables: give "*" alone, or table names')
+    secret = new_secret()
+    if args.add_to:
+        add_token(args.add_to, name, secret, tables)
+    out.token({
+        "name": name,
+        "token": secret,
+        "hash": digest(secret),
+        "tables": tables if tables is not None else ALL,
+        "entry": entry(name, secret, tables),
+        "added_to": args.add_to,
+    })
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Output], None]] = {
@@ -213,4 +237,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Output], None]] = {
     "spark-register": spark_register,
     "spark-jar": spark_jar,
     "serve": serve,
+    "token": token,
 }

@@ -74,6 +74,9 @@ class Output:
     def jar(self, path: str) -> None:
         print_json({"jar": path})
 
+    def token(self, made: Mapping[str, object]) -> None:
+        print_json(made)
+
     def paimon(self, document: Mapping[str, object]) -> None:
         """Paimon's statistics JSON, with or without ``--json``."""
         print(json.dumps(document, indent=2))
@@ -300,6 +303,14 @@ class TextOutput(Output):
 
     def jar(self, path: str) -> None:
         print(path)  # as `spark.jars=$(lakestats spark-jar)` takes it
+
+    def token(self, made: Mapping[str, object]) -> None:
+        print(f"token (shown only now; keep it secret): {made['token']}")
+        if made["added_to"]:
+            print(f"added its hashed entry to {made['added_to']}:\n")
+        else:
+            print("add its hashed entry to the tables file:\n")
+        print(str(made["entry"]), end="")
 
     def registered(self, result: Mapping[str, object]) -> None:
         if self.args.dry_run:  # a dry run's statistics are its answer

@@ -350,6 +350,24 @@ def _faces(sub: Subparsers) -> None:
     p.add_argument("--warehouse", help="the demo's warehouse directory (default ./warehouse)")
     p.add_argument("--workers", type=_positive, default=1, help="uvicorn workers (default 1)")
 
+    p = sub.add_parser(
+        "token",
+        help="a new access token for serve: prints it once, and its hashed entry for the "
+        "tables file (docs/access-control.md)",
+    )
+    p.add_argument("name", help="the token's name in the tables file (letters, digits, _ -)")
+    p.add_argument(
+        "--tables",
+        required=True,
+        help='the served tables it may read, comma-separated, or "*" for all of them',
+    )
+    p.add_argument(
+        "--add-to",
+        metavar="FILE",
+        help="append the hashed entry to this TOML tables file (checked first)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole parser; ``args.command`` names the command (``commands.COMMANDS``)."""

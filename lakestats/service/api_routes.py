@@ -5,7 +5,9 @@ Answers carry an ``ETag`` from the table, its statistics version and snapshot, a
 ``If-None-Match`` (304). Values follow the CLI's ``--json`` conventions (``jsonio``).
 Answers about one table are rendered once per statistics version and request
 (``TableSet.cached``), except those that name an ``as_of`` time (which snapshot that is
-moves with the table).
+moves with the table). With tokens configured, ``access.Access`` has admitted the request
+before it gets here; what a table's routes answer about its sensitive columns is
+``sensitive.GuardedTable``'s.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Path, Query, Request, Response, Security
+from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
-import lakestats.api as ls
 from lakestats.answers import DerivedStatistics, ServedTable
 from lakestats.errors import StatisticsNotFoundError
+from lakestats.service.access import granted
 from lakestats.service.errors import ERROR_SCHEMA
 from lakestats.service.jsonio import answer, cached_answer, etag, rendered
 from lakestats.service.params import check_columns, column_list, snapshot_of
+from lakestats.service.sensitive import MARK, GuardedTable
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {
@@ -30,10 +34,17 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     }
     for status, text in [
         (400, "bad parameter, predicate or value"),
+        (401, "no valid token (when the service has tokens configured)"),
+        (403, "no grant for the table, or a sensitive column's values asked for"),
         (404, "unknown table, column, partition, or no statistics"),
     ]
 }
-router = APIRouter(prefix="/api", responses=ERRORS)
+# documents the header (Swagger UI's Authorize); ``access.Access`` checks it, before routing
+BEARER = HTTPBearer(
+    auto_error=False,
+    description="`Authorization: Bearer <token>`, when the service has tokens configured",
+)
+router = APIRouter(prefix="/api", responses=ERRORS, dependencies=[Security(BEARER)])
 
 TableName = Annotated[str, Path(description="a served table's name (see /api/tables)")]
 ColumnName = Annotated[
@@ -53,7 +64,7 @@ Computed = tuple[object, str]  # an answer's data and its ETag
 
 
 def _answer(
-    request: Request, table: str, compute: Callable[[ls.LakestatsTable], Computed]
+    request: Request, table: str, compute: Callable[[GuardedTable], Computed]
 ) -> Response:
     """``compute(handle)``'s data and ETag as a response, rendered once per statistics
     version and request."""
@@ -68,7 +79,7 @@ def _answer(
 @router.get("/tables", summary="served tables")
 def list_tables(request: Request) -> Response:
     tables = request.app.state.tables
-    served = [tables.served(name) for name in tables.names()]
+    served = [tables.served(name) for name in granted(request, tables.names())]
     versions = [(t.name, t.summary.version if t.summary else None) for t in served]
     return answer(request, [t.to_json() for t in served], etag("tables", *versions))
 
@@ -76,8 +87,12 @@ def list_tables(request: Request) -> Response:
 @router.get("/tables/{table}", summary="a table: version, snapshot, partitions, columns")
 def table_info(request: Request, table: TableName) -> Response:
     tables = request.app.state.tables
-    summary = tables.get(table).summary()
+    handle = tables.get(table)
+    summary = handle.summary()
     data = ServedTable(table, summary, columns=summary.columns).to_json()
+    for column in data["columns"]:  # type: ignore[attr-defined]
+        if handle.sensitivity.covers(column["name"]):
+            column[MARK] = True
     return answer(request, data, etag(table, summary.version, summary.snapshot_id))
 
 
@@ -91,7 +106,7 @@ def versions(request: Request, table: TableName) -> Response:
 @router.get("/tables/{table}/partitions", summary="partitions with statistics")
 def partitions(request: Request, table: TableName) -> Response:
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         found = handle.partitions()
         return found.to_json(), etag(table, found.version, "partitions")
 
@@ -111,7 +126,7 @@ def statistics(
     tables = request.app.state.tables
     names = column_list(columns)
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         check_columns(handle, names)
         snapshot_id = snapshot_of(handle, snapshot, as_of)
         if not partition:
@@ -132,7 +147,7 @@ def profile(
     """As ``lakestats profile --json``: size, freshness, exact figures and alerts."""
     tables = request.app.state.tables
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)
         found = tables.profile(table, snapshot_id)
         return found.to_json(), etag(table, found.version, found.staleness.snapshot_id, "p")
@@ -156,7 +171,7 @@ def stats(
     names = column_list(columns)
     assert names is not None  # a required parameter: a list, or a 400 saying it is empty
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)
         found = handle.stats(
             names, where=where, by_partition=by_partition, snapshot_id=snapshot_id
@@ -177,7 +192,7 @@ def frequencies(
     top: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
 ) -> Response:
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         found = handle.frequencies(column, partition, top)
         return found.to_json(), etag(table, found.version, column, partition, top)
 
@@ -196,7 +211,7 @@ def histogram(
     stop: Annotated[int | None, Query(ge=0, le=2**31)] = None,
 ) -> Response:
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         found = handle.histogram(column, partition, start, stop)
         return found.to_json(), etag(table, found.version, column, partition, start, stop)
 
@@ -214,7 +229,7 @@ def partitions_containing(
     value: Annotated[str, Query(description="the value, as text", max_length=65536)],
 ) -> Response:
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         holders = handle.partitions_containing(column, value)
         return holders.to_json(), etag(table, holders.version, column, value)
 
@@ -232,7 +247,7 @@ def estimate(
 ) -> Response:
     """As ``lakestats estimate --json``."""
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)
         found = handle.estimate(where, snapshot_id, table_level=table_level)
         return found.to_json(), etag(table, found.version, found.snapshot_id, where, table_level)
@@ -267,7 +282,7 @@ def estimate_batch(
     tables = request.app.state.tables
     wheres = tuple(body.where)
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         found = handle.estimate_many(wheres, body.snapshot_id, table_level=body.table_level)
         tag = etag(table, found.version, found.snapshot_id, "batch", wheres, body.table_level)
         return found.to_json(), tag
@@ -291,7 +306,7 @@ def predicate_statistics(
     when there is none (the service never starts Spark)."""
     tables = request.app.state.tables
 
-    def compute(handle: ls.LakestatsTable) -> Computed:
+    def compute(handle: GuardedTable) -> Computed:
         snapshot_id = snapshot_of(handle, snapshot, as_of)
         names = handle.derived_columns(where, snapshot_id)  # a bad predicate: 400, not 404
         if names is None:

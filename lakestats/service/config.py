@@ -8,25 +8,34 @@ The file maps a public name to a table (catalog identifier or URI) and its optio
     catalog = "prod"                    # optional pyiceberg catalog name
     warehouse = "/srv/warehouse"        # optional embedded catalog warehouse
     s3 = { endpoint_url = "http://127.0.0.1:9000", region = "us-east-1" }  # optional
+    sensitive = ["l_comment"]           # optional: columns served without their values
 
-(JSON: ``{"tables": {"lineitem": {"table": ...}}}``). Requests address tables only by
-these names; names are restricted to ``[A-Za-z0-9_.-]`` (no ``..``), so a request can
-never name a path on the server's disk. Relative paths in the file are relative to it.
+    [tokens.planner]                    # optional: then every request needs a token
+    hash = "sha256:…"                   # printed by `lakestats token`
+    tables = ["lineitem"]               # or "*"
+
+(JSON: ``{"tables": {"lineitem": {"table": ...}}, "tokens": {...}}``). Requests address
+tables only by these names; names are restricted to ``[A-Za-z0-9_.-]`` (no ``..``), so a
+request can never name a path on the server's disk. Relative paths in the file are
+relative to it. ``tokens`` (``lakestats.service.tokens``) and ``sensitive``
+(``lakestats.service.sensitive``) are the service's access control (docs/access-control.md).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lakestats.api import S3Options
 from lakestats.errors import InvalidArgumentError
+from lakestats.service.tokens import Token, entry, parse_tokens
 
 NAME = re.compile(r"^(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-OPTIONS = {"table", "stats_root", "catalog", "warehouse", "s3"}
+OPTIONS = {"table", "stats_root", "catalog", "warehouse", "s3", "sensitive"}
 S3_OPTIONS = {"endpoint_url", "region", "access_key", "secret_key"}
 
 
@@ -40,6 +49,17 @@ class TableConfig:
     catalog: str | None = None
     warehouse: str | None = None
     s3: S3Options | None = None
+    sensitive: tuple[str, ...] = ()
+    """Columns served without their values (a struct's name covers its fields)."""
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """What a tables file configures: the served tables and the tokens that may read them
+    (none: the service asks for no token)."""
+
+    tables: list[TableConfig]
+    tokens: list[Token] = field(default_factory=list)
 
 
 def demo_tables(warehouse: str | None = None) -> list[TableConfig]:
@@ -58,6 +78,11 @@ def demo_tables(warehouse: str | None = None) -> list[TableConfig]:
 
 def load_tables(path: str | Path) -> list[TableConfig]:
     """Parse a TOML (``.toml``) or JSON config file into table configs."""
+    return load_service(path).tables
+
+
+def load_service(path: str | Path) -> ServiceConfig:
+    """Parse a TOML (``.toml``) or JSON config file into table configs and tokens."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -77,7 +102,13 @@ def load_tables(path: str | Path) -> list[TableConfig]:
         raise InvalidArgumentError(
             f"{path} names no tables: expected a [tables.NAME] section with table = URI"
         )
-    return [_table_config(name, spec, path.parent) for name, spec in tables.items()]
+    unknown = set(data) - {"tables", "tokens"}
+    if unknown:
+        raise InvalidArgumentError(
+            f"{path}: unknown section(s) {sorted(unknown)}; allowed: tables, tokens"
+        )
+    configs = [_table_config(name, spec, path.parent) for name, spec in tables.items()]
+    return ServiceConfig(configs, parse_tokens(data.get("tokens"), tables, str(path)))
 
 
 def _table_config(name: str, spec: object, base: Path) -> TableConfig:
@@ -99,6 +130,13 @@ def _table_config(name: str, spec: object, base: Path) -> TableConfig:
                 f"table {name!r}: s3 takes only {sorted(S3_OPTIONS)}"
             )
         s3 = S3Options(**s3)
+    sensitive = spec.get("sensitive", [])
+    if not isinstance(sensitive, list) or not all(
+        isinstance(c, str) and c for c in sensitive
+    ):
+        raise InvalidArgumentError(
+            f'table {name!r}: sensitive must be a list of column names, e.g. ["email"]'
+        )
     return TableConfig(
         name=name,
         table=_table_ref(spec["table"], base),
@@ -106,6 +144,7 @@ def _table_config(name: str, spec: object, base: Path) -> TableConfig:
         catalog=spec.get("catalog"),
         warehouse=_path(spec["warehouse"], base) if spec.get("warehouse") else None,
         s3=s3,
+        sensitive=tuple(dict.fromkeys(sensitive)),
     )
 
 
@@ -119,3 +158,33 @@ def _table_ref(value: str, base: Path) -> str:
 
 def _path(value: str, base: Path) -> str:
     return value if "://" in value else str((base / value).resolve())
+
+
+def add_token(path: str | Path, name: str, secret: str, tables: list[str] | None) -> None:
+    """Append ``secret``'s entry (its hash, never the secret) to the TOML tables file
+    ``path``, after checking that the file with it still loads (a served table for each
+    grant, a new name); the file is replaced whole, never left half written."""
+    path = Path(path)
+    if path.suffix == ".json":
+        raise InvalidArgumentError(
+            f"{path} is JSON: add the token to its \"tokens\" object by hand (--add-to "
+            "writes TOML files)"
+        )
+    before = load_service(path)
+    if any(t.name == name for t in before.tokens):
+        raise InvalidArgumentError(f"{path} already has a token named {name!r}")
+    served = [c.name for c in before.tables]
+    unknown = sorted(set(tables or ()) - set(served))
+    if unknown:
+        raise InvalidArgumentError(f"{path} does not serve {unknown}; served: {served}")
+    text = path.read_text(encoding="utf-8")
+    ending = "" if text.endswith("\n") or not text else "\n"
+    text = f"{text}{ending}\n{entry(name, secret, tables)}"
+    temporary = path.with_name(f".{path.name}.new")
+    temporary.write_text(text, encoding="utf-8")
+    try:
+        os.chmod(temporary, path.stat().st_mode & 0o7777)
+        load_service(temporary)  # the file as it will be: refused whole if it does not load
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -1,7 +1,9 @@
 """Errors as ``{"error": {"type", "message"}}`` with a 4xx status; never a traceback.
 
-``LakestatsError`` subclasses map to statuses by what the client got wrong: unknown
+``LakestatsError`` subclasses map to statuses by what the client got wrong: no valid
+token -> 401 (``access``); no grant, or a sensitive column's values -> 403; unknown
 table, column, partition or statistics -> 404; a bad predicate, value or option -> 400;
+a tables file the table contradicts (``ConfigurationError``) -> 500 saying so;
 FastAPI's request validation -> 400 (one line naming the parameter); unknown routes and
 methods keep their 404/405. Messages name tables, never where they live on the server
 (``TableSet.redact``). Anything else is a bug: logged with its traceback on the
@@ -22,6 +24,9 @@ from lakestats.service.jsonio import LakestatsJSON
 log = logging.getLogger("lakestats.service")
 
 STATUS: list[tuple[type[le.LakestatsError], int]] = [
+    (le.AuthenticationError, 401),
+    (le.PermissionDeniedError, 403),  # includes SensitiveColumnError
+    (le.ConfigurationError, 500),
     (le.TableNotFoundError, 404),
     (le.NotATableError, 404),
     (le.ColumnNotFoundError, 404),

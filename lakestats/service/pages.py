@@ -21,13 +21,15 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from lakestats import api, display
+from lakestats import display
 from lakestats.answers import Bin, Frequencies, Histogram, column_json, jsonable
 from lakestats.errors import LakestatsError
 from lakestats.service import views
+from lakestats.service.access import granted
 from lakestats.service.cache import Answer
 from lakestats.service.errors import status_of
 from lakestats.service.jsonio import LakestatsJSON
+from lakestats.service.sensitive import GuardedTable
 from lakestats.service.tables import TableSet
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -58,7 +60,7 @@ def _error(request: Request, exc: LakestatsError) -> HTMLResponse:
 @router.get("/")
 def index(request: Request) -> HTMLResponse:
     tables: TableSet = request.app.state.tables
-    rows = [tables.served(name) for name in tables.names()]
+    rows = [tables.served(name) for name in granted(request, tables.names())]
     return _render(request, "index.html", {"tables": rows})
 
 
@@ -202,6 +204,9 @@ def cells_of(
     out = {}
     for cell in context["cells"]:
         row = cell["row"]
+        if row.get("sensitive"):  # no histogram or top values: they are values
+            out[row["name"]] = {"hist": "", "top": '<span class="sensitive">sensitive</span>'}
+            continue
         bins: tuple[Bin, ...] = ()
         if row.get("histogram_bins"):
             bins = handle.histogram(row["name"], context["partition"]).bins
@@ -260,7 +265,7 @@ def column_context(
     if row.get("histogram_bins"):
         histogram = handle.histogram(column, entry_name, start, stop)
     frequencies = None
-    if not row.get("all_distinct"):
+    if not row.get("all_distinct") and not row.get("sensitive"):
         frequencies = handle.frequencies(column, entry_name, TOP_ON_COLUMN_PAGE)
     bars = []
     if histogram is not None:
@@ -338,7 +343,7 @@ def _shares(frequencies: Frequencies | None, row: dict[str, object]) -> list[str
     return [f"{100 * f / values:.1f} %" if values else "" for _, f in frequencies]
 
 
-def _partition_rows(handle: api.LakestatsTable, column: str) -> list[dict[str, object]]:
+def _partition_rows(handle: GuardedTable, column: str) -> list[dict[str, object]]:
     if not handle.summary().partitions:
         return []
     out: list[dict[str, object]] = []

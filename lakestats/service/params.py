@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import lakestats.api as ls
 from lakestats.errors import InvalidArgumentError
+from lakestats.service.sensitive import GuardedTable
 
 
 def column_list(text: str | None) -> list[str] | None:
@@ -21,12 +22,12 @@ def column_list(text: str | None) -> list[str] | None:
     return names
 
 
-def check_columns(table: ls.LakestatsTable, names: list[str] | None) -> None:
+def check_columns(table: GuardedTable, names: list[str] | None) -> None:
     """Unknown columns are a 404 naming them (the facade's table level skips them)."""
     table.check_columns(names)
 
 
-def snapshot_of(table: ls.LakestatsTable, snapshot: int | None, as_of: str | None) -> int | None:
+def snapshot_of(table: GuardedTable, snapshot: int | None, as_of: str | None) -> int | None:
     """The snapshot a request asks for: ``snapshot``, or the one current at ``as_of``."""
     if as_of is None:
         return snapshot
@@ -36,4 +37,4 @@ def snapshot_of(table: ls.LakestatsTable, snapshot: int | None, as_of: str | Non
         moment = ls.parse_as_of(as_of)
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"as_of: {exc}") from None
-    return ls.snapshot_as_of(table.format, moment)
+    return table.snapshot_as_of(moment)

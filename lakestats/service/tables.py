@@ -9,7 +9,8 @@ when a newer one was published, and re-reads the table every ``reopen_seconds`` 
 so a long-running service follows ``lakestats analyze`` without a restart. ``memo`` keeps
 answers per table and version, shared by all threads, for ``reopen_seconds``; ``cached``
 keeps rendered API answers the same way (``cache.AnswerCache``). An unknown name is a
-``TableNotFoundError`` (404); names are never paths.
+``TableNotFoundError`` (404); names are never paths. ``get`` hands out the handle
+guarded (``sensitive.GuardedTable``): the routes never see a sensitive column's values.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import lakestats.api as ls
 from lakestats.errors import LakestatsError, TableNotFoundError
 from lakestats.service.cache import Answer, AnswerCache
 from lakestats.service.config import TableConfig
+from lakestats.service.sensitive import GuardedTable, Sensitivity
 
 if TYPE_CHECKING:
     from lakestats.answers import ServedTable, TableProfile, TableStatistics
@@ -40,6 +42,7 @@ MEMO_SIZE = 512
 @dataclass
 class _Handle:
     table: ls.LakestatsTable
+    guarded: GuardedTable
     version: int
     checked_at: float
     opened_at: float
@@ -92,7 +95,7 @@ class TableSet:
         _load_pyarrow_pandas_shim()
         for name in self.configs:
             with contextlib.suppress(LakestatsError):  # not analyzed: pages and API say so
-                table = self.get(name)
+                table = self._handle(name).table
                 table.format.schema(None)
                 summary = table.summary()  # opens the latest version
                 for column in summary.columns[:1]:
@@ -105,9 +108,18 @@ class TableSet:
             handles = self._local.handles = {}
         return handles
 
-    def get(self, name: str) -> ls.LakestatsTable:
-        """This thread's handle of ``name``; 404 (``TableNotFoundError``) for any other."""
-        return self._handle(name).table
+    def get(self, name: str) -> GuardedTable:
+        """This thread's handle of ``name``, guarded; 404 (``TableNotFoundError``) for any
+        other."""
+        return self._handle(name).guarded
+
+    def check(self) -> None:
+        """Open every table with sensitive columns and check them against it
+        (``ConfigurationError``): ``lakestats serve`` refuses a wrong file before
+        listening, instead of every request to the table failing."""
+        for name, config in self.configs.items():
+            if config.sensitive:
+                self._handle(name)
 
     def _handle(self, name: str) -> _Handle:
         config = self.configs.get(name)
@@ -122,22 +134,31 @@ class TableSet:
         if handle is not None and now - handle.checked_at < self.refresh_seconds:
             return handle
         if handle is None:
-            handle = _Handle(_open(config), -1, now, now)
+            handle = self._opened(config, -1, now)
         elif now - handle.opened_at >= self.reopen_seconds:
             # the table may have moved on: re-read it, keep the open statistics files (every
             # thread re-opening them at once stalled the service for ~1 s); threads drift
             # apart so that they do not all refresh in the same second
             handle.table.forget_table_state()
             opened = now - random.uniform(0, self.reopen_seconds / 4)
-            handle = _Handle(handle.table, handle.version, now, opened)
+            handle = _Handle(handle.table, handle.guarded, handle.version, now, opened)
         latest = handle.table.latest_version()
-        if handle.version not in (-1, latest):
-            handle = _Handle(_open(config), latest, now, now)  # a newer version
-        handle = handles[name] = _Handle(handle.table, latest, now, handle.opened_at)
+        if handle.version != latest:  # a version not seen before: its columns may differ
+            if handle.version != -1:
+                handle = self._opened(config, latest, now)  # a newer version
+            handle.guarded.check()
+        handle = handles[name] = _Handle(
+            handle.table, handle.guarded, latest, now, handle.opened_at
+        )
         return handle
 
+    def _opened(self, config: TableConfig, version: int, now: float) -> _Handle:
+        table = _open(config)
+        guarded = GuardedTable(table, Sensitivity(config.name, config.sensitive))
+        return _Handle(table, guarded, version, now, now)
+
     def cached(
-        self, name: str, key: object, compute: Callable[[ls.LakestatsTable], Answer]
+        self, name: str, key: object, compute: Callable[[GuardedTable], Answer]
     ) -> Answer:
         """``compute(handle)`` once per table, statistics version and ``key`` (the
         request), while it stays in ``answers``; the version is this thread's handle's, so
@@ -145,7 +166,7 @@ class TableSet:
         handle = self._handle(name)
         found = self.answers.get(name, handle.version, key)
         if found is None:
-            found = compute(handle.table)
+            found = compute(handle.guarded)
             self.answers.put(name, handle.version, key, found)
         return found
 

@@ -93,6 +93,7 @@ def test_cli_imports_only_the_facade() -> None:
         "lakestats.spark",
         "lakestats.service.config",
         "lakestats.service.server",
+        "lakestats.service.tokens",  # `lakestats token`: a new secret and its hash
     }, sorted(ours)
 
 

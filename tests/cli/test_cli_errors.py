@@ -242,6 +242,13 @@ CASES = [
     ("serve --tables {MISSING}", "cannot read the tables config"),
     ("serve --tables {DATAFILE}", "not text"),
     ("serve --port 70000", "0 to 65535"),
+    ("serve --host 0.0.0.0 --port 0", "with no token configured"),
+    # token: a bad name, grant or file adds nothing and prints no secret
+    ("token reader", "--tables"),
+    ("token 'bad name' --tables t", "token name 'bad name'"),
+    ("token reader --tables t,*", 'give "*" alone'),
+    ("token reader --tables t --add-to {MISSING}", "cannot read the tables config"),
+    ("token reader --tables t --add-to {DATAFILE}", "not text"),
     ("partitions-containing {T} --stats-root {S} --column nope --value 1", "'nope'"),
     ("partitions-containing {T} --stats-root {S} --column n --value abc", "not a value"),
     ("partitions-containing {T} --stats-root {S} --column n", "--value"),

@@ -312,3 +312,101 @@ def test_column_page_partitions_are_paged_with_shades_of_all(
     page.locator("#partition-pages a[rel=prev]").click()
     page.wait_for_url("**parts=1**")
     assert rows() == unpaged[:2]
+
+
+@pytest.fixture(scope="module")
+def guarded_url(tmp_path_factory: pytest.TempPathFactory, spark, sales):
+    """A second server, with tokens: ``people`` (sensitive e-mails, cards, salaries) for
+    the token ``people``, ``sales`` for none of the browser's."""
+    import uvicorn
+
+    from lakestats.service.config import TableConfig
+    from lakestats.service.tokens import Token, digest, new_secret
+    from tests.service.test_service_access import SENSITIVE, write_people
+
+    root = write_people(tmp_path_factory.mktemp("guarded") / "people")
+    ls.open_table(str(root)).analyze(spark=spark)
+    secret = new_secret()
+    tokens = [Token("people", digest(secret), frozenset({"people"}))]
+    configs = [TableConfig("people", str(root), sensitive=SENSITIVE), sales]
+    port = _free_port()
+    app = create_app(configs, tokens=tokens)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    with serving(server):
+        yield f"http://127.0.0.1:{port}", secret
+
+
+def test_without_a_token_the_browser_gets_the_login_page(guarded_url, browser) -> None:
+    url, _ = guarded_url
+    page = browser.new_page()
+    page.set_default_timeout(30_000)
+    for path in ("/", "/tables/people", "/tables/people/columns/email"):
+        response = page.goto(f"{url}{path}")
+        assert response.status == 401, path
+        assert page.locator("form#login input[name=token]").count() == 1
+        assert "secret@" not in page.content()
+    page.fill("#token", "lst_not-the-token")
+    page.click("form#login button")
+    page.wait_for_selector("#login-message")
+    assert "not valid" in page.inner_text("#login-message")
+    assert page.context.cookies() == []
+
+
+def test_with_a_token_pages_click_through_without_sensitive_values(
+    guarded_url, browser
+) -> None:
+    """Logged in through the form: the index lists the granted table only; its page, the
+    cells and overview it loads, and every column page its links open show the counts of
+    the sensitive columns and none of their values, while a column that is not sensitive
+    shows its top values; every link answers 200 with the cookie; logging out ends it."""
+    from tests.service.test_service_access import LEAKS, SENSITIVE
+
+    url, secret = guarded_url
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.set_default_timeout(30_000)
+    page.goto(f"{url}/tables/people")
+    page.fill("#token", secret)
+    page.click("form#login button")
+    page.wait_for_url("**/tables/people")  # back where the login began
+    [cookie] = page.context.cookies()
+    assert cookie["name"] == "lakestats_token" and cookie["httpOnly"]
+    page.goto(f"{url}/")
+    assert page.locator("#tables tbody tr").count() == 1  # sales is not granted
+    page.click("text=people")
+    page.wait_for_url("**/tables/people")
+    page.wait_for_selector('#columns-body[data-loaded="true"]')
+    page.wait_for_selector('#overview[data-loaded="true"]')
+    assert LEAKS.search(page.content()) is None
+    for name in SENSITIVE:
+        row = page.locator(f'#columns tr[data-column="{name}"]')
+        assert row.locator("td.name .sensitive").count() == 1
+        assert row.locator(".null-count").inner_text() == "0"
+    city = page.locator('#columns tr[data-column="city"] td.top').inner_text()
+    assert "Zyxville" in city  # values of the other columns do show
+    api = httpx.Client(timeout=30, cookies={"lakestats_token": secret})
+    hrefs = page.eval_on_selector_all(
+        "#columns td.name a", "links => links.map(a => a.href)"
+    )
+    assert len(hrefs) == 6
+    for i in range(len(hrefs)):
+        page.goto(f"{url}/tables/people")
+        page.locator("#columns td.name a").nth(i).click()
+        page.wait_for_url("**/tables/people/columns/**")
+        assert LEAKS.search(page.content()) is None, page.url
+        name = page.url.rsplit("/", 1)[-1]
+        if name in SENSITIVE:
+            assert "sensitive" in page.inner_text("#sensitive")
+            assert page.locator("#top-values").count() == 0
+            assert page.locator("#histogram").count() == 0
+        for href in page.eval_on_selector_all(
+            "a[href]",
+            "links => links.map(a => new URL(a.getAttribute('href'), document.baseURI).href)",
+        ):
+            answer = api.get(href)
+            assert answer.status_code == 200, href
+            assert LEAKS.search(answer.text) is None, href
+    page.click("header form.logout button")
+    page.wait_for_url("**/login")
+    assert page.context.cookies() == []
+    assert page.goto(f"{url}/tables/people").status == 401

@@ -156,14 +156,14 @@ def test_a_new_table_snapshot_is_seen_as_stale_with_the_statistics_files_kept(
     tables = TableSet([TableConfig(name="events", table=path)], refresh_seconds=0,
                       reopen_seconds=0)
     table = tables.get("events")
-    reader = table.reader()
+    reader = table.table.reader()  # the guarded handle's table handle
     before = table.table_statistics()
     assert before.stale is False and before.row_count == 100
     write_deltalake(path, pa.table({"n": pa.array(range(5), pa.int64())}), mode="append")
     again = tables.get("events")  # past reopen_seconds: the table is re-read
     after = again.table_statistics()
     assert after.stale is True and after.staleness.snapshots_behind == 1
-    assert again.reader() is reader  # the open statistics files were kept
+    assert again.table.reader() is reader  # the open statistics files were kept
     assert after.row_count == before.row_count == 100  # what the version describes
 
 

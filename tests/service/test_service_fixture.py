@@ -97,6 +97,18 @@ def test_config_toml_and_json(tmp_path: Path) -> None:
         ("[tables.a]\ntable = 'x'\ns3 = { token = 'x' }\n", "s3 takes only"),
         ("x = 1\n", "names no tables"),
         ("[tables\n", "is not valid toml"),
+        # access control: a misspelt section or entry is refused, never ignored
+        ("[tables.a]\ntable = 'x'\n[token.r]\nhash = 'x'\n", "unknown section.*'token'"),
+        ("[tables.a]\ntable = 'x'\nsensitive = 'email'\n", "sensitive must be a list"),
+        ("[tables.a]\ntable = 'x'\n[tokens.r]\nhash = 'lst_x'\ntables = '*'\n",
+         "hash must be sha256"),
+        (f"[tables.a]\ntable = 'x'\n[tokens.r]\nhash = 'sha256:{'0' * 64}'\ntables = ['b']\n",
+         "grants ..b.., which the file does not serve"),
+        (f"[tables.a]\ntable = 'x'\n[tokens.r]\nhash = 'sha256:{'0' * 64}'\ntables = []\n",
+         "non-empty list"),
+        (f"[tables.a]\ntable = 'x'\n[tokens.r]\nhash = 'sha256:{'0' * 64}'\ntables = '*'\n"
+         f"[tokens.s]\nhash = 'sha256:{'0' * 64}'\ntables = '*'\n", "the same hash"),
+        (f"[tables.a]\ntable = 'x'\n[tokens.r]\nhash = 'sha256:{'0' * 64}'\n", "tables must be"),
     ],
 )
 def test_config_errors(tmp_path: Path, text: str, message: str) -> None:
