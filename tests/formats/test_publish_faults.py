@@ -268,3 +268,68 @@ def _exact_or_estimated(table: ls.Table, version: manifest.Version) -> dict[str,
     names = {int(c["field_id"]): c["name"] for c in version.columns if "field_id" in c}
     return {names[b.fields[0]]: int(b.properties["ndv"]) for b in blobs}
 
+
+
+def _statistics_line(explain: str) -> str:
+    """The scan's ``Statistics(...)`` in ``EXPLAIN COST``."""
+    line = next(line for line in explain.splitlines() if "Statistics(" in line)
+    return line[line.index("Statistics(") :]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "not json", "another table's", "another version's", "a bad value",
+     "oversized"],
+)
+def test_a_damaged_or_foreign_file_leaves_sparks_own_estimates(
+    spark, reader: SparkReader | None, tmp_path: Path, damage: str
+) -> None:
+    """A file under ``spark/`` the component cannot use as it is: Spark plans with its own
+    estimates (Iceberg's, as with the component off), the query answers right, and one
+    warning names the file, however often the table is planned."""
+    if reader is None:
+        pytest.skip("no .venv-interop or jars (make interop jars jvm)")
+    warehouse = tmp_path / "warehouse"
+    table = _table(warehouse, "damaged", spark)
+    latest = manifest.load_version(table.store)
+    spark_dir = Path(table.store.uri, "spark")
+    [good] = spark_dir.iterdir()
+    content = json.loads(good.read_text())
+    # the newest version's name: the file the component picks for the snapshot
+    bad = spark_dir / f"v{latest.version + 1:08d}_{latest.snapshot_id}.json"
+    if damage == "truncated":
+        bad.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    elif damage == "not json":
+        bad.write_bytes(bytes(range(256)) * 10)
+    elif damage == "another table's":
+        other = _table(warehouse, "other", spark)
+        [theirs] = Path(other.store.uri, "spark").iterdir()
+        foreign = json.loads(theirs.read_text())
+        foreign.update(snapshot_id=latest.snapshot_id, version=latest.version + 1)
+        bad.write_text(json.dumps(foreign))
+    elif damage == "another version's":
+        bad.write_bytes(good.read_bytes())  # says version 1 under version 2's name
+    elif damage == "a bad value":
+        content["version"] = latest.version + 1
+        content["columns"]["x"]["stats"]["x.distinctCount"] = "many"
+        bad.write_text(json.dumps(content))
+    else:  # one byte over the limit (64 MiB): refused unread (sparse: no disk used)
+        with bad.open("wb") as handle:
+            handle.truncate((64 << 20) + 1)
+    before = len(reader.warnings())
+    request = {"op": "plan", "table": iceberg(warehouse, "damaged"), "filters": ["x < -1.0"]}
+    for _ in range(2):  # planned again and again: still one warning
+        seen = reader.ask(request)
+        on, off = seen["lakestats"], seen["spark"]
+        assert on["version"] is None
+        assert (on["row_count"], on["distinct"], on["filters"]) == (
+            off["row_count"], off["distinct"], off["filters"])
+        assert _statistics_line(on["explain"]) == _statistics_line(off["explain"])
+        assert on["counted"] == ROWS
+    warnings = reader.warnings()[before:]
+    assert len(warnings) == 1, warnings
+    assert bad.name in warnings[0] and "Spark's own estimates" in warnings[0], warnings[0]
+    if damage == "oversized":
+        assert "over the limit" in warnings[0]
+    bad.unlink()  # the good file again: lakestats' statistics
+    assert reader.ask(request)["lakestats"]["version"] == latest.version

@@ -58,8 +58,9 @@ def _version(frame) -> int | None:
             names = [c.getName() for c in scan.getClass().getInterfaces()]
             if "io.lakestats.spark.LakestatsScan" in names:
                 return int(scan.lakestatsVersion())
-        table = getattr(leaf, "catalogTable", None)
-        if table is not None and leaf.catalogTable().isDefined():
+        if leaf.getClass().getSimpleName() == "LogicalRelation" and (
+            leaf.catalogTable().isDefined()
+        ):
             mark = leaf.catalogTable().get().properties().get("lakestats.statistics.version")
             if mark.isDefined():
                 return int(mark.get())
