@@ -154,8 +154,8 @@ def test_a_publish_killed_at_every_point_leaves_whole_sets(
         "spark-temporary": {"puffin", "lakestats"},
         "spark-written": {"puffin", "lakestats", "component"},
     }
+    before = _views(table, warehouse, "killed", reader)
     for k, point in enumerate(kill_publish.POINTS):
-        before = _views(table, warehouse, "killed", reader)
         pending = _pending(table, spark, k, monkeypatch)
         spec = tmp_path / f"pending-{k}.json"
         spec.write_text(pending.to_json())
@@ -178,6 +178,12 @@ def test_a_publish_killed_at_every_point_leaves_whole_sets(
         if "lakestats" in new and "puffin" in new:  # the version names the file listed
             latest = manifest.load_version(table.store)
             assert latest.extra["puffin"]["path"] == after["puffin"]
+        before = after
+    # the temporary file the kill left under spark/ is never read; expire removes it
+    spark_dir = Path(table.store.uri, "spark")
+    assert [p.name for p in spark_dir.iterdir() if p.name.endswith(".tmp")]
+    table.expire(retain_last=100, orphan_age_minutes=0)
+    assert not [p.name for p in spark_dir.iterdir() if p.name.endswith(".tmp")]
     # the next analyze publishes over whatever a kill left
     result = table.analyze(spark=spark, exact=True, bins=64)
     final = _views(table, warehouse, "killed", reader)
