@@ -247,16 +247,30 @@ def list_files(uri: str, s3: S3Options | None = None, recursive: bool = False) -
         raise _unreachable(uri, exc, s3) from exc
 
 
-def cannot_write(uri: str, exc: OSError) -> StorageError:
+def cannot_write(uri: str, exc: OSError, s3: S3Options | None = None) -> StorageError:
+    """One line for a write that failed; on S3 (its retries spent) naming the endpoint and
+    its limits, since a store that fails requests, not the root, is then the usual cause."""
     if exc.errno == errno.ENOSPC:
         return StorageError(
             f"cannot write {uri}: no space left on device; free space on the statistics "
             "root (nothing was published, the previous version stands) and analyze again"
         )
     text = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    if is_remote(uri):
+        return s3_write_failed(uri, text, s3 or S3Options.from_env())
     return StorageError(
         f"cannot write {uri}: {text[:300]}; check that the statistics root is "
         "writable or pass another one with --stats-root"
+    )
+
+
+def s3_write_failed(uri: str, reason: str, s3: S3Options) -> StorageError:
+    """A write the S3 endpoint failed after every attempt (throttled, an internal error, the
+    connection lost): an analyze that fails so publishes nothing."""
+    return StorageError(
+        f"cannot write {uri}: {reason[:300]}; the S3 endpoint {s3.describe()} failed it "
+        "every time: analyze again once it answers (a failed analyze publishes nothing; the "
+        "previous statistics version stands), or raise s3.attempts (LAKESTATS_S3_ATTEMPTS)"
     )
 
 

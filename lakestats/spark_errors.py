@@ -9,6 +9,7 @@ executors' Python tracebacks and JVM stack traces end in the message that says w
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -22,12 +23,16 @@ def first_line(exc: BaseException) -> str:
 
 
 def last_line(exc: BaseException) -> str:
-    """The last line that is not a stack frame: where Spark's wrapped errors say why."""
+    """The last line that is not a stack frame: where Spark's wrapped errors say why (a
+    lakestats error an executor raised is its own line already: its class name dropped)."""
     for line in reversed(str(exc).strip().splitlines()):
         line = line.strip()
         if line and not line.startswith(("at ", "File ", "JVM stacktrace")):
-            return line
+            return _OWN_ERROR.sub("", line, count=1)
     return type(exc).__name__
+
+
+_OWN_ERROR = re.compile(r"^lakestats\.errors\.\w+: ")
 
 
 def spark_start_error(

@@ -250,30 +250,41 @@ def blobs_of(
     return blobs, skipped
 
 
+@dataclass(frozen=True)
+class Committed:
+    """A Puffin file committed for a version not yet published: what ``retire`` removes once
+    the version is, and ``undo`` puts back if it never is."""
+
+    record: PuffinRecord
+    replaced: object | None  # the table's StatisticsFile for the snapshot before the commit
+
+
 def publish(
     table: IcebergTableFormat,
     store: StatisticsStore,
     version: Version,
     map_partitions: Callable = map,
-) -> PuffinRecord:
+) -> Committed:
     """Write and commit the Puffin file of ``version`` (an Iceberg table's, whole table).
     The file goes to the table's metadata folder with the store's filesystem options (a
-    table handle reads the table and its statistics with the same ones)."""
+    table handle reads the table and its statistics with the same ones). The file it
+    replaces stays until ``retire``: the version still published names it."""
     snapshot = version.snapshot_id
     assert snapshot is not None
     refusal = commit_refusal(table)
     if refusal is not None:
-        return PuffinRecord(snapshot, None, [], {"*": refusal})
+        return Committed(PuffinRecord(snapshot, None, [], {"*": refusal}), None)
     types = theta_types(table, snapshot)
     found = table.native_table.metadata.snapshot_by_id(snapshot)
     sequence = int(found.sequence_number or 0) if found is not None else 0
     blobs, skipped = blobs_of(store, version, types, sequence, map_partitions)
     if not blobs:
-        return PuffinRecord(snapshot, None, [], skipped or {"*": "no column has a theta blob"})
+        record = PuffinRecord(snapshot, None, [], skipped or {"*": "no column has a theta blob"})
+        return Committed(record, None)
     written = write_puffin(blobs, f"{CREATED_BY} {installed_version()}")
     location = table.native_table.location().rstrip("/")  # as the metadata spells it
     path = f"{location}/metadata/{snapshot}-{uuid.uuid4()}{OWN_SUFFIX}"
-    previous = statistics_files(table).get(snapshot)
+    replaced = _statistics_file(table, snapshot)
     try:
         store.write_bytes_atomic(path, written.data)  # the store's options, beside the table
         _register(table, snapshot, path, written)
@@ -284,11 +295,36 @@ def publish(
             f"the Puffin statistics file for snapshot {snapshot} could not be committed to "
             f"the table ({type(exc).__name__}: {exc}); analyze again, or pass --no-puffin"
         ) from exc
-    if previous is not None and previous != path and is_own(previous):
-        with contextlib.suppress(Exception):  # replaced: the table lists it no more
-            store.delete_file(previous)
     names = [version.columns[c]["name"] for c, _ in _positions(version, blobs)]
-    return PuffinRecord(snapshot, path, names, skipped)
+    return Committed(PuffinRecord(snapshot, path, names, skipped), replaced)
+
+
+def retire(store: StatisticsStore, committed: Committed) -> None:
+    """Delete the file ``committed`` replaced, once its version is published (the table
+    lists it no more; the versions before named it until then)."""
+    previous = getattr(committed.replaced, "statistics_path", None)
+    if previous is not None and previous != committed.record.path and is_own(previous):
+        with contextlib.suppress(Exception):
+            store.delete_file(previous)
+
+
+def undo(table: IcebergTableFormat, store: StatisticsStore, committed: Committed) -> None:
+    """The table's statistics file of the snapshot as before ``committed`` (its version was
+    not published), and the new file deleted; a table another writer changed since keeps
+    what it lists. Best effort: the caller is already failing."""
+    path = committed.record.path
+    if path is None:
+        return
+    snapshot = committed.record.snapshot_id
+    with contextlib.suppress(Exception):
+        table.reload_table()
+        if statistics_files(table).get(snapshot) == path:
+            if committed.replaced is not None:
+                _commit(table, lambda update: update.set_statistics(committed.replaced))
+            else:
+                _commit(table, lambda update: update.remove_statistics(snapshot))
+        if statistics_files(table).get(snapshot) != path:
+            store.delete_file(path)
 
 
 def _positions(version: Version, blobs: list[Blob]) -> list[tuple[int, Blob]]:
@@ -334,6 +370,14 @@ def commit_refusal(table: IcebergTableFormat) -> str | None:
 def statistics_files(table: IcebergTableFormat) -> dict[int, str]:
     """Snapshot id -> the statistics file the table metadata lists for it."""
     return {s.snapshot_id: s.statistics_path for s in table.native_table.metadata.statistics}
+
+
+def _statistics_file(table: IcebergTableFormat, snapshot_id: int) -> object | None:
+    """The table metadata's statistics file entry for ``snapshot_id`` (None: none)."""
+    for entry in table.native_table.metadata.statistics:
+        if entry.snapshot_id == snapshot_id:
+            return entry
+    return None
 
 
 def _commit(table: IcebergTableFormat, change: Callable) -> None:

@@ -115,7 +115,10 @@ def plan_expiry(
     kept = set(plan.versions_kept)
     for info in root.list_files(root.join(layout.SPARK_DIR)):  # the Spark component's
         number = layout.spark_file_version(info.base_name)
-        if info.type == pafs.FileType.File and number is not None and number not in kept:
+        interrupted = info.base_name.endswith(".tmp") and not young(info)  # a killed write's
+        if info.type == pafs.FileType.File and number is not None and (
+            number not in kept or interrupted
+        ):
             plan.files_removed.append(info.path[len(base) + 1 :])
     return plan
 

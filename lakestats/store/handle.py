@@ -91,7 +91,7 @@ class StatisticsStore:
                 with self.open_output(uri) as out:
                     out.write(data)
             except OSError as exc:
-                raise fs.cannot_write(uri, exc) from exc
+                raise fs.cannot_write(uri, exc, self.s3) from exc
             return
         tmp = f"{path}.{uuid.uuid4().hex}.tmp"
         try:
@@ -101,7 +101,7 @@ class StatisticsStore:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)  # a full disk must not leave a partial temporary file behind
-            raise fs.cannot_write(uri, exc) from exc
+            raise fs.cannot_write(uri, exc, self.s3) from exc
 
     def create_exclusive(self, uri: str, data: bytes) -> bool:
         """Create ``uri`` with ``data`` unless it exists; False when another writer was
@@ -122,7 +122,7 @@ class StatisticsStore:
             except FileExistsError:
                 return False
             except OSError as exc:
-                raise fs.cannot_write(uri, exc) from exc
+                raise fs.cannot_write(uri, exc, self.s3) from exc
             finally:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
@@ -210,4 +210,5 @@ def _s3_put_if_absent(path: str, data: bytes, s3: fs.S3Options) -> bool | None:
             return False
         if error.get("Code") == "NotImplemented" or status == 501:
             return None
-        raise StorageError(f"cannot create {path} on S3: {error.get('Message', exc)}") from exc
+        reason = f"{error.get('Message') or exc} ({error.get('Code') or status})"
+        raise fs.s3_write_failed(f"s3://{path}", reason, limits) from exc

@@ -89,7 +89,7 @@ def parquet_output(
         filesystem, path = store.resolve(uri)
         with contextlib.suppress(OSError):
             filesystem.delete_file(path)  # unreferenced either way; expire would remove it
-        raise fs.cannot_write(uri, exc) from exc
+        raise fs.cannot_write(uri, exc, store.s3) from exc
 
 
 @contextlib.contextmanager

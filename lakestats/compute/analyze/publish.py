@@ -34,13 +34,29 @@ def publish(
     puffin_file: bool,
     engine_files: bool,
 ) -> int:
-    """Publish ``version`` and what engines read of it; its number. A Puffin file is
-    committed first and recorded in the version (failing it fails the analyze); the Spark
-    component's file follows the version (failing it is a warning: the version stands)."""
+    """Publish ``version`` and what engines read of it; its number.
+
+    Each engine's view changes in one step, in this order, so a process killed between
+    any two leaves every reader with a whole set, the new one or the one before: the
+    Puffin file is written whole and then committed (Iceberg's readers switch with the
+    table metadata); the version manifest is created (lakestats' readers switch); the
+    Spark component's file is written whole under its version's name (the component
+    switches). The Puffin file the commit replaced is deleted only once the version is
+    published (the version before names it until then); a failure to publish the version
+    puts the table's previous Puffin file back. Failing the Puffin file fails the
+    analyze; failing the Spark component's file is a warning (the version stands)."""
+    committed = None
     if puffin_file:
-        record = puffin.publish(table, root, version, lambda f, items: prefetch(f, list(items)))
-        version.extra["puffin"] = record.to_json()
-    number = publish_version(root, version)
+        committed = puffin.publish(table, root, version, lambda f, items: prefetch(f, list(items)))
+        version.extra["puffin"] = committed.record.to_json()
+    try:
+        number = publish_version(root, version)
+    except BaseException:
+        if committed is not None:
+            puffin.undo(table, root, committed)
+        raise
+    if committed is not None:
+        puffin.retire(root, committed)
     if engine_files:
         spark_statistics.publish_quietly(table, root, version)
     return number

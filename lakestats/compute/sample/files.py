@@ -49,7 +49,7 @@ def _write(table: pa.Table, root: StatisticsStore, relative: str, **kw: object) 
         with root.open_output(uri) as out:
             pq.write_table(table, out, compression="zstd", store_schema=False, **kw)
     except OSError as exc:
-        raise fs.cannot_write(uri, exc) from exc
+        raise fs.cannot_write(uri, exc, root.s3) from exc
     return root.file_info(uri).size
 
 

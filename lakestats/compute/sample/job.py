@@ -148,7 +148,7 @@ def _write(job: SampleJob, rows: pa.Table, relative: str) -> int:
             pq.write_table(rows, out, compression="zstd")
         return job.sample.file_info(uri).size
     except OSError as exc:
-        raise fs.cannot_write(uri, exc) from exc
+        raise fs.cannot_write(uri, exc, job.sample.s3) from exc
 
 
 def _draw(job: SampleJob, task: SampleTask) -> tuple[_Candidates, dict, int | None, int, int]:

@@ -106,8 +106,10 @@ final class PaimonScans {
         return null; // nothing to read (an empty table)
       }
       String location = Reflect.call(Reflect.call(scan, "table"), "location").toString();
-      SnapshotStatistics stats = Sidecars.find(Sidecars.root(location, roots), snapshot, hadoop);
-      return stats == null ? null : stats.scanStatistics(scan.readSchema(), histograms);
+      SnapshotStatistics stats =
+          Sidecars.find(Sidecars.root(location, roots), location, snapshot, hadoop);
+      return stats == null ? null
+          : Sidecars.use(stats, s -> s.scanStatistics(scan.readSchema(), histograms));
     } catch (Exception | LinkageError e) {
       LOG.warn("lakestats: no statistics for a Paimon scan: {}", e.toString());
       return null;

@@ -20,6 +20,7 @@ import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.colstats.ColumnStatistics;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
@@ -32,43 +33,154 @@ import scala.math.BigInt;
  * {@code ANALYZE TABLE} would store) with the equi-height histogram's bins beside it.
  */
 final class SnapshotStatistics {
-  final String root;
+  static final String FORMAT = "lakestats-spark-statistics";
+  static final int FORMAT_VERSION = 1;
+  /** The file's identity (path, size, time): what {@link Sidecars} keeps or refuses it by. */
+  final String key;
   final String snapshot;
   final long version;
   final long rowCount;
   final long sizeInBytes;
-  private final Map<String, JsonNode> columns = new HashMap<>();
+  private final Map<String, Column> columns = new HashMap<>();
 
-  SnapshotStatistics(String root, JsonNode json) {
-    this.root = root;
-    this.snapshot = json.get("snapshot_id").asText();
-    this.version = json.get("version").asLong();
-    this.rowCount = json.get("row_count").asLong();
-    this.sizeInBytes = json.get("size_in_bytes").asLong();
-    for (Iterator<Map.Entry<String, JsonNode>> it = json.get("columns").fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> entry = it.next();
-      columns.put(entry.getKey(), entry.getValue());
+  /** One column's statistics, parsed and checked when the file is read. */
+  private static final class Column {
+    final String type;
+    final CatalogColumnStat stat;
+    final Histogram histogram; // null: none
+
+    Column(String type, CatalogColumnStat stat, Histogram histogram) {
+      this.type = type;
+      this.stat = stat;
+      this.histogram = histogram;
     }
+  }
+
+  /**
+   * The statistics a file holds, checked whole before any is used: the file's format, the
+   * version its name carries, the snapshot and the table location the scan reads, and every
+   * column's values as Spark parses them. Anything else raises (the file is refused).
+   */
+  SnapshotStatistics(String key, JsonNode json, long named, String snapshot, String location) {
+    this.key = key;
+    if (!json.isObject() || !FORMAT.equals(text(json, "format"))) {
+      throw new IllegalStateException("not a lakestats statistics file for Spark");
+    }
+    long format = whole(json, "format_version");
+    if (format > FORMAT_VERSION) {
+      throw new IllegalStateException("format " + format + ", written by a newer lakestats");
+    }
+    this.version = whole(json, "version");
+    if (version != named) {
+      throw new IllegalStateException("it holds version " + version + ", its name says " + named);
+    }
+    this.snapshot = json.path("snapshot_id").asText();
+    if (!snapshot.equals(this.snapshot)) {
+      throw new IllegalStateException("it describes snapshot " + this.snapshot + ", not "
+          + snapshot);
+    }
+    JsonNode written = json.get("location");
+    if (written != null && written.isTextual() && !written.asText().isEmpty()
+        && !Sidecars.sameLocation(written.asText()).equals(location)) {
+      throw new IllegalStateException("it describes the table at " + written.asText()
+          + ", not " + location);
+    }
+    this.rowCount = whole(json, "row_count");
+    this.sizeInBytes = whole(json, "size_in_bytes");
+    if (rowCount < 0 || sizeInBytes < 0) {
+      throw new IllegalStateException("a negative row count or size");
+    }
+    JsonNode all = json.get("columns");
+    if (all == null || !all.isObject()) {
+      throw new IllegalStateException("no columns");
+    }
+    for (Iterator<Map.Entry<String, JsonNode>> it = all.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> entry = it.next();
+      columns.put(entry.getKey(), column(entry.getKey(), entry.getValue()));
+    }
+  }
+
+  private static Column column(String name, JsonNode json) {
+    String type = text(json, "type");
+    DataType declared = type == null ? null : TYPES.get(type);
+    JsonNode stats = json.get("stats");
+    if (declared == null || stats == null || !stats.isObject()) {
+      throw new IllegalStateException("column " + name + " has no type or statistics");
+    }
+    Map<String, String> entries = new HashMap<>();
+    for (Iterator<Map.Entry<String, JsonNode>> it = stats.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      if (!e.getValue().isTextual()) {
+        throw new IllegalStateException("column " + name + ": " + e.getKey() + " is no text");
+      }
+      entries.put(e.getKey(), e.getValue().asText());
+    }
+    // what CatalogColumnStat.fromMap would fail on (it would log a warning, drop the column)
+    Integer.parseInt(required(entries, name + ".version"));
+    for (String number : new String[] {"distinctCount", "nullCount", "avgLen", "maxLen"}) {
+      String value = entries.get(name + "." + number);
+      if (value != null) {
+        Long.parseLong(value);
+      }
+    }
+    if (entries.containsKey(name + ".histogram")) {
+      throw new IllegalStateException("column " + name + ": a histogram among its statistics");
+    }
+    Option<CatalogColumnStat> parsed =
+        CatalogColumnStat$.MODULE$.fromMap("lakestats", name, Scala.map(entries));
+    if (parsed.isEmpty()) {
+      throw new IllegalStateException("column " + name + ": statistics Spark cannot parse");
+    }
+    CatalogColumnStat stat = parsed.get();
+    stat.toPlanStat(name, declared); // its min and max as its type reads them
+    JsonNode histogram = json.get("histogram");
+    return new Column(type, stat,
+        histogram == null || histogram.isNull() ? null : histogram(name, histogram));
+  }
+
+  /** lakestats' Spark type names (``spark_statistics.spark_type_of``) as Spark's types. */
+  private static final Map<String, DataType> TYPES = Map.ofEntries(
+      Map.entry("byte", DataTypes.ByteType), Map.entry("short", DataTypes.ShortType),
+      Map.entry("int", DataTypes.IntegerType), Map.entry("long", DataTypes.LongType),
+      Map.entry("float", DataTypes.FloatType), Map.entry("double", DataTypes.DoubleType),
+      Map.entry("decimal", DataTypes.createDecimalType(38, 18)),
+      Map.entry("boolean", DataTypes.BooleanType), Map.entry("date", DataTypes.DateType),
+      Map.entry("timestamp", DataTypes.TimestampType),
+      Map.entry("timestamp_ntz", DataTypes.TimestampNTZType),
+      Map.entry("string", DataTypes.StringType), Map.entry("binary", DataTypes.BinaryType));
+
+  private static String required(Map<String, String> entries, String key) {
+    String value = entries.get(key);
+    if (value == null) {
+      throw new IllegalStateException("no " + key);
+    }
+    return value;
+  }
+
+  private static String text(JsonNode json, String field) {
+    JsonNode node = json.get(field);
+    return node != null && node.isTextual() ? node.asText() : null;
+  }
+
+  private static long whole(JsonNode json, String field) {
+    JsonNode node = json.get(field);
+    if (node == null || !node.isIntegralNumber() || !node.canConvertToLong()) {
+      throw new IllegalStateException(field + " is not a whole number");
+    }
+    return node.asLong();
   }
 
   /** Spark's catalog form of a column's statistics, or none (no statistics, or another type). */
   Optional<CatalogColumnStat> catalogStat(String name, DataType type, boolean histograms) {
-    JsonNode column = columns.get(name);
-    if (column == null || !compatible(column.get("type").asText(), type)) {
+    Column column = columns.get(name);
+    if (column == null || !compatible(column.type, type)) {
       return Optional.empty();
     }
-    Map<String, String> entries = new HashMap<>();
-    column.get("stats").fields().forEachRemaining(e -> entries.put(e.getKey(), e.getValue().asText()));
-    scala.collection.immutable.Map<String, String> map = Scala.map(entries);
-    Option<CatalogColumnStat> parsed = CatalogColumnStat$.MODULE$.fromMap("lakestats", name, map);
-    if (parsed.isEmpty()) {
-      return Optional.empty();
-    }
-    CatalogColumnStat stat = parsed.get();
-    JsonNode histogram = column.get("histogram");
-    if (histograms && histogram != null && !histogram.isNull()) {
+    CatalogColumnStat stat = column.stat;
+    if (histograms && column.histogram != null) {
       try {
-        stat = (CatalogColumnStat) Reflect.copyWith(stat, "histogram", Option.apply(histogram(histogram)));
+        stat = (CatalogColumnStat) Reflect.copyWith(stat, "histogram",
+            Option.apply(column.histogram));
       } catch (ReflectiveOperationException e) {
         return Optional.of(stat);
       }
@@ -216,15 +328,36 @@ final class SnapshotStatistics {
     return OptionalLong.of(v instanceof BigInt ? ((BigInt) v).longValue() : ((Number) v).longValue());
   }
 
-  private static Histogram histogram(JsonNode json) {
-    List<HistogramBin> bins = new ArrayList<>();
-    for (JsonNode bin : json.get("bins")) {
-      bins.add(new HistogramBin(number(bin.get(0)), number(bin.get(1)), bin.get(2).asLong()));
+  private static Histogram histogram(String name, JsonNode json) {
+    JsonNode all = json.get("bins");
+    if (all == null || !all.isArray() || all.size() == 0) {
+      throw new IllegalStateException("column " + name + ": a histogram without bins");
     }
-    return new Histogram(number(json.get("height")), bins.toArray(new HistogramBin[0]));
+    List<HistogramBin> bins = new ArrayList<>();
+    double previous = Double.NEGATIVE_INFINITY;
+    for (JsonNode bin : all) {
+      if (!bin.isArray() || bin.size() != 3 || !bin.get(2).isIntegralNumber()) {
+        throw new IllegalStateException("column " + name + ": a histogram bin is not [lo, hi, ndv]");
+      }
+      double lo = number(bin.get(0));
+      double hi = number(bin.get(1));
+      if (!(lo <= hi) || lo < previous) { // NaN too
+        throw new IllegalStateException("column " + name + ": histogram bins out of order");
+      }
+      previous = hi;
+      bins.add(new HistogramBin(lo, hi, bin.get(2).asLong()));
+    }
+    double height = number(json.get("height"));
+    if (!(height > 0) || Double.isInfinite(height)) {
+      throw new IllegalStateException("column " + name + ": a histogram of height " + height);
+    }
+    return new Histogram(height, bins.toArray(new HistogramBin[0]));
   }
 
   private static double number(JsonNode node) {
+    if (node == null || !(node.isNumber() || node.isTextual())) {
+      throw new IllegalStateException("a histogram value is no number");
+    }
     return node.isTextual() ? Double.parseDouble(node.asText()) : node.asDouble();
   }
 

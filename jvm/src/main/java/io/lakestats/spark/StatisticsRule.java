@@ -59,7 +59,8 @@ import scala.runtime.AbstractPartialFunction;
  * The snapshot is the scan's own (Iceberg's snapshot id, Delta's table version, Hudi's instant,
  * Paimon's snapshot id, time travel included); statistics of another snapshot are never
  * reported. Any failure leaves the plan as it was: statistics are advice, never a reason for a
- * query to fail.
+ * query to fail. A statistics file that cannot be used (damaged, foreign, oversized: {@link
+ * Sidecars}) is refused with one warning, and the scan keeps Spark's own estimates.
  */
 final class StatisticsRule extends Rule<LogicalPlan> {
   static final String ENABLED = "spark.lakestats.enabled";
@@ -178,11 +179,12 @@ final class StatisticsRule extends Rule<LogicalPlan> {
       }
       String location = (String) Reflect.call(Reflect.call(scan, "table"), "location");
       SnapshotStatistics stats =
-          Sidecars.find(Sidecars.root(location, roots), snapshot.toString(), hadoop);
-      if (stats == null) {
+          Sidecars.find(Sidecars.root(location, roots), location, snapshot.toString(), hadoop);
+      Statistics statistics = stats == null ? null
+          : Sidecars.use(stats, s -> s.scanStatistics(scan.readSchema(), histograms));
+      if (statistics == null) {
         return scan;
       }
-      Statistics statistics = stats.scanStatistics(scan.readSchema(), histograms);
       return (Scan) Forwarding.proxy(scan,
           List.of(SupportsReportStatistics.class, LakestatsScan.class), (original, m, a) -> {
             if (m.getParameterCount() != 0) {
@@ -258,11 +260,13 @@ final class StatisticsRule extends Rule<LogicalPlan> {
     }
     String location = (delta ? Reflect.call(index, "path") : Reflect.call(index, "getBasePath"))
         .toString();
-    SnapshotStatistics stats = Sidecars.find(Sidecars.root(location, roots), version, hadoop());
-    if (stats == null) {
+    SnapshotStatistics stats =
+        Sidecars.find(Sidecars.root(location, roots), location, version, hadoop());
+    CatalogStatistics catalogStats = stats == null ? null
+        : Sidecars.use(stats, s -> s.catalogStatistics(relation.output(), histograms));
+    if (catalogStats == null) {
       return relation;
     }
-    CatalogStatistics catalogStats = stats.catalogStatistics(relation.output(), histograms);
     CatalogTable table = relation.catalogTable().isDefined()
         ? relation.catalogTable().get()
         : pathTable(location, relation, delta ? "delta" : "hudi");
