@@ -1,6 +1,6 @@
 """Statistics bytes against data bytes, per file and per statistic column.
 
-    python -m bench.size [--tables lineitem,skewed,wide2000,wide1000,wide10000,store_sales]
+    python -m bench.size [--tables lineitem,lineitem_year,skewed,skewed12,small200,wide2000,...]
                          [--tag NAME] [--dir bench/data/<branch>] [--scale 1.0]
 
 Tables (generated once under bench/data; data bytes = the table's Parquet files):
@@ -15,6 +15,12 @@ Tables (generated once under bench/data; data bytes = the table's Parquet files)
 * ``wide1000``: 1,000 columns (integers, doubles, 50-value strings, unique ids) in 3
   partitions of 3,000 rows;
 * ``wide10000``: 10,000 columns of the same mix in 2 partitions of 1,000 rows;
+* ``skewed12``: the same skewed rows by a 12-valued skewed month (six months of 12 % of the
+  rows, six of 4.7 %); target: statistics <= 15 % of the data;
+* ``small200``: 200 partitions of 2,000 rows, 6 narrow uniform and skewed columns (many small
+  partitions: the reduction's group caches are written from 64 partitions);
+* ``lineitem_year``: TPC-H lineitem scale 0.1 by ship year (``make demo``'s table, as Parquet);
+  target <= 10 %;
 * ``store_sales``: TPC-DS store_sales scale 1 (2,880,404 rows, 23 columns) by
   ``ss_store_sk`` (12 stores and the null store: 13 partitions of ~220,000 rows; only when
   ``bench/data/tpcds-sf1/store_sales.parquet`` exists; DuckDB's tpcds extension makes it).
@@ -26,7 +32,9 @@ Generated tables (all but lineitem) and the statistics roots go under ``--dir`` 
 ``bench/data``); each table is analyzed into ``<dir>/<table>_stats_<tag>`` (reused when
 present: pass another ``--tag`` after changing the writer). The format version each root
 was written with is printed. Bytes are attributed to columns with the
-footers' column-chunk ``total_compressed_size``; the rest of a file is its footer.
+footers' column-chunk ``total_compressed_size``; the rest of a file is its footer. The
+first figure counts every byte under the statistics root, the reduction's group caches
+(``table/<run>/groups/``, which no version file lists) included.
 """
 
 from __future__ import annotations
@@ -140,6 +148,45 @@ def _skewed(rows: int) -> Path:
     return table_dir
 
 
+def _skewed12(rows: int) -> Path:
+    """``_skewed``'s columns by a skewed month: 12 partitions of unequal size."""
+    table_dir = OUT / f"size_skewed12_{rows}"
+    if (table_dir / "_SUCCESS").exists():
+        return table_dir
+    source = pq.read_table(_skewed(rows)).drop_columns(["region"])
+    rng = np.random.default_rng(12)
+    shares = np.r_[np.full(6, 0.12), np.full(6, 0.28 / 6)]
+    month = rng.choice(12, source.num_rows, p=shares / shares.sum())
+    for m in range(12):
+        (table_dir / f"month={m + 1}").mkdir(parents=True, exist_ok=True)
+        pq.write_table(source.filter(pa.array(month == m)),
+                       table_dir / f"month={m + 1}" / "data.parquet")  # fmt: skip
+    (table_dir / "_SUCCESS").touch()
+    return table_dir
+
+
+def _small(partitions: int, rows: int) -> Path:
+    """Many small partitions of a narrow table: uniform and skewed columns."""
+    table_dir = OUT / f"size_small{partitions}x{rows}"
+    if (table_dir / "_SUCCESS").exists():
+        return table_dir
+    rng = np.random.default_rng(200)
+    codes = np.array([f"code-{i:03d}" for i in range(300)])
+    for p in range(partitions):
+        data = pa.table({
+            "id": np.arange(p * rows, (p + 1) * rows, dtype=np.int64),
+            "uniform": rng.integers(0, 100_000, rows),
+            "skewed": rng.zipf(1.4, rows) % 50_000,
+            "price": np.round(rng.lognormal(2, 1, rows), 2),
+            "code": pa.array(codes[(rng.zipf(1.3, rows) - 1) % len(codes)]),
+            "flag": rng.random(rows) < 0.1,
+        })  # fmt: skip
+        (table_dir / f"part={p:04d}").mkdir(parents=True, exist_ok=True)
+        pq.write_table(data, table_dir / f"part={p:04d}" / "data.parquet")
+    (table_dir / "_SUCCESS").touch()
+    return table_dir
+
+
 def _store_sales() -> Path | None:
     source = DATA / "tpcds-sf1" / "store_sales.parquet"
     out = OUT / "store_sales_by_store"
@@ -165,8 +212,14 @@ def tables(names: list[str], scale: float = 1.0) -> dict[str, Path]:
     for name in names:
         if name == "lineitem":
             out[name] = partitioned(tpch_lineitem(1), "month")
+        elif name == "lineitem_year":
+            out[name] = partitioned(tpch_lineitem(0.1), "year")
         elif name == "skewed":
             out[name] = _skewed(round(400_000 * scale))
+        elif name == "skewed12":
+            out[name] = _skewed12(round(400_000 * scale))
+        elif name == "small200":
+            out[name] = _small(200, 2000)
         elif name == "wide2000":
             columns = round(2000 * scale) // 4 * 4
             out[name] = _wide(f"size_wide{columns}x2000", columns, 2000, max(2, round(4 * scale)))
@@ -240,15 +293,23 @@ def report(name: str, table_dir: Path, root: Path) -> None:
                 per_file[key]["files"] += 1
                 attribute(path, columns[key])
     total = sum(v["bytes"] for v in per_file.values())
+    everything = sum(p.stat().st_size for p in Path(root).rglob("*") if p.is_file())
+    caches = sum(  # the published partition-histogram parts (phist-) are the version's files
+        p.stat().st_size
+        for p in Path(root).glob("table/*/groups/*")
+        if p.is_file() and not p.name.startswith("phist-")
+    )
     partition_total = sum(v["bytes"] for k, v in per_file.items() if k.startswith("partition"))
     print(
         f"\n## {name}: {len(version.partitions)} partitions, {len(version.columns)} columns, "
         f"{version.merged_record_count:,} rows, format version {version.format_version}"
     )
     print(
-        f"data {data / 1e6:.2f} MB; statistics {total / 1e6:.2f} MB = {100 * total / data:.1f} % "
-        f"of the data (partition files {100 * partition_total / data:.1f} %, table files "
-        f"{100 * (total - partition_total) / data:.1f} %)"
+        f"data {data / 1e6:.2f} MB; everything under the root {everything / 1e6:.2f} MB = "
+        f"{100 * everything / data:.1f} % of the data (the reduction's group caches "
+        f"{caches / 1e6:.2f} MB); the version's files {total / 1e6:.2f} MB = "
+        f"{100 * total / data:.1f} % (partition files {100 * partition_total / data:.1f} %, "
+        f"table files {100 * (total - partition_total) / data:.1f} %)"
     )
     print(f"{'file':32s} {'files':>6s} {'MB':>9s} {'% data':>7s}")
     for key, value in per_file.items():

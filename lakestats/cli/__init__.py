@@ -19,14 +19,16 @@ from collections.abc import Sequence
 
 from lakestats import config
 from lakestats.cli.commands import COMMANDS
-from lakestats.cli.output import output_for
-from lakestats.cli.parser import (  # noqa: F401 - public: the parser and its flags
-    FREE_TEXT_OPTIONS,
+from lakestats.cli.option_flags import (  # noqa: F401 - public: the options' flags
     add_option_flags,
+    options_from_args,
+)
+from lakestats.cli.output import output_for
+from lakestats.cli.parser import (  # noqa: F401 - public: the parser
+    FREE_TEXT_OPTIONS,
     attach_free_text,
     build_parser,
     fail,
-    options_from_args,
 )
 from lakestats.errors import LakestatsError
 

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from lakestats import api
+from lakestats.cli.option_flags import columns_of, options_from_args
 from lakestats.cli.output import Output
-from lakestats.cli.parser import columns_of, options_from_args
 from lakestats.errors import InvalidArgumentError
 from lakestats.options import AnalyzeOptions, SampleOptions
 

@@ -1,26 +1,22 @@
-"""The ``lakestats`` argument parser: one builder per command, the flags of the options
-classes, and argparse's errors as the one ``lakestats: error:`` line.
+"""The ``lakestats`` argument parser: one builder per command, and argparse's errors as the
+one ``lakestats: error:`` line.
 
 ``analyze``'s and ``sample``'s flags, defaults and help come from ``lakestats.options``
-(``add_option_flags``; ``options_from_args`` reads them back). ``docs/gen_reference.py``
-writes the CLI reference from ``build_parser``.
+(``option_flags.py``). ``docs/gen_reference.py`` writes the CLI reference from
+``build_parser``.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from lakestats import api, config
-from lakestats import options as opts
+from lakestats.cli.option_flags import add_option_flags, positive
 from lakestats.errors import InvalidArgumentError
 from lakestats.options import AnalyzeOptions, SampleOptions
-
-Options = TypeVar("Options", AnalyzeOptions, SampleOptions)
-
 
 
 def fail(message: str) -> None:
@@ -42,28 +38,8 @@ if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[_Parser]
 
 
-def columns_of(text: str | None) -> list[str] | None:
-    """``--columns a,b``: the names, or None when the flag is not given."""
-    if text is None:
-        return None
-    names = [c.strip() for c in text.split(",") if c.strip()]
-    if not names:
-        raise InvalidArgumentError("--columns is empty: list column names separated by commas")
-    return names
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number 0 or more, got {text!r}")
-    return value
-
-
 def _port(text: str) -> int:
-    value = _positive(text)
+    value = positive(text)
     if value > 65535:
         raise argparse.ArgumentTypeError(f"a TCP port is 0 to 65535, got {text!r}")
     return value
@@ -104,65 +80,6 @@ def _spark_flags(p: argparse.ArgumentParser) -> None:
         help="with --remote: send this lakestats package with the session (addArtifacts) "
         "for a server whose Python workers lack it; see docs/deploy.md",
     )
-
-
-_READERS: dict[str, Callable[[str], object]] = {
-    opts.CLI_COUNT: _positive,
-    opts.CLI_INT: int,
-    opts.CLI_FLOAT: float,
-    opts.CLI_TEXT: str,
-    opts.CLI_COLUMNS: str,  # split by columns_of when the options are built (one error line)
-}
-
-
-def _dest(flag: str) -> str:
-    return flag.lstrip("-").replace("-", "_")
-
-
-def add_option_flags(p: argparse.ArgumentParser, cls: type[Options]) -> None:
-    """The flags of ``cls``'s fields (``lakestats.options``): name, default, help."""
-    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
-    for f in dataclasses.fields(cls):
-        flag: opts.Flag | None = f.metadata["flag"]
-        if flag is None:
-            continue
-        target: argparse._ActionsContainer = p
-        if flag.group:
-            if flag.group not in groups:  # one group per name: an empty one breaks --help
-                groups[flag.group] = p.add_mutually_exclusive_group()
-            target = groups[flag.group]
-        dest = _dest(flag.name)
-        if flag.reads == opts.CLI_SWITCH:
-            target.add_argument(flag.name, dest=dest, action="store_true", help=f.metadata["help"])
-            continue
-        raw: Any = f.default
-        default = raw if raw is None else raw // flag.scale
-        shown = f" (default {default})" if default is not None else ""
-        target.add_argument(
-            flag.name,
-            dest=dest,
-            type=_READERS[flag.reads],
-            default=default,
-            help=f.metadata["help"] + shown,
-        )
-
-
-def options_from_args(args: argparse.Namespace, cls: type[Options], **fixed: Any) -> Options:  # noqa: ANN401 - fields of either options class
-    """A ``cls`` (``AnalyzeOptions``, ``SampleOptions``) from its flags, plus ``fixed``."""
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        flag: opts.Flag | None = f.metadata["flag"]
-        if flag is None:
-            continue
-        value = getattr(args, _dest(flag.name))
-        if flag.reads == opts.CLI_SWITCH:
-            value = not value if flag.negate else value
-        elif flag.reads == opts.CLI_COLUMNS:
-            value = columns_of(value)
-        elif value is not None and flag.scale != 1:
-            value = value * flag.scale
-        values[f.name] = value
-    return cls(**values, **fixed)
 
 
 class _VersionAction(argparse.Action):
@@ -244,7 +161,7 @@ def _column_lookups(sub: Subparsers) -> None:
     p = _table_command(sub, "frequencies", "value frequencies of one column")
     p.add_argument("--column", required=True)
     p.add_argument("--partition", help="k=v[,k2=v2]")
-    p.add_argument("--top", type=_positive, help="only the k most frequent values")
+    p.add_argument("--top", type=positive, help="only the k most frequent values")
 
     p = _table_command(sub, "rank", "exact table-level rank of a value (analyze --exact)")
     p.add_argument("--column", required=True)
@@ -257,8 +174,8 @@ def _column_lookups(sub: Subparsers) -> None:
     p = _table_command(sub, "histogram", "histogram bins of one column")
     p.add_argument("--column", required=True)
     p.add_argument("--partition", help="k=v[,k2=v2]")
-    p.add_argument("--start", type=_positive, default=0, help="first bin (default 0)")
-    p.add_argument("--stop", type=_positive, help="bin after the last one (default: all)")
+    p.add_argument("--start", type=positive, default=0, help="first bin (default 0)")
+    p.add_argument("--stop", type=positive, help="bin after the last one (default: all)")
 
     p = _table_command(sub, "partitions-containing", "partitions that hold a value")
     p.add_argument("--column", required=True)
@@ -292,13 +209,13 @@ def _maintaining(sub: Subparsers) -> None:
     p = _table_command(sub, "expire", "remove versions of expired snapshots and their files")
     p.add_argument(
         "--retain-last",
-        type=_positive,
+        type=positive,
         default=1,
         help="always keep this many newest versions (default 1)",
     )
     p.add_argument(
         "--orphan-age-minutes",
-        type=_positive,
+        type=positive,
         default=60,
         help="leave unreferenced files younger than this (default 60)",
     )
@@ -328,7 +245,7 @@ def _faces(sub: Subparsers) -> None:
         help="directory of the local Hive (Derby) metastore (default ./spark-metastore)",
     )
     p.add_argument("--snapshot", type=int, help="table snapshot (default: current)")
-    p.add_argument("--bins", type=_positive, default=254, help="histogram bins (default 254)")
+    p.add_argument("--bins", type=positive, default=254, help="histogram bins (default 254)")
     p.add_argument(
         "--dry-run", action="store_true", help="print the statistics as JSON, no Spark"
     )
@@ -348,7 +265,7 @@ def _faces(sub: Subparsers) -> None:
         "--tables", help="TOML or JSON file: name -> table (default: the demo warehouse)"
     )
     p.add_argument("--warehouse", help="the demo's warehouse directory (default ./warehouse)")
-    p.add_argument("--workers", type=_positive, default=1, help="uvicorn workers (default 1)")
+    p.add_argument("--workers", type=positive, default=1, help="uvicorn workers (default 1)")
 
     p = sub.add_parser(
         "token",

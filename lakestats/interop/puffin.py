@@ -18,9 +18,7 @@ partition has no sketch for (computed before sketches were stored, or with
 distinct count when it is exact (``distinct_count_exact``); else the union sketch's count
 when the union kept every value (exact too); else the table level's estimate.
 
-The file (apache/iceberg ``format/puffin-spec.md``): ``PFA1 Blob1 … BlobN Footer``, the
-footer ``PFA1 <JSON FileMetadata> <its size, 4 bytes LE> <flags: 0> PFA1``; blobs and footer
-uncompressed, which the spec allows and every reader handles.
+The file's bytes are ``puffin_file.py``'s.
 
 Nothing but the standard blob type goes into the table metadata. The file is lakestats'
 own by name (``OWN_SUFFIX``): only such files are ever replaced or removed here.
@@ -29,11 +27,10 @@ own by name (``OWN_SUFFIX``): only such files are ever replaced or removed here.
 from __future__ import annotations
 
 import contextlib
-import json
 import posixpath
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,13 +41,13 @@ from lakestats import fs
 from lakestats.config import installed_version
 from lakestats.errors import LakestatsError
 from lakestats.formats.base import TableFormat
+from lakestats.interop.puffin_file import Blob, PuffinBytes, write_puffin
 from lakestats.stats import keys, sketches, theta
 from lakestats.stats.derived_sketches import frequencies_complete
 from lakestats.stats.type_codec import parse_type
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry, Version
 
-MAGIC = b"PFA1"
 THETA_BLOB = "apache-datasketches-theta-v1"
 if TYPE_CHECKING:
     from lakestats.formats.iceberg import IcebergTableFormat
@@ -62,47 +59,6 @@ _FIELDS = ["row_count", "null_count", "distinct_count", "frequencies_count", "th
 
 class PuffinPublishError(LakestatsError):
     """The Puffin statistics file could not be written or committed to the table."""
-
-
-@dataclass(frozen=True)
-class Blob:
-    type: str
-    fields: list[int]
-    snapshot_id: int
-    sequence_number: int
-    payload: bytes
-    properties: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PuffinBytes:
-    data: bytes
-    footer_size: int  # the whole footer: magic, payload, size, flags, magic
-    blobs: list[dict[str, object]]  # the footer's blob metadata, offsets included
-
-
-def write_puffin(blobs: list[Blob], created_by: str) -> PuffinBytes:
-    """The bytes of a Puffin file holding ``blobs`` in order."""
-    body = bytearray(MAGIC)
-    metadata: list[dict[str, object]] = []
-    for blob in blobs:
-        metadata.append(
-            {
-                "type": blob.type,
-                "fields": list(blob.fields),
-                "snapshot-id": blob.snapshot_id,
-                "sequence-number": blob.sequence_number,
-                "offset": len(body),
-                "length": len(blob.payload),
-                **({"properties": dict(blob.properties)} if blob.properties else {}),
-            }
-        )
-        body += blob.payload
-    payload = json.dumps(
-        {"blobs": metadata, "properties": {"created-by": created_by}}, separators=(",", ":")
-    ).encode()
-    footer = MAGIC + payload + len(payload).to_bytes(4, "little", signed=True) + bytes(4) + MAGIC
-    return PuffinBytes(bytes(body + footer), len(footer), metadata)
 
 
 @dataclass(frozen=True)

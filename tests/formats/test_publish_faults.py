@@ -28,7 +28,7 @@ from lakestats import fs
 from lakestats.compute.analyze import run
 from lakestats.compute.analyze.publish import publish
 from lakestats.formats.iceberg import load_catalog
-from lakestats.interop import puffin
+from lakestats.interop import puffin, puffin_file
 from lakestats.store import manifest
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
@@ -97,7 +97,7 @@ def _listed(warehouse: Path, name: str) -> tuple[str | None, dict[str, int]]:
         if statistics.snapshot_id == snapshot:
             data = fs.read_bytes(statistics.statistics_path)  # there, and whole
             assert len(data) == statistics.file_size_in_bytes
-            assert data[:4] == data[-4:] == puffin.MAGIC
+            assert data[:4] == data[-4:] == puffin_file.MAGIC
             return statistics.statistics_path, {
                 columns[b.fields[0]]: int(b.properties["ndv"]) for b in statistics.blob_metadata
             }
