@@ -127,7 +127,7 @@ def main() -> None:
                     print(f"{column:6s} {size:7,d} {len(where):9,d} {name:8s} refused: {exc}")
                     continue
                 cold_s, got = _median(
-                    lambda: ls.open_table(str(Path(args.dir) / "data"),  # noqa: B023
+                    lambda: ls.open_table(str(Path(args.dir) / "data"),
                                           stats_root=str(store)).estimate(where),  # noqa: B023
                     args.runs)
                 handle.estimate(where)
