@@ -171,11 +171,10 @@ def estimate_keys(s: ColumnSummary, key_set: kr.KeySet) -> Estimate:
     if s.non_null == 0 or not key_set:
         return Estimate.count(0, "empty")
     flip, ranges = walked(key_set)
-    if flip:
+    if flip:  # the values' bounds may sum past the rows: no fewer than none are kept
         kept = _sum_ranges(s, ranges)
-        return Estimate.of(
-            s.non_null - kept.rows, s.non_null - kept.upper, s.non_null - kept.lower, kept.method
-        )
+        return Estimate.of(s.non_null - kept.rows, max(0, s.non_null - kept.upper),
+                           s.non_null - kept.lower, kept.method)
     return _sum_ranges(s, ranges)
 
 

@@ -353,7 +353,7 @@ def scalar_estimates(v: Vectors, key_set: kr.KeySet, null_true: bool) -> Batch:
         out = _sum([], count)
     elif flip:
         kept = _sum_ranges(v, ranges, fractions, count)
-        rows, lower, upper = _of(non_null - kept.rows, non_null - kept.upper,
+        rows, lower, upper = _of(non_null - kept.rows, np.maximum(0, non_null - kept.upper),
                                  non_null - kept.lower)
         out = Batch(rows, lower, upper, kept.fallback)
     else:
