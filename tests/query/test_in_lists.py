@@ -250,10 +250,7 @@ def test_long_in_list_over_http(table) -> None:
         response = http.post("/api/tables/t/estimate", json={"where": [where]})
         assert response.status_code == 200, response.text[:500]
         [got] = response.json()["estimates"]
-        too_long = http.get("/api/tables/t/estimate", params={"where": where})
     con = duckdb.connect()
     con.register("t", data)
     [(truth,)] = con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchall()
     assert got["exact"] and got["row_count"] == truth
-    assert too_long.status_code == 414
-    assert "POST /api/tables/{table}/estimate" in too_long.json()["error"]["message"]
