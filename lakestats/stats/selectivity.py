@@ -185,6 +185,8 @@ MANY_POINTS = 64
 def walked(key_set: kr.KeySet) -> tuple[bool, kr.KeySet]:
     """Whether ``estimate_keys`` estimates ``key_set`` as all rows minus its complement
     (a few single values: ``<>``, ``NOT IN``), and the ranges it sums."""
+    if key_set[0].start != kr.BEFORE_ALL:  # the complement starts with a range: no flip
+        return False, key_set
     rest = _complement(key_set)
     flip = bool(rest) and len(rest) <= len(key_set) + 1 and rest[0].point is not None
     if flip and kr.point_keys(rest) is not None:
