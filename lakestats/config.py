@@ -204,6 +204,13 @@ class Settings:
         help="`serve`: a connection whose request line and headers take longer is closed "
         "with a JSON 408",
     )
+    max_in_values: int = setting(
+        1_000_000,
+        env=("LAKESTATS_MAX_IN_VALUES",),
+        file="query.max_in_values",
+        help="values a predicate's IN lists may hold in all (`estimate`, `stats --where`, "
+        "the service's estimates)",
+    )
     config_file: str | None = setting(
         None,
         env=(CONFIG_ENV,),

@@ -71,11 +71,12 @@ class SampleOperations:
         with as_it_was(root):  # a failure leaves no directory it created
             root.probe_writable()
             session = self._spark(spark)
+            from lakestats.compute.connect_workers import check_workers, explain_failure
+
+            check_workers(session)  # a Connect server's workers lack lakestats: one line
             try:
                 return create(table, root, session, options)
             except LakestatsError as exc:  # workers without lakestats (Spark Connect)?
-                from lakestats.compute.connect_workers import explain_failure
-
                 explained = explain_failure(session, exc)
                 if explained is exc:
                     raise

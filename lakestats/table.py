@@ -137,6 +137,9 @@ class LakestatsTable(StatisticsLookups):
                 from lakestats.compute.session import get_spark
 
                 spark = get_spark()
+            from lakestats.compute.connect_workers import check_workers, explain_failure
+
+            check_workers(spark)  # a Connect server's workers lack lakestats: one line
             if options.from_sample:
                 from lakestats.compute.sample.analyze import analyze_from_sample
 
@@ -145,8 +148,6 @@ class LakestatsTable(StatisticsLookups):
             try:
                 result = analyze(table, root, options, spark, subset=subset)
             except LakestatsError as exc:  # workers without lakestats (Spark Connect)?
-                from lakestats.compute.connect_workers import explain_failure
-
                 explained = explain_failure(spark, exc)
                 if explained is exc:
                     raise

@@ -3,10 +3,12 @@ lakestats' job, and shipping it.
 
 Under Spark Connect the job's tasks are lakestats functions, unpickled by reference in the
 server's Python workers: a server whose workers lack lakestats fails the first task with
-``ModuleNotFoundError: No module named 'lakestats'``, which reaches the client only as
-``SQLSTATE: 38000``. ``explain_failure`` then asks the workers with a probe pickled by
-value (it imports nothing of lakestats to be unpickled) and says in one line what to
-install where, or which option ships it. ``ship`` sends this client's lakestats package with
+``ModuleNotFoundError: No module named 'lakestats'``, which a stock server reports to the
+client as ``SQLSTATE: 38000`` alone (its text cannot be relied upon). So ``check_workers``
+asks the workers before the job, with a probe pickled by value (it imports nothing of
+lakestats to be unpickled) that returns what importing lakestats gives, and says in one
+line what to install where, or which option ships it; ``explain_failure`` asks again when
+a job fails all the same. ``ship`` sends this client's lakestats package with
 the session (``spark.addArtifacts(zip, pyfile=True)``); the workers still need lakestats'
 dependencies (docs/deploy.md).
 """
@@ -65,6 +67,28 @@ def workers_lakestats(spark: SparkSession) -> str:
     return str(row["answer"])
 
 
+def check_workers(spark: SparkSession) -> None:
+    """Before a job on a Spark Connect session: raise the one-line error of
+    ``explain_failure`` when the server's Python workers cannot import lakestats (asked
+    once per session; a probe that cannot run leaves the job to say what is wrong)."""
+    if not is_connect(spark):
+        return
+    key = id(spark)
+    found = _CHECKED.get(key)
+    if found is None or found[0] is not spark:
+        try:
+            answer = workers_lakestats(spark)
+        except Exception:  # noqa: BLE001 - the job's own error (or explain_failure) says
+            return
+        found = _CHECKED[key] = (spark, answer)
+    if not found[1].startswith("ok"):
+        del _CHECKED[key]  # asked again next time: lakestats may be installed meanwhile
+        raise _missing(found[1])
+
+
+_CHECKED: dict[int, tuple[SparkSession, str]] = {}
+
+
 def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsError:
     """``failure`` of a job on ``spark``, or, when the session is Spark Connect and its
     workers cannot import lakestats, one line saying so and what to do."""
@@ -86,13 +110,19 @@ def explain_failure(spark: SparkSession, failure: LakestatsError) -> LakestatsEr
                 "same version on the server, or pass --ship-lakestats)"
             )
         return failure
+    return _missing(answer)
+
+
+def _missing(answer: str) -> LakestatsError:
+    """The one line for workers whose import of lakestats gave ``answer``."""
     reason, _, where = answer.partition(" (worker Python ")
     where = where.rstrip(")") or "unknown"
     return LakestatsError(
         f"the Spark Connect server's Python workers cannot import lakestats ({reason}; "
         f"their Python is {where}): install lakestats=={installed_version()} into that "
         "Python on every node of the server, or pass --ship-lakestats (setting "
-        "spark.ship_lakestats) to send this client's copy with the job; see docs/deploy.md"
+        "spark.ship_lakestats: this client's copy sent with the session by "
+        "spark.addArtifacts) to run it without installing; see docs/deploy.md"
     )
 
 

@@ -124,7 +124,8 @@ def leaf(
     if ranges:
         rows, lower, upper = sv._of(rows, lower, upper)
     if flip:
-        rows, lower, upper = sv._of(non_null - rows, non_null - upper, non_null - lower)
+        rows, lower, upper = sv._of(non_null - rows, np.maximum(0, non_null - upper),
+                                    non_null - lower)
     empty = (non_null == 0) | (not key_set)
     rows = np.where(empty, 0.0, rows)
     lower = np.where(empty, 0, lower)

@@ -82,6 +82,8 @@ class Term:
             return
         cols = columns_of(term)
         vectors = partitions.vectors(cols[0]) if len(cols) == 1 and is_set(term) else None
+        if vectors is not None and _many_points(column_set(term).true):
+            vectors = None  # estimated one by one, each partition's values at once
         table = listed.listed(partitions, cols[0], missing) if vectors is not None else None
         if table is None or table.too_big:
             self.alone[missing] = True
@@ -211,6 +213,13 @@ def terms_of(partitions: PartitionSource) -> Terms:
     if found is None:
         found = partitions.cache["terms"] = Terms(len(partitions))
     return found
+
+
+def _many_points(key_set: tuple) -> bool:
+    """Whether the ranges an estimate of ``key_set`` walks are many single values (a long
+    IN list): ``selectivity.estimate_keys`` takes them at once per partition, where
+    ``survivors.leaf`` would walk them one by one."""
+    return key_set != () and sel.many_points(sel.walked(key_set)[1]) is not None
 
 
 __all__ = ["MAX_VALUES", "Term", "Terms", "prefill", "terms_of"]

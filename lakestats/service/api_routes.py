@@ -257,6 +257,9 @@ def estimate(
 
 MAX_BATCH = 1000
 """Predicates one ``POST /estimate`` may ask about."""
+MAX_BODY_WHERE = 16 * 1024 * 1024
+"""Characters of one predicate in a ``POST /estimate`` body: an IN list of a million
+values (a URL holds 64 KiB, so a long list is sent in the body)."""
 
 
 class EstimateRequest(BaseModel):
@@ -264,7 +267,7 @@ class EstimateRequest(BaseModel):
     statistics version (``LakestatsTable.estimate_many``)."""
 
     model_config = ConfigDict(extra="forbid")
-    where: list[Annotated[str, Field(min_length=1, max_length=65536)]] = Field(
+    where: list[Annotated[str, Field(min_length=1, max_length=MAX_BODY_WHERE)]] = Field(
         min_length=1, max_length=MAX_BATCH, description="SQL boolean expressions"
     )
     snapshot_id: int | None = Field(None, description="table snapshot id (default: current)")

@@ -98,8 +98,9 @@ class JsonErrorsProtocol(HttpToolsProtocol):
             self._refusal = _Refused(
                 414,
                 "URITooLong",
-                f"the URL is over {MAX_URL_BYTES // 1024} KiB: shorten the query "
-                "(predicates, value lists) and retry",
+                f"the URL is over {MAX_URL_BYTES // 1024} KiB: shorten the query, or "
+                "send a long predicate (an IN list of many values) in the JSON body of "
+                "POST /api/tables/{table}/estimate",
             )
             raise self._refusal
         super().on_url(url)

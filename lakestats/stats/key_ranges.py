@@ -67,7 +67,25 @@ def between(
 
 
 def points(keys: list[bytes] | tuple[bytes, ...]) -> KeySet:
-    return union(*[(KeyRange((1, k, 1), (1, k, 2)),) for k in keys])
+    """The set of ``keys`` (``union`` of each one's range: sorted, duplicates merged;
+    two different keys' ranges never touch, so nothing else merges)."""
+    return tuple([KeyRange((1, k, 1), (1, k, 2)) for k in sorted(set(keys))])
+
+
+def point_keys(key_set: KeySet) -> list[bytes] | None:
+    """The keys of a set of single keys, in order, or None when a range holds more
+    (remembered for the last sets asked: an IN list of 100,000 values is asked per
+    partition and per pass)."""
+    found = _POINT_KEYS.get(id(key_set))
+    if found is None or found[0] is not key_set:
+        if len(_POINT_KEYS) >= 64:
+            _POINT_KEYS.clear()
+        keys = [r.point for r in key_set]
+        found = _POINT_KEYS[id(key_set)] = (key_set, None if None in keys else keys)
+    return found[1]
+
+
+_POINT_KEYS: dict[int, tuple[KeySet, list[bytes] | None]] = {}
 
 
 def union(*sets: KeySet) -> KeySet:
@@ -138,6 +156,7 @@ __all__ = [
     "complement",
     "intersect",
     "intersect_all",
+    "point_keys",
     "points",
     "prefix_range",
     "union",

@@ -170,13 +170,43 @@ def estimate_keys(s: ColumnSummary, key_set: kr.KeySet) -> Estimate:
     (``<>``, ``NOT IN``), which estimates much better than two interpolated ranges."""
     if s.non_null == 0 or not key_set:
         return Estimate.count(0, "empty")
+    flip, ranges = walked(key_set)
+    if flip:  # the values' bounds may sum past the rows: no fewer than none are kept
+        kept = _sum_ranges(s, ranges)
+        return Estimate.of(s.non_null - kept.rows, max(0, s.non_null - kept.upper),
+                           s.non_null - kept.lower, kept.method)
+    return _sum_ranges(s, ranges)
+
+
+MANY_POINTS = 64
+"""Single values from which a set's ranges are summed at once (``point_sets``)."""
+
+
+def walked(key_set: kr.KeySet) -> tuple[bool, kr.KeySet]:
+    """Whether ``estimate_keys`` estimates ``key_set`` as all rows minus its complement
+    (a few single values: ``<>``, ``NOT IN``), and the ranges it sums."""
+    if key_set[0].start != kr.BEFORE_ALL:  # the complement starts with a range: no flip
+        return False, key_set
     rest = _complement(key_set)
-    if rest and all(r.point is not None for r in rest) and len(rest) <= len(key_set) + 1:
-        kept = _sum([_range(s, r) for r in rest])
-        return Estimate.of(
-            s.non_null - kept.rows, s.non_null - kept.upper, s.non_null - kept.lower, kept.method
-        )
-    return _sum([_range(s, r) for r in key_set])
+    flip = bool(rest) and len(rest) <= len(key_set) + 1 and rest[0].point is not None
+    if flip and kr.point_keys(rest) is not None:
+        return True, rest
+    return False, key_set
+
+
+def many_points(ranges: kr.KeySet) -> list[bytes] | None:
+    """The values of ``ranges`` when they are ``MANY_POINTS`` single values or more."""
+    return kr.point_keys(ranges) if len(ranges) >= MANY_POINTS else None
+
+
+def _sum_ranges(s: ColumnSummary, ranges: kr.KeySet) -> Estimate:
+    """``_sum`` of each range's estimate; many single values at once (``point_sets``)."""
+    points = many_points(ranges)
+    if points is not None:
+        from lakestats.stats import point_sets
+
+        return point_sets.summary_sum(s, points)
+    return _sum([_range(s, r) for r in ranges])
 
 
 def _complement(key_set: kr.KeySet) -> kr.KeySet:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from lakestats.stats import key_ranges as kr
 from lakestats.stats.arrays import binary_scalar, numbers
 from lakestats.stats.kinds import Kind, kind_of
-from lakestats.stats.selectivity import NAN_KEY
+from lakestats.stats.selectivity import NAN_KEY, many_points, walked
 
 
 @dataclass
@@ -330,22 +330,34 @@ def _sum(parts: list[Batch], count: int) -> Batch:
     return Batch(rows, lower, upper, fallback)
 
 
+def _sum_ranges(v: Vectors, ranges: kr.KeySet, fractions: _Fractions, count: int) -> Batch:
+    """``_sum`` of each range's batch; many single values at once (``point_sets``)."""
+    points = many_points(ranges)
+    if points is not None:
+        from lakestats.stats import point_sets
+
+        found = point_sets.vector_sum(v, points, count)
+        if found is not None:
+            return found
+    return _sum([_range(v, r, fractions) for r in ranges], count)
+
+
 def scalar_estimates(v: Vectors, key_set: kr.KeySet, null_true: bool) -> Batch:
     """Per partition: ``selectivity.estimate_keys`` of ``key_set`` from the scalars alone,
     plus the null rows when NULL satisfies the predicate (``null_true``)."""
     count = len(v.row_count)
     non_null = v.row_count - v.null_count
     fractions = v.fractions()
-    rest = kr.complement(key_set)
+    flip, ranges = walked(key_set) if key_set else (False, key_set)
     if not key_set:
         out = _sum([], count)
-    elif rest and all(r.point is not None for r in rest) and len(rest) <= len(key_set) + 1:
-        kept = _sum([_range(v, r, fractions) for r in rest], count)
-        rows, lower, upper = _of(non_null - kept.rows, non_null - kept.upper,
+    elif flip:
+        kept = _sum_ranges(v, ranges, fractions, count)
+        rows, lower, upper = _of(non_null - kept.rows, np.maximum(0, non_null - kept.upper),
                                  non_null - kept.lower)
         out = Batch(rows, lower, upper, kept.fallback)
     else:
-        out = _sum([_range(v, r, fractions) for r in key_set], count)
+        out = _sum_ranges(v, ranges, fractions, count)
     empty = non_null == 0
     out.rows[empty], out.lower[empty], out.upper[empty] = 0.0, 0, 0
     out.fallback[empty] = False

@@ -138,10 +138,10 @@ TYPES = {"a": pa.int64(), "b": pa.float64(), "s": pa.string(), "d": pa.decimal12
 CONJUNCTIONS_OF_SIMPLE = [
     "a = 1", "a = 1 AND b > 2.5", "a=1 and b<=-3 AND s = 'x AND y'", "s <> 'it''s'",
     "a = 1  AND  b != 0  ", "d >= 12.34 AND a < 7 AND s > ''", "a = -0 AND b = -0.0",
+    "a = 1 AND b NOT IN (1, 2)", "a = 1 AND b IN (1, NULL)",  # IN lists: ``in_list``
 ]
 GENERAL = ["a = 1AND b = 2", "a = 1 AND", "a = 1 AND NOT b = 2", "a = 1 OR b = 2",
-           "(a = 1) AND b = 2", "a = 1 AND b NOT IN (1, 2)", "a = 1 AND s NOT LIKE 'x%'",
-           "a = 1 AND b IN (1, NULL)", "a IS NULL OR b IS NULL"]
+           "(a = 1) AND b = 2", "a = 1 AND s NOT LIKE 'x%'", "a IS NULL OR b IS NULL"]
 
 
 @pytest.mark.parametrize("text", CONJUNCTIONS_OF_SIMPLE)

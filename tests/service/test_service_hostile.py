@@ -108,6 +108,7 @@ def test_parser_refusals_are_json(base_url: str) -> None:
     )
     assert status == 414
     _is_error(body, "URITooLong")
+    assert "POST /api/tables/{table}/estimate" in body["error"]["message"]  # where long ones go
     for request in (b"FROBNICATE /api/tables HTTP/1.1\r\nHost: x\r\n\r\n",
                     b"GET /api/tables HTTP/9.9 extra\r\n\r\n",
                     b"GET /api/tables HTTP/1.1\r\nBad Header Line\r\n\r\n"):

@@ -4,6 +4,7 @@ and made a ``Literal`` with its key and canonical SQL text; the messages that re
 from __future__ import annotations
 
 import decimal
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.types as pat
@@ -97,11 +98,33 @@ def make_literal(value: object, dtype: pa.DataType, text: str | None = None) -> 
 _LITERALS: dict[tuple, Literal] = {}
 
 
+def literal_of_key(key: bytes, dtype: pa.DataType) -> Literal:
+    """The ``Literal`` of a checked value's key: its value and SQL text decoded from the
+    key, so every way of typing a value ends in the same object."""
+    return literals_of_keys([key], dtype)[0]
+
+
+def literals_of_keys(keys_: list[bytes], dtype: pa.DataType) -> list[Literal]:
+    """``literal_of_key`` of each key, the type's decoder and writer resolved once."""
+    write = sql_writer(dtype)
+    naive = pat.is_timestamp(dtype) and dtype.tz is None
+    if len(keys_) > 1 and (pat.is_date32(dtype) or naive):  # as from_integer, at once
+        from lakestats.stats.arrays import binary_array
+
+        values = keys.decode_array(binary_array(list(keys_)), dtype).to_pylist()
+        return [Literal(v, k, write(v)) for v, k in zip(values, keys_, strict=True)]
+    decode = keys.decoder(dtype)
+    out = []
+    for key in keys_:
+        value = decode(key)
+        out.append(Literal(value, key, write(value)))
+    return out
+
+
 def _build_literal(value: object, dtype: pa.DataType, text: str | None) -> Literal:
     key = keys.plain_key(value, dtype)  # no Arrow array, so no pandas import
     if key is not None:
-        decoded = keys.decode(key, dtype)
-        return Literal(decoded, key, _sql_literal(decoded, dtype))
+        return literal_of_key(key, dtype)
     try:
         array = pa.array([value], type=dtype)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
@@ -115,25 +138,34 @@ def _build_literal(value: object, dtype: pa.DataType, text: str | None) -> Liter
             raise InvalidPredicateError(
                 f"literal {clip(text)} does not fit type {dtype} exactly"
             )
-    key = keys.encode(array)[0].as_py()
-    return Literal(keys.decode(key, dtype), key, _sql_literal(keys.decode(key, dtype), dtype))
+    return literal_of_key(keys.encode(array)[0].as_py(), dtype)
 
 
 def _sql_literal(value: object, dtype: pa.DataType) -> str:
+    return sql_writer(dtype)(value)
+
+
+def sql_writer(dtype: pa.DataType) -> Callable[[object], str]:
+    """The canonical SQL text of a decoded value of ``dtype``, the kind resolved once."""
     kind = kind_of(dtype)
     if kind == Kind.BOOLEAN:
-        return "TRUE" if value else "FALSE"
+        return lambda value: "TRUE" if value else "FALSE"
     if kind == Kind.STRING:
-        return "'" + str(value).replace("'", "''") + "'"
+        return lambda value: "'" + str(value).replace("'", "''") + "'"
     if kind == Kind.BINARY:
-        return "'" + str(keys.to_json(value)) + "'"
+        return lambda value: "'" + str(keys.to_json(value)) + "'"
     if kind == Kind.FLOATING:
-        text = keys.to_json(value)
-        return f"'{text}'" if isinstance(text, str) else repr(float(text))
+        def floating(value: object) -> str:
+            text = keys.to_json(value)
+            return f"'{text}'" if isinstance(text, str) else repr(float(text))  # type: ignore[arg-type]
+
+        return floating
     if kind == Kind.TEMPORAL:
         prefix = "DATE" if pat.is_date(dtype) else "TIMESTAMP" if pat.is_timestamp(dtype) else ""
-        return f"{prefix} '{keys.to_json(value)}'".strip()
-    return str(keys.to_json(value))
+        return lambda value: f"{prefix} '{keys.to_json(value)}'".strip()
+    if kind in (Kind.INTEGER, Kind.DECIMAL):  # keys.to_json keeps an int, strs a Decimal
+        return str
+    return lambda value: str(keys.to_json(value))
 
 
 def wrong_type(text: str, column: str, dtype: pa.DataType, why: str = "") -> Exception:

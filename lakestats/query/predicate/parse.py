@@ -18,10 +18,11 @@ from lakestats.errors import (
     StatisticsNotFoundError,
     UnsupportedPredicateError,
 )
+from lakestats.query.predicate import in_list, plain
 from lakestats.query.predicate import literal as lit
-from lakestats.query.predicate import plain
 from lakestats.query.predicate import text as predicate_text
 from lakestats.query.predicate import tree as t
+from lakestats.query.predicate.typed_many import typed_many
 from lakestats.stats import keys, leaves
 from lakestats.stats.kinds import Kind, kind_of
 
@@ -90,18 +91,35 @@ class _Parser:
     def __init__(self, columns: Mapping[str, pa.DataType], unanalyzed: Container[str]) -> None:
         self.columns = columns
         self.unanalyzed = unanalyzed
+        self.in_values = 0  # values of the IN lists read so far
+        self.in_limit: int | None = None
+
+    def count_in_values(self, count: int, column: str) -> None:
+        """Add an IN list's ``count`` values to the predicate's; over the setting
+        ``max_in_values``, refuse it before its values are typed."""
+        self.in_values += count
+        if self.in_limit is None:
+            self.in_limit = predicate_text.max_in_values()
+        predicate_text.check_in_values(self.in_values, column, self.in_limit)
 
     def condition(self, text: str, negate: bool) -> t.Predicate:
         """One condition of the predicate (no top-level AND / OR / NOT), via sqlglot."""
         groups = plain.simple_groups(text)
         if groups is not None:  # column op literal: what ``node`` makes of its tree
             return self.simple(groups, negate)
+        counted = self.in_values  # a condition left to sqlglot's path counts its own
+        listed = in_list.read_whole(text)
+        if listed is not None:
+            try:
+                return self.in_list(listed, negate)
+            except _NotPlain:  # a value sqlglot's path words the error of
+                self.in_values = counted
         form = plain.plain_groups(text)
         if form is not None:
             try:
                 return self.plain(*form, negate)
             except (LakestatsError, _NotPlain):  # sqlglot's path says what is wrong
-                pass
+                self.in_values = counted
         import sqlglot
         from sqlglot.errors import ParseError, TokenError
 
@@ -126,6 +144,43 @@ class _Parser:
             value = self.literal_value(string.replace("''", "'"), column, dtype)
         return t.Compare(column, t.NEGATE[op] if negate else op, value)
 
+    def in_list(self, found: in_list.InList, negate: bool) -> t.Predicate:
+        """``node`` of sqlglot's tree of an IN list of literals (``in_list``), without
+        sqlglot: the same checks in the same order, its values typed together."""
+        column, dtype = self.column_named(found.parts)
+        self.count_in_values(len(found.values), column)
+
+        def one(kind: str, text: str) -> t.Literal | None:
+            return self.written(kind, text, column, dtype)
+
+        typed: dict[bytes, t.Literal] = {}
+        has_null = False
+        for value in typed_many(found.values, dtype, one):
+            if value is None:
+                has_null = True
+            else:
+                typed[value.key] = value
+        ordered = tuple(map(typed.__getitem__, sorted(typed)))
+        return t.In(column, ordered, negated=negate != found.negated, has_null=has_null)
+
+    def written(self, kind: str, text: str, column: str, dtype: pa.DataType) -> t.Literal | None:
+        """``literal`` of one value as ``in_list`` read it (kind, text); a refusal that
+        ``literal`` words from sqlglot's tree (a boolean or a DATE / TIMESTAMP literal in
+        a column of another type) raises ``_NotPlain``."""
+        if kind == "null":
+            return None
+        if kind == "string":
+            return self.literal_value(text, column, dtype)
+        if kind == "number":
+            return self.number(text, column, dtype)
+        if kind in ("true", "false"):
+            if kind_of(dtype) != Kind.BOOLEAN:
+                raise _NotPlain
+            return lit.make_literal(kind == "true", dtype)
+        if kind_of(dtype) != Kind.TEMPORAL:  # DATE '...', TIMESTAMP '...'
+            raise _NotPlain
+        return self.literal_value(text, column, dtype)
+
     def _lit(self, text: str, column: str, dtype: pa.DataType) -> t.Literal:
         number, string = plain.literal_text(text)
         if number is not None:
@@ -144,8 +199,7 @@ class _Parser:
             return t.Between(column, low, high, negated=negate)
         if form == "in":
             items = plain.LIT_RE.findall(groups[1])
-            if len(items) > predicate_text.MAX_IN_VALUES:
-                raise _NotPlain
+            self.count_in_values(len(items), column)
             values = [self._lit(v, column, dtype) for v in items]
             typed = {v.key: v for v in values}
             ordered = tuple(typed[k] for k in sorted(typed))
@@ -218,12 +272,7 @@ class _Parser:
                     f"cannot parse predicate: {column} IN () lists no value: write "
                     f"{column} IN (1, 2) with at least one value"
                 )
-            if len(e.expressions) > predicate_text.MAX_IN_VALUES:
-                raise PredicateTooLargeError(
-                    f"the IN list on {column!r} has {len(e.expressions):,} values, over the "
-                    f"limit of {predicate_text.MAX_IN_VALUES:,}: split it into several "
-                    "predicates"
-                )
+            self.count_in_values(len(e.expressions), column)
             values = [self.literal(v, column, dtype) for v in e.expressions]
             typed = {v.key: v for v in values if v is not None}
             ordered = tuple(typed[k] for k in sorted(typed))

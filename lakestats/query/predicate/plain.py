@@ -1,11 +1,13 @@
 """Conditions read without sqlglot: ``column op literal`` and the other plain forms a
-planner sends (IS [NOT] NULL, BETWEEN, IN, LIKE, typed DATE/TIMESTAMP literals) are
-recognised by regular expressions, so a simple conjunction is split without tokenizing it."""
+planner sends (IS [NOT] NULL, BETWEEN, IN, LIKE, typed DATE/TIMESTAMP literals; IN lists
+of any length through ``in_list``) are recognised by regular expressions, so a simple
+conjunction is split without tokenizing it."""
 
 from __future__ import annotations
 
 import re
 
+from lakestats.query.predicate import in_list
 from lakestats.query.predicate import keywords as sql_keywords
 from lakestats.query.predicate import text as predicate_text
 
@@ -14,19 +16,25 @@ _AND = re.compile(r"AND\s+", re.IGNORECASE)
 
 def simple_conjuncts(text: str) -> list[str] | None:
     """The conditions of ``text`` when it is one or more ``simple_comparison``s joined
-    by AND (whitespace around each AND), else None (the general path reads it)."""
-    if len(text) > predicate_text.MAX_PREDICATE_CHARS:
-        return None
+    by AND (whitespace around each AND), else None (the general path reads it). An IN
+    list of literals (``in_list``) is one such condition, however long."""
     out: list[str] = []
     pos = 0
     while True:
-        match = _SIMPLE.match(text, pos)
-        if match is None or simple_groups(match.group(0)) is None:
-            match = _PLAIN.match(text, pos)
-            if match is None or plain_groups(match.group(0)) is None:
-                return None
-        out.append(match.group(0).strip())
-        pos = match.end()
+        listed = in_list.read(text, pos)
+        if listed is not None:
+            out.append(text[pos:listed[1]].strip())
+            if len(out[-1]) > 4096:  # its values are not read again
+                in_list.remember(out[-1], listed[0])
+            pos = listed[1]
+        else:
+            match = _SIMPLE.match(text, pos)
+            if match is None or simple_groups(match.group(0)) is None:
+                match = _PLAIN.match(text, pos)
+                if match is None or plain_groups(match.group(0)) is None:
+                    return None
+            out.append(match.group(0).strip())
+            pos = match.end()
         if pos == len(text):
             break
         joined = _AND.match(text, pos)

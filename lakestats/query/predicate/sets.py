@@ -138,7 +138,7 @@ def point_keys(term: t.Predicate) -> list[bytes] | None:
     if len(t.columns_of(term)) != 1 or not is_set(term):
         return None
     cs = column_set(term)
-    if cs.null == "T" or not cs.true or any(r.point is None for r in cs.true):
+    if cs.null == "T" or not cs.true:
         return None
-    return [r.point for r in cs.true]
+    return kr.point_keys(cs.true)
 

@@ -11,8 +11,10 @@ redundant parentheses vanish. Only each condition (``n IN (1, 2)``, ``d BETWEEN 
 5``) is handed to sqlglot, whose depth is then bounded by ``MAX_NESTING``.
 
 The limits (documented in docs/limits.md) bound the work of one predicate before any of
-it is done: its length in characters, the depth of nested parentheses, the number of
-conditions, and (checked by ``parse``) the values of one IN list.
+it is done: the depth of nested parentheses, the number of conditions, the values of its
+IN lists in all (``check_in_values``, a setting), and the length of the text this
+general path tokenizes (a conjunction of plain conditions and IN lists of literals, what
+planners send, is read without it: ``plain`` and ``in_list``).
 """
 
 from __future__ import annotations
@@ -23,19 +25,40 @@ from typing import Generic, TypeVar
 from lakestats.errors import InvalidPredicateError, PredicateTooLargeError
 
 MAX_PREDICATE_CHARS = 65_536
+"""Characters of a predicate read by the general path (OR, NOT, parentheses, functions)."""
 MAX_NESTING = 100
 MAX_CONDITIONS = 10_000
-MAX_IN_VALUES = 10_000
 
 T = TypeVar("T")
 
 
 def check_length(text: str) -> None:
-    """Refuse a predicate longer than ``MAX_PREDICATE_CHARS`` before reading it."""
+    """Refuse a predicate longer than ``MAX_PREDICATE_CHARS`` before tokenizing it."""
     if len(text) > MAX_PREDICATE_CHARS:
         raise PredicateTooLargeError(
             f"the predicate is {len(text):,} characters long, over the limit of "
-            f"{MAX_PREDICATE_CHARS:,}: split it, or use IN lists for many values"
+            f"{MAX_PREDICATE_CHARS:,} for predicates with OR, NOT, parentheses or other "
+            "than plain conditions: write it as conditions joined by AND (long value "
+            "lists as column IN (...), which have no length limit), or split it"
+        )
+
+
+def max_in_values() -> int:
+    """The setting ``max_in_values``: the values a predicate's IN lists hold in all."""
+    from lakestats.config import settings
+
+    return settings().max_in_values
+
+
+def check_in_values(total: int, column: str, limit: int) -> None:
+    """Refuse IN lists holding ``total`` values in all (the last on ``column``) when
+    that is over ``limit``, before their values are typed."""
+    if total > limit:
+        raise PredicateTooLargeError(
+            f"the predicate's IN lists hold {total:,} values (the list on {column!r} "
+            f"reached it), over the limit of {limit:,}: raise the setting max_in_values "
+            "(LAKESTATS_MAX_IN_VALUES, or [query] max_in_values in the config file), or "
+            "split the list over several estimates"
         )
 
 
@@ -228,10 +251,11 @@ class Skeleton(Generic[T]):
 
 __all__ = [
     "MAX_CONDITIONS",
-    "MAX_IN_VALUES",
     "MAX_NESTING",
     "MAX_PREDICATE_CHARS",
     "Skeleton",
+    "check_in_values",
     "check_length",
+    "max_in_values",
     "tokenize",
 ]

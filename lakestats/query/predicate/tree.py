@@ -41,6 +41,23 @@ class In:
     negated: bool = False
     has_null: bool = False  # a NULL in the list: no value is ever NOT IN it
 
+    def __hash__(self) -> int:
+        """The fields' hash; a long list's remembered per object (an estimate looks a
+        term up in several caches: 100,000 values hashed each time add up)."""
+        if len(self.values) < 64:
+            return hash((self.column, self.values, self.negated, self.has_null))
+        found = _HASHES.get(id(self))
+        if found is None or found[0] is not self:
+            if len(_HASHES) >= 64:
+                _HASHES.clear()
+            found = _HASHES[id(self)] = (
+                self, hash((self.column, self.values, self.negated, self.has_null))
+            )
+        return found[1]
+
+
+_HASHES: dict[int, tuple[In, int]] = {}
+
 
 @dataclass(frozen=True)
 class IsNull:
