@@ -25,7 +25,7 @@ import zlib
 
 import numpy as np
 
-from lakestats.errors import CorruptStatisticsError
+from lakestats.errors import CorruptStatisticsError, InvalidArgumentError
 
 DEFAULT_K = 200
 MIN_WIDTH = 8
@@ -43,13 +43,13 @@ def capacity(k: int, levels: int, height: int) -> int:
     """The capacity of level ``height`` of ``levels`` (as DataSketches' KLL)."""
     depth = levels - height - 1
     power = 3**depth  # k * (2/3) ** depth rounded, in integers: the same on every platform
-    return max(MIN_WIDTH, (2 * k * 2**depth + power) // (2 * power))
+    return max(MIN_WIDTH, int((2 * k * 2**depth + power) // (2 * power)))
 
 
 def normalized_rank_error(k: int = DEFAULT_K) -> float:
     """The single-quantile normalized rank error bound at 99 % confidence (DataSketches'
     empirical fit for KLL, whose structure and capacities this sketch shares)."""
-    return 2.296 / k**0.9723
+    return float(2.296 / k**0.9723)
 
 
 class QuantileSketch:
@@ -153,11 +153,11 @@ class QuantileSketch:
         """The item at each normalized rank in [0, 1] (DataSketches' exclusive search:
         the first item whose cumulative weight exceeds ``rank * n``)."""
         if self.n == 0:
-            raise CorruptStatisticsError("the quantiles of an empty sketch are undefined")
+            raise InvalidArgumentError("an empty sketch has no quantiles")
         items, cumulative = self._sorted_view()
         weight = np.floor(np.asarray(ranks, dtype=np.float64) * self.n).astype(np.int64)
         at = np.minimum(np.searchsorted(cumulative, weight, side="right"), len(items) - 1)
-        return np.clip(items[at], self.min, self.max)
+        return np.asarray(np.clip(items[at], self.min, self.max))
 
     def quantile(self, rank: float) -> float:
         return float(self.quantiles([rank])[0])
