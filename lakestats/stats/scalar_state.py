@@ -3,7 +3,8 @@
 Contract: a ``ScalarState`` is built from partitions' ``statistics.parquet`` rows (see
 ``stats/table_fold.py``) and merged with another of the same column (``merge``): counts,
 min/max (by key bytes: keys are order-preserving), moments (Chan's parallel formulas: exact
-up to floating point), lengths, true count, HLL union, KLL union, the global histogram range
+up to floating point), lengths, true count, HLL union, quantile sketch union (a function of
+the merge order: callers merge in a canonical order), the global histogram range
 and whether every partition's frequencies are complete. ``grid`` plans the table histogram
 grid; ``row`` gives the table statistics row before frequencies are merged. Live sketch
 objects are serialized into ``hll``/``kll`` when the state is pickled or finalized.
@@ -22,6 +23,7 @@ from lakestats.stats import keys
 from lakestats.stats.histogram import exact_width
 from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.percentiles import PERCENTILES, percentile_names
+from lakestats.stats.quantile_sketch import QuantileSketch, normalized_rank_error
 from lakestats.stats.rebin import Grid
 from lakestats.stats.sketches import HLL_LG_K, KLL_K, order_free_hll
 
@@ -69,13 +71,13 @@ class ScalarState:
             self.__dict__["_live_hll"] = live
         return live
 
-    def kll_union(self) -> ds.kll_doubles_sketch:
+    def kll_union(self) -> QuantileSketch:
         live = self.__dict__.get("_live_kll")
         if live is None:
             live = (
-                ds.kll_doubles_sketch.deserialize(self.kll)
+                QuantileSketch.deserialize(self.kll)
                 if self.kll is not None
-                else ds.kll_doubles_sketch(KLL_K)
+                else QuantileSketch(KLL_K)
             )
             self.__dict__["_live_kll"] = live
         return live
@@ -145,7 +147,7 @@ class ScalarState:
         if other.hll is not None:
             self.hll_union().update(ds.hll_sketch.deserialize(other.hll))
         if other.kll is not None:
-            self.kll_union().merge(ds.kll_doubles_sketch.deserialize(other.kll))
+            self.kll_union().merge(QuantileSketch.deserialize(other.kll))
         self.frequencies_complete &= other.frequencies_complete
         self.sketches_deferred |= other.sketches_deferred
         self.frequency_slack += other.frequency_slack
@@ -226,17 +228,15 @@ class ScalarState:
                 distinct_count_exact=False,
             )
         if kll is not None and kind in ORDERED_NUMERIC:
-            sketch = ds.kll_doubles_sketch.deserialize(kll)
-            if not sketch.is_empty():
-                quantiles = [sketch.get_quantile(p / 100) for p in PERCENTILES]
+            quantile_sketch = QuantileSketch.deserialize(kll)
+            if not quantile_sketch.is_empty():
+                quantiles = quantile_sketch.quantiles([p / 100 for p in PERCENTILES])
                 bounds = (self.min_key, self.max_key)
-                encoded = keys.encode(_from_doubles(np.array(quantiles), dtype, bounds))
+                encoded = keys.encode(_from_doubles(quantiles, dtype, bounds))
                 for name, key in zip(percentile_names(), encoded.to_pylist(), strict=True):
                     out[name] = _within(key, self.min_key, self.max_key)
                 out["percentiles_exact"] = False
-                out["percentile_rank_error"] = ds.kll_doubles_sketch.get_normalized_rank_error(
-                    KLL_K, False
-                )
+                out["percentile_rank_error"] = normalized_rank_error(KLL_K)
         return out
 
 

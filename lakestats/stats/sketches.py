@@ -2,8 +2,10 @@
 
 * HLL (lg_k = 12, about 1.6 % relative standard error) over the distinct values, for
   the table-level distinct count when exact frequencies are not available;
-* KLL (k = 200, about 1.65 % normalized rank error) over every non-null value of an
-  ordered column (as float64), for table-level percentiles.
+* a KLL quantile sketch (k = 200, about 1.65 % normalized rank error;
+  ``stats/quantile_sketch.py``, deterministic, unlike DataSketches' KLL which formats up to
+  4 stored) over every non-null value of an ordered column (as float64), for table-level
+  percentiles.
 
 ``hashable_values`` and ``numeric_values`` are the one definition of what a sketch is
 fed, shared by the partition accumulator and by ``derived_sketches`` (which rebuilds the
@@ -19,9 +21,10 @@ import pyarrow.types as pat
 
 from lakestats.stats import hashing, hll_image, keys
 from lakestats.stats.kinds import Kind
+from lakestats.stats.quantile_sketch import DEFAULT_K, QuantileSketch
 
 HLL_LG_K = 12
-KLL_K = 200
+KLL_K = DEFAULT_K
 
 _HLL_FLAGS_BYTE = 5  # DataSketches HLL preamble: flags byte, mode byte
 _HLL_MODE_BYTE = 7
@@ -47,13 +50,10 @@ def hll_of(distinct: np.ndarray) -> bytes:
 
 
 def kll_of(values: np.ndarray, counts: np.ndarray | None = None) -> bytes:
-    sketch = ds.kll_doubles_sketch(KLL_K)
-    data = values.astype(np.float64, copy=False)
-    if counts is not None and not (counts == 1).all():  # a repeat of ones is a copy
-        data = np.repeat(data, counts)
-    if len(data):
-        sketch.update(np.ascontiguousarray(data))
-    return sketch.serialize()
+    """The quantile sketch of ``values`` (each repeated ``counts`` times), serialized."""
+    if counts is not None and (counts == 1).all():  # a repeat of ones is a copy
+        counts = None
+    return QuantileSketch.build(values, counts, KLL_K).serialize()
 
 
 def order_free_hll(serialized: bytes) -> ds.hll_sketch:

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from lakestats.stats.derived_sketches import listed_all
 from lakestats.stats.kinds import MOMENT_KINDS, Kind, kind_of
+from lakestats.stats.quantile_sketch import QuantileSketch
 from lakestats.stats.rebin import range_of_numbers, storage_numbers
 from lakestats.stats.scalar_state import ScalarState
 
@@ -108,7 +109,7 @@ def fold_statistics(
             if hll[r] is not None:
                 state.hll_union().update(ds.hll_sketch.deserialize(hll[r]))
             if kll[r] is not None:
-                state.kll_union().merge(ds.kll_doubles_sketch.deserialize(kll[r]))
+                state.kll_union().merge(QuantileSketch.deserialize(kll[r]))
         with_histogram = rows_of[bins[rows_of] > 0]
         if len(with_histogram):
             taken = pa.array(with_histogram)

@@ -7,10 +7,9 @@ as the version-2 writer built them: the partition accumulator run here, in proce
 each partition's data with nothing left out, written with ``lakestats.format_version`` 2.
 Both are reduced by the one-task and the staged Spark reductions, and analyzed again
 incrementally after a partition is added; every table-level file must be the same.
-Merged sketch bytes depend on the order values arrived in, so sketches are compared by
-what is read from them (HLL estimate and bounds, KLL n and quantiles: the numeric columns
-hold fewer than ``KLL_K`` values in all, so no KLL compaction flips coins; the partition
-column's compacted sketch is compared by its count).
+Merged HLL bytes depend on the order values arrived in, so sketches are compared by what
+is read from them (HLL estimate and bounds, the quantile sketch's n and quantiles: it is
+deterministic, compacted or not).
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import math
 import shutil
 from pathlib import Path
 
-import datasketches as ds
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -33,6 +31,7 @@ from lakestats.compute.reduce import local as reduce_local
 from lakestats.stats import accumulator
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import Leaf
+from lakestats.stats.quantile_sketch import QuantileSketch
 from lakestats.stats.sketches import order_free_hll
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import layout, manifest, schemas
@@ -146,11 +145,10 @@ def _readable(rows: list[dict]) -> list[dict]:
             row["hll"] = (sketch.get_estimate(), sketch.get_lower_bound(2),
                           sketch.get_upper_bound(2))
         if kll is not None:
-            sketch = ds.kll_doubles_sketch.deserialize(kll)
+            quantiles = QuantileSketch.deserialize(kll)
             ranks = np.linspace(0, 1, 21)
-            # a compacted sketch (the partition column "p": 6,000 values) flips coins
-            exact = sketch.n and not sketch.is_estimation_mode()
-            row["kll"] = (sketch.n, list(sketch.get_quantiles(ranks)) if exact else [])
+            # deterministic: a compacted sketch (the partition column "p") answers the same
+            row["kll"] = (quantiles.n, quantiles.quantiles(ranks).tolist() if quantiles.n else [])
         out.append({k: ("NaN" if isinstance(v, float) and math.isnan(v) else v)
                     for k, v in row.items()})
     return out
@@ -248,7 +246,7 @@ def test_incremental_analyze_over_version_2_files_is_the_same(roots, spark, tmp_
             )
             assert (result.partitions_computed, result.partitions_reused) == (1, 4), root.name
             version = manifest.load_version(StatisticsStore(str(copy)))
-            assert version.format_version == schemas.FORMAT_VERSION == 4
+            assert version.format_version == schemas.FORMAT_VERSION == 5
             results.append(_table_files(copy, version.table_files))
     finally:
         shutil.rmtree(table_dir / "p=4")

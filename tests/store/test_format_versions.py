@@ -13,6 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
+import datasketches as ds
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,6 +22,7 @@ import pytest
 import lakestats.api as ls
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.local import reduce_locally
+from lakestats.stats.quantile_sketch import QuantileSketch
 from lakestats.store import layout, manifest, schemas
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
@@ -87,7 +89,7 @@ def test_files_record_their_format_version(roots) -> None:
     assert (
         manifest.load_version(StatisticsStore(str(new))).format_version
         == schemas.FORMAT_VERSION
-        == 4
+        == 5
     )
     assert manifest.load_version(StatisticsStore(str(old))).format_version == 1
 
@@ -132,3 +134,40 @@ def test_reduction_over_version_1_files_is_the_same(roots) -> None:
         None, include_sketches=True
     )
     assert published.equals(reduced_new["statistics"])
+
+
+def _datasketches_kll(data: bytes | None) -> bytes | None:
+    """A sketch's bytes as the format-4 writer stored them: DataSketches' KLL of its items
+    (each sketch here holds all its values uncompacted, so both hold the same)."""
+    if data is None:
+        return None
+    sketch = QuantileSketch.deserialize(data)
+    assert sketch.retained == sketch.n
+    old = ds.kll_doubles_sketch(200)
+    if sketch.n:
+        old.update(np.concatenate(sketch.levels))
+    return old.serialize()
+
+
+def test_reduction_over_version_4_sketches_is_the_same(roots, tmp_path: Path) -> None:
+    """Format 4 stored DataSketches' KLL bytes in ``kll_sketch``: read and converted."""
+    _, new = roots
+    old = tmp_path / "v4"
+    shutil.copytree(new, old)
+    version_file = old / layout.version_path(1)
+    data = json.loads(version_file.read_text())
+    data["format_version"] = 4
+    version_file.write_text(json.dumps(data))
+    converted = 0
+    for path in (old / "partitions").rglob("statistics.parquet"):
+        table = pq.ParquetFile(path).read()
+        sketches = [_datasketches_kll(b) for b in table.column("kll_sketch").to_pylist()]
+        converted += sum(b is not None for b in sketches)
+        at = table.schema.get_field_index("kll_sketch")
+        table = table.set_column(at, "kll_sketch", pa.array(sketches, pa.binary()))
+        table = table.replace_schema_metadata({schemas.FORMAT_VERSION_KEY: "4"})
+        pq.write_table(table, path, compression="zstd")
+    assert converted
+    reduced_old, reduced_new = _reduce(old), _reduce(new)
+    for kind in ("statistics", "frequencies", "histograms"):
+        assert reduced_old[kind].equals(reduced_new[kind]), kind

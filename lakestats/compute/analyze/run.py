@@ -156,7 +156,9 @@ def _analyze(
             fingerprint=plans[i].fingerprint(),
             run_id=run_id,
         )
-    final = [e for e in entries if e is not None]
+    # by path: the version's partitions (and the reduction's positions) in one order
+    # whatever order the table listed them in
+    final = sorted((e for e in entries if e is not None), key=lambda e: e.path)
     table_files = None
     partition_index = None  # written by the table-level reduction, next to its files
     partition_histogram_parts = None  # so is this

@@ -51,12 +51,13 @@ from lakestats.store.manifest import PartitionEntry
 from lakestats.store.partition_index import SOURCE_FIELDS, index_part
 from lakestats.threads import prefetch
 
-CACHE_FORMAT = 7
+CACHE_FORMAT = 8
 """Part of every cache key: bump it when cached states, histograms or frequency rows change
 meaning or bytes (``ScalarState`` fields or module, pruning, holder packing), so older
 caches are not reused. 6: ``ScalarState`` moved to ``stats/scalar_state.py`` (its pickles
 name the module). 7: a complete group's state may leave out sketches
-(``sketches_deferred``)."""
+(``sketches_deferred``). 8: quantile sketches are ``stats/quantile_sketch.py``'s, members
+ordered by path."""
 
 MAX_GROUPS = 32
 """At most this many cached groups: every group adds its pruned frequency candidates (up to
@@ -79,14 +80,16 @@ PARTS_PREFIX = "phist-"
 
 
 def group_members(partitions: list[PartitionEntry]) -> list[list[int]]:
-    """The groups: positions in ``partitions``, by a hash of each path (none empty)."""
+    """The groups: positions in ``partitions``, by a hash of each path (none empty), each
+    group's members by path, so a group folds (and its sketches merge) in one order
+    whatever order the partitions were listed in."""
     count = len(partitions)
     buckets = 1 << max(0, round(math.log2(math.sqrt(count)))) if count else 1
     buckets = min(buckets, MAX_GROUPS)
     members: list[list[int]] = [[] for _ in range(buckets)]
     for i, entry in enumerate(partitions):
         members[zlib.crc32(entry.path.encode()) % buckets].append(i)
-    return [m for m in members if m]
+    return [sorted(m, key=lambda i: partitions[i].path) for m in members if m]
 
 
 class GroupCache:

@@ -28,6 +28,7 @@ from lakestats.stats.derived_sketches import (
     restore_sketches,
 )
 from lakestats.stats.kinds import Kind
+from lakestats.stats.quantile_sketch import QuantileSketch
 from lakestats.stats.rebin import Grid, rebin, rebin_numbers, storage_numbers
 from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_fold import fold_statistics
@@ -234,7 +235,7 @@ def _merge_rebuilt(
             if hll is not None:
                 states[c].hll_union().update(ds.hll_sketch.deserialize(hll))
             if kll is not None:
-                states[c].kll_union().merge(ds.kll_doubles_sketch.deserialize(kll))
+                states[c].kll_union().merge(QuantileSketch.deserialize(kll))
 
 
 def fold_histograms(

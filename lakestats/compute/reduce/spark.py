@@ -134,29 +134,26 @@ def _per_column(
 def _contributions(
     reduction: Reduction, stage: PerColumn, prepare: list, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    """This task's groups' contributions, merged per column."""
+    """This task's groups' contributions, one row per group and column: merged per column
+    in group order (``_merge_column``), as in one process, whichever task folded which
+    group (a merged sketch depends on the order of its merges)."""
     groups = reduction.groups
     for batch in batches:
-        merged: dict[int, object] = {}
         for group in batch.column(0).to_pylist():
             members = groups.members[group]
             # the first pass reads each partition file once for the stage and its prepares
             kinds = groups.first_pass_kinds(members) if prepare else []
             with groups.holding(members, kinds):
-                for index, value in stage.group(reduction, members).items():
-                    merged[index] = (
-                        stage.merge(reduction.job, merged[index], value)
-                        if index in merged
-                        else value
-                    )
+                values = stage.group(reduction, members)
                 for step in prepare:
                     step(groups, members)
-        if merged:
-            yield wire.per_column_batch(stage.codec, merged)
+            if values:
+                yield wire.per_column_batch(stage.codec, values, group)
 
 
 def _merge_column(job: ReduceJob, stage: PerColumn, table: pa.Table) -> pa.Table:
-    """One column's contributions from every task, merged."""
+    """One column's contributions from every group, merged in group order."""
+    table = table.sort_by("group_index")
     values = [stage.codec.decode(b) for b in table.column("state").to_pylist()]
     merged = functools.reduce(lambda into, more: stage.merge(job, into, more), values)
     index = table.column("column_index")[0].as_py()

@@ -2,7 +2,8 @@
 
 Contract: what a reduction's Spark stages exchange, in one place. Per-column
 contributions (scalar states, re-binned histograms) travel as ``STATE_SCHEMA`` rows, one
-per column, their value as bytes made by the stage's ``Codec``; frequency rows as
+per group and column (merged in group order: the same merges as in one process), their
+value as bytes made by the stage's ``Codec``; frequency rows as
 ``FREQUENCY_ROW_SCHEMA`` (``FREQUENCY_ROW_ARROW`` in Arrow), summed per (column, value) by
 Spark's ``groupBy`` into ``AGGREGATED_ARROW``; a finalized column as
 ``FREQUENCY_GROUP_SCHEMA`` (a pickled ``FrequencyResult``); the writing task answers
@@ -24,7 +25,7 @@ import pyarrow as pa
 from lakestats.stats.arrays import binary_array, integer_array
 from lakestats.stats.table_frequencies import FrequencyResult
 
-STATE_SCHEMA = "column_index int, state binary"
+STATE_SCHEMA = "column_index int, group_index int, state binary"
 FREQUENCY_ROW_SCHEMA = (
     "column_index int, value binary, count long, bound long, holder_list array<long>"
 )
@@ -86,14 +87,15 @@ HISTOGRAMS = Codec(_float_bytes, _floats)
 """Re-binned histogram counts: float64 bytes."""
 
 
-def per_column_batch(codec: Codec, values: dict[int, Any]) -> pa.RecordBatch:
-    """``STATE_SCHEMA`` rows of per-column ``values``."""
+def per_column_batch(codec: Codec, values: dict[int, Any], group: int = -1) -> pa.RecordBatch:
+    """``STATE_SCHEMA`` rows of per-column ``values`` (of one group, or merged: -1)."""
     return pa.RecordBatch.from_arrays(
         [
             integer_array(list(values), pa.int32()),
+            integer_array([group] * len(values), pa.int32()),
             binary_array([codec.encode(v) for v in values.values()]),
         ],
-        names=["column_index", "state"],
+        names=["column_index", "group_index", "state"],
     )
 
 
