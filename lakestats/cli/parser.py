@@ -42,13 +42,13 @@ if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[_Parser]
 
 
-def columns_of(text: str | None) -> list[str] | None:
+def columns_of(text: str | None, flag: str = "--columns") -> list[str] | None:
     """``--columns a,b``: the names, or None when the flag is not given."""
     if text is None:
         return None
     names = [c.strip() for c in text.split(",") if c.strip()]
     if not names:
-        raise InvalidArgumentError("--columns is empty: list column names separated by commas")
+        raise InvalidArgumentError(f"{flag} is empty: list column names separated by commas")
     return names
 
 
@@ -296,8 +296,16 @@ def _column_lookups(sub: Subparsers) -> None:
     )
     _snapshot_flags(p)
 
-    p = _table_command(sub, "estimate", "rows a predicate keeps, with sound bounds")
-    p.add_argument("--where", required=True, help="SQL boolean expression over columns")
+    p = _table_command(
+        sub, "estimate", "rows a predicate keeps, or distinct combinations, with sound bounds"
+    )
+    asked = p.add_mutually_exclusive_group(required=True)
+    asked.add_argument("--where", help="SQL boolean expression over columns")
+    asked.add_argument(
+        "--group-by",
+        help="columns, comma-separated: their distinct value combinations (from a column "
+        "group, analyze --column-groups)",
+    )
     p.add_argument("--snapshot", type=int, help="the table snapshot (default: latest version)")
     p.add_argument(
         "--table-level", action="store_true", help="use the table-level statistics only"

@@ -19,8 +19,8 @@ from lakestats.formats.base import PartitionReader, Slice
 from lakestats.options import AnalyzeOptions
 from lakestats.stats import value_counts
 from lakestats.stats.accumulator import ColumnAccumulator
-from lakestats.stats.column_groups import GroupAccumulator
 from lakestats.stats.arrays import ddl_schema
+from lakestats.stats.column_groups import GroupAccumulator
 from lakestats.stats.leaves import Leaf, leaf_array
 from lakestats.stats.registry import SummaryStatistic
 from lakestats.store import layout, writer

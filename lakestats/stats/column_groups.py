@@ -182,14 +182,13 @@ def group_row(
     *,
     distinct: tuple[int, int, int, bool],
     dependencies: list[tuple[tuple[int, ...], int, int]],
-    unlisted_max: int = 0,
-    truncated: bool = False,
-    hll: bytes | None = None,
+    carried: tuple[int, bool, bytes | None] = (0, False, None),
 ) -> dict[str, object]:
     """One row of ``groups.parquet`` from ``joint`` (``k0`` …, ``count`` and, at table
     level, ``upper``): its ``max_frequencies`` most common combinations are listed.
-    ``distinct``: estimate, lower, upper, exact. ``unlisted_max``/``truncated``: what
-    ``joint`` itself already leaves out (table level)."""
+    ``distinct``: estimate, lower, upper, exact. ``carried`` (table level): the bound of
+    the combinations ``joint`` itself already leaves out, whether it does, their HLL."""
+    unlisted_max, truncated, hll = carried
     names = key_names(len(columns))
     ordered = most_common(joint)
     listed = ordered.slice(0, max_frequencies)

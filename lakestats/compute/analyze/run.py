@@ -18,7 +18,6 @@ from lakestats.compute.analyze.columns import (
     group_leaves,
     select_columns,
 )
-from lakestats.compute.reduce.groups import reduce_groups
 from lakestats.compute.analyze.publish import publish, remove_failed_run, write_empty_table
 from lakestats.compute.analyze.reuse import (
     THETA_MARK,
@@ -31,6 +30,7 @@ from lakestats.compute.analyze.stages import compute_partitions, plan_slices, ra
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
+from lakestats.compute.reduce.groups import reduce_groups
 from lakestats.compute.tasks import Job
 from lakestats.formats.base import TableFormat
 from lakestats.interop.puffin import theta_types

@@ -113,9 +113,7 @@ def table_group(parts: list[dict], max_frequencies: int) -> dict[str, object]:
             (tuple(position[c] for c in det), position[dep], support)
             for (det, dep), support in supporting.items()
         ],
-        unlisted_max=budget,
-        truncated=truncated,
-        hll=hll,
+        carried=(budget, truncated, hll),
     )
 
 
