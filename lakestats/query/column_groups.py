@@ -1,6 +1,7 @@
 """Estimates from column groups (``analyze --column-groups``): a conjunction of equalities
-and IN lists over two or more columns of a group is counted from the group's table-level
-joint frequencies instead of the product of the columns' selectivities; the distinct
+and IN lists over two or more columns of a group (of any single-column conditions, where
+the group lists every combination) is counted from the group's table-level joint
+frequencies instead of the product of the columns' selectivities; the distinct
 combinations of some columns (``estimate --group-by``) from the group's distinct count.
 
 Bounds stay sound: a count of listed combinations is at least their listed counts and at
@@ -19,7 +20,7 @@ from types import MappingProxyType
 from lakestats import answers
 from lakestats.errors import ColumnNotFoundError, InvalidArgumentError
 from lakestats.query.predicate import And, Predicate, normalize, push_not, terms
-from lakestats.query.predicate.sets import point_keys
+from lakestats.query.predicate.sets import ColumnSet, column_set, is_set, point_keys
 from lakestats.query.predicate.tree import columns_of
 from lakestats.store.reader import StatisticsReader
 
@@ -83,48 +84,68 @@ class GroupCount:
     exact: bool
 
 
-def count(group: GroupStatistics, wanted: dict[str, set[bytes]]) -> GroupCount:
-    """Rows whose value of each constrained column of ``group`` is in ``wanted``."""
-    at = [(group.columns.index(c), keys) for c, keys in wanted.items()]
+@dataclass(frozen=True)
+class Wanted:
+    """What a conjunct allows of one column: its key set (Kleene TRUE) and, for an
+    equality or IN list, its keys (the combinations it can name are then countable)."""
+
+    allowed: ColumnSet
+    points: frozenset[bytes] | None
+
+    def accepts(self, key: bytes | None) -> bool:
+        if key is None:
+            return self.allowed.null == "T"
+        if self.points is not None:
+            return key in self.points
+        return any(r.contains(key) for r in self.allowed.true)
+
+
+def count(group: GroupStatistics, wanted: dict[str, Wanted]) -> GroupCount:
+    """Rows whose value of each constrained column of ``group`` is one ``wanted`` keeps."""
+    at = [(group.columns.index(c), w) for c, w in wanted.items()]
     listed = upper = matched = 0
     for item, n, high in zip(group.values, group.counts, group.counts_upper, strict=True):
-        if all(item[i] in keys for i, keys in at):
+        if all(w.accepts(item[i]) for i, w in at):
             listed += n
             upper += high
             matched += 1
     if not group.truncated:
         return GroupCount(listed, listed, True)
-    if len(wanted) == len(group.columns):  # fully specified: a bound per combination
-        combinations = math.prod(len(keys) for keys in wanted.values())
+    points = [w.points for w in wanted.values()]
+    if len(wanted) == len(group.columns) and all(p is not None for p in points):
+        combinations = math.prod(len(p) for p in points if p is not None)
         unlisted = min(group.unlisted_rows, (combinations - matched) * group.unlisted_max)
-    else:
+    else:  # a fully specified combination bounds its own count; a partial one does not
         unlisted = group.unlisted_rows
     return GroupCount(listed, upper + max(0, unlisted), False)
 
 
-def _constraints(top: list[Predicate]) -> tuple[dict[str, set[bytes]], list[int]]:
-    """Each column's allowed keys over the equality / IN conjuncts (intersected) and the
-    positions of those conjuncts."""
-    wanted: dict[str, set[bytes]] = {}
-    positions = []
+def _constraints(top: list[Predicate]) -> tuple[dict[str, Wanted], dict[str, int]]:
+    """What each column's single-column conjunct allows, and that conjunct's position
+    (a column's first such conjunct: ``terms`` merges a column's conditions into one)."""
+    wanted: dict[str, Wanted] = {}
+    positions: dict[str, int] = {}
     for j, term in enumerate(top):
-        keys = point_keys(term)
-        if keys is None:
+        cols = columns_of(term)
+        if len(cols) != 1 or not is_set(term) or cols[0] in wanted:
             continue
-        column = columns_of(term)[0]
-        wanted[column] = wanted[column] & set(keys) if column in wanted else set(keys)
-        positions.append(j)
+        keys = point_keys(term)
+        wanted[cols[0]] = Wanted(column_set(term), frozenset(keys) if keys else None)
+        positions[cols[0]] = j
     return wanted, positions
 
 
 def _chosen(
-    groups: Sequence[GroupStatistics], wanted: dict[str, set[bytes]]
+    groups: Sequence[GroupStatistics], wanted: dict[str, Wanted]
 ) -> GroupStatistics | None:
-    """The group covering most constrained columns (two at least; ties: the smaller)."""
+    """The group covering most constrained columns (two at least; ties: the smaller).
+    A group whose list is truncated is used for equalities and IN lists only: what it
+    does not list is bounded per named combination."""
     best, best_key = None, (1, 0)
     for group in groups:
-        covered = [c for c in wanted if c in group.columns]
-        if math.prod(len(wanted[c]) for c in covered) > MAX_COMBINATIONS:
+        covered = [c for c in wanted if c in group.columns
+                   and (not group.truncated or wanted[c].points is not None)]
+        if math.prod(len(wanted[c].points or ()) for c in covered) > MAX_COMBINATIONS:
             continue
         key = (len(covered), -len(group.columns))
         if len(covered) >= 2 and key > best_key:
@@ -149,8 +170,9 @@ def refine(
     group = _chosen(groups, wanted)
     if group is None:
         return baseline
-    inside = [j for j in positions if columns_of(top[j])[0] in group.columns]
-    covered = {c: keys for c, keys in wanted.items() if c in group.columns}
+    covered = {c: w for c, w in wanted.items() if c in group.columns
+               and (not group.truncated or w.points is not None)}
+    inside = sorted(positions[c] for c in covered)
     counted = count(group, covered)
     grouped = And(tuple(top[j] for j in inside)) if len(inside) > 1 else top[inside[0]]
     alone = estimate_of(grouped)  # the same conjuncts as independent columns
