@@ -3,7 +3,8 @@ classes, and argparse's errors as the one ``lakestats: error:`` line.
 
 ``analyze``'s and ``sample``'s flags, defaults and help come from ``lakestats.options``
 (``add_option_flags``; ``options_from_args`` reads them back). ``docs/gen_reference.py``
-writes the CLI reference from ``build_parser``.
+writes the CLI reference from ``build_parser``. Over 400 lines: every command's flags in one
+place, so the reference and ``--help`` come from one builder.
 """
 
 from __future__ import annotations
