@@ -33,6 +33,7 @@ CLI_FLOAT = "float"
 CLI_TEXT = "text"
 CLI_COLUMNS = "columns"  # comma-separated names
 CLI_SWITCH = "switch"  # present or not
+CLI_GROUPS = "groups"  # repeatable; each one comma-separated names
 
 RECORD_ALWAYS = "always"
 RECORD_WHEN_SET = "when_set"
@@ -123,6 +124,15 @@ class AnalyzeOptions:
         record=RECORD_WHEN_SET,  # versions written before --exact existed stay reusable
         affects_partition_stats=True,  # partitions stage values.parquet
     )
+    column_groups: tuple[tuple[str, ...], ...] = option(
+        (),
+        flag=Flag("--column-groups", CLI_GROUPS),
+        help="joint statistics of these columns, comma-separated (repeat the flag for more "
+        "groups): their most common value combinations, distinct combinations and "
+        "functional dependencies",
+        record=RECORD_WHEN_SET,  # versions written before groups existed stay reusable
+        affects_partition_stats=True,  # partitions write groups.parquet
+    )
     snapshot_id: int | None = option(
         None, flag=Flag("--snapshot", CLI_INT), help="table snapshot id (default: current)"
     )
@@ -170,6 +180,7 @@ class AnalyzeOptions:
                 )
             columns = columns or None  # an empty list: every column, as before
         object.__setattr__(self, "columns", columns)
+        object.__setattr__(self, "column_groups", _groups_of(self.column_groups))
         for name in ("bins", "max_frequencies", "max_slice_bytes", "reduce_cache_from"):
             _check_int(flag_of(AnalyzeOptions, name), getattr(self, name))
         if self.snapshot_id is not None:
@@ -218,7 +229,7 @@ class AnalyzeOptions:
             if f.metadata["record"] == RECORD_ALWAYS or (
                 f.metadata["record"] == RECORD_WHEN_SET and value != f.default
             ):
-                out[f.name] = list(value) if isinstance(value, tuple) else value
+                out[f.name] = _listed(value)
         return out
 
     @classmethod
@@ -302,6 +313,46 @@ class SampleOptions:
         if self.fraction is None and self.rows is None:
             return DEFAULT_SAMPLE_FRACTION
         return self.fraction
+
+
+def _listed(value: object) -> object:
+    """Tuples (nested too) as lists: the JSON a manifest stores."""
+    return [_listed(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _groups_of(value: object) -> tuple[tuple[str, ...], ...]:
+    """``column_groups`` as a tuple of tuples of names, each of two or more distinct
+    columns (a group of one column is its own column's statistics)."""
+    if value is None:
+        return ()
+    if isinstance(value, str) or not hasattr(value, "__iter__"):
+        raise InvalidArgumentError(
+            f"--column-groups must be a list of groups of column names, got {value!r}"
+        )
+    groups: list[tuple[str, ...]] = []
+    for group in value:
+        names = tuple(group.split(",")) if isinstance(group, str) else group
+        if isinstance(names, str) or not hasattr(names, "__iter__"):
+            raise InvalidArgumentError(
+                f"--column-groups: a group is a list of column names, got {group!r}"
+            )
+        names = tuple(n.strip() if isinstance(n, str) else n for n in names)
+        if not all(isinstance(n, str) and n for n in names):
+            raise InvalidArgumentError(
+                f"--column-groups: a group is a list of column names, got {list(names)!r}"
+            )
+        if len(set(names)) < 2:
+            raise InvalidArgumentError(
+                f"--column-groups {','.join(names)!r}: a group needs two or more distinct "
+                "columns"
+            )
+        if len(set(names)) != len(names):
+            raise InvalidArgumentError(
+                f"--column-groups {','.join(names)!r}: a column appears twice in the group"
+            )
+        if names not in groups:
+            groups.append(names)
+    return tuple(groups)
 
 
 def flag_of(cls: type, name: str) -> str:

@@ -386,6 +386,46 @@ class LakestatsTable(StatisticsLookups):
         resident = self._resident(snapshot_id)
         return self._estimate_with(resident, where, snapshot_id, table_level, source)
 
+    def group_distinct(
+        self, columns: Sequence[str], snapshot_id: int | None = None
+    ) -> answers.GroupDistinct:
+        """Distinct value combinations of ``columns`` (``estimate --group-by``), with sound
+        bounds: from a column group that holds them (``analyze --column-groups``; exact
+        when its combinations were all listed), else bounded by each column's own distinct
+        count. Never starts Spark."""
+        from lakestats.query import column_groups
+
+        if isinstance(columns, str):
+            columns = [c.strip() for c in columns.split(",") if c.strip()]
+        resident = self._resident(snapshot_id)
+        reader = resident.reader
+        groups = resident.groups()
+        names = list(dict.fromkeys(columns))
+        if not any(set(names) <= set(g.columns) for g in groups):
+            column_groups.check_columns(names, [c["name"] for c in reader.version.columns])
+
+        def single(wanted: list[str]) -> list[tuple[int, int, bool]]:
+            known = {c["name"] for c in reader.version.columns}
+            rows = {
+                r["column"]: r
+                for r in reader.column_statistics(None, [n for n in wanted if n in known])
+            }
+            out = []
+            for n in wanted:
+                row: dict[str, Any] = rows.get(n, {})
+                count = int(row.get("distinct_count") or 0)
+                exact = bool(row.get("distinct_count_exact")) or (count == 0 and n in rows)
+                low = int(row.get("distinct_count_lower") or count)
+                nulls = bool(row.get("null_count"))  # a null is a value of a combination
+                high = int(row.get("distinct_count_upper") or count) + nulls
+                out.append((max(low, 1), max(high, low, 1), exact))
+            return out
+
+        return column_groups.distinct(
+            names, groups, single, reader.version.row_count, resident.version,
+            resident.snapshot_id,
+        )
+
     def estimate_many(
         self,
         wheres: Sequence[str],

@@ -87,6 +87,22 @@ class Estimate(Tabular):
 
 
 @dataclass(frozen=True)
+class GroupDistinct(Answer):
+    """Distinct value combinations of some columns (``estimate --group-by``), with sound
+    bounds; ``column_group``: the declared group it was counted from (None: bounded by the
+    columns' own distinct counts, as if independent)."""
+
+    columns: tuple[str, ...]
+    distinct_count: int
+    lower: int
+    upper: int
+    exact: bool
+    column_group: str | None
+    version: int
+    snapshot_id: int | None
+
+
+@dataclass(frozen=True)
 class EstimateBatch(Listing[Estimate]):
     """Several predicates' ``Estimate``s against one statistics version
     (``LakestatsTable.estimate_many``), in the order asked."""

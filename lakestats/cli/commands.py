@@ -135,6 +135,10 @@ def stats(args: argparse.Namespace, out: Output) -> None:
 
 
 def estimate(args: argparse.Namespace, out: Output) -> None:
+    if args.group_by is not None:
+        names = columns_of(args.group_by, "--group-by") or []
+        out.group_distinct(_table(args).group_distinct(names, args.snapshot))
+        return
     out.estimate(_table(args).estimate(args.where, args.snapshot, table_level=args.table_level))
 
 

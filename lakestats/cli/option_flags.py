@@ -16,13 +16,23 @@ from lakestats.options import AnalyzeOptions, SampleOptions
 Options = TypeVar("Options", AnalyzeOptions, SampleOptions)
 
 
-def columns_of(text: str | None) -> list[str] | None:
+def columns_of(text: str | None, flag: str = "--columns") -> list[str] | None:
     """``--columns a,b``: the names, or None when the flag is not given."""
     if text is None:
         return None
     names = [c.strip() for c in text.split(",") if c.strip()]
     if not names:
-        raise InvalidArgumentError("--columns is empty: list column names separated by commas")
+        raise InvalidArgumentError(f"{flag} is empty: list column names separated by commas")
+    return names
+
+
+def _group_of(text: str) -> list[str]:
+    """One ``--column-groups a,b``: its names (an empty one is one error line)."""
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if not names:
+        raise InvalidArgumentError(
+            "--column-groups is empty: list two or more column names separated by commas"
+        )
     return names
 
 
@@ -42,6 +52,7 @@ _READERS: dict[str, Callable[[str], object]] = {
     opts.CLI_FLOAT: float,
     opts.CLI_TEXT: str,
     opts.CLI_COLUMNS: str,  # split by columns_of when the options are built (one error line)
+    opts.CLI_GROUPS: str,  # likewise, each of the repeated flag's values
 }
 
 
@@ -64,6 +75,11 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type[Options]) -> None:
         dest = _dest(flag.name)
         if flag.reads == opts.CLI_SWITCH:
             target.add_argument(flag.name, dest=dest, action="store_true", help=f.metadata["help"])
+            continue
+        if flag.reads == opts.CLI_GROUPS:  # repeatable: one group of columns each
+            target.add_argument(
+                flag.name, dest=dest, action="append", type=str, help=f.metadata["help"]
+            )
             continue
         raw: Any = f.default
         default = raw if raw is None else raw // flag.scale
@@ -89,6 +105,8 @@ def options_from_args(args: argparse.Namespace, cls: type[Options], **fixed: Any
             value = not value if flag.negate else value
         elif flag.reads == opts.CLI_COLUMNS:
             value = columns_of(value)
+        elif flag.reads == opts.CLI_GROUPS:
+            value = tuple(tuple(_group_of(text)) for text in value or ())
         elif value is not None and flag.scale != 1:
             value = value * flag.scale
         values[f.name] = value

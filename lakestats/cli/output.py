@@ -63,7 +63,7 @@ class Output:
 
     analyzed = sampled = sample = partitions = table_statistics = partition_statistics = _json
     profile = frequencies = rank = quantile = histogram = holders = stats = estimate = _json
-    history = expired = sql = _json
+    history = expired = sql = group_distinct = _json
 
     def counts_only(self, summary: answers.TableSummary) -> None:
         print_json({**summary.to_json(), "columns": []})  # no column statistics recorded
@@ -270,6 +270,22 @@ class TextOutput(Output):
         print(
             f"{display.count(round(found.row_count))} rows ({kind}), selectivity "
             f"{display.number(found.selectivity)}, {len(found.partitions)} partitions can match"
+        )
+
+    def group_distinct(self, found: answers.GroupDistinct) -> None:
+        kind = (
+            "exact"
+            if found.exact
+            else f"between {display.count(found.lower)} and {display.count(found.upper)}"
+        )
+        source = (
+            f"column group {found.column_group}"
+            if found.column_group
+            else "no column group holds them: the columns' own distinct counts"
+        )
+        print(
+            f"{display.count(found.distinct_count)} distinct ({', '.join(found.columns)}) "
+            f"({kind}), from {source}"
         )
 
     def history(self, found: answers.Versions) -> None:

@@ -195,8 +195,16 @@ def _column_lookups(sub: Subparsers) -> None:
     )
     _snapshot_flags(p)
 
-    p = _table_command(sub, "estimate", "rows a predicate keeps, with sound bounds")
-    p.add_argument("--where", required=True, help="SQL boolean expression over columns")
+    p = _table_command(
+        sub, "estimate", "rows a predicate keeps, or distinct combinations, with sound bounds"
+    )
+    asked = p.add_mutually_exclusive_group(required=True)
+    asked.add_argument("--where", help="SQL boolean expression over columns")
+    asked.add_argument(
+        "--group-by",
+        help="columns, comma-separated: their distinct value combinations (from a column "
+        "group, analyze --column-groups)",
+    )
     p.add_argument("--snapshot", type=int, help="the table snapshot (default: latest version)")
     p.add_argument(
         "--table-level", action="store_true", help="use the table-level statistics only"

@@ -20,6 +20,7 @@ from lakestats.options import AnalyzeOptions
 from lakestats.stats import value_counts
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.arrays import ddl_schema
+from lakestats.stats.column_groups import GroupAccumulator
 from lakestats.stats.leaves import Leaf, leaf_array
 from lakestats.stats.registry import SummaryStatistic
 from lakestats.store import layout, writer
@@ -53,6 +54,11 @@ class Job:
     hook: object | None = None
     # leaf name -> Iceberg type: store each partition column's theta sketch (Puffin)
     theta_types: dict[str, str] | None = None
+    # column groups (analyze --column-groups): their names and leaves, in declared order
+    groups: list[tuple[tuple[str, ...], tuple[Leaf, ...]]] = field(default_factory=list)
+
+    def group_accumulators(self) -> list[GroupAccumulator]:
+        return [GroupAccumulator(names, leaves) for names, leaves in self.groups]
 
     def files(self, partition: int) -> dict[str, str]:
         return layout.partition_files(self.partition_paths[partition], self.run_id)
@@ -82,7 +88,12 @@ def _summary(
     }
 
 
-def _finalize_and_write(job: Job, partition: int, accumulators: list[ColumnAccumulator]) -> int:
+def _finalize_and_write(
+    job: Job,
+    partition: int,
+    accumulators: list[ColumnAccumulator],
+    groups: list[GroupAccumulator],
+) -> int:
     thetas = job.theta_types or {}
     results = [
         a.finalize(job.options.bins, job.options.max_frequencies, thetas.get(a.leaf.name))
@@ -96,6 +107,10 @@ def _finalize_and_write(job: Job, partition: int, accumulators: list[ColumnAccum
         relative = layout.values_file(job.partition_paths[partition], job.run_id)
         uri = job.store.path(relative)
         written += writer.write_values(staged, uri, job.store)
+    if groups:
+        rows = [g.finalize(job.options.max_frequencies) for g in groups]
+        relative = layout.groups_file(job.partition_paths[partition], job.run_id)
+        written += writer.write_groups(rows, job.store.path(relative), job.store)
     return written
 
 
@@ -112,9 +127,12 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
         accumulators = [ColumnAccumulator(leaf, list(job.statistics)) for leaf in job.leaves]
         for accumulator in accumulators:
             accumulator.observe(leaf_array(table, accumulator.leaf))
+        groups = job.group_accumulators()
+        for group in groups:
+            group.observe(table)
         rows = table.num_rows
         if part.count == 1:
-            written = _finalize_and_write(job, partition, accumulators)
+            written = _finalize_and_write(job, partition, accumulators, groups)
             extra = None
             if job.hook is not None:
                 more, extra = job.hook.run(job, partition, table)  # type: ignore[attr-defined]
@@ -127,7 +145,7 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
             raise LakestatsError("a partition with a task hook must be read by one task")
         for accumulator in accumulators:
             accumulator.statistics = []  # functions travel with the job, not the state
-        state = pickle.dumps(accumulators, protocol=5)
+        state = pickle.dumps((accumulators, groups), protocol=5)
         job.store.write_bytes_atomic(job.state_uri(partition, part.index), state)
         return _summary(task_id, partition, TaskOutcome.PARTIAL, rows, len(state), started)
     except LakestatsError as exc:
@@ -138,17 +156,20 @@ def merge_partition(job: Job, partition: int, slice_count: int) -> dict[str, obj
     started = time.perf_counter()
     try:
         merged: list[ColumnAccumulator] | None = None
+        merged_groups: list[GroupAccumulator] = []
         for index in range(slice_count):
-            state = pickle.loads(job.store.read_bytes(job.state_uri(partition, index)))
+            state, groups = pickle.loads(job.store.read_bytes(job.state_uri(partition, index)))
             for accumulator in state:
                 accumulator.statistics = list(job.statistics)
             if merged is None:
-                merged = state
+                merged, merged_groups = state, groups
             else:
                 for mine, theirs in zip(merged, state, strict=True):
                     mine.merge(theirs)
+                for group, other in zip(merged_groups, groups, strict=True):
+                    group.merge(other)
         assert merged is not None
-        written = _finalize_and_write(job, partition, merged)
+        written = _finalize_and_write(job, partition, merged, merged_groups)
         rows = merged[0].row_count if merged else 0
         return _summary(partition, partition, TaskOutcome.DONE, rows, written, started)
     except LakestatsError as exc:

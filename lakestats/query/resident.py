@@ -34,8 +34,8 @@ from collections.abc import Callable, Container, Hashable
 from typing import TypeVar
 
 from lakestats import answers
+from lakestats.query import column_groups, index_source, predicate, sources, term_cache
 from lakestats.query import estimate as estimator
-from lakestats.query import index_source, predicate, sources, term_cache
 from lakestats.store.reader import StatisticsReader
 from lakestats.threads import collection_paused
 
@@ -86,6 +86,7 @@ class Resident:
         self._files: sources.ListSource | None = None
         self._table: sources.ReaderPartition | None = None
         self._has_index: bool | None = None
+        self._groups: tuple[column_groups.GroupStatistics, ...] | None = None
 
     # -- parsing ------------------------------------------------------------------------
     def parse(self, where: str, unanalyzed: Container[str]) -> predicate.Predicate:
@@ -166,7 +167,17 @@ class Resident:
             table = None
             if not table_level and self.reader.version.table_files:
                 table = self.table_partition(columns)
-            return estimator.estimate(pred, parts, table, self.version, self.snapshot_id)
+
+            def estimate_of(p: predicate.Predicate) -> answers.Estimate:
+                return estimator.estimate(p, parts, table, self.version, self.snapshot_id)
+
+            return column_groups.refine(pred, estimate_of(pred), self.groups(), estimate_of)
+
+    def groups(self) -> tuple[column_groups.GroupStatistics, ...]:
+        """The version's table-level column groups, read once."""
+        if self._groups is None:
+            self._groups = column_groups.load(self.reader)
+        return self._groups
 
     def derived_answer(self, found: StatisticsReader) -> answers.Estimate:
         """The answer from ``found``, the derived statistics of a predicate."""

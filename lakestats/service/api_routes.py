@@ -255,6 +255,31 @@ def estimate(
     return _answer(request, table, compute)
 
 
+@router.get(
+    "/tables/{table}/group-distinct",
+    summary="distinct value combinations of some columns, with sound bounds",
+)
+def group_distinct(
+    request: Request,
+    table: TableName,
+    columns: Annotated[
+        str, Query(description="two or more comma-separated column names", max_length=65536)
+    ],
+    snapshot: Snapshot = None,
+    as_of: AsOf = None,
+) -> Response:
+    """As ``lakestats estimate --group-by a,b --json``: from a column group that holds the
+    columns (``analyze --column-groups``), else bounded by their own distinct counts."""
+    names = [c.strip() for c in columns.split(",") if c.strip()]
+
+    def compute(handle: GuardedTable) -> Computed:
+        snapshot_id = snapshot_of(handle, snapshot, as_of)
+        found = handle.group_distinct(names, snapshot_id)
+        return found.to_json(), etag(table, found.version, found.snapshot_id, *names)
+
+    return _answer(request, table, compute)
+
+
 MAX_BATCH = 1000
 """Predicates one ``POST /estimate`` may ask about."""
 MAX_BODY_WHERE = 16 * 1024 * 1024

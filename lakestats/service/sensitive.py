@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         Estimate,
         EstimateBatch,
         Frequencies,
+        GroupDistinct,
         Histogram,
         Partition,
         Partitions,
@@ -281,6 +282,13 @@ class GuardedTable:
     ) -> Estimate:
         self.check_predicate(where, snapshot_id)
         return self.table.estimate(where, snapshot_id, table_level=table_level)
+
+    def group_distinct(
+        self, columns: list[str], snapshot_id: int | None = None
+    ) -> GroupDistinct:
+        """Distinct combinations: a count, answered for sensitive columns too (as their
+        distinct counts are)."""
+        return self.table.group_distinct(columns, snapshot_id)
 
     def estimate_many(
         self, wheres: Sequence[str], snapshot_id: int | None = None, table_level: bool = False

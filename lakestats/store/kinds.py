@@ -21,6 +21,7 @@ class FileKind(StrEnum):
     FREQUENCIES = "frequencies"
     HISTOGRAMS = "histograms"
     VALUES = "values"  # a partition's staged value counts (analyze --exact)
+    GROUPS = "groups"  # column groups' joint statistics (analyze --column-groups)
 
 
 class VersionKind(StrEnum):

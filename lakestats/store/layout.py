@@ -12,6 +12,8 @@
         statistics.parquet
         frequencies.parquet
         histograms.parquet
+        groups.parquet                    column groups' joint statistics (--column-groups;
+                                          partitions too)
         partition_index.parquet           every partition's scalar statistics, by column
         partition_histogram_parts.parquet the parts (below) of every partition's histograms
                                           and numeric frequencies, and their partitions
@@ -114,6 +116,20 @@ def partition_files(partition_path: str, run_id: str) -> dict[str, str]:
 def table_files(run_id: str) -> dict[str, str]:
     """Relative paths of the table-level files written by one run."""
     return {kind: f"table/{run_id}/{name}" for kind, name in FILE_NAMES.items()}
+
+
+GROUPS_FILE = "groups.parquet"
+"""Column groups' joint statistics (``analyze --column-groups``, ``stats/column_groups.py``)."""
+
+
+def groups_file(partition_path: str, run_id: str) -> str:
+    """Relative path of a partition's column-group statistics written by one run."""
+    return f"partitions/{partition_path}/{run_id}/{GROUPS_FILE}"
+
+
+def table_groups_file(run_id: str) -> str:
+    """Relative path of the table-level column-group statistics written by one run."""
+    return f"table/{run_id}/{GROUPS_FILE}"
 
 
 VALUES_FILE = "values.parquet"

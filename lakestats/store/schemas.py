@@ -105,6 +105,55 @@ TABLE_FREQUENCIES_SCHEMA = pa.schema(
 """Table-level ``frequencies.parquet``: the partition file's columns plus bounds and, for
 categorical columns, each value's count per partition."""
 
+GROUPS_SCHEMA = pa.schema(
+    [
+        pa.field("group", pa.string(), nullable=False),  # the columns, comma-separated
+        pa.field("columns", pa.list_(pa.string()), nullable=False),
+        pa.field("types", pa.list_(pa.string()), nullable=False),  # to decode the keys
+        pa.field("row_count", pa.int64(), nullable=False),
+        # distinct value combinations (null a value like any other): exact in a partition,
+        # at table level exact when every partition listed all of its combinations, else
+        # the union of the partitions' HLL sketches kept within the bounds
+        pa.field("distinct_count", pa.int64(), nullable=False),
+        pa.field("distinct_lower", pa.int64(), nullable=False),
+        pa.field("distinct_upper", pa.int64(), nullable=False),
+        pa.field("distinct_exact", pa.bool_(), nullable=False),
+        # not every combination is listed: unlisted_rows rows (an upper bound at table
+        # level) belong to combinations not listed, none of which has more than unlisted_max
+        pa.field("truncated", pa.bool_(), nullable=False),
+        pa.field("unlisted_rows", pa.int64(), nullable=False),
+        pa.field("unlisted_max", pa.int64(), nullable=False),
+        # the most common combinations, by decreasing count then increasing keys: one
+        # order-preserving key per column (stats/keys.py; null: a null value)
+        pa.field("values", pa.list_(pa.list_(pa.binary())), nullable=False),
+        pa.field("counts", pa.list_(pa.int64()), nullable=False),
+        # the count's upper bound (table level: partitions that did not list it may hold
+        # up to their unlisted_max rows of it; equal to counts in a partition file)
+        pa.field("counts_upper", pa.list_(pa.int64()), nullable=False),
+        # functional dependencies: the fraction of rows whose determinant values always
+        # come with one dependent value (PostgreSQL's degree; table level: weighted by rows)
+        pa.field(
+            "dependencies",
+            pa.list_(
+                pa.struct(
+                    [
+                        pa.field("determinant", pa.list_(pa.string())),
+                        pa.field("dependent", pa.string()),
+                        pa.field("degree", pa.float64()),
+                        pa.field("supporting_rows", pa.int64()),
+                    ]
+                )
+            ),
+            nullable=False,
+        ),
+        # the combinations' HLL sketch (stats/column_groups.combination_hashes) when not
+        # every combination is listed: the table level's distinct count unites them
+        pa.field("hll_sketch", pa.binary()),
+    ]
+)
+"""``groups.parquet`` (``analyze --column-groups``), of a partition and of the table level:
+one row per declared column group (``stats/column_groups.py``)."""
+
 HISTOGRAM_BIN_FIELD = pa.field("bin", pa.int32(), nullable=False)
 
 

@@ -106,6 +106,9 @@ def test_cli_flags_and_defaults_are_the_dataclass(command: list[str], cls: type)
             assert action.default is False  # absent: the field's default (negated or not)
             assert (not action.default if flag.negate else action.default) == f.default
             continue
+        if flag.reads == "groups":  # repeatable: absent is no group, the field's default
+            assert action.default is None and f.default == ()
+            continue
         scaled = action.default * flag.scale if action.default is not None else None
         assert scaled == f.default, flag
         if f.default is not None:
@@ -116,6 +119,18 @@ def test_cli_flags_and_defaults_are_the_dataclass(command: list[str], cls: type)
     assert set(actions) <= others
     parsed = parser.parse_args([*command, "t"])
     assert cli.options_from_args(parsed, cls) == cls()
+
+
+def test_column_groups_repeat_and_are_checked() -> None:
+    parsed = cli.build_parser().parse_args(
+        ["analyze", "t", "--column-groups", "region, tier", "--column-groups", "a,b,c"]
+    )
+    options = cli.options_from_args(parsed, AnalyzeOptions)
+    assert options.column_groups == (("region", "tier"), ("a", "b", "c"))
+    assert AnalyzeOptions.from_record(options.record()) == options
+    for bad in (["a"], ["a,a"], [""]):
+        with pytest.raises(InvalidArgumentError, match="--column-groups"):
+            AnalyzeOptions(column_groups=bad)
 
 
 def test_cli_values_reach_the_fields() -> None:
@@ -146,8 +161,8 @@ def test_facade_overrides_are_field_names(tmp_path: Path) -> None:
         table.analyze(binz=3)
     assert str(info.value) == (
         "unknown AnalyzeOptions option 'binz'; the options are: columns, bins, "
-        "max_frequencies, max_slice_bytes, reduce_cache_from, exact, snapshot_id, table_level, "
-        "where, from_sample, puffin, progress"
+        "max_frequencies, max_slice_bytes, reduce_cache_from, exact, column_groups, "
+        "snapshot_id, table_level, where, from_sample, puffin, progress"
     )
     with pytest.raises(InvalidArgumentError, match="--bins must be between 1 and 100000"):
         table.analyze(AnalyzeOptions(bins=5), bins=0)  # overrides are validated too

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakestats.stats.accumulator import ColumnAccumulator
+from lakestats.stats.column_groups import GroupAccumulator
 from lakestats.stats.leaves import leaf_array, leaves_of
 from lakestats.store import writer
 from lakestats.store.handle import StatisticsStore
@@ -41,11 +42,17 @@ def _files(tmp_path: Path) -> dict[str, Path]:
         kind: str(tmp_path / f"{kind}.parquet")
         for kind in ("statistics", "frequencies", "histograms")
     }
-    writer.write_partition(results, [], 1000, uris, StatisticsStore(str(tmp_path)))
+    store = StatisticsStore(str(tmp_path))
+    writer.write_partition(results, [], 1000, uris, store)
+    leaves = {leaf.name: leaf for leaf in leaves_of(table.schema)}
+    group = GroupAccumulator(("id", "name"), (leaves["id"], leaves["name"]))
+    group.observe(table)
+    uris["groups"] = str(tmp_path / "groups.parquet")
+    writer.write_groups([group.finalize(2)], uris["groups"], store)
     return {kind: Path(uri) for kind, uri in uris.items()}
 
 
-@pytest.mark.parametrize("kind", ["statistics", "frequencies", "histograms"])
+@pytest.mark.parametrize("kind", ["statistics", "frequencies", "histograms", "groups"])
 def test_file_schema_matches_golden(tmp_path: Path, kind: str) -> None:
     path = _files(tmp_path)[kind]
     text = str(pq.ParquetFile(path).schema).strip().splitlines()

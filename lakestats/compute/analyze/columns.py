@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from lakestats.errors import ColumnNotFoundError
+from lakestats.errors import ColumnNotFoundError, InvalidArgumentError
 from lakestats.formats.base import TableFormat
+from lakestats.stats.column_groups import supported
 from lakestats.stats.leaves import Leaf, leaves_of
 
 
@@ -42,6 +43,33 @@ def select_columns(schema: pa.Schema, columns: tuple[str, ...] | None) -> tuple[
     ordered = [leaf for leaf in leaves if leaf in wanted]
     top = [n for n in schema.names if any(leaf.path[0] == n for leaf in ordered)]
     return ordered, top
+
+
+def group_leaves(
+    schema: pa.Schema, groups: tuple[tuple[str, ...], ...]
+) -> list[tuple[tuple[str, ...], tuple[Leaf, ...]]]:
+    """Each column group's leaves (``analyze --column-groups``); a name that is not a
+    column of the table, or a nested one, is one error line."""
+    by_name = {leaf.name: leaf for leaf in leaves_of(schema)}
+    found = []
+    for names in groups:
+        leaves = []
+        for name in names:
+            leaf = by_name.get(name)
+            if leaf is None:
+                raise ColumnNotFoundError(
+                    f"--column-groups {','.join(names)!r}: column {name!r} is not in the "
+                    f"table; its columns are: {', '.join(schema.names[:20])}"
+                    f"{' …' if len(schema.names) > 20 else ''}"
+                )
+            if not supported(leaf):
+                raise InvalidArgumentError(
+                    f"--column-groups {','.join(names)!r}: column {name!r} is {leaf.type}; "
+                    "a group holds columns of single values (not lists, maps or nulls)"
+                )
+            leaves.append(leaf)
+        found.append((names, tuple(leaves)))
+    return found
 
 
 def column_records(

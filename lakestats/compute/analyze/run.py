@@ -12,7 +12,12 @@ from pyspark.sql import SparkSession
 
 from lakestats import fs
 from lakestats.answers import AnalyzeResult
-from lakestats.compute.analyze.columns import RowSubset, column_records, select_columns
+from lakestats.compute.analyze.columns import (
+    RowSubset,
+    column_records,
+    group_leaves,
+    select_columns,
+)
 from lakestats.compute.analyze.publish import publish, remove_failed_run, write_empty_table
 from lakestats.compute.analyze.reuse import (
     THETA_MARK,
@@ -25,6 +30,7 @@ from lakestats.compute.analyze.stages import compute_partitions, plan_slices, ra
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
+from lakestats.compute.reduce.groups import reduce_groups
 from lakestats.compute.tasks import Job
 from lakestats.formats.base import TableFormat
 from lakestats.interop.puffin import theta_types
@@ -90,6 +96,10 @@ def _analyze(
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
     schema = table.schema(snapshot)
     leaves, read_columns = select_columns(schema, options.columns)
+    groups = group_leaves(schema, options.column_groups)
+    if groups and read_columns is not None:  # a group's columns are read too
+        tops = {leaf.path[0] for _, found in groups for leaf in found}
+        read_columns = [*read_columns, *sorted(n for n in tops if n not in read_columns)]
     columns = column_records(table, snapshot, leaves)
     option_record = options.record()
     clock = Clock()
@@ -140,6 +150,7 @@ def _analyze(
         row_filter=row_filter,
         hook=hook,
         theta_types=theta_types(table, snapshot) if thetas else None,
+        groups=groups,
     )
     plan_slices(job, table, [plans[i] for i in todo])
     for i in todo:
@@ -152,6 +163,7 @@ def _analyze(
             files={
                 **layout.partition_files(paths[i], run_id),
                 **({"values": layout.values_file(paths[i], run_id)} if options.exact else {}),
+                **({"groups": layout.groups_file(paths[i], run_id)} if groups else {}),
             },
             fingerprint=plans[i].fingerprint(),
             run_id=run_id,
@@ -222,6 +234,12 @@ def _analyze(
             )
             written += table_bytes
         clock.lap("table level reduced")
+    if groups and table_files is not None and final and not unpartitioned:
+        table_files, group_bytes = reduce_groups(
+            stats_root, final, run_id, options.max_frequencies, table_files
+        )
+        written += group_bytes
+        clock.lap("column groups reduced")
     exact_report: dict[str, object] = {}
     if options.exact and table_level and final and not unpartitioned:
         table_files, exact_bytes, exact_report = _spark_call(

@@ -1,0 +1,96 @@
+"""Conjunctions over correlated columns, estimated with and without a column group.
+
+A skewed table (``region`` 55/30/10/5 %, ``tier`` always ``gold`` where ``region`` is
+``eu``, a Zipf-skewed ``k``; 8 partitions) is analyzed twice: once without groups (each
+conjunction is the product of its columns' selectivities) and once with
+``--column-groups region,tier,k``, complete and, with ``--max-frequencies 16``, truncated.
+Each conjunction's q-error against DuckDB's count is printed, then p50, p90 and max per
+run; accuracy only (no timing).
+
+    python -m bench.column_groups [--rows 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import lakestats.api as ls
+from bench.common import DATA
+from lakestats.compute.session import get_spark
+
+REGIONS = ["eu", "us", "asia", "af"]
+TIERS = ["gold", "silver", "bronze"]
+
+
+def table(rng: np.random.Generator, n: int) -> pa.Table:
+    region = rng.choice(REGIONS, n, p=[0.55, 0.30, 0.10, 0.05])
+    tier = np.where(region == "eu", "gold", rng.choice(TIERS, n, p=[0.2, 0.3, 0.5]))
+    k = (rng.zipf(1.4, n) % 40).astype(np.int64)
+    return pa.table({"region": region, "tier": tier, "k": k})
+
+
+def conjunctions() -> list[str]:
+    out = [f"region = '{r}' AND tier = '{t}'" for r, t in itertools.product(REGIONS, TIERS)]
+    out += [f"region IN ('us', 'af') AND tier = '{t}'" for t in TIERS]
+    out += [f"region = '{r}' AND tier = 'gold' AND k = {k}" for r in REGIONS for k in (0, 1, 3)]
+    out += ["tier = 'gold' AND region IN ('eu', 'asia')", "region = 'eu' AND k = 2"]
+    return out
+
+
+def q_error(estimate: float, true: int) -> float:
+    a, b = max(estimate, 1.0), max(float(true), 1.0)
+    return max(a, b) / min(a, b)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=200_000)
+    args = parser.parse_args()
+    root = DATA / "column_groups"
+    shutil.rmtree(root, ignore_errors=True)
+    rng = np.random.default_rng(11)
+    parts = []
+    for p in range(8):
+        t = table(rng, args.rows // 8)
+        (root / "t" / f"p={p}").mkdir(parents=True)
+        pq.write_table(t, root / "t" / f"p={p}" / "data.parquet")
+        parts.append(t)
+    con = duckdb.connect()
+    con.register("t", pa.concat_tables(parts))
+    spark = get_spark("local[2]")
+    runs = {
+        "without groups": {},
+        "with region,tier,k": {"column_groups": [("region", "tier", "k")]},
+        "with region,tier,k (16 listed)": {"column_groups": [("region", "tier", "k")],
+                                            "max_frequencies": 16},
+    }
+    handles = {}
+    for name, options in runs.items():
+        handles[name] = ls.open_table(str(root / "t"), str(root / name.replace(" ", "_")))
+        handles[name].analyze(spark=spark, **options)
+    errors: dict[str, list[float]] = {name: [] for name in runs}
+    print(f"{'conjunction':60} {'true':>8} " + " ".join(f"{n[:22]:>22}" for n in runs))
+    for where in conjunctions():
+        true = con.execute(f"SELECT COUNT(*) FROM t WHERE {where}").fetchone()[0]
+        cells = []
+        for name, handle in handles.items():
+            q = q_error(handle.estimate(where).row_count, true)
+            errors[name].append(q)
+            cells.append(f"{q:>22.3f}")
+        print(f"{where:60} {true:>8} " + " ".join(cells))
+    print()
+    for name, qs in errors.items():
+        print(f"{name:32} conjunctions {len(qs)}  q-error p50 {np.percentile(qs, 50):.3f}  "
+              f"p90 {np.percentile(qs, 90):.3f}  max {max(qs):.3f}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The table level of column groups (``analyze --column-groups``): every partition's
+``groups.parquet`` read on the driver (a row per group, its lists capped like frequencies)
+and folded into the table's.
+
+* combinations: counts summed; a partition that did not list a combination may still hold
+  up to its ``unlisted_max`` rows of it, so each listed count has a sound upper bound
+  (``counts_upper``) and a combination listed nowhere at most the sum of those;
+* distinct combinations: exact when every partition listed all of its own, else the
+  union of the partitions' HLL sketches kept within sound bounds;
+* dependency degrees: supporting rows summed over rows (weighted by rows).
+"""
+
+from __future__ import annotations
+
+import datasketches as ds
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakestats.stats import sketches
+from lakestats.stats.column_groups import combination_hashes, group_row, key_names
+from lakestats.store import layout, manifest, writer
+from lakestats.store.handle import StatisticsStore
+from lakestats.threads import thread_map
+
+
+def _read(store: StatisticsStore, relative: str) -> list[dict[str, object]]:
+    filesystem, path = store.resolve(store.path(relative))
+    with filesystem.open_input_file(path) as handle:
+        return pq.ParquetFile(handle).read(use_threads=False).to_pylist()
+
+
+def reduce_groups(
+    store: StatisticsStore,
+    partitions: list[manifest.PartitionEntry],
+    run_id: str,
+    max_frequencies: int,
+    table_files: dict[str, str],
+) -> tuple[dict[str, str], int]:
+    """Write the table-level ``groups.parquet``; the table files with it, and its bytes."""
+    read = thread_map(lambda e: _read(store, e.files["groups"]), partitions)
+    names = [row["group"] for row in read[0]] if read else []
+    rows = [
+        table_group([part[g] for part in read], max_frequencies) for g in range(len(names))
+    ]
+    relative = layout.table_groups_file(run_id)
+    written = writer.write_groups(rows, store.path(relative), store)
+    return {**table_files, "groups": relative}, written
+
+
+def table_group(parts: list[dict], max_frequencies: int) -> dict[str, object]:
+    """One group's table-level row from its partitions' rows."""
+    first = parts[0]
+    columns = tuple(first["columns"])
+    names = key_names(len(columns))
+    budget = sum(p["unlisted_max"] for p in parts if p["truncated"])
+    pieces = []
+    for p in parts:
+        items = p["values"]
+        if not items:
+            continue
+        pieces.append(
+            pa.table(
+                {
+                    **{n: pa.array([v[i] for v in items], pa.binary())
+                       for i, n in enumerate(names)},
+                    "count": pa.array(p["counts"], pa.int64()),
+                    "held": pa.array([p["unlisted_max"] if p["truncated"] else 0] * len(items),
+                                     pa.int64()),
+                }
+            )
+        )
+    if pieces:
+        summed = pa.concat_tables(pieces).group_by(names, use_threads=False).aggregate(
+            [("count", "sum"), ("held", "sum")]
+        )
+        joint = pa.table(
+            {
+                **{n: summed.column(n) for n in names},
+                "count": summed.column("count_sum"),
+                "upper": pc.add(summed.column("count_sum"),
+                                pc.subtract(budget, summed.column("held_sum"))),
+            }
+        )
+    else:
+        joint = pa.table(
+            {**{n: pa.array([], pa.binary()) for n in names},
+             "count": pa.array([], pa.int64()), "upper": pa.array([], pa.int64())}
+        )
+    row_count = sum(p["row_count"] for p in parts)
+    truncated = any(p["truncated"] for p in parts)
+    union = joint.num_rows
+    hll = None
+    if truncated:
+        estimate, lower, upper, hll = _distinct(parts, joint, names, union, row_count)
+        distinct = (estimate, lower, upper, False)
+    else:
+        distinct = (union, union, union, True)
+    supporting: dict[tuple[tuple[str, ...], str], int] = {}
+    for p in parts:
+        for d in p["dependencies"]:
+            key = (tuple(d["determinant"]), d["dependent"])
+            supporting[key] = supporting.get(key, 0) + d["supporting_rows"]
+    position = {c: i for i, c in enumerate(columns)}
+    return group_row(
+        columns,
+        list(first["types"]),
+        row_count,
+        joint,
+        max_frequencies,
+        distinct=distinct,
+        dependencies=[
+            (tuple(position[c] for c in det), position[dep], support)
+            for (det, dep), support in supporting.items()
+        ],
+        carried=(budget, truncated, hll),
+    )
+
+
+def _distinct(
+    parts: list[dict], joint: pa.Table, names: list[str], union: int, row_count: int
+) -> tuple[int, int, int, bytes]:
+    """Distinct combinations where some partition did not list all of its own: the HLL
+    union of the truncated partitions' sketches and the listed combinations, within
+    [the most any one partition or the listed union holds, what the partitions hold]."""
+    sketch = ds.hll_union(sketches.HLL_LG_K)
+    for p in parts:
+        if p["truncated"] and p["hll_sketch"] is not None:
+            sketch.update(sketches.order_free_hll(p["hll_sketch"]))
+    if joint.num_rows:
+        listed = sketches.hll_of(combination_hashes([joint.column(n).combine_chunks()
+                                                     for n in names]))
+        sketch.update(sketches.order_free_hll(listed))
+    result = sketch.get_result()
+    lower = max([union, *[p["distinct_count"] for p in parts]])
+    unlisted = sum(p["distinct_count"] - len(p["counts"]) for p in parts)
+    upper = max(lower, min(row_count, sum(p["distinct_count"] for p in parts), union + unlisted))
+    estimate = min(max(round(result.get_estimate()), lower), upper)
+    return estimate, lower, upper, result.serialize_compact()

@@ -1,0 +1,299 @@
+"""Estimates from column groups (``analyze --column-groups``): a conjunction of equalities
+and IN lists over two or more columns of a group (of any single-column conditions, where
+the group lists every combination) is counted from the group's table-level joint
+frequencies instead of the product of the columns' selectivities; the distinct
+combinations of some columns (``estimate --group-by``) from the group's distinct count.
+
+Bounds stay sound: a count of listed combinations is at least their listed counts and at
+most their upper bounds plus what the unlisted combinations can hold; the estimate of the
+other conjuncts keeps its own bounds, the group's upper bound caps them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from lakestats import answers
+from lakestats.errors import ColumnNotFoundError, InvalidArgumentError
+from lakestats.query.predicate import And, Predicate, normalize, push_not, terms
+from lakestats.query.predicate.sets import ColumnSet, column_set, is_set, point_keys
+from lakestats.query.predicate.tree import columns_of
+from lakestats.store.reader import StatisticsReader
+
+MAX_COMBINATIONS = 100_000
+"""IN lists whose product exceeds this are left to the single-column estimate."""
+
+
+@dataclass(frozen=True)
+class GroupStatistics:
+    """One group's table-level row of ``groups.parquet``."""
+
+    columns: tuple[str, ...]
+    row_count: int
+    distinct_count: int
+    distinct_lower: int
+    distinct_upper: int
+    distinct_exact: bool
+    truncated: bool
+    unlisted_rows: int
+    unlisted_max: int
+    values: tuple[tuple[bytes | None, ...], ...]
+    counts: tuple[int, ...]
+    counts_upper: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return ",".join(self.columns)
+
+
+def load(reader: StatisticsReader) -> tuple[GroupStatistics, ...]:
+    """The version's table-level column groups (none when it has none)."""
+    relative = (reader.version.table_files or {}).get("groups")
+    if not relative:
+        return ()
+    rows = reader.parquet_at(relative).read(use_threads=False).to_pylist()
+    return tuple(
+        GroupStatistics(
+            columns=tuple(r["columns"]),
+            row_count=r["row_count"],
+            distinct_count=r["distinct_count"],
+            distinct_lower=r["distinct_lower"],
+            distinct_upper=r["distinct_upper"],
+            distinct_exact=r["distinct_exact"],
+            truncated=r["truncated"],
+            unlisted_rows=r["unlisted_rows"],
+            unlisted_max=r["unlisted_max"],
+            values=tuple(tuple(v) for v in r["values"]),
+            counts=tuple(r["counts"]),
+            counts_upper=tuple(r["counts_upper"]),
+        )
+        for r in rows
+    )
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    """Rows of a group's listed statistics that satisfy the constrained columns."""
+
+    rows: int  # listed rows matching
+    upper: int  # and what the unlisted combinations can add
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What a conjunct allows of one column: its key set (Kleene TRUE) and, for an
+    equality or IN list, its keys (the combinations it can name are then countable)."""
+
+    allowed: ColumnSet
+    points: frozenset[bytes] | None
+
+    def accepts(self, key: bytes | None) -> bool:
+        if key is None:
+            return self.allowed.null == "T"
+        if self.points is not None:
+            return key in self.points
+        return any(r.contains(key) for r in self.allowed.true)
+
+
+def count(group: GroupStatistics, wanted: dict[str, Wanted]) -> GroupCount:
+    """Rows whose value of each constrained column of ``group`` is one ``wanted`` keeps."""
+    at = [(group.columns.index(c), w) for c, w in wanted.items()]
+    listed = upper = matched = 0
+    for item, n, high in zip(group.values, group.counts, group.counts_upper, strict=True):
+        if all(w.accepts(item[i]) for i, w in at):
+            listed += n
+            upper += high
+            matched += 1
+    if not group.truncated:
+        return GroupCount(listed, listed, True)
+    points = [w.points for w in wanted.values()]
+    if len(wanted) == len(group.columns) and all(p is not None for p in points):
+        combinations = math.prod(len(p) for p in points if p is not None)
+        unlisted = min(group.unlisted_rows, (combinations - matched) * group.unlisted_max)
+    else:  # a fully specified combination bounds its own count; a partial one does not
+        unlisted = group.unlisted_rows
+    return GroupCount(listed, upper + max(0, unlisted), False)
+
+
+def _constraints(top: list[Predicate]) -> tuple[dict[str, Wanted], dict[str, int]]:
+    """What each column's single-column conjunct allows, and that conjunct's position
+    (a column's first such conjunct: ``terms`` merges a column's conditions into one)."""
+    wanted: dict[str, Wanted] = {}
+    positions: dict[str, int] = {}
+    for j, term in enumerate(top):
+        cols = columns_of(term)
+        if len(cols) != 1 or not is_set(term) or cols[0] in wanted:
+            continue
+        keys = point_keys(term)
+        wanted[cols[0]] = Wanted(column_set(term), frozenset(keys) if keys else None)
+        positions[cols[0]] = j
+    return wanted, positions
+
+
+def _chosen(
+    groups: Sequence[GroupStatistics], wanted: dict[str, Wanted]
+) -> GroupStatistics | None:
+    """The group covering most constrained columns (two at least; ties: the smaller).
+    A group whose list is truncated is used for equalities and IN lists only: what it
+    does not list is bounded per named combination."""
+    best, best_key = None, (1, 0)
+    for group in groups:
+        covered = [c for c in wanted if c in group.columns
+                   and (not group.truncated or wanted[c].points is not None)]
+        if math.prod(len(wanted[c].points or ()) for c in covered) > MAX_COMBINATIONS:
+            continue
+        key = (len(covered), -len(group.columns))
+        if len(covered) >= 2 and key > best_key:
+            best, best_key = group, key
+    return best
+
+
+def refine(
+    pred: Predicate,
+    baseline: answers.Estimate,
+    groups: Sequence[GroupStatistics],
+    estimate_of: Callable[[Predicate], answers.Estimate],
+) -> answers.Estimate:
+    """``baseline`` (the estimate that assumes independence) corrected by the column group
+    that covers most of ``pred``'s equality / IN conjuncts; ``baseline`` itself when no
+    group covers two of them or it is exact already."""
+    if not groups or baseline.exact:
+        return baseline
+    pred = push_not(pred)
+    top = terms(pred) if isinstance(pred, And) else [pred]
+    wanted, positions = _constraints(top)
+    group = _chosen(groups, wanted)
+    if group is None:
+        return baseline
+    covered = {c: w for c, w in wanted.items() if c in group.columns
+               and (not group.truncated or w.points is not None)}
+    inside = sorted(positions[c] for c in covered)
+    counted = count(group, covered)
+    grouped = And(tuple(top[j] for j in inside)) if len(inside) > 1 else top[inside[0]]
+    alone = estimate_of(grouped)  # the same conjuncts as independent columns
+    lower = max(counted.rows, alone.lower)
+    upper = max(lower, min(counted.upper, alone.upper))
+    point = float(counted.rows) if counted.exact else min(max(alone.row_count, lower), upper)
+    rest = [j for j in range(len(top)) if j not in inside]
+    exact = counted.exact
+    if rest:  # the other conjuncts keep the baseline's share of the group's rows
+        ratio = point / alone.row_count if alone.row_count > 0 else 0.0
+        point = baseline.row_count * ratio if alone.row_count > 0 else min(
+            baseline.row_count, point
+        )
+        upper = min(baseline.upper, upper)
+        lower = min(baseline.lower, upper)
+        point = min(max(point, lower), upper)
+        exact = False
+    return _answer(baseline, group, grouped, counted, point, lower, upper, exact)
+
+
+def _answer(
+    baseline: answers.Estimate,
+    group: GroupStatistics,
+    grouped: Predicate,
+    counted: GroupCount,
+    point: float,
+    lower: int,
+    upper: int,
+    exact: bool,
+) -> answers.Estimate:
+    total = baseline.table_rows
+    scale = point / baseline.row_count if baseline.row_count > 0 else 0.0
+    method = f" (column group {group.name})"
+    partitions = tuple(
+        MappingProxyType({
+            **p,
+            "row_count": min(max(float(p["row_count"]) * scale, p["lower"]), p["upper"]),  # type: ignore[arg-type]
+            "method": f"{p['method']}{method}",
+        })
+        for p in baseline.partitions
+    )
+    detail = (*baseline.detail, answers.estimate_conjunct(
+        f"column group {group.name}: {normalize(grouped)}", float(counted.rows)
+        if counted.exact else float(point), counted.rows, counted.upper, counted.exact,
+        (counted.rows / total) if total else 0.0,
+    ))
+    return dataclasses.replace(
+        baseline, row_count=point, lower=lower, upper=upper, exact=exact,
+        selectivity=point / total if total else 0.0, partitions=partitions, detail=detail,
+    )
+
+
+def distinct(
+    columns: Sequence[str],
+    groups: Sequence[GroupStatistics],
+    single: Callable[[list[str]], list[tuple[int, int, bool]]],
+    rows: int,
+    version: int,
+    snapshot_id: int | None,
+) -> answers.GroupDistinct:
+    """Distinct combinations of ``columns`` (``estimate --group-by``): from the smallest
+    declared group that holds them all; else bounded by the columns' own distinct counts
+    (``single``: each column's table-level distinct count's bounds and whether exact)."""
+    names = list(dict.fromkeys(columns))
+    if len(names) < 2:
+        raise InvalidArgumentError(
+            "--group-by: name two or more distinct columns, comma-separated (one column's "
+            "distinct count is in `lakestats show`)"
+        )
+    known = single(names)
+    covering = sorted((g for g in groups if set(names) <= set(g.columns)),
+                      key=lambda g: len(g.columns))
+    each = [low for low, _, _ in known]
+    product = math.prod(high for _, high, _ in known)
+    if covering:
+        g = covering[0]
+        if len(g.columns) == len(names):
+            return _distinct_answer(names, g.distinct_count, g.distinct_lower,
+                                    g.distinct_upper, g.distinct_exact, g.name, version,
+                                    snapshot_id)
+        at = [g.columns.index(c) for c in names]
+        projected = {tuple(item[i] for i in at) for item in g.values}
+        if not g.truncated:
+            n = len(projected)
+            return _distinct_answer(names, n, n, n, True, g.name, version, snapshot_id)
+        lower = max(len(projected), *each)
+        upper = max(lower, min(product, g.distinct_upper))
+        estimate = min(max(round(g.distinct_count * len(projected) / max(len(g.values), 1)),
+                           lower), upper)
+        return _distinct_answer(names, estimate, lower, upper, False, g.name, version,
+                                snapshot_id)
+    lower = max(each)
+    upper = max(lower, min(product, rows))
+    exact = all(e for _, _, e in known) and lower == upper
+    return _distinct_answer(names, upper, lower, upper, exact, None, version, snapshot_id)
+
+
+def _distinct_answer(
+    names: list[str],
+    estimate: int,
+    lower: int,
+    upper: int,
+    exact: bool,
+    group: str | None,
+    version: int,
+    snapshot_id: int | None,
+) -> answers.GroupDistinct:
+    return answers.GroupDistinct(
+        columns=tuple(names), distinct_count=estimate, lower=lower, upper=upper, exact=exact,
+        column_group=group, version=version, snapshot_id=snapshot_id,
+    )
+
+
+def check_columns(names: Sequence[str], known: Sequence[str]) -> None:
+    """A name that is not an analyzed column is one error line."""
+    for name in names:
+        if name not in known:
+            raise ColumnNotFoundError(
+                f"--group-by: column {name!r} has no statistics; the analyzed columns are: "
+                f"{', '.join(list(known)[:20])}"
+            )
+
+
+__all__ = ["GroupStatistics", "check_columns", "count", "distinct", "load", "refine"]

@@ -1,0 +1,235 @@
+"""A column group's joint statistics in one partition (``analyze --column-groups``), as
+PostgreSQL's ``CREATE STATISTICS`` keeps them: the most common value combinations with
+their counts, the number of distinct combinations and the functional-dependency degrees.
+
+The state is the exact joint counts (each distinct combination of the group's values,
+as order-preserving keys, ``stats/keys.py``, null where the value is null, and its number of
+rows): slices of a partition merge exactly, and ``finalize`` derives everything from it.
+Independent columns multiply; correlated ones (``tier`` is always ``gold`` where
+``region`` is ``eu``) do not, which is what the joint counts tell the estimator.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.types as pat
+
+from lakestats.stats import hashing, keys, sketches
+from lakestats.stats.kinds import Kind, kind_of
+from lakestats.stats.leaves import Leaf, leaf_array
+
+KEY_SEPARATOR = b"\x00\xff\x00"
+NULL_KEY = b"\x00null\x00"
+"""How a combination's keys are joined into the one value its HLL sketch hashes."""
+
+
+def group_name(columns: tuple[str, ...]) -> str:
+    """The group's name in the files and answers: its columns joined by commas."""
+    return ",".join(columns)
+
+
+def _normalized(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pat.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if pat.is_large_string(array.type) or pat.is_string_view(array.type):
+        array = array.cast(pa.string())
+    elif pat.is_large_binary(array.type) or pat.is_binary_view(array.type):
+        array = array.cast(pa.binary())
+    elif pat.is_floating(array.type):
+        array = keys.canonical_floats(array.cast(pa.float64()))
+    return array
+
+
+def encode_nullable(array: pa.Array) -> pa.Array:
+    """``keys.encode`` of every value, null where the value is null."""
+    if array.null_count == 0:
+        return keys.encode(array).cast(pa.binary())
+    valid = array.is_valid()
+    encoded = keys.encode(array.filter(valid)).cast(pa.binary())
+    return pc.replace_with_mask(pa.nulls(len(array), pa.binary()), valid, encoded)
+
+
+def combination_hashes(key_columns: list[pa.Array]) -> np.ndarray:
+    """The value an HLL sketch is fed for each combination (the same in every partition)."""
+    filled = [pc.fill_null(c, pa.scalar(NULL_KEY, pa.binary())) for c in key_columns]
+    joined = pc.binary_join_element_wise(*filled, pa.scalar(KEY_SEPARATOR, pa.binary()))
+    return hashing.hash_binary(joined.cast(pa.binary())).view(np.int64)
+
+
+def supported(leaf: Leaf) -> bool:
+    """Whether a column can be in a group: a value column (not nested, not all null)."""
+    return kind_of(leaf.type) not in (Kind.NESTED, Kind.NULL)
+
+
+def key_names(width: int) -> list[str]:
+    return [f"k{i}" for i in range(width)]
+
+
+def dependency_pairs(width: int) -> list[tuple[tuple[int, ...], int]]:
+    """The dependencies kept: each column on each other one and, in groups of three or
+    more, each column on all the others (PostgreSQL keeps every subset; these answer
+    the questions asked of pairs and of the whole group)."""
+    pairs: list[tuple[tuple[int, ...], int]] = [
+        ((a,), b) for a, b in itertools.permutations(range(width), 2)
+    ]
+    if width >= 3:
+        pairs += [(tuple(i for i in range(width) if i != c), c) for c in range(width)]
+    return pairs
+
+
+def supporting_rows(joint: pa.Table, determinant: tuple[int, ...], dependent: int) -> int:
+    """Rows whose determinant values always come with one dependent value: PostgreSQL's
+    functional-dependency degree is this over the rows."""
+    names = key_names(joint.num_columns - 1)
+    det = [names[i] for i in determinant]
+    marginal = joint.group_by([*det, names[dependent]], use_threads=False).aggregate(
+        [("count", "sum")]
+    )
+    by_det = marginal.group_by(det, use_threads=False).aggregate(
+        [("count_sum", "sum"), ("count_sum", "count")]
+    )
+    single = pc.equal(by_det.column("count_sum_count"), 1)
+    return int(pc.sum(pc.filter(by_det.column("count_sum_sum"), single)).as_py() or 0)
+
+
+@dataclass
+class GroupAccumulator:
+    """The exact joint counts of one group's columns over the slices seen."""
+
+    columns: tuple[str, ...]
+    leaves: tuple[Leaf, ...]
+    row_count: int = 0
+    _parts: list[pa.Table] = field(default_factory=list)
+
+    def observe(self, table: pa.Table) -> None:
+        """Fold one slice's rows into the joint counts."""
+        self.row_count += table.num_rows
+        if table.num_rows == 0:
+            return
+        names = key_names(len(self.leaves))
+        raw = pa.table(
+            {n: _normalized(leaf_array(table, leaf)) for n, leaf in zip(names, self.leaves,
+                                                                        strict=True)}
+        )
+        grouped = raw.group_by(names, use_threads=False).aggregate([([], "count_all")])
+        self._parts.append(
+            pa.table(
+                {
+                    **{n: encode_nullable(grouped.column(n).combine_chunks()) for n in names},
+                    "count": grouped.column("count_all").cast(pa.int64()),
+                }
+            )
+        )
+
+    def merge(self, other: GroupAccumulator) -> None:
+        self.row_count += other.row_count
+        self._parts.extend(other._parts)
+
+    def joint(self) -> pa.Table:
+        """Every distinct combination (``k0`` … as keys) and its rows, merged."""
+        names = key_names(len(self.leaves))
+        if not self._parts:
+            return pa.table(
+                {**{n: pa.array([], pa.binary()) for n in names}, "count": pa.array([], pa.int64())}
+            )
+        if len(self._parts) > 1:
+            merged = pa.concat_tables(self._parts).group_by(names, use_threads=False).aggregate(
+                [("count", "sum")]
+            )
+            self._parts = [merged.rename_columns([*names, "count"]).select([*names, "count"])]
+        return self._parts[0]
+
+    def finalize(self, max_frequencies: int) -> dict[str, object]:
+        """The partition's row of ``groups.parquet`` (``store/schemas.GROUPS_SCHEMA``)."""
+        joint = self.joint()
+        return group_row(
+            self.columns,
+            [str(leaf.type) for leaf in self.leaves],
+            self.row_count,
+            joint,
+            max_frequencies,
+            distinct=(joint.num_rows, joint.num_rows, joint.num_rows, True),
+            dependencies=[
+                (det, dep, supporting_rows(joint, det, dep))
+                for det, dep in dependency_pairs(len(self.columns))
+            ],
+        )
+
+
+def most_common(joint: pa.Table, by: str = "count") -> pa.Table:
+    """``joint``'s rows by decreasing ``by``, ties by increasing keys (the stored order)."""
+    names = [n for n in joint.column_names if n.startswith("k")]
+    order = pc.sort_indices(
+        joint, sort_keys=[(by, "descending"), *[(n, "ascending") for n in names]],
+        null_placement="at_start",
+    )
+    return joint.take(order)
+
+
+def group_row(
+    columns: tuple[str, ...],
+    types: list[str],
+    row_count: int,
+    joint: pa.Table,
+    max_frequencies: int,
+    *,
+    distinct: tuple[int, int, int, bool],
+    dependencies: list[tuple[tuple[int, ...], int, int]],
+    carried: tuple[int, bool, bytes | None] = (0, False, None),
+) -> dict[str, object]:
+    """One row of ``groups.parquet`` from ``joint`` (``k0`` …, ``count`` and, at table
+    level, ``upper``): its ``max_frequencies`` most common combinations are listed.
+    ``distinct``: estimate, lower, upper, exact. ``carried`` (table level): the bound of
+    the combinations ``joint`` itself already leaves out, whether it does, their HLL."""
+    unlisted_max, truncated, hll = carried
+    names = key_names(len(columns))
+    ordered = most_common(joint)
+    listed = ordered.slice(0, max_frequencies)
+    rest = ordered.slice(max_frequencies)
+    counts = listed.column("count").to_numpy()
+    uppers = listed.column("upper").to_numpy() if "upper" in joint.column_names else counts
+    if rest.num_rows:
+        truncated = True
+        rest_upper = rest.column("upper" if "upper" in joint.column_names else "count")
+        unlisted_max = max(unlisted_max, int(pc.max(rest_upper).as_py()))
+    if truncated and hll is None:
+        hll = sketches.hll_of(
+            np.unique(combination_hashes([joint.column(n).combine_chunks() for n in names]))
+        )
+    keys_by_item = [listed.column(n).to_pylist() for n in names]
+    estimate, lower, upper, exact = distinct
+    return {
+        "group": group_name(columns),
+        "columns": list(columns),
+        "types": types,
+        "row_count": row_count,
+        "distinct_count": estimate,
+        "distinct_lower": lower,
+        "distinct_upper": upper,
+        "distinct_exact": exact,
+        "truncated": truncated,
+        "unlisted_rows": max(0, row_count - int(counts.sum())),
+        "unlisted_max": unlisted_max if truncated else 0,
+        "values": [list(item) for item in zip(*keys_by_item, strict=True)]
+        if keys_by_item
+        else [],
+        "counts": counts.tolist(),
+        "counts_upper": np.asarray(uppers).tolist(),
+        "dependencies": [
+            {
+                "determinant": [columns[i] for i in det],
+                "dependent": columns[dep],
+                "degree": support / row_count if row_count else 1.0,
+                "supporting_rows": support,
+            }
+            for det, dep, support in dependencies
+        ],
+        "hll_sketch": hll if truncated else None,
+    }
