@@ -414,3 +414,30 @@ def test_binary_literals_are_strict_base64() -> None:
     assert P.parse("bin = 'aGVsbG8='", columns).value.value == b"hello"
     with pytest.raises(InvalidPredicateError, match="is not a value of column 'bin'"):
         P.parse("bin = '!!'", columns)
+
+
+@pytest.mark.parametrize(
+    ("text", "neighbours"),
+    [
+        ("d < 33292.495", "compare with 33292.49 or 33292.50"),
+        ("d IN (1.001, 2)", "compare with 1.00 or 1.01"),
+        ("d BETWEEN -0.001 AND 3", "compare with -0.01 or 0.00"),
+        ("d = '7.125'", "compare with 7.12 or 7.13"),
+    ],
+)
+def test_a_decimal_literal_finer_than_its_column_names_the_values_beside_it(
+    text: str, neighbours: str
+) -> None:
+    """No value of a decimal(10, 2) column equals 33292.495: one line naming the scale and
+    the two values around it, which say how each comparison is written exactly."""
+    from lakestats.errors import InvalidPredicateError
+
+    with pytest.raises(InvalidPredicateError) as info:
+        P.parse(text, TYPES)
+    said = str(info.value)
+    assert "more digits after the point than column 'd'" in said and neighbours in said, said
+    assert "\n" not in said
+
+
+def test_a_decimal_literal_with_trailing_zeros_is_its_value() -> None:
+    assert P.parse("d = 1.500", TYPES) == P.parse("d = 1.5", TYPES)

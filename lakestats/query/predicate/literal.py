@@ -58,6 +58,17 @@ def check_decimal_range(text: str, column: str, dtype: pa.DataType) -> None:
             f"literal {clip(text)} is outside the range of column {column!r} ({dtype}: "
             f"at most {integer_digits} digits before the point): write e.g. 12.34"
         )
+    if number.is_finite() and number.as_tuple().exponent < -dtype.scale:  # type: ignore[operator]
+        step = decimal.Decimal(1).scaleb(-dtype.scale)
+        context = decimal.Context(prec=dtype.precision + 2)
+        low = number.quantize(step, rounding=decimal.ROUND_FLOOR, context=context)
+        if low != number:  # 1.500 in a decimal(p, 2) column is 1.50 exactly
+            high = low + step
+            raise InvalidPredicateError(
+                f"literal {clip(text)} has more digits after the point than column {column!r} "
+                f"({dtype}: {dtype.scale}), so no value equals it: compare with {low} or "
+                f"{high} (< {clip(text)} is <= {low}, > {clip(text)} is >= {high})"
+            )
 
 
 def clip(text: str) -> str:
