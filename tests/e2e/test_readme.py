@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
-PAGES = ("python-api.md", "statistics.md", "samples.md", "spark.md")
+PAGES = ("python-api.md", "statistics.md", "samples.md", "spark.md", "column-groups.md")
 
 
 def _blocks(path: Path) -> list[str]:

@@ -4,11 +4,9 @@ says what to write instead. Plain conditions (``plain``) skip sqlglot."""
 
 from __future__ import annotations
 
-import decimal
 from collections.abc import Container, Mapping
 
 import pyarrow as pa
-import pyarrow.types as pat
 
 from lakestats.errors import (
     ColumnNotFoundError,
@@ -18,12 +16,12 @@ from lakestats.errors import (
     StatisticsNotFoundError,
     UnsupportedPredicateError,
 )
-from lakestats.query.predicate import in_list, plain
+from lakestats.query.predicate import in_list, plain, typed
 from lakestats.query.predicate import literal as lit
 from lakestats.query.predicate import text as predicate_text
 from lakestats.query.predicate import tree as t
 from lakestats.query.predicate.typed_many import typed_many
-from lakestats.stats import keys, leaves
+from lakestats.stats import leaves
 from lakestats.stats.kinds import Kind, kind_of
 
 
@@ -139,9 +137,9 @@ class _Parser:
         op = "<>" if op == "!=" else op
         column, dtype = self.column_named((name,))
         if number is not None:
-            value = self.number(f"-{number}" if minus else number, column, dtype)
+            value = typed.number(f"-{number}" if minus else number, column, dtype)
         else:
-            value = self.literal_value(string.replace("''", "'"), column, dtype)
+            value = typed.literal_value(string.replace("''", "'"), column, dtype)
         return t.Compare(column, t.NEGATE[op] if negate else op, value)
 
     def in_list(self, found: in_list.InList, negate: bool) -> t.Predicate:
@@ -153,14 +151,14 @@ class _Parser:
         def one(kind: str, text: str) -> t.Literal | None:
             return self.written(kind, text, column, dtype)
 
-        typed: dict[bytes, t.Literal] = {}
+        by_key: dict[bytes, t.Literal] = {}
         has_null = False
         for value in typed_many(found.values, dtype, one):
             if value is None:
                 has_null = True
             else:
-                typed[value.key] = value
-        ordered = tuple(map(typed.__getitem__, sorted(typed)))
+                by_key[value.key] = value
+        ordered = tuple(map(by_key.__getitem__, sorted(by_key)))
         return t.In(column, ordered, negated=negate != found.negated, has_null=has_null)
 
     def written(self, kind: str, text: str, column: str, dtype: pa.DataType) -> t.Literal | None:
@@ -170,22 +168,22 @@ class _Parser:
         if kind == "null":
             return None
         if kind == "string":
-            return self.literal_value(text, column, dtype)
+            return typed.literal_value(text, column, dtype)
         if kind == "number":
-            return self.number(text, column, dtype)
+            return typed.number(text, column, dtype)
         if kind in ("true", "false"):
             if kind_of(dtype) != Kind.BOOLEAN:
                 raise _NotPlain
             return lit.make_literal(kind == "true", dtype)
         if kind_of(dtype) != Kind.TEMPORAL:  # DATE '...', TIMESTAMP '...'
             raise _NotPlain
-        return self.literal_value(text, column, dtype)
+        return typed.literal_value(text, column, dtype)
 
     def _lit(self, text: str, column: str, dtype: pa.DataType) -> t.Literal:
         number, string = plain.literal_text(text)
         if number is not None:
-            return self.number(number, column, dtype)
-        return self.literal_value(string, column, dtype)
+            return typed.number(number, column, dtype)
+        return typed.literal_value(string, column, dtype)
 
     def plain(self, form: str, groups: tuple, negate: bool) -> t.Predicate:
         """What ``node`` makes of sqlglot's tree of a ``_plain_groups`` condition, when it
@@ -201,8 +199,8 @@ class _Parser:
             items = plain.LIT_RE.findall(groups[1])
             self.count_in_values(len(items), column)
             values = [self._lit(v, column, dtype) for v in items]
-            typed = {v.key: v for v in values}
-            ordered = tuple(typed[k] for k in sorted(typed))
+            by_key = {v.key: v for v in values}
+            ordered = tuple(by_key[k] for k in sorted(by_key))
             return t.In(column, ordered, negated=negate, has_null=False)
         if form == "like":
             if kind_of(dtype) != Kind.STRING:
@@ -210,7 +208,7 @@ class _Parser:
             pattern = groups[1].replace("''", "'")
             head, wildcard_tail = t.split_pattern(pattern, None)
             if wildcard_tail is None:
-                lit = self.literal_value(head, column, dtype)
+                lit = typed.literal_value(head, column, dtype)
                 return t.Compare(column, "<>" if negate else "=", lit)
             if wildcard_tail == "%":
                 return t.PrefixLike(column, head, negated=negate)
@@ -220,7 +218,7 @@ class _Parser:
         if kind_of(dtype) != Kind.TEMPORAL:
             raise _NotPlain
         op = "<>" if op == "!=" else op
-        value = self.literal_value(text.replace("''", "'"), column, dtype)
+        value = typed.literal_value(text.replace("''", "'"), column, dtype)
         del family  # both families are allowed for a temporal column
         return t.Compare(column, t.NEGATE[op] if negate else op, value)
 
@@ -247,7 +245,7 @@ class _Parser:
                     f"comparing two columns ({e.sql()}) is not supported: compare a column "
                     "with a literal"
                 )
-            value = self.literal(right, column, dtype)
+            value = typed.sql_literal(right, column, dtype)
             if value is None:
                 raise InvalidPredicateError(
                     f"{e.sql()} is never true in SQL: write {column} IS NULL instead"
@@ -255,7 +253,7 @@ class _Parser:
             return t.Compare(column, t.NEGATE[op] if negate else op, value)
         if isinstance(e, exp.Between):
             column, dtype = self.column(e.this, e)
-            low, high = self.literal(e.args["low"], column, dtype), self.literal(
+            low, high = typed.sql_literal(e.args["low"], column, dtype), typed.sql_literal(
                 e.args["high"], column, dtype
             )
             if low is None or high is None:
@@ -273,9 +271,9 @@ class _Parser:
                     f"{column} IN (1, 2) with at least one value"
                 )
             self.count_in_values(len(e.expressions), column)
-            values = [self.literal(v, column, dtype) for v in e.expressions]
-            typed = {v.key: v for v in values if v is not None}
-            ordered = tuple(typed[k] for k in sorted(typed))
+            values = [typed.sql_literal(v, column, dtype) for v in e.expressions]
+            by_key = {v.key: v for v in values if v is not None}
+            ordered = tuple(by_key[k] for k in sorted(by_key))
             return t.In(column, ordered, negated=negate, has_null=None in values)
         if isinstance(e, exp.Is):
             if not isinstance(e.expression, exp.Null):
@@ -291,7 +289,7 @@ class _Parser:
             return self.like(e.this, negate, escape)
         if isinstance(e, exp.Like):
             return self.like(e, negate, None)
-        raise UnsupportedPredicateError(f"unsupported syntax in predicate: {_describe(e)}")
+        raise UnsupportedPredicateError(f"unsupported syntax in predicate: {typed.describe(e)}")
 
     def like(self, e, negate: bool, escape: str | None) -> t.Predicate:  # noqa: ANN001
         column, dtype = self.column(e.this, e)
@@ -303,7 +301,7 @@ class _Parser:
         negate = negate != bool(e.args.get("negate"))
         head, wildcard_tail = t.split_pattern(pattern, escape)
         if wildcard_tail is None:  # no wildcard: an equality
-            lit = self.literal_value(head, column, dtype)
+            lit = typed.literal_value(head, column, dtype)
             return t.Compare(column, "<>" if negate else "=", lit)
         if wildcard_tail == "%":
             return t.PrefixLike(column, head, negated=negate)
@@ -315,7 +313,7 @@ class _Parser:
         if isinstance(e, exp.Literal) and e.is_string:
             return e.this
         raise UnsupportedPredicateError(
-            f"{parent.sql()}: expected a string literal, got {_describe(e)}"
+            f"{parent.sql()}: expected a string literal, got {typed.describe(e)}"
         )
 
     def column(self, e, parent) -> tuple[str, pa.DataType]:  # noqa: ANN001
@@ -323,7 +321,7 @@ class _Parser:
 
         if not isinstance(e, exp.Column):
             raise UnsupportedPredicateError(
-                f"unsupported syntax in predicate: {_describe(e)} in {parent.sql()} "
+                f"unsupported syntax in predicate: {typed.describe(e)} in {parent.sql()} "
                 "(only columns compared with literals are supported)"
             )
         return self.column_named(tuple(p.name for p in e.parts))
@@ -350,97 +348,3 @@ class _Parser:
                 "predicates can use only scalar columns"
             )
         return name, dtype
-
-    def literal(self, e, column: str, dtype: pa.DataType) -> t.Literal | None:  # noqa: ANN001
-        """A SQL literal as a value of the column's type (None for NULL)."""
-        from sqlglot import exp
-
-        if isinstance(e, exp.Null):
-            return None
-        kind = kind_of(dtype)
-        if isinstance(e, exp.Boolean):
-            if kind != Kind.BOOLEAN:
-                raise lit.wrong_type(e.sql(), column, dtype)
-            return lit.make_literal(bool(e.this), dtype)
-        if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
-            return self.number(f"-{e.this.this}", column, dtype)
-        if isinstance(e, exp.Literal):
-            if e.is_string:
-                return self.literal_value(e.this, column, dtype)
-            return self.number(e.this, column, dtype)
-        if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal):
-            family = _type_family(e.to)
-            allowed = {
-                Kind.TEMPORAL: ("date", "timestamp", "time"),
-                Kind.DECIMAL: ("number",),
-                Kind.INTEGER: ("number",),
-                Kind.FLOATING: ("number",),
-                Kind.STRING: ("string",),
-                Kind.BOOLEAN: ("boolean",),
-            }.get(kind, ())
-            if family not in allowed:
-                raise lit.wrong_type(e.sql(), column, dtype)
-            return self.literal_value(str(e.this.this), column, dtype)
-        raise UnsupportedPredicateError(
-            f"unsupported syntax in predicate: {_describe(e)} (expected a literal)"
-        )
-
-    def number(self, text: str, column: str, dtype: pa.DataType) -> t.Literal:
-        kind = kind_of(dtype)
-        if kind not in (Kind.INTEGER, Kind.FLOATING, Kind.DECIMAL):
-            raise lit.wrong_type(text, column, dtype)
-        if kind == Kind.INTEGER:
-            try:
-                number = decimal.Decimal(text)
-            except decimal.InvalidOperation as exc:
-                raise lit.wrong_type(text, column, dtype) from exc
-            lit.check_integer_range(number, text, column, dtype)
-            if number != number.to_integral_value():
-                raise lit.wrong_type(text, column, dtype, "not an integer")
-            return lit.make_literal(int(number), dtype, text)
-        return self.literal_value(text, column, dtype)
-
-    def literal_value(self, text: str, column: str, dtype: pa.DataType) -> t.Literal:
-        kind = kind_of(dtype)
-        if kind == Kind.FLOATING:
-            lit.check_float_range(text, column, dtype)
-        elif kind == Kind.DECIMAL:
-            lit.check_decimal_range(text, column, dtype)
-        try:
-            if pat.is_timestamp(dtype) and dtype.tz is not None:
-                value = lit.timestamp_with_zone(text, dtype)
-            else:
-                value = keys.parse_literal(text, dtype)
-            return lit.make_literal(value, dtype, text)
-        except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
-            raise lit.wrong_type(repr(text), column, dtype) from exc
-
-
-
-def _type_family(datatype) -> str:  # noqa: ANN001
-    name = str(datatype.this).rsplit(".", 1)[-1].upper()
-    if name == "DATE":
-        return "date"
-    if name.startswith("TIMESTAMP") or name.startswith("DATETIME"):
-        return "timestamp"
-    if name.startswith("TIME"):
-        return "time"
-    if name in ("VARCHAR", "CHAR", "TEXT", "NCHAR", "NVARCHAR", "STRING"):
-        return "string"
-    if name in ("BOOLEAN",):
-        return "boolean"
-    return "number"
-
-
-def _describe(e) -> str:  # noqa: ANN001
-    from sqlglot import exp
-
-    if isinstance(e, exp.Subquery | exp.Select):
-        what = "a subquery"
-    elif isinstance(e, exp.Func):
-        what = f"function call {e.sql_name() if hasattr(e, 'sql_name') else type(e).__name__}"
-    else:
-        what = type(e).__name__
-    return f"{what} ({e.sql()})"
-
-
