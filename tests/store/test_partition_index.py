@@ -144,14 +144,14 @@ def test_index_after_full_and_incremental_analyses(spark, tmp_path: Path, mode: 
     for p in range(PARTITIONS):
         _write(root, p, seed=p)
     handle = ls.open_table(str(root))
-    handle.analyze(spark=spark, max_frequencies=200)
+    handle.analyze(spark=spark, max_frequencies=200, reduce_cache_from=0)
     first = _check_index(root)
 
     # one partition changed, one added, one removed
     _write(root, 3, seed=99, rows=40, name="part-1")
     _write(root, PARTITIONS, seed=PARTITIONS)
     shutil.rmtree(root / "p=0")
-    result = handle.analyze(spark=spark, max_frequencies=200)
+    result = handle.analyze(spark=spark, max_frequencies=200, reduce_cache_from=0)
     assert (result.partitions_computed, result.partitions_reused) == (2, PARTITIONS - 2)
     second = _check_index(root)
     assert second.partition_index != first.partition_index
@@ -159,7 +159,7 @@ def test_index_after_full_and_incremental_analyses(spark, tmp_path: Path, mode: 
     # one partition changed alone: computed and reduced in one task (with LOCAL_CELLS 0,
     # the staged reduction); unchanged groups' index parts are carried forward
     _write(root, 5, seed=7, rows=25, name="part-1")
-    result = handle.analyze(spark=spark, max_frequencies=200)
+    result = handle.analyze(spark=spark, max_frequencies=200, reduce_cache_from=0)
     assert result.partitions_computed == 1
     third = _check_index(root)
     old = {k: v for k, v in second.extra["reduce_cache"].items() if k.startswith("index-")}
