@@ -119,7 +119,9 @@ def test_every_pyspark_line_gives_the_same_statistics(
 
 
 @pytest.mark.parametrize("line", LINES[:1])
-def test_sql_analyze_runs_on_every_pyspark_line(line: str, default: tuple, tmp_path: Path) -> None:
+def test_sql_analyze_runs_on_the_oldest_pyspark_line(
+    line: str, default: tuple, tmp_path: Path
+) -> None:
     """``lakestats sql``'s ANALYZE on the oldest line (the 4.x lines share the default's
     session calls) writes the version it says, with the counts Spark's own count gives."""
     python = REPO / f".venv-pyspark-{line}" / "bin" / "python"
