@@ -226,6 +226,12 @@ class DeltaTableFormat(PathTable):
         if snapshot_id not in self._versions:
             from deltalake import DeltaTable
 
+            latest = self.current_snapshot_id()
+            if latest is None or not 0 <= snapshot_id <= latest:  # delta-rs searches ~60 s
+                raise SnapshotNotFoundError(
+                    f"version {snapshot_id} of Delta table {self._uri} does not exist "
+                    f"(never written); its latest is {latest}"
+                )
             try:
                 self._versions[snapshot_id] = DeltaTable(
                     self._uri, version=snapshot_id, storage_options=self._storage
