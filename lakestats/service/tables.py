@@ -70,6 +70,7 @@ class TableSet:
         self._memos: dict[str, _Memo] = {}
         self.answers = AnswerCache(reopen_seconds)
         self._locations: list[tuple[str, str]] | None = None
+        self._by_location: dict[str, str] | None = None
 
     def names(self) -> list[str]:
         return list(self.configs)
@@ -185,6 +186,24 @@ class TableSet:
             memo.answers[full_key] = compute()
         return memo.answers[full_key]  # type: ignore[no-any-return]
 
+    def named_at(self, location: str) -> str:
+        """The served table at ``location`` (a path or URI, spelled as an engine spells it:
+        ``file:/t``, ``file:///t/``, ``s3a://b/t``), by the location each table resolves to;
+        404 (``TableNotFoundError``) when none is there."""
+        wanted = same_location(location)
+        for _ in range(2):  # a table opened since: look once more
+            if self._by_location is None:
+                self._by_location = {}
+                for name in self.configs:
+                    with contextlib.suppress(LakestatsError):
+                        place = self._handle(name).table.format.location
+                        self._by_location[same_location(place)] = name
+            found = self._by_location.get(wanted)
+            if found is not None:
+                return found
+            self._by_location = None
+        raise TableNotFoundError("no served table is at that location")
+
     def served(self, name: str, strict: bool = False) -> ServedTable:
         """The table's summary; a table without statistics says so in ``error``
         (``strict``: raises instead)."""
@@ -246,6 +265,19 @@ def _forms(where: str) -> set[str]:
         with contextlib.suppress(OSError):
             forms.add(os.path.realpath(where))
     return {f for f in forms if len(f) > 1}
+
+
+def same_location(location: str) -> str:
+    """One spelling of a location: a local path absolute and resolved, with no ``file:``
+    scheme; ``s3a://`` as ``s3://``; no trailing slash."""
+    place = location.strip()
+    if place.startswith("file:"):
+        place = "/" + place[len("file:"):].lstrip("/")
+    elif place.startswith("s3a://"):
+        place = "s3://" + place[len("s3a://"):]
+    if "://" not in place:
+        place = os.path.realpath(place)
+    return place.rstrip("/") or "/"
 
 
 def _open(config: TableConfig) -> ls.LakestatsTable:

@@ -14,7 +14,10 @@ Spark 4 runtime that Maven Central serves here: they are tested on Spark 3.5
 from __future__ import annotations
 
 import json
+import math
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 import duckdb
@@ -22,9 +25,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+import uvicorn
 
 import lakestats.api as ls
 from lakestats.formats.iceberg import load_catalog
+from lakestats.service.app import create_app
+from lakestats.service.config import TableConfig
+from lakestats.service.server import uvicorn_options
+from tests.service.uvicorn_thread import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv-interop" / "bin" / "python"
@@ -38,6 +46,16 @@ NEEDED = [
     JARS / "delta-storage-4.1.0.jar",
 ]
 FILTERS = {"x < -1.0": "x < -1.0", "k < 100": "k < 100", "z > 2.5": "z > 2.5"}
+# every class of filter, as Spark rewrites it (``<>`` to NOT, prefix LIKE to StartsWith,
+# BETWEEN to a range, a long IN list to InSet, a date string to a date, IS NOT NULL added)
+ESTIMATED = [
+    "u = 'sa'", "u <> 'eu'", "u IN ('ap', 'sa')", "u IS NULL", "u IS NOT NULL",
+    "s LIKE 'v1%'", "s LIKE '%7'", "s LIKE '%2%'", "s LIKE 'v_3'",
+    "k BETWEEN 10 AND 20", "NOT (k < 300)", "k < 100 OR u = 'sa'",
+    "k IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)", "d >= '2024-06-01'",
+    "x > 0.5 AND u = 'ap'", "z <= 0.25", "u = 'eu' AND k > 600",
+]
+ESTIMATED_CASES = ["iceberg-current", "iceberg-travel", "delta-current", "delta-travel"]
 
 pytestmark = [
     pytest.mark.spark,
@@ -50,11 +68,14 @@ pytestmark = [
 
 def _rows(seed: int, n: int = 20_000) -> pa.Table:
     rng = np.random.default_rng(seed)
+    regions = rng.choice(["eu", "us", "ap", "sa"], p=[0.55, 0.30, 0.10, 0.05], size=n)
     return pa.table({
         "k": pa.array(rng.integers(0, 700, n)),
         "s": pa.array([f"v{i}" for i in rng.integers(0, 123, n)]),
         "x": pa.array(rng.normal(size=n)),
         "z": pa.array(rng.exponential(size=n)),
+        "u": pa.array([None if i % 31 == 0 else r for i, r in enumerate(regions)]),
+        "d": pa.array(np.datetime64("2024-01-01") + rng.integers(0, 366, n), pa.date32()),
     })
 
 
@@ -141,19 +162,83 @@ def seen(spark, tmp_path_factory) -> dict:
         cases.append({"name": f"delta-{name}", "format": "delta", "path": str(path),
                       "filters": list(FILTERS.values())})
         truth[f"delta-{name}"] = _true_counts(rows)
+    for case in cases:  # the service's ways: filters of every class, on analyzed scans
+        if case["name"] in ESTIMATED_CASES:
+            case["filters"] = [*case["filters"], *ESTIMATED]
+            case["ways"] = ["estimates", "down", "slow"] if "current" in case["name"] else [
+                "estimates"]
+        elif case["name"].endswith("appended"):
+            case["ways"] = ["estimates"]
+    served = {  # the service the component asks: case -> (table config, snapshot read)
+        "iceberg-current": (TableConfig("ic", "db.current", warehouse=str(warehouse)), None),
+        "iceberg-travel": (TableConfig("it", "db.appended", warehouse=str(warehouse)), first),
+        "delta-current": (TableConfig("dc", str(base / "delta" / "current")), None),
+        "delta-travel": (TableConfig("dt", str(base / "delta" / "appended")), 0),
+    }
+    estimates = {}  # what `lakestats estimate` answers, rounded up to a whole row
+    for name, (config, snapshot) in served.items():
+        table = ls.open_table(config.table, warehouse=config.warehouse)
+        estimates[name] = {f: math.ceil(table.estimate(f, snapshot_id=snapshot).row_count)
+                           for f in ESTIMATED}
+    app = create_app([config for config, _ in served.values()])
+    server = uvicorn.Server(uvicorn.Config(app, port=_free_port(), **uvicorn_options()))
+    slow = _Silent()
     spec = base / "spec.json"
+    url = f"http://127.0.0.1:{server.config.port}"
     spec.write_text(json.dumps({
         "jars": [str(p) for p in NEEDED],
         "extensions": ["org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
                        "io.delta.sql.DeltaSparkSessionExtension",
                        "io.lakestats.spark.LakestatsExtensions"],
         "cases": cases,
+        "ways": {
+            "estimates": {"spark.lakestats.estimates.url": url},
+            "down": {"spark.lakestats.estimates.url": f"http://127.0.0.1:{_free_port()}"},
+            "slow": {"spark.lakestats.estimates.url": slow.url,
+                     "spark.lakestats.estimates.timeoutMs": "300"},
+        },
     }))
-    done = subprocess.run([str(PYTHON), str(SCRIPT), str(spec)], capture_output=True,
-                          text=True, timeout=500, check=False)
+    with serving(server), slow:
+        done = subprocess.run([str(PYTHON), str(SCRIPT), str(spec)], capture_output=True,
+                              text=True, timeout=500, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"spark": out["cases"], "truth": truth}
+    return {"spark": out["cases"], "truth": truth, "estimates": estimates,
+            "slow_connections": slow.connections}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Silent:
+    """A service that accepts connections and never answers (counted)."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
+        self.connections = 0
+        self.held: list[socket.socket] = []
+
+    def __enter__(self) -> _Silent:
+        def accept() -> None:
+            while True:
+                try:
+                    connection, _ = self.socket.accept()
+                except OSError:
+                    return
+                self.connections += 1
+                self.held.append(connection)
+
+        threading.Thread(target=accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.socket.close()
+        for connection in self.held:
+            connection.close()
 
 
 def _q_error(estimate: float, true: float) -> float:
@@ -226,3 +311,43 @@ def test_a_partition_filter_is_estimated_once(seen: dict) -> None:
     assert on["row_count"] == truth["rows"] and on["distinct"]["r"] == 2
     for text, true in truth["filters"].items():
         assert _q_error(on["filters"][text], true) <= 1.5, (text, on["filters"][text], true)
+
+
+@pytest.mark.parametrize("case", ESTIMATED_CASES)
+def test_filters_get_lakestats_estimate(seen: dict, case: str) -> None:
+    """With ``spark.lakestats.estimates.url``, each Filter's row count in Spark's optimized
+    plan is the one ``lakestats estimate`` gives for the same predicate and snapshot, in every
+    class of filter (Spark's rewrites of them included)."""
+    got = seen["spark"][case]["estimates"]["filters"]
+    assert {f: got[f] for f in ESTIMATED} == seen["estimates"][case]
+
+
+@pytest.mark.parametrize("case", ESTIMATED_CASES)
+def test_a_rare_string_value_is_estimated_from_its_frequency(seen: dict, case: str) -> None:
+    """``u = 'sa'`` keeps about 5 % of the rows: Spark alone divides by the distinct count
+    (a quarter of the rows); through lakestats the estimate is its counted frequency."""
+    rows = seen["truth"][case]["rows"]
+    regions = pa.table({"u": _rows(1 if "current" in case else 2)["u"]})
+    true = pc.sum(pc.equal(regions["u"], "sa")).as_py()
+    ours = seen["spark"][case]["estimates"]["filters"]["u = 'sa'"]
+    own = seen["spark"][case]["lakestats"]["filters"]["u = 'sa'"]
+    assert rows == 20_000
+    assert _q_error(ours, true) <= 1.05 < 3 <= _q_error(own, true), (ours, own, true)
+
+
+@pytest.mark.parametrize("case", ["iceberg-appended", "delta-appended"])
+def test_a_scan_without_statistics_keeps_sparks_filter_estimates(seen: dict, case: str) -> None:
+    ways = seen["spark"][case]
+    assert ways["estimates"]["filters"] == ways["lakestats"]["filters"]
+
+
+@pytest.mark.parametrize("case", ["iceberg-current", "delta-current"])
+def test_a_service_down_or_silent_leaves_sparks_own_estimates(seen: dict, case: str) -> None:
+    """Nothing listening, or a service that never answers (a 300 ms limit): every filter keeps
+    the estimate Spark makes from the component's scan statistics, and the silent service is
+    asked once, then left alone (one warning) instead of costing every filter the limit."""
+    ways = seen["spark"][case]
+    assert ways["down"]["filters"] == ways["lakestats"]["filters"]
+    assert ways["slow"]["filters"] == ways["lakestats"]["filters"]
+    asked = 2 * len(ESTIMATED)  # questions of the silent way; asked again 30 s after a failure
+    assert 1 <= seen["slow_connections"] <= 4 < asked

@@ -21,16 +21,24 @@ def plan_stats(frame) -> dict:
             "distinct": distinct, "size": int(str(stats.sizeInBytes()))}
 
 
-def run_cases(spark, cases: list[dict]) -> dict:
-    """Per case and way (the component on, off): the scan's statistics, ``EXPLAIN COST``,
-    each filter's estimated rows, (with the component off) the true count and, for a case
-    with an ``explain_filter``, that filtered read's ``EXPLAIN EXTENDED``."""
+WAYS = {"lakestats": {"spark.lakestats.enabled": "true"},
+        "spark": {"spark.lakestats.enabled": "false"}}
+
+
+def run_cases(spark, cases: list[dict], ways: dict | None = None) -> dict:
+    """Per case and way (the component on, off, and those of ``ways``, settings by name,
+    that the case names in its ``ways``):
+    the scan's statistics, ``EXPLAIN COST``, each filter's estimated rows, (with the
+    component off) the true count and, for a case with an ``explain_filter``, that filtered
+    read's ``EXPLAIN EXTENDED``."""
     utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
     out = {"spark": spark.version, "cases": {}}
     for case in cases:
         result = {}
-        for way, enabled in (("lakestats", "true"), ("spark", "false")):
-            spark.conf.set("spark.lakestats.enabled", enabled)
+        extra = {name: (ways or {})[name] for name in case.get("ways", [])}
+        for way, settings in {**WAYS, **extra}.items():
+            for key, value in settings.items():
+                spark.conf.set(key, value)
             if case.get("table"):  # a table of the session catalog
                 frame = spark.table(case["table"])
             else:
@@ -44,6 +52,8 @@ def run_cases(spark, cases: list[dict]) -> dict:
             if case.get("explain_filter"):  # the plans Spark makes for one filtered read
                 filtered = frame.where(case["explain_filter"])._jdf.queryExecution()
                 seen["filter_explain"] = utils.explainString(filtered, "extended")
+            for key in settings:
+                spark.conf.unset(key)
             result[way] = seen
         out["cases"][case["name"]] = result
     return out

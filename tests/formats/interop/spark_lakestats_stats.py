@@ -36,7 +36,7 @@ def main(spec_path: str) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    out = run_cases(spark, spec["cases"])
+    out = run_cases(spark, spec["cases"], spec.get("ways"))
     print(json.dumps(out))
     spark.stop()
 

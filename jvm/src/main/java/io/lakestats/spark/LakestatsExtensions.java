@@ -5,16 +5,23 @@ import scala.Function1;
 import scala.runtime.BoxedUnit;
 
 /**
- * {@code spark.sql.extensions=io.lakestats.spark.LakestatsExtensions}: one optimizer rule, run
+ * {@code spark.sql.extensions=io.lakestats.spark.LakestatsExtensions}: an optimizer rule, run
  * with the pre-CBO rules (after the operator optimizations, just before filter and projection
  * push-down builds the scans, and so before join reordering and every rule that reads
  * statistics), that gives each scan of an analyzed Iceberg, Delta, Hudi or Paimon table lakestats'
- * statistics for the snapshot it reads ({@link StatisticsRule}).
+ * statistics for the snapshot it reads ({@link StatisticsRule}); and, when a lakestats service
+ * is named ({@code spark.lakestats.estimates.url}), a rule after push-down (and in adaptive
+ * execution's re-optimization) that gives each Filter over such a scan lakestats' estimate of
+ * its rows ({@link FilterEstimates}).
  */
 public final class LakestatsExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
-    extensions.injectPreCBORule(session -> new StatisticsRule(session));
+    extensions.injectPreCBORule(session -> {
+      FilterEstimates.install(session);
+      return new StatisticsRule(session);
+    });
+    extensions.injectRuntimeOptimizerRule(session -> new FilterEstimates());
     return BoxedUnit.UNIT;
   }
 }

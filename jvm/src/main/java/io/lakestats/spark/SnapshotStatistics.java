@@ -38,6 +38,8 @@ final class SnapshotStatistics {
   /** The file's identity (path, size, time): what {@link Sidecars} keeps or refuses it by. */
   final String key;
   final String snapshot;
+  /** The table location the statistics describe, as the scan names it. */
+  final String location;
   final long version;
   final long rowCount;
   final long sizeInBytes;
@@ -63,6 +65,7 @@ final class SnapshotStatistics {
    */
   SnapshotStatistics(String key, JsonNode json, long named, String snapshot, String location) {
     this.key = key;
+    this.location = location;
     if (!json.isObject() || !FORMAT.equals(text(json, "format"))) {
       throw new IllegalStateException("not a lakestats statistics file for Spark");
     }
@@ -217,23 +220,38 @@ final class SnapshotStatistics {
       }
       rowSize += width;
     }
-    long size = Math.max(1L, rowSize * rowCount);
-    return new Statistics() {
-      @Override
-      public OptionalLong sizeInBytes() {
-        return OptionalLong.of(size);
-      }
+    return new Reported(this, Math.max(1L, rowSize * rowCount), stats);
+  }
 
-      @Override
-      public OptionalLong numRows() {
-        return OptionalLong.of(rowCount);
-      }
+  /**
+   * What a scan's {@code estimateStatistics} returns, knowing which snapshot statistics it came
+   * from: the filter estimates ({@link FilterEstimates}) ask lakestats about that snapshot.
+   */
+  static final class Reported implements Statistics {
+    final SnapshotStatistics origin;
+    private final long size;
+    private final Map<NamedReference, ColumnStatistics> columns;
 
-      @Override
-      public Map<NamedReference, ColumnStatistics> columnStats() {
-        return stats;
-      }
-    };
+    Reported(SnapshotStatistics origin, long size, Map<NamedReference, ColumnStatistics> columns) {
+      this.origin = origin;
+      this.size = size;
+      this.columns = columns;
+    }
+
+    @Override
+    public OptionalLong sizeInBytes() {
+      return OptionalLong.of(size);
+    }
+
+    @Override
+    public OptionalLong numRows() {
+      return OptionalLong.of(origin.rowCount);
+    }
+
+    @Override
+    public Map<NamedReference, ColumnStatistics> columnStats() {
+      return columns;
+    }
   }
 
   private static ColumnStatistics v2(ColumnStat stat) {

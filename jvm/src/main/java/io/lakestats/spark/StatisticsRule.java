@@ -272,11 +272,12 @@ final class StatisticsRule extends Rule<LogicalPlan> {
         : pathTable(location, relation, delta ? "delta" : "hudi");
     table = (CatalogTable) Reflect.copyWith(table, "stats", Option.apply(catalogStats));
     table = (CatalogTable) Reflect.copyWith(table, "properties",
-        table.properties().updated(MARK, Long.toString(stats.version)));
+        table.properties().updated(MARK, Long.toString(stats.version))
+            .updated(FilterEstimates.LOCATION, location).updated(FilterEstimates.SNAPSHOT, version));
     return (LogicalPlan) Reflect.copyWith(relation, "catalogTable", Option.apply(table));
   }
 
-  private static final String MARK = "lakestats.statistics.version";
+  static final String MARK = "lakestats.statistics.version";
 
   /** A minimal external catalog table for a path read (it only carries the statistics). */
   private static CatalogTable pathTable(String location, LogicalRelation relation, String provider)

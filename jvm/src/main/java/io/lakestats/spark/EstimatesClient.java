@@ -1,0 +1,125 @@
+package io.lakestats.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Asks the lakestats service ({@code lakestats serve}) how many rows a predicate keeps in one
+ * snapshot of the table at a location: {@code POST /api/estimate}, the answer {@code lakestats
+ * estimate} gives. One estimator of record, not a copy of it in Java.
+ *
+ * <p>A plan never waits long and never fails for it: each question has a time limit; a
+ * service that is down, slow or answers with a server error is not asked again for {@link
+ * #PAUSE_MILLIS} (one warning), and the filter keeps Spark's own estimate. A question the
+ * service refuses (a table it does not serve, a predicate it cannot estimate) is remembered as
+ * refused. Answers are kept for a minute per service, location, snapshot and predicate (a
+ * query is often planned more than once: adaptive execution re-plans it).
+ */
+final class EstimatesClient {
+  static final long PAUSE_MILLIS = 30_000;
+  private static final long KEEP_MILLIS = 60_000;
+  private static final int KEEP = 10_000;
+  private static final Logger LOG = LoggerFactory.getLogger(EstimatesClient.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Map<String, EstimatesClient> CLIENTS = new ConcurrentHashMap<>();
+  /** A refused question's answer in the cache. */
+  private static final double REFUSED = Double.NaN;
+
+  private final String url;
+  private final HttpClient http;
+  private volatile long pausedUntil;
+  private final Map<String, double[]> answers = new LinkedHashMap<>(64, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, double[]> eldest) {
+      return size() > KEEP;
+    }
+  };
+
+  private EstimatesClient(String url, long timeoutMillis) {
+    this.url = url.replaceAll("/+$", "");
+    this.http = HttpClient.newBuilder()
+        .version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(Duration.ofMillis(timeoutMillis))
+        .build();
+  }
+
+  /** The client of this service (one per URL: its connections are kept open). */
+  static EstimatesClient of(String url, long timeoutMillis) {
+    return CLIENTS.computeIfAbsent(url + "#" + timeoutMillis,
+        k -> new EstimatesClient(url, timeoutMillis));
+  }
+
+  /**
+   * The rows {@code predicate} keeps in {@code snapshot} of the table at {@code location}, or
+   * null: the service refused, failed, was too slow, or is paused after a failure.
+   */
+  Double rows(String location, String snapshot, String predicate, String token,
+      long timeoutMillis) {
+    String key = location + "\n" + snapshot + "\n" + predicate;
+    long now = System.currentTimeMillis();
+    synchronized (answers) {
+      double[] kept = answers.get(key);
+      if (kept != null && now - (long) kept[1] < KEEP_MILLIS) {
+        return Double.isNaN(kept[0]) ? null : kept[0];
+      }
+    }
+    if (now < pausedUntil) {
+      return null;
+    }
+    double answer;
+    try {
+      answer = ask(location, snapshot, predicate, token, timeoutMillis);
+    } catch (Exception e) {
+      pausedUntil = System.currentTimeMillis() + PAUSE_MILLIS;
+      LOG.warn("lakestats: the service at {} did not answer ({}); filters keep Spark's own "
+          + "estimates for {} s", url, e.toString(), PAUSE_MILLIS / 1000);
+      return null;
+    }
+    synchronized (answers) {
+      answers.put(key, new double[] {answer, now});
+    }
+    return Double.isNaN(answer) ? null : answer;
+  }
+
+  private double ask(String location, String snapshot, String predicate, String token,
+      long timeoutMillis) throws Exception {
+    ObjectNode body = JSON.createObjectNode();
+    body.put("location", location);
+    body.put("snapshot_id", Long.parseLong(snapshot));
+    body.putArray("where").add(predicate);
+    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url + "/api/estimate"))
+        .timeout(Duration.ofMillis(timeoutMillis))
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)));
+    if (token != null && !token.isEmpty()) {
+      request.header("Authorization", "Bearer " + token);
+    }
+    HttpResponse<byte[]> response =
+        http.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+    int status = response.statusCode();
+    if (status >= 500) {
+      throw new IllegalStateException("HTTP " + status);
+    }
+    JsonNode answer = JSON.readTree(response.body());
+    if (status != 200) {
+      LOG.debug("lakestats: no estimate of {}: {}", predicate, answer.path("error"));
+      return REFUSED;
+    }
+    JsonNode rows = answer.path("estimates").path(0).path("row_count");
+    if (!rows.isNumber() || rows.asDouble() < 0) {
+      throw new IllegalStateException("an answer without a row count");
+    }
+    return rows.asDouble();
+  }
+}

@@ -1,0 +1,277 @@
+package io.lakestats.spark;
+
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeMap;
+import org.apache.spark.sql.catalyst.expressions.AttributeMap$;
+import org.apache.spark.sql.catalyst.expressions.AttributeSet;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.plans.logical.ColumnStat;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Statistics;
+import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils$;
+import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.FilterEstimation;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation;
+import org.apache.spark.sql.internal.SQLConf;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Option;
+import scala.math.BigInt;
+
+/**
+ * Gives each Filter over a scan that has lakestats' statistics the row count lakestats
+ * estimates for its condition and the scan's snapshot ({@link EstimatesClient}: the service's
+ * {@code POST /api/estimate}, when {@code spark.lakestats.estimates.url} names one).
+ *
+ * <p>Spark estimates a Filter itself ({@code FilterEstimation}: one column's histogram or
+ * distinct count per condition, conditions multiplied as if independent, no value frequencies
+ * for strings) and offers no interface to replace that; what it does read is a plan node's
+ * statistics cache. So this rule runs where the plan's scans are final (after filter
+ * push-down, in the optimizer's last batch of user rules, and again when adaptive execution
+ * re-optimizes a plan) and sets each such Filter's statistics: lakestats' row count (rounded
+ * up, as Spark rounds its own), the columns' statistics as Spark's estimate narrows them, with
+ * distinct counts scaled to the new row count as Spark scales them, and the size that follows.
+ * Joins above are then estimated by Spark from these. Parts of a conjunction that lakestats
+ * cannot read (a function, two columns compared) keep Spark's own selectivity, multiplied in.
+ * Join reordering ({@code spark.sql.cbo.joinReorder.enabled}, off by default) and dynamic
+ * partition pruning run before this rule and see Spark's own filter estimates.
+ */
+final class FilterEstimates extends Rule<LogicalPlan> {
+  /** The lakestats service to ask, e.g. {@code http://127.0.0.1:8080}; unset: not asked. */
+  static final String URL = "spark.lakestats.estimates.url";
+  /** A token of the service (when it has tokens), sent as {@code Authorization: Bearer}. */
+  static final String TOKEN = "spark.lakestats.estimates.token";
+  /** The time limit of one question, in milliseconds (200 by default). */
+  static final String TIMEOUT = "spark.lakestats.estimates.timeoutMs";
+  /** A V1 relation's catalog table properties naming what its statistics describe. */
+  static final String LOCATION = "lakestats.location";
+  static final String SNAPSHOT = "lakestats.snapshot";
+
+  private static final Logger LOG = LoggerFactory.getLogger(FilterEstimates.class);
+
+  /**
+   * Adds the rule to the session's user-provided optimizer rules ({@code
+   * spark.experimental.extraOptimizations}, run after push-down) once: session extensions
+   * inject rules only before push-down, where a Filter's scan is not yet known.
+   */
+  static void install(Object session) {
+    try {
+      Object experimental = Reflect.call(session, "experimental");
+      @SuppressWarnings("unchecked")
+      scala.collection.Seq<Rule<LogicalPlan>> rules =
+          (scala.collection.Seq<Rule<LogicalPlan>>) Reflect.call(experimental,
+              "extraOptimizations");
+      List<Rule<LogicalPlan>> current = Scala.list(rules);
+      for (Rule<LogicalPlan> rule : current) {
+        if (rule.getClass().getName().equals(FilterEstimates.class.getName())) {
+          return;
+        }
+      }
+      scala.collection.immutable.List<Rule<LogicalPlan>> out =
+          scala.collection.immutable.List$.MODULE$.empty();
+      out = out.$colon$colon(new FilterEstimates());
+      for (int i = current.size() - 1; i >= 0; i--) {
+        out = out.$colon$colon(current.get(i));
+      }
+      for (Method m : experimental.getClass().getMethods()) {
+        if (m.getName().equals("extraOptimizations_$eq") && m.getParameterCount() == 1) {
+          m.invoke(experimental, out);
+          return;
+        }
+      }
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      LOG.warn("lakestats: filter estimates not installed: {}", e.toString());
+    }
+  }
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    SQLConf conf = SQLConf.get();
+    String url = conf.getConfString(URL, "");
+    if (url.isEmpty()
+        || !Boolean.parseBoolean(conf.getConfString(StatisticsRule.ENABLED, "true"))) {
+      return plan;
+    }
+    try {
+      List<Filter> filters = new ArrayList<>();
+      collect(plan, filters);
+      if (filters.isEmpty()) {
+        return plan;
+      }
+      long timeout = Long.parseLong(conf.getConfString(TIMEOUT, "200"));
+      EstimatesClient client = EstimatesClient.of(url, timeout);
+      String token = conf.getConfString(TOKEN, "");
+      Map<Filter, Statistics> found = new IdentityHashMap<>();
+      for (Filter filter : filters) {
+        Statistics stats = estimate(filter, client, token, timeout);
+        if (stats != null) {
+          found.put(filter, stats);
+        }
+      }
+      if (!found.isEmpty()) {
+        plan.invalidateStatsCache(); // nodes above derive theirs from the Filters' again
+        for (Map.Entry<Filter, Statistics> entry : found.entrySet()) {
+          entry.getKey().statsCache_$eq(Option.apply(entry.getValue()));
+        }
+      }
+    } catch (Exception | LinkageError e) {
+      LOG.warn("lakestats: filters keep Spark's own estimates: {}", e.toString());
+    }
+    return plan;
+  }
+
+  /** Filters directly over a scan with lakestats' statistics. */
+  private static void collect(LogicalPlan node, List<Filter> out) {
+    if (node instanceof Filter && origin(((Filter) node).child()) != null) {
+      out.add((Filter) node);
+    }
+    for (LogicalPlan child : Scala.list(node.children())) {
+      collect(child, out);
+    }
+  }
+
+  /** {location, snapshot} of the statistics a scan reports, or null. */
+  static String[] origin(LogicalPlan scan) {
+    if (scan instanceof DataSourceV2ScanRelation) {
+      Scan wrapped = ((DataSourceV2ScanRelation) scan).scan();
+      if (!Proxy.isProxyClass(wrapped.getClass())
+          || !(wrapped instanceof SupportsReportStatistics)) {
+        return null; // a scan this component did not wrap
+      }
+      Object reported = ((SupportsReportStatistics) wrapped).estimateStatistics();
+      if (reported instanceof SnapshotStatistics.Reported) {
+        SnapshotStatistics stats = ((SnapshotStatistics.Reported) reported).origin;
+        return new String[] {stats.location, stats.snapshot};
+      }
+      return null;
+    }
+    if (scan instanceof LogicalRelation && ((LogicalRelation) scan).catalogTable().isDefined()) {
+      CatalogTable table = ((LogicalRelation) scan).catalogTable().get();
+      Option<String> location = table.properties().get(LOCATION);
+      Option<String> snapshot = table.properties().get(SNAPSHOT);
+      if (location.isDefined() && snapshot.isDefined()) {
+        return new String[] {location.get(), snapshot.get()};
+      }
+    }
+    return null;
+  }
+
+  /** The Filter's statistics from lakestats' row count, or null (Spark's own then). */
+  private static Statistics estimate(Filter filter, EstimatesClient client, String token,
+      long timeout) {
+    LogicalPlan child = filter.child();
+    Statistics before = child.stats();
+    if (before.rowCount().isEmpty()) {
+      return null;
+    }
+    List<String> texts = new ArrayList<>();
+    List<Expression> rest = new ArrayList<>();
+    for (Expression part : conjuncts(filter.condition())) {
+      String text = PredicateText.of(part);
+      if (text != null) {
+        texts.add(text);
+      } else {
+        rest.add(part);
+      }
+    }
+    if (texts.isEmpty()) {
+      return null;
+    }
+    String predicate = texts.size() == 1 ? texts.get(0) : "(" + String.join(") AND (", texts)
+        + ")";
+    String[] origin = origin(child);
+    Double rows = client.rows(origin[0], origin[1], predicate, token, timeout);
+    if (rows == null) {
+      return null;
+    }
+    BigDecimal childRows = new BigDecimal(before.rowCount().get().bigInteger());
+    BigDecimal kept = BigDecimal.valueOf(rows);
+    if (!rest.isEmpty()) { // Spark's selectivity of what lakestats cannot read
+      Expression condition = rest.get(0);
+      for (int i = 1; i < rest.size(); i++) {
+        condition = new And(condition, rest.get(i));
+      }
+      Option<Statistics> others = FilterEstimation.apply(new Filter(condition, child)).estimate();
+      if (others.isDefined() && others.get().rowCount().isDefined()
+          && childRows.signum() > 0) {
+        kept = kept.multiply(new BigDecimal(others.get().rowCount().get().bigInteger()))
+            .divide(childRows, 12, RoundingMode.HALF_UP);
+      }
+    }
+    BigInt count = BigInt.apply(kept.min(childRows).setScale(0, RoundingMode.CEILING)
+        .toBigInteger());
+    Map<Attribute, ColumnStat> columns = columns(filter, before, count);
+    AttributeMap<ColumnStat> map = AttributeMap$.MODULE$.apply(Scala.map(columns));
+    BigInt size = EstimationUtils$.MODULE$.getOutputSize(filter.output(), count, map);
+    return new Statistics(size, Option.apply(count), map, false);
+  }
+
+  /**
+   * The columns' statistics after the filter: a column the condition names as Spark's own
+   * estimate narrows it (its range, one value for an equality), any other as the scan's with its
+   * distinct count scaled to the kept rows as Spark scales it; none above the kept rows.
+   */
+  private static Map<Attribute, ColumnStat> columns(Filter filter, Statistics before,
+      BigInt count) {
+    Option<Statistics> spark = FilterEstimation.apply(filter).estimate();
+    AttributeSet named = filter.condition().references();
+    BigInt rowsBefore = before.rowCount().get();
+    Map<Attribute, ColumnStat> out = new LinkedHashMap<>();
+    for (Attribute attribute : Scala.list(filter.output())) {
+      Option<ColumnStat> stat = before.attributeStats().get(attribute);
+      if (stat.isEmpty()) {
+        continue;
+      }
+      ColumnStat chosen = stat.get();
+      boolean narrowed = named.contains(attribute) && spark.isDefined()
+          && spark.get().attributeStats().get(attribute).isDefined();
+      if (narrowed) {
+        chosen = spark.get().attributeStats().get(attribute).get();
+      }
+      if (chosen.distinctCount().isDefined()) {
+        BigInt distinct = chosen.distinctCount().get();
+        if (!narrowed && count.compare(rowsBefore) < 0 && rowsBefore.signum() > 0) {
+          BigInt scaled = BigInt.apply(new BigDecimal(distinct.bigInteger())
+              .multiply(new BigDecimal(count.bigInteger()))
+              .divide(new BigDecimal(rowsBefore.bigInteger()), 0, RoundingMode.CEILING)
+              .toBigInteger());
+          distinct = distinct.min(scaled);
+        }
+        try {
+          chosen = (ColumnStat) Reflect.copyWith(chosen, "distinctCount",
+              Option.apply(distinct.min(count)));
+        } catch (ReflectiveOperationException e) {
+          continue;
+        }
+      }
+      out.put(attribute, chosen);
+    }
+    return out;
+  }
+
+  private static List<Expression> conjuncts(Expression condition) {
+    List<Expression> out = new ArrayList<>();
+    if (condition instanceof And) {
+      out.addAll(conjuncts(((And) condition).left()));
+      out.addAll(conjuncts(((And) condition).right()));
+    } else {
+      out.add(condition);
+    }
+    return out;
+  }
+}
