@@ -190,7 +190,10 @@ class TableSet:
         """The served table at ``location`` (a path or URI, spelled as an engine spells it:
         ``file:/t``, ``file:///t/``, ``s3a://b/t``), by the location each table resolves to;
         404 (``TableNotFoundError``) when none is there."""
-        wanted = same_location(location)
+        try:
+            wanted = same_location(location)
+        except ValueError:  # a NUL byte in a local path
+            raise TableNotFoundError("no served table is at that location") from None
         for _ in range(2):  # a table opened since: look once more
             if self._by_location is None:
                 self._by_location = {}

@@ -175,6 +175,12 @@ def test_a_token_reads_only_its_tables(guarded, secrets) -> None:
     for url in ("/api/tables/people/statistics", "/api/tables/people",
                 "/api/tables/nope/versions", "/tables/people", "/tables/people/cells"):
         _error(guarded.get(url, headers=sales), 403, "PermissionDeniedError", "no grant")
+    people = guarded.app.state.tables.configs["people"].table  # a planner's question by location
+    located = {"location": people, "where": ["n > 1"]}
+    _error(guarded.post("/api/estimate", json=located, headers=sales), 403,
+           "PermissionDeniedError", "no grant")
+    assert guarded.post("/api/estimate", json=located,
+                        headers=_auth(secrets["all"])).status_code == 200
     index = guarded.get("/", headers=sales).text
     assert 'href="/tables/sales"' in index and "/tables/people" not in index
     everything = _auth(secrets["all"])
@@ -306,7 +312,9 @@ def _requests(app) -> list[tuple[str, str, str, dict]]:
                 for query in queries:
                     url = path + ("?" + "&".join(f"{k}={quote(str(v))}" for k, v in query.items())
                                   if query else "")
-                    body = {"where": [str(query.get("where", "n > 1"))]}
+                    body: dict[str, object] = {"where": [str(query.get("where", "n > 1"))]}
+                    if route.path == "/api/estimate":  # the table named by its location
+                        body["location"] = app.state.tables.configs["people"].table
                     out.append((route.path, method, url, body))
     return out
 

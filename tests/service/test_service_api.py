@@ -226,6 +226,29 @@ def test_estimate_batch_route(served) -> None:
            "TableNotFoundError", "other")
 
 
+def test_estimate_by_location_route(served) -> None:
+    """``POST /api/estimate`` names the table by its location as an engine spells it (a
+    path, ``file:`` and ``file://`` URIs, a trailing slash): the answer of the table's own
+    batch route; no served table there is a 404 that does not say where tables are."""
+    client, config, table = served
+    wheres = ["word <> 'ant'", "n > 3 AND region = 'east'"]
+    place = str(Path(config.table).resolve())
+    want = table.estimate_many(wheres).to_json()
+    for spelled in (place, f"file:{place}", f"file://{place}/", Path(place).as_uri()):
+        response = client.post("/api/estimate", json={"location": spelled, "where": wheres})
+        assert response.status_code == 200, (spelled, response.text)
+        assert response.json() == want
+    snapshot = want["snapshot_id"]
+    pinned = client.post("/api/estimate",
+                         json={"location": place, "where": wheres, "snapshot_id": snapshot})
+    assert pinned.json() == table.estimate_many(wheres, snapshot).to_json()
+    for elsewhere in (place + "-other", "s3://bucket/sales", "file:/\x00"):
+        _error(client.post("/api/estimate", json={"location": elsewhere, "where": wheres}),
+               404, "TableNotFoundError", "no served table is at that location")
+    _error(client.post("/api/estimate", json={"where": wheres}), 400, "ValidationError",
+           "location")
+
+
 def test_etags_and_not_modified(served) -> None:
     client, _, _ = served
     first = client.get("/api/tables/sales/statistics?partition=region=east")
