@@ -8,7 +8,7 @@ session). Prints one JSON line: per table, way and query, the optimized plan's r
 SPEC: {"jars": [...], "extensions": [...], "tables": {name: {"format", "path"}},
 "queries": {name: {"table": name, "sql": "... FROM t ..."}}, "ways": {way: {conf: value}},
 "compute_table_stats": {"way", "view", "table", "metadata"} (optional), "analyze_parquet":
-path (optional)}
+path (optional), "debug_logger": a logger name to log at DEBUG on stderr (optional)}
 
 ``compute_table_stats``: the Iceberg table (its metadata file) is registered in an Iceberg
 Hadoop catalog of this session (``lakestats_bench``, a temporary warehouse; the pyiceberg
@@ -67,6 +67,9 @@ def main(spec_path: str) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    if spec.get("debug_logger"):  # e.g. the component's per-filter timings, on stderr
+        log4j = spark._jvm.org.apache.logging.log4j
+        log4j.core.config.Configurator.setLevel(spec["debug_logger"], log4j.Level.DEBUG)
     out: dict = {"spark": spark.version, "estimates": {}, "plan_ms": {}, "seconds": {}}
     compute = spec.get("compute_table_stats")
     if compute:

@@ -150,8 +150,23 @@ def register(
         num_bins=int(spark.conf.get("spark.sql.statistics.histogram.numBins", "254")),
         spark_types=_spark_types(spark, name),
     )
+    _mark_origin(spark, record)
     _set_statistics(spark, record)
     return record
+
+
+def _mark_origin(spark, record: RegisteredStatistics) -> None:  # noqa: ANN001
+    """Table properties naming the location and snapshot the statistics describe: lakestats'
+    Spark component asks the service about Filters over the table by them (docs/spark.md)."""
+    def literal(text: str) -> str:
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    snapshot = "" if record.snapshot_id is None else str(record.snapshot_id)
+    spark.sql(
+        f"ALTER TABLE {table_name(record.name)} SET TBLPROPERTIES ("
+        f"'lakestats.location' = {literal(record.location)}, "
+        f"'lakestats.snapshot' = {literal(snapshot)})"
+    )
 
 
 def check_registrable(table, snapshot_id: int | None):  # noqa: ANN001, ANN201

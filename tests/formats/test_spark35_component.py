@@ -12,8 +12,10 @@ One Spark 3.5 process for the module (``tests/formats/interop/spark35_lakestats_
 from __future__ import annotations
 
 import json
+import math
 import queue
 import re
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -24,8 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+import uvicorn
 
 import lakestats.api as ls
+from lakestats.service.app import create_app
+from lakestats.service.config import TableConfig
+from lakestats.service.server import uvicorn_options
+from tests.service.uvicorn_thread import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv-interop35" / "bin" / "python"
@@ -36,6 +43,11 @@ NEEDED = [
     ROOT / "build" / "jars35" / "paimon-spark-3.5-0.9.0.jar",
 ]
 FILTERS = ["x < -1.0", "k < 100", "z > 2.5"]
+# filters of every class, estimated by lakestats through the service (as on Spark 4.1)
+ESTIMATED = ["s = 'v7'", "s <> 'v7'", "s IN ('v1', 'v2')", "s LIKE 'v1%'", "s IS NULL",
+             "k BETWEEN 10 AND 20", "NOT (k < 300)", "k < 100 OR s = 'v5'",
+             "x > 0.5 AND k < 350", "z <= 0.25"]
+ESTIMATED_CASES = ["hudi-current", "paimon-current", "hudi-appended-catalog"]
 # on the partition column (Hudi and Paimon prune partitions with them) and mixed
 PARTITION_FILTERS = ["p = 3", "p < 3", "p = 3 AND x < -1.0"]
 COLUMNS = ["k", "s", "x", "z"]
@@ -194,7 +206,7 @@ def seen(spark, tmp_path_factory) -> dict:
     try:
         written = spark35.next_json()["written"]
         step |= {"before": [], "cases": [], "tags": []}
-        truth, paths = {}, {}
+        truth, paths, estimates, served = {}, {}, {}, []
         for name, rows in data.items():
             fmt = TABLES[name][0]["format"]
             paths[name] = path = written[name].removeprefix("file:")
@@ -202,8 +214,16 @@ def seen(spark, tmp_path_factory) -> dict:
             filters = FILTERS + (PARTITION_FILTERS if "partition" in TABLES[name][0] else [])
             case = {"format": fmt, "path": path, "filters": filters}
             truth[name] = _true_counts(rows, filters)
+            if name in ("hudi-current", "paimon-current", "hudi-appended"):
+                config = TableConfig(name.replace("-", "_"), path, stats_root=roots.get(path))
+                served.append(config)
+                table = ls.open_table(path, stats_root=config.stats_root)
+                estimates[name if name != "hudi-appended" else f"{name}-catalog"] = {
+                    f: math.ceil(table.estimate(f, snapshot_id=snapshot).row_count)
+                    for f in [*filters, *ESTIMATED]}
             if name not in APPENDED:
-                step["cases"].append({**case, "name": name})
+                step["cases"].append({**case, "name": name, "ways": ["estimates"],
+                                      "filters": [*filters, *ESTIMATED]})
                 continue
             step["before"].append({**case, "name": f"{name}-analyzed", "explain_filter": "p = 3"})
             step["cases"].append({**case, "name": f"{name}-appended"})
@@ -211,7 +231,8 @@ def seen(spark, tmp_path_factory) -> dict:
                                   "options": {TRAVEL[fmt]: str(snapshot)}})
             if name == "hudi-appended":  # the same table through the session catalog
                 step["before"].append({**case, "name": f"{name}-catalog",
-                                       "table": CATALOG_TABLE})
+                                       "table": CATALOG_TABLE, "ways": ["estimates"],
+                                       "filters": [*filters, *ESTIMATED]})
             if name == "hudi-mor":  # base files only: not the snapshot's rows
                 step["before"].append({**case, "name": f"{name}-read-optimized", "options": {
                     "hoodie.datasource.query.type": "read_optimized"}})
@@ -219,11 +240,24 @@ def seen(spark, tmp_path_factory) -> dict:
                 step["tags"].append({"name": name, "tag": "analyzed", "snapshot": snapshot})
                 step["cases"].append({**case, "name": f"{name}-tag",
                                       "options": {"scan.tag-name": "analyzed"}})
-        spark35.send(step)
-        out = spark35.next_json()
+        server = uvicorn.Server(uvicorn.Config(create_app(served, warm_up=True), port=_free_port(),
+                                               **uvicorn_options()))
+        step["ways"] = {"estimates": {
+            "spark.lakestats.estimates.url": f"http://127.0.0.1:{server.config.port}",
+            "spark.lakestats.estimates.timeoutMs": "10000"}}  # a busy test machine
+        with serving(server):
+            spark35.send(step)
+            out = spark35.next_json()
     finally:
         spark35.close()
-    return {"spark": out["cases"], "truth": truth, "version": out["spark"], "paths": paths}
+    return {"spark": out["cases"], "truth": truth, "version": out["spark"], "paths": paths,
+            "estimates": estimates}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _q_error(estimate: float, true: float) -> float:
@@ -343,3 +377,12 @@ def test_time_travel_to_the_analyzed_snapshot_gets_its_statistics(seen: dict, na
     case = f"{name}" if name.endswith("-tag") else f"{name}-travel"
     _lakestats_statistics(seen["spark"][case]["lakestats"], seen["truth"][table])
     assert seen["spark"][case]["spark"]["counted"] == seen["truth"][table]["rows"]
+
+
+@pytest.mark.parametrize("case", ESTIMATED_CASES)
+def test_filters_get_lakestats_estimate(seen: dict, case: str) -> None:
+    """With ``spark.lakestats.estimates.url``, each Filter's row count on Hudi (a path, and a
+    partitioned table in the session catalog with its partition filters) and Paimon is the one
+    ``lakestats estimate`` gives for the same predicate and snapshot."""
+    got = seen["spark"][case]["estimates"]["filters"]
+    assert got == seen["estimates"][case]

@@ -24,6 +24,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 import uvicorn
 
@@ -55,7 +56,10 @@ ESTIMATED = [
     "k IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)", "d >= '2024-06-01'",
     "x > 0.5 AND u = 'ap'", "z <= 0.25", "u = 'eu' AND k > 600",
 ]
-ESTIMATED_CASES = ["iceberg-current", "iceberg-travel", "delta-current", "delta-travel"]
+SEEDS = {"iceberg-current": 1, "iceberg-travel": 2, "delta-current": 3, "delta-travel": 4,
+         "parquet-registered": 6}  # each case's rows
+ESTIMATED_CASES = ["iceberg-current", "iceberg-travel", "delta-current", "delta-travel",
+                   "parquet-registered"]
 
 pytestmark = [
     pytest.mark.spark,
@@ -162,6 +166,13 @@ def seen(spark, tmp_path_factory) -> dict:
         cases.append({"name": f"delta-{name}", "format": "delta", "path": str(path),
                       "filters": list(FILTERS.values())})
         truth[f"delta-{name}"] = _true_counts(rows)
+    # a Parquet directory registered in the session catalog (``spark-register``)
+    parquet = base / "parquet"
+    parquet.mkdir()
+    pq.write_table(_rows(6), parquet / "part-0.parquet")
+    ls.open_table(str(parquet)).analyze(exact=True, spark=spark)
+    cases.append({"name": "parquet-registered", "table": "pq_registered", "filters": []})
+    truth["parquet-registered"] = _true_counts(_rows(SEEDS["parquet-registered"]))
     for case in cases:  # the service's ways: filters of every class, on analyzed scans
         if case["name"] in ESTIMATED_CASES:
             case["filters"] = [*case["filters"], *ESTIMATED]
@@ -174,13 +185,14 @@ def seen(spark, tmp_path_factory) -> dict:
         "iceberg-travel": (TableConfig("it", "db.appended", warehouse=str(warehouse)), first),
         "delta-current": (TableConfig("dc", str(base / "delta" / "current")), None),
         "delta-travel": (TableConfig("dt", str(base / "delta" / "appended")), 0),
+        "parquet-registered": (TableConfig("pq", str(parquet)), None),
     }
     estimates = {}  # what `lakestats estimate` answers, rounded up to a whole row
     for name, (config, snapshot) in served.items():
         table = ls.open_table(config.table, warehouse=config.warehouse)
         estimates[name] = {f: math.ceil(table.estimate(f, snapshot_id=snapshot).row_count)
                            for f in ESTIMATED}
-    app = create_app([config for config, _ in served.values()])
+    app = create_app([config for config, _ in served.values()], warm_up=True)
     server = uvicorn.Server(uvicorn.Config(app, port=_free_port(), **uvicorn_options()))
     slow = _Silent()
     spec = base / "spec.json"
@@ -191,8 +203,10 @@ def seen(spark, tmp_path_factory) -> dict:
                        "io.delta.sql.DeltaSparkSessionExtension",
                        "io.lakestats.spark.LakestatsExtensions"],
         "cases": cases,
+        "register": [{"name": "pq_registered", "path": str(parquet)}],
         "ways": {
-            "estimates": {"spark.lakestats.estimates.url": url},
+            "estimates": {"spark.lakestats.estimates.url": url,
+                          "spark.lakestats.estimates.timeoutMs": "10000"},  # a busy machine
             "down": {"spark.lakestats.estimates.url": f"http://127.0.0.1:{_free_port()}"},
             "slow": {"spark.lakestats.estimates.url": slow.url,
                      "spark.lakestats.estimates.timeoutMs": "300"},
@@ -327,7 +341,7 @@ def test_a_rare_string_value_is_estimated_from_its_frequency(seen: dict, case: s
     """``u = 'sa'`` keeps about 5 % of the rows: Spark alone divides by the distinct count
     (a quarter of the rows); through lakestats the estimate is its counted frequency."""
     rows = seen["truth"][case]["rows"]
-    regions = pa.table({"u": _rows(1 if "current" in case else 2)["u"]})
+    regions = pa.table({"u": _rows(SEEDS[case])["u"]})
     true = pc.sum(pc.equal(regions["u"], "sa")).as_py()
     ours = seen["spark"][case]["estimates"]["filters"]["u = 'sa'"]
     own = seen["spark"][case]["lakestats"]["filters"]["u = 'sa'"]

@@ -98,13 +98,13 @@ def main(spec_path: str) -> None:
 
     step = json.loads(sys.stdin.readline())
     by_name = {w["name"]: w for w in spec["writes"]}
-    before = run_cases(spark, step.get("before", []))
+    before = run_cases(spark, step.get("before", []), step.get("ways"))
     for tag in step.get("tags", []):
         spark.sql(f"CALL paimon.sys.create_tag(table => '{by_name[tag['name']]['table']}', "
                   f"tag => '{tag['tag']}', snapshot => {int(tag['snapshot'])})")
     for append in step["appends"]:
         _write(spark, by_name[append["name"]], "append", append["parquet"])
-    out = run_cases(spark, step["cases"])
+    out = run_cases(spark, step["cases"], step.get("ways"))
     out["cases"] |= before["cases"]
     print(json.dumps(out), flush=True)
     spark.stop()

@@ -8,7 +8,9 @@ filter's estimated row count, and the ``EXPLAIN COST`` text of the plain scan.
     python spark_lakestats_stats.py SPEC_JSON
 
 SPEC: {"jars": [...], "extensions": [...], "cases": [{"name", "format": "iceberg"|"delta",
-"path", "options": {reader options: time travel}, "filters": [...]}]}
+"path", "options": {reader options: time travel}, "filters": [...]}], "ways": {name:
+settings} (optional), "register": [{"name", "path"}] (Parquet directories registered with
+``lakestats.spark.register`` first, optional)}
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def main(spec_path: str) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    for registered in spec.get("register", []):  # Parquet directories, as spark-register does
+        import lakestats.api as ls
+        from lakestats.spark import register
+
+        register(spark, ls.open_table(registered["path"]), registered["name"])
     out = run_cases(spark, spec["cases"], spec.get("ways"))
     print(json.dumps(out))
     spark.stop()

@@ -96,7 +96,11 @@ final class EstimatesClient {
       long timeoutMillis) throws Exception {
     ObjectNode body = JSON.createObjectNode();
     body.put("location", location);
-    body.put("snapshot_id", Long.parseLong(snapshot));
+    if (snapshot.isEmpty()) { // a Parquet directory: statistics of no snapshot
+      body.putNull("snapshot_id");
+    } else {
+      body.put("snapshot_id", Long.parseLong(snapshot));
+    }
     body.putArray("where").add(predicate);
     HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url + "/api/estimate"))
         .timeout(Duration.ofMillis(timeoutMillis))

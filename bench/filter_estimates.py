@@ -1,0 +1,226 @@
+"""Spark's filter estimates with lakestats' own estimator behind them: q-error per class of
+filter against DuckDB's counts, and the planner's time per filter estimate.
+
+A table of skewed strings and correlated columns (``--rows``, 90,000 by default; ``day`` 6
+values; ``k`` Zipf-skewed; ``region`` 55/30/10/5 %; ``tier`` always 'gold' where region is
+'eu'; ``amount`` log-normal; ``note`` a third null), written as an Iceberg table (pyiceberg)
+and a Delta table partitioned by day (delta-rs), each analyzed with ``lakestats analyze
+--exact --column-groups region,tier``. ``lakestats serve`` serves both; one Spark 4.1
+process (``.venv-interop``, ``bench/interop_spark.py``) plans each filter three ways:
+
+* ``spark``: no component (Spark alone: Iceberg's own record count, nothing for Delta);
+* ``component``: lakestats' Spark component, Spark estimating each Filter itself from the
+  component's column statistics (``FilterEstimation``);
+* ``estimates``: the component asking the service (``spark.lakestats.estimates.url``).
+
+Per way and class: q-error p90 and max (targets with the service: p90 <= 1.5, max <= 3 in
+every class). Then ``--timed`` new range predicates (each asked once, nothing cached) with
+the component's debug log on: the time ``FilterEstimates`` spent per Filter (translation,
+the service's answer, the statistics built), p50/p99 after ``--warm`` predicates (target:
+p99 <= 2 ms).
+
+    python -m bench.filter_estimates [--rows 90000] [--timed 500] [--warm 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from bench.common import machine
+from bench.interop import EXTENSIONS, JARS, PYTHON, ROOT, _q_error, require_built
+
+CLASSES = {
+    "string =": ["region = 'sa'", "region = 'ap'", "region = 'eu'", "tier = 'bronze'",
+                 "tier = 'gold'"],
+    "string <>": ["region <> 'eu'", "region <> 'sa'", "tier <> 'gold'"],
+    "IN": ["region IN ('ap', 'sa')", "tier IN ('silver', 'bronze')",
+           "k IN (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233)"],
+    "LIKE": ["region LIKE 's%'", "tier LIKE '%ld'", "note LIKE 'n1%'", "note LIKE '%7'"],
+    "IS NULL": ["note IS NULL", "note IS NOT NULL"],
+    "range int": ["k < 3", "k BETWEEN 10 AND 100", "k > 500"],
+    "range float": ["amount < 5", "amount > 40", "amount BETWEEN 10 AND 20"],
+    "range date": ["day >= '2024-01-04'", "day < '2024-01-02'"],
+    "AND correlated": ["region = 'eu' AND tier = 'gold'", "region = 'us' AND tier = 'gold'",
+                       "region = 'sa' AND tier = 'bronze'", "region = 'eu' AND tier <> 'gold'"],
+    "AND independent": ["region = 'ap' AND k < 3", "tier = 'silver' AND amount > 40"],
+    "OR": ["region = 'sa' OR k < 3", "tier = 'bronze' OR amount < 5"],
+    "NOT": ["NOT (region = 'eu')", "NOT (k < 3)"],
+}
+WAYS = ["spark", "component", "estimates"]
+
+
+def rows(n: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    region = rng.choice(["eu", "us", "ap", "sa"], p=[0.55, 0.30, 0.10, 0.05], size=n)
+    other = rng.choice(["gold", "silver", "bronze"], p=[0.2, 0.5, 0.3], size=n)
+    notes = rng.integers(0, 400, n)
+    return pa.table({
+        "day": pa.array(np.datetime64("2024-01-01") + np.arange(n) % 6, pa.date32()),
+        "k": pa.array(np.minimum(rng.zipf(1.3, n), 1_000_000)),
+        "region": pa.array(region),
+        "tier": pa.array(np.where(region == "eu", "gold", other)),
+        "amount": pa.array(rng.lognormal(2.5, 0.8, n)),
+        "note": pa.array([None if i % 3 == 0 else f"n{v}" for i, v in enumerate(notes)]),
+    })
+
+
+def lakestats(*args: str) -> None:
+    subprocess.run([str(ROOT / ".venv" / "bin" / "lakestats"), *args], check=True,
+                   capture_output=True, text=True)
+
+
+def build(base: Path, data: pa.Table) -> dict[str, dict]:
+    """The Iceberg and Delta tables, analyzed; name -> {format, path, table, warehouse}."""
+    from deltalake import write_deltalake
+
+    from lakestats.formats.iceberg import load_catalog
+
+    warehouse = base / "iceberg"
+    catalog = load_catalog(warehouse=str(warehouse))
+    catalog.create_namespace("bench")
+    iceberg = catalog.create_table("bench.correlated", schema=data.schema)
+    iceberg.append(data)
+    delta = base / "delta"
+    write_deltalake(str(delta), data, partition_by=["day"])
+    groups = ["--exact", "--column-groups", "region,tier"]
+    lakestats("analyze", "bench.correlated", "--warehouse", str(warehouse), *groups)
+    lakestats("analyze", str(delta), *groups)
+    metadata = load_catalog(warehouse=str(warehouse)).load_table("bench.correlated")
+    return {
+        "ice": {"format": "iceberg", "path": metadata.metadata_location.removeprefix("file://"),
+                "table": "bench.correlated", "warehouse": str(warehouse)},
+        "dlt": {"format": "delta", "path": str(delta), "table": str(delta)},
+    }
+
+
+def serve(base: Path, tables: dict[str, dict]) -> tuple[subprocess.Popen, str]:
+    config = {"tables": {name: {k: v for k, v in t.items() if k in ("table", "warehouse")}
+                         for name, t in tables.items()}}
+    (base / "tables.json").write_text(json.dumps(config))
+    port = 18000 + (int(time.time()) % 1000)
+    server = subprocess.Popen([str(ROOT / ".venv" / "bin" / "lakestats"), "serve", "--tables",
+                               str(base / "tables.json"), "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/tables", timeout=5) as answer:
+                if all(t.get("version") is not None for t in json.load(answer)):
+                    return server, url
+        except OSError:
+            pass
+        if time.monotonic() > deadline or server.poll() is not None:
+            raise SystemExit("lakestats serve did not start: " + server.stderr.read()[-2000:])
+        time.sleep(0.5)
+
+
+def timed_predicates(count: int, seed: int = 11) -> list[str]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        low = int(rng.integers(1, 400))
+        if i % 3 == 0:
+            out.append(f"k BETWEEN {low} AND {low + int(rng.integers(1, 300))}")
+        elif i % 3 == 1:
+            out.append(f"amount < {rng.uniform(1, 60):.4f} AND region = 'ap'")
+        else:
+            out.append(f"region IN ('sa', 'ap') AND k > {low}")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=90_000)
+    parser.add_argument("--timed", type=int, default=500)
+    parser.add_argument("--warm", type=int, default=100)
+    args = parser.parse_args()
+    require_built()
+    base = Path(tempfile.mkdtemp(prefix="filter-estimates-"))
+    data = rows(args.rows)
+    tables = build(base, data)
+    con = duckdb.connect()
+    con.register("t", data)
+    truth = {w: con.execute(f"SELECT count(*) FROM t WHERE {w}").fetchone()[0]
+             for ws in CLASSES.values() for w in ws}
+    server, url = serve(base, tables)
+    try:
+        queries = {f"{short}: {w}": {"sql": f"SELECT * FROM {short} WHERE {w}"}
+                   for short in tables for ws in CLASSES.values() for w in ws}
+        timed = timed_predicates(args.warm + args.timed)
+        for i, w in enumerate(timed):
+            queries[f"timed {i}: {w}"] = {"sql": f"SELECT * FROM dlt WHERE {w}"}
+        ways = {"spark": {"spark.lakestats.enabled": "false"},
+                "component": {"spark.lakestats.enabled": "true"},
+                "estimates": {"spark.lakestats.enabled": "true",
+                              "spark.lakestats.estimates.url": url}}
+        spec = base / "spec.json"
+        spec.write_text(json.dumps({
+            "jars": [str(p) for p in JARS], "extensions": EXTENSIONS,
+            "tables": {k: {"format": v["format"], "path": v["path"]} for k, v in tables.items()},
+            "queries": queries, "ways": ways,
+            "debug_logger": "io.lakestats.spark.FilterEstimates"}))
+        done = subprocess.run([str(PYTHON), str(ROOT / "bench" / "interop_spark.py"), str(spec)],
+                              capture_output=True, text=True, timeout=3600, check=False)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-3000:])
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"machine: {machine()}; {args.rows:,} rows, Iceberg and Delta; Spark {out['spark']}")
+    print(f"{'filter':45s} {'true':>7s} " + " ".join(f"{w:>18s}" for w in WAYS))
+    met = True
+    for short in tables:
+        for name, wheres in CLASSES.items():
+            errors: dict[str, list[float]] = {w: [] for w in WAYS}
+            for where in wheres:
+                cells = []
+                for way in WAYS:
+                    estimate = out["estimates"][way][f"{short}: {where}"]
+                    error = _q_error(estimate, truth[where])
+                    errors[way].append(1e9 if error is None else error)
+                    cells.append("none" if estimate is None else f"{estimate:,} ({error:.2f})")
+                print(f"{short}: {where:40s} {truth[where]:>7,} "
+                      + " ".join(f"{c:>18s}" for c in cells))
+            summary = []
+            for way in WAYS:
+                values = sorted(errors[way])
+                p90 = values[min(len(values) - 1, int(0.9 * len(values)))]
+                summary.append(f"{way} p90 {p90:.2f} max {values[-1]:.2f}"
+                               if values[-1] < 1e9 else f"{way}: some without an estimate")
+                if way == "estimates" and (p90 > 1.5 or values[-1] > 3):
+                    met = False
+            print(f"  {short} {name}: " + "; ".join(summary), flush=True)
+    print(f"q-error targets with the service (p90 <= 1.5, max <= 3 in every class): "
+          f"{'met' if met else 'NOT met'}")
+    logged = r"lakestats: filter estimate (?:\d+|kept Spark's) in (\d+) us"
+    micros = [int(m) for m in re.findall(logged, done.stderr)]
+    asked = micros[-(args.warm + args.timed):][args.warm:]  # the estimates way's, warm
+    if asked:
+        asked.sort()
+        p50 = statistics.median(asked) / 1000
+        p99 = asked[min(len(asked) - 1, int(0.99 * len(asked)))] / 1000
+        print(f"planner time per filter estimate through the component ({len(asked)} new "
+              f"predicates, warm): p50 {p50:.2f} ms, p99 {p99:.2f} ms (target p99 <= 2 ms: "
+              f"{'met' if p99 <= 2 else 'NOT met'})")
+    plan = {w: statistics.median(v for q, v in out["plan_ms"][w].items()
+                                 if q.startswith("timed")) for w in WAYS}
+    print("optimizer time per timed query, median: "
+          + ", ".join(f"{w} {ms:.1f} ms" for w, ms in plan.items()))
+
+
+if __name__ == "__main__":
+    main()
