@@ -6,12 +6,12 @@ are written under ``table/<run>/groups/`` keyed by a hash of exactly their input
 reused by the next reduction whose group has the same key. Every byte of an entry counts:
 states, histograms and index parts are zstd frames (``pack``), and a group's frequency
 rows are kept only where pruning paid for them (``PAYS``): rows a group lists in full are
-in its partition files already, and the next reduction reads them there. ``GroupCache`` answers each
-group's partial results from the cache, from what the task read ahead, or by folding the
-group (``fold.py``). A group's part of the partition histograms (``phist-`` entries) is
-itself published: the version's directory lists it, and later versions whose group has
-the same members list the same file (always written, also when user-defined statistics
-disable the rest of the cache). It is also what the histograms stage re-bins from (one
+in its partition files already, and the next reduction reads them there. ``GroupCache``
+answers each group's partial results from the cache, from what the task read ahead, or by
+folding the group (``fold.py``). A group's part of the partition histograms (``phist-``
+entries) is itself published: the version's directory lists it, and later versions whose
+group has the same members list the same file (always written, also when user-defined
+statistics disable the rest of the cache). It is also what the histograms stage re-bins from (one
 read of the part instead of one ``histograms.parquet`` per member), and a staged
 reduction's first pass reads each member's files once for the states, the index part and
 the histograms part (``holding``).
