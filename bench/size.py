@@ -34,7 +34,8 @@ present: pass another ``--tag`` after changing the writer). The format version e
 was written with is printed. Bytes are attributed to columns with the
 footers' column-chunk ``total_compressed_size``; the rest of a file is its footer. The
 first figure counts every byte under the statistics root, the reduction's group caches
-(``table/<run>/groups/``, which no version file lists) included.
+(``table/<run>/groups/``, which no version file lists) included; the table of files lists
+them by kind after the version's files, with the version manifests.
 """
 
 from __future__ import annotations
@@ -312,7 +313,7 @@ def report(name: str, table_dir: Path, root: Path) -> None:
         f"table files {100 * (total - partition_total) / data:.1f} %)"
     )
     print(f"{'file':32s} {'files':>6s} {'MB':>9s} {'% data':>7s}")
-    for key, value in per_file.items():
+    for key, value in {**per_file, **_unlisted(Path(root))}.items():
         print(
             f"{key:32s} {value['files']:6d} {value['bytes'] / 1e6:9.3f} "
             f"{100 * value['bytes'] / data:7.2f}"
@@ -338,6 +339,20 @@ def report(name: str, table_dir: Path, root: Path) -> None:
                 f"    {label:38s} {size / 1e6:9.3f} MB {100 * size / file_total:6.1f} % "
                 f"{100 * size / data:6.2f} %  {purpose}"
             )
+
+
+def _unlisted(root: Path) -> dict[str, dict[str, int]]:
+    """The bytes under the root no version file lists: the reduction's group caches by
+    kind (``states-``, ``frequencies-``, ...) and the version manifests."""
+    out: dict[str, dict[str, int]] = {}
+    found = [(f"cache {p.name.split('-')[0]}", p) for p in root.glob("table/*/groups/*")
+             if p.is_file() and not p.name.startswith("phist-")]
+    found += [("version manifests", p) for p in root.glob("versions/*.json")]
+    for key, path in sorted(found):
+        out.setdefault(key, {"bytes": 0, "files": 0})
+        out[key]["bytes"] += path.stat().st_size
+        out[key]["files"] += 1
+    return out
 
 
 def _grouped(by_column: dict[str, int]) -> dict[str, int]:

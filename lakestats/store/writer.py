@@ -164,18 +164,20 @@ def write_partition(
             store,
             row_group_size=schemas.STATISTICS_ROW_GROUP,
             write_statistics=False,
+            use_dictionary=False,  # a row per column: dictionaries only add pages
             compression_level=schemas.STATISTICS_ZSTD_LEVEL,
         )
 
     def write_frequencies() -> int:
+        rows = frequencies if frequencies is not None else frequencies_table(results)
         return write_parquet(
-            frequencies if frequencies is not None else frequencies_table(results),
+            rows,
             uris[FileKind.FREQUENCIES],
             store,
             row_group_size=schemas.FREQUENCIES_ROW_GROUP,
             write_statistics=["column_index"],
             use_dictionary=["column"],
-            column_encoding=schemas.FREQUENCY_VALUE_ENCODING,
+            column_encoding=schemas.frequencies_encoding(rows.schema),
             compression_level=schemas.FREQUENCIES_ZSTD_LEVEL,
         )
 

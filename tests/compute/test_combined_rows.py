@@ -76,3 +76,24 @@ def test_first_pass_combined_rows_give_the_folded_rows(tmp_path: Path) -> None:
         # the entry is read once and removed; without it the rows come from the files
         again = GroupCache(job, "table/run/groups", ReadAhead(job))
         assert _sorted(again.frequency_rows(members, flags)) == _sorted(want)
+
+
+def test_frequency_rows_are_cached_where_pruning_paid(tmp_path: Path) -> None:
+    """A group whose columns are all complete keeps every row: its entry would repeat its
+    partition files, so none is written (the next reduction reads the files); pruned rows
+    are written, and read back as they were."""
+    entries, columns = _partitions(tmp_path, 7)
+    job = ReduceJob(StatisticsStore(str(tmp_path)), entries, columns, 100, 20,
+                    cache_from_partitions=0)
+    members = list(range(len(entries)))
+    for incomplete, cached in (([False] * 4, False), ([True] * 4, True)):
+        flags = np.array(incomplete)
+        groups = GroupCache(job, "table/run/groups", ReadAhead(job))
+        want = _sorted(groups.frequency_rows(members, flags))
+        key = groups._frequencies_key(members, flags)
+        assert (tmp_path / "table/run/groups" / key).exists() == cached
+        assert (key in groups.flush()) == cached
+        if cached:
+            job.cache = {key: f"table/run/groups/{key}"}
+            assert _sorted(GroupCache(job, "table/next/groups", ReadAhead(job))
+                           .frequency_rows(members, flags)) == want

@@ -162,7 +162,7 @@ def write_frequencies(
     options = {
         "write_statistics": ["column_index"],
         "use_dictionary": ["column"],
-        "column_encoding": schemas.FREQUENCY_VALUE_ENCODING,
+        "column_encoding": schemas.frequencies_encoding(schemas.TABLE_FREQUENCIES_SCHEMA),
     }
     with contextlib.ExitStack() as stack:
         parquet = stack.enter_context(

@@ -117,6 +117,7 @@ def statistics(
             store_schema=False,
             row_group_size=schemas.STATISTICS_ROW_GROUP,
             write_statistics=False,
+            use_dictionary=False,
         )
     return filesystem.get_file_info(path).size
 

@@ -3,12 +3,15 @@
 Contract: partitions are hashed by path into ~sqrt(n) groups (``group_members``); a
 group's scalar states, re-binned histograms, pruned frequency rows and partition index part
 are written under ``table/<run>/groups/`` keyed by a hash of exactly their inputs, and
-reused by the next reduction whose group has the same key. ``GroupCache`` answers each
-group's partial results from the cache, from what the task read ahead, or by folding the
-group (``fold.py``). A group's part of the partition histograms (``phist-`` entries) is
-itself published: the version's directory lists it, and later versions whose group has
-the same members list the same file (always written, also when user-defined statistics
-disable the rest of the cache). It is also what the histograms stage re-bins from (one
+reused by the next reduction whose group has the same key. Every byte of an entry counts:
+states, histograms and index parts are zstd frames (``pack``), and a group's frequency
+rows are kept only where pruning paid for them (``PAYS``): rows a group lists in full are
+in its partition files already, and the next reduction reads them there. ``GroupCache``
+answers each group's partial results from the cache, from what the task read ahead, or by
+folding the group (``fold.py``). A group's part of the partition histograms (``phist-``
+entries) is itself published: the version's directory lists it, and later versions whose
+group has the same members list the same file (always written, also when user-defined
+statistics disable the rest of the cache). It is also what the histograms stage re-bins from (one
 read of the part instead of one ``histograms.parquet`` per member), and a staged
 reduction's first pass reads each member's files once for the states, the index part and
 the histograms part (``holding``).
@@ -57,7 +60,18 @@ meaning or bytes (``ScalarState`` fields or module, pruning, holder packing), so
 caches are not reused. 6: ``ScalarState`` moved to ``stats/scalar_state.py`` (its pickles
 name the module). 7: a complete group's state may leave out sketches
 (``sketches_deferred``). 8: quantile sketches are ``stats/quantile_sketch.py``'s, members
-ordered by path."""
+ordered by path. 9: states, histograms and index entries are zstd frames (``pack``)."""
+
+PAYS = 0.5
+"""A group's frequency rows are cached only when pruning left at most this share of the
+rows it combined (its values summed per column, and the holders' rows): a group whose
+columns are all complete keeps every row, and an entry as large as its members' frequency
+files (LZ4 Arrow, larger than their zstd Parquet) saves no reading worth its bytes.
+Deterministic: the same inputs, the same choice."""
+
+PACKED = b"LQZ\x01"
+"""The first bytes of a packed entry: the magic, then the unpacked size (uint64, little
+endian), then one zstd frame."""
 
 MAX_GROUPS = 32
 """At most this many cached groups: every group adds its pruned frequency candidates (up to
@@ -154,7 +168,12 @@ class GroupCache:
         keys = []
         if self.enabled:
             for members in self.members:
-                keys += [self._states_key(members), self._frequencies_key(members, incomplete)]
+                keys.append(self._states_key(members))
+                key = self._frequencies_key(members, incomplete)
+                if key in self.job.cache or self.job.store.exists(
+                    self.job.store.path(f"{self.cache_dir}/{key}")
+                ):  # (not written where it did not pay)
+                    keys.append(key)
                 if grids:
                     keys.append(self._histograms_key(members, grids))
             keys += [self.index_key(members) for members in self.members]
@@ -175,7 +194,7 @@ class GroupCache:
             except OSError:
                 continue  # expired or never finished: recompute
             self.written[key] = relative
-            return data
+            return unpack(data)
         return None
 
     def _save(
@@ -226,7 +245,7 @@ class GroupCache:
             else:
                 ready = fold_states(self.job, self.ahead, members)
                 if self.enabled:  # pickled now: the states are merged into after this
-                    self._save(key, encode_states(ready))
+                    self._save(key, pack(encode_states(ready)))
         self._histogram_rows[key] = ready.histogram_rows
         return ready.states
 
@@ -244,7 +263,9 @@ class GroupCache:
         part = self.part_histograms(members, sorted(grids))
         sums = fold_histograms(self.job, self.ahead, members, grids, rows, part)
         if self.enabled:
-            self._save(key, pickle.dumps({i: s.tobytes() for i, s in sums.items()}, protocol=5))
+            self._save(
+                key, pack(pickle.dumps({i: s.tobytes() for i, s in sums.items()}, protocol=5))
+            )
         return sums
 
     def frequency_rows(self, members: list[int], incomplete: np.ndarray) -> pa.Table:
@@ -259,7 +280,11 @@ class GroupCache:
         if data is None:
             combined = self._combined_rows(members)
             table = finish_frequency_rows(self.job, combined, incomplete)
-            self._save(key, lambda: _ipc_bytes(table))
+            listed = combined.combined.num_rows + (
+                combined.holders.num_rows if combined.holders is not None else 0
+            )
+            if table.num_rows <= PAYS * listed:
+                self._save(key, lambda: _ipc_bytes(table))
         else:
             table = read_rows(data)
         return holders.to_version(table, members)
@@ -303,7 +328,7 @@ class GroupCache:
             prefetch(lambda p: ahead.read(job.partitions[p], "statistics", SOURCE_FIELDS), members)
         )
         part = index_part(tables)
-        self._save(key, lambda: _ipc_bytes(part))
+        self._save(key, lambda: pack(_ipc_bytes(part, compression=None)))
         return part
 
     def _cached_part(self, key: str) -> pa.Table | None:
@@ -444,7 +469,7 @@ def decode_states(data: bytes) -> GroupStates:
 
 
 def read_rows(data: bytes) -> pa.Table:
-    """Cached rows (Arrow IPC) back as a table."""
+    """Cached rows (Arrow IPC, unpacked) back as a table."""
     return pa.ipc.open_file(pa.BufferReader(data)).read_all()
 
 
@@ -452,12 +477,30 @@ def is_rows(data: bytes) -> bool:
     return data[:6] == b"ARROW1"
 
 
-def _ipc_bytes(table: pa.Table) -> bytes:
+def pack(data: bytes) -> bytes:
+    """A small entry as one zstd frame (``PACKED``): states, histograms and index parts
+    are many small buffers, which per-buffer compression leaves almost as they are (a
+    whole zstd frame is 4-50x smaller) and which decompress in microseconds."""
+    body = pa.Codec("zstd", 3).compress(data, asbytes=True)
+    return PACKED + len(data).to_bytes(8, "little") + body
+
+
+def unpack(data: bytes) -> bytes:
+    """An entry's bytes as they were packed (entries that are not packed as they are)."""
+    if data[: len(PACKED)] != PACKED:
+        return data
+    size = int.from_bytes(data[len(PACKED) : len(PACKED) + 8], "little")
+    body = data[len(PACKED) + 8 :]
+    return pa.Codec("zstd").decompress(body, decompressed_size=size, asbytes=True)
+
+
+def _ipc_bytes(table: pa.Table, compression: str | None = "lz4") -> bytes:
     """Arrow IPC with LZ4: cached rows are read back by the next reduction's critical path,
     where decoding Parquet cost more than the larger file does (zstd halves the entries but
-    made a 1,000-partition reduction 0.6-1.5 s slower)."""
+    made a 1,000-partition reduction 0.6-1.5 s slower); without compression inside a packed
+    entry (``pack``)."""
     sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression="lz4")
+    options = pa.ipc.IpcWriteOptions(compression=compression)
     with pa.ipc.new_file(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
@@ -473,7 +516,7 @@ def preload(ahead: ReadAhead, computing: set[str]) -> None:
         if key.startswith(PARTS_PREFIX):
             continue  # published parts: read back only where a group is re-binned anew
         with contextlib.suppress(*unreadable):
-            data = job.store.read_bytes(job.store.path(relative))
+            data = unpack(job.store.read_bytes(job.store.path(relative)))
             if is_rows(data):  # frequency rows: decoded here too
                 ahead.tables[relative] = read_rows(data)
             else:

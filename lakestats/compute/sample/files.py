@@ -91,6 +91,7 @@ def scale_files(
     written = _write(
         pa.Table.from_pylist(rows, schema=schema), target_root, target["statistics"],
         row_group_size=schemas.STATISTICS_ROW_GROUP, write_statistics=False,
+        use_dictionary=False,
     )
     frequencies = _scale_frequencies(_read(source_root, source["frequencies"]), N, n,
                                      partition_rates)
@@ -98,7 +99,7 @@ def scale_files(
         frequencies, target_root, target["frequencies"],
         row_group_size=schemas.FREQUENCIES_ROW_GROUP, write_statistics=["column_index"],
         use_dictionary=["column"],
-        column_encoding=schemas.FREQUENCY_VALUE_ENCODING,
+        column_encoding=schemas.frequencies_encoding(frequencies.schema),
     )
     histograms = _read(source_root, source["histograms"])
     for i, name in enumerate(histograms.column_names):
