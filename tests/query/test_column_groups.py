@@ -10,7 +10,6 @@ bounds otherwise; the file is written for Parquet, Delta and Iceberg tables.
 from __future__ import annotations
 
 import glob
-import itertools
 from pathlib import Path
 
 import duckdb
@@ -21,33 +20,9 @@ import pytest
 
 import lakestats.api as ls
 from lakestats import cli
+from tests.correlated import conjunctions, correlated, q_error
 
 pytestmark = pytest.mark.spark
-
-REGIONS = ["eu", "us", "asia", "af"]
-TIERS = ["gold", "silver", "bronze"]
-
-
-def correlated(rng: np.random.Generator, n: int) -> pa.Table:
-    region = rng.choice(REGIONS, n, p=[0.55, 0.30, 0.10, 0.05])
-    tier = np.where(region == "eu", "gold", rng.choice(TIERS, n, p=[0.2, 0.3, 0.5]))
-    k = (rng.zipf(1.4, n) % 40).astype(np.int64)
-    return pa.table({"region": region, "tier": tier, "k": k})
-
-
-def conjunctions() -> list[str]:
-    out = [f"region = '{r}' AND tier = '{t}'" for r, t in itertools.product(REGIONS, TIERS)]
-    out += [f"region IN ('us', 'af') AND tier = '{t}'" for t in TIERS]
-    out += [f"region = '{r}' AND tier = 'gold' AND k = {k}" for r in REGIONS for k in (0, 1, 3)]
-    out += ["tier = 'gold' AND region IN ('eu', 'asia')", "region = 'eu' AND tier <> 'gold'",
-            "region <> 'eu' AND tier = 'gold' AND k < 3"]
-    return out
-
-
-def q_error(estimate: float, true: int) -> float:
-    a, b = max(estimate, 1.0), max(float(true), 1.0)
-    return max(a, b) / min(a, b)
-
 
 @pytest.fixture(scope="module")
 def analyzed(spark, tmp_path_factory: pytest.TempPathFactory):
