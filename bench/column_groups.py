@@ -1,8 +1,8 @@
 """Conjunctions over correlated columns, estimated with and without a column group.
 
-A skewed table (``tests/correlated.py``: ``region`` 55/30/10/5 %, ``tier`` always ``gold`` where ``region`` is
-``eu``, a Zipf-skewed ``k``; 8 partitions) is analyzed twice: once without groups (each
-conjunction is the product of its columns' selectivities) and once with
+A skewed table (``tests/correlated.py``: ``region`` 55/30/10/5 %, ``tier`` always
+``gold`` where ``region`` is ``eu``, a Zipf-skewed ``k``; 8 partitions) is analyzed
+without groups (each conjunction is the product of its columns' selectivities) and with
 ``--column-groups region,tier,k``, complete and, with ``--max-frequencies 16``, truncated.
 Each conjunction's q-error against DuckDB's count is printed, then p50, p90 and max per
 run; accuracy only (no timing).
