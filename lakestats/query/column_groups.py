@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from lakestats import answers
@@ -44,6 +44,8 @@ class GroupStatistics:
     values: tuple[tuple[bytes | None, ...], ...]
     counts: tuple[int, ...]
     counts_upper: tuple[int, ...]
+    # functional-dependency degrees: (determinant columns in group order, dependent) -> f
+    degrees: Mapping[tuple[tuple[str, ...], str], float] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -70,6 +72,8 @@ def load(reader: StatisticsReader) -> tuple[GroupStatistics, ...]:
             values=tuple(tuple(v) for v in r["values"]),
             counts=tuple(r["counts"]),
             counts_upper=tuple(r["counts_upper"]),
+            degrees=MappingProxyType({(tuple(d["determinant"]), d["dependent"]): d["degree"]
+                                      for d in r["dependencies"]}),
         )
         for r in rows
     )
@@ -118,6 +122,51 @@ def count(group: GroupStatistics, wanted: dict[str, Wanted]) -> GroupCount:
     else:  # a fully specified combination bounds its own count; a partial one does not
         unlisted = group.unlisted_rows
     return GroupCount(listed, upper + max(0, unlisted), False)
+
+
+def unlisted(group: GroupStatistics, wanted: dict[str, Wanted], single: Mapping[str, float]
+             ) -> float:
+    """Rows of the combinations a truncated list leaves out that satisfy ``wanted``: each
+    constrained column's share of the unlisted rows (``single``: its own estimate over the
+    table, less the listed rows it accepts), joined by the group's functional-dependency
+    degrees as PostgreSQL joins clauses (``f * min(P(a), P(b)) + (1 - f) * P(a) * P(b)``,
+    the strongest dependency first); no dependency: independence."""
+    rows = group.unlisted_rows
+    if rows <= 0:
+        return 0.0
+    share: dict[str, float] = {}
+    for c, w in wanted.items():
+        i = group.columns.index(c)
+        listed = sum(n for item, n in zip(group.values, group.counts, strict=True)
+                     if w.accepts(item[i]))
+        share[c] = min(1.0, max(0.0, single[c] - listed) / rows)
+    return rows * _joint([c for c in group.columns if c in share], share, group)
+
+
+def degree(group: GroupStatistics, determinant: Sequence[str], dependent: str) -> float:
+    """The degree of ``determinant -> dependent`` among the unlisted rows. Kept: the one of
+    those columns, else the largest of one determinant column's (more columns determine at
+    least as much), over all rows; the listed rows are taken as supporting it (the most
+    common combinations are those of determined values, mostly), so what supports it
+    among the others is what is left, at least nothing."""
+    kept = group.degrees.get((tuple(determinant), dependent))
+    if kept is None:
+        kept = max((group.degrees.get(((c,), dependent), 0.0) for c in determinant),
+                   default=0.0)
+    rows, unlisted_rows = group.row_count, group.unlisted_rows
+    if unlisted_rows <= 0:
+        return kept
+    return min(1.0, max(0.0, (kept * rows - (rows - unlisted_rows)) / unlisted_rows))
+
+
+def _joint(columns: list[str], share: Mapping[str, float], group: GroupStatistics) -> float:
+    """The fraction of rows with every column's value, column by column: the column the
+    others determine most is joined last."""
+    if len(columns) == 1:
+        return share[columns[0]]
+    f, last = max((degree(group, [c for c in columns if c != d], d), d) for d in columns)
+    rest = _joint([c for c in columns if c != last], share, group)
+    return f * min(rest, share[last]) + (1 - f) * rest * share[last]
 
 
 def _constraints(top: list[Predicate]) -> tuple[dict[str, Wanted], dict[str, int]]:
@@ -178,7 +227,11 @@ def refine(
     alone = estimate_of(grouped)  # the same conjuncts as independent columns
     lower = max(counted.rows, alone.lower)
     upper = max(lower, min(counted.upper, alone.upper))
-    point = float(counted.rows) if counted.exact else min(max(alone.row_count, lower), upper)
+    if counted.exact:
+        point = float(counted.rows)
+    else:  # the listed combinations' counts, and the dependencies for the others
+        single = {c: estimate_of(top[positions[c]]).row_count for c in covered}
+        point = min(max(counted.rows + unlisted(group, covered, single), lower), upper)
     rest = [j for j in range(len(top)) if j not in inside]
     exact = counted.exact
     if rest:  # the other conjuncts keep the baseline's share of the group's rows
