@@ -181,3 +181,19 @@ def test_groups_of_delta_and_iceberg_tables(spark, tmp_path: Path, fmt: str) -> 
     where = "region = 'eu' AND tier = 'gold'"
     e = table.estimate(where)
     assert e.exact and e.row_count == _true(con, where)
+
+
+def test_groups_declared_in_the_settings_file(analyzed, tmp_path: Path) -> None:
+    root, con = analyzed[0], analyzed[1]
+    config = tmp_path / "lakestats.toml"
+    config.write_text(f'[column_groups]\n"{root}" = ["region,tier"]\n')
+    stats = str(tmp_path / "stats")
+    assert cli.main(["--config", str(config), "analyze", str(root), "--stats-root", stats,
+                     "--master", "local[2]"]) == 0
+    table = glob.glob(str(tmp_path / "stats" / "table" / "*" / "groups.parquet"))
+    assert [r["group"] for r in pq.read_table(table[0]).to_pylist()] == ["region,tier"]
+    where = "region = 'us' AND tier = 'gold'"
+    e = ls.open_table(str(root), stats).estimate(where)
+    assert e.exact and e.row_count == _true(con, where)
+    config.write_text(f'[column_groups]\n"{root}" = "region,tier"\n')
+    assert cli.main(["--config", str(config), "analyze", str(root), "--stats-root", stats]) == 2
