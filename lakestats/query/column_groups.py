@@ -55,8 +55,11 @@ class GroupStatistics:
 def load(reader: StatisticsReader) -> tuple[GroupStatistics, ...]:
     """The version's table-level column groups (none when it has none)."""
     relative = (reader.version.table_files or {}).get("groups")
-    if not relative:
-        return ()
+    return read(reader, relative) if relative else ()
+
+
+def read(reader: StatisticsReader, relative: str) -> tuple[GroupStatistics, ...]:
+    """The groups of one ``groups.parquet`` (a partition's or the table level's)."""
     rows = reader.parquet_at(relative).read(use_threads=False).to_pylist()
     return tuple(
         GroupStatistics(
@@ -202,6 +205,52 @@ def _chosen(
     return best
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """The group that answers part of a conjunction: the conjunction's top-level terms,
+    the group, the constrained columns it counts and their terms' positions."""
+
+    top: list[Predicate]
+    positions: dict[str, int]
+    group: GroupStatistics
+    covered: dict[str, Wanted]
+
+    @property
+    def inside(self) -> list[int]:
+        return sorted(self.positions[c] for c in self.covered)
+
+    @property
+    def grouped(self) -> Predicate:
+        """The conjuncts the group counts, as one predicate."""
+        inside = self.inside
+        return And(tuple(self.top[j] for j in inside)) if len(inside) > 1 else self.top[inside[0]]
+
+    @property
+    def rest(self) -> list[int]:
+        inside = set(self.inside)
+        return [j for j in range(len(self.top)) if j not in inside]
+
+    def single(self, estimate_of: Callable[[Predicate], answers.Estimate]
+               ) -> dict[str, answers.Estimate]:
+        """Each counted column's own conjunct, estimated alone."""
+        return {c: estimate_of(self.top[self.positions[c]]) for c in self.covered}
+
+
+def choose(pred: Predicate, groups: Sequence[GroupStatistics]) -> Chosen | None:
+    """The group covering most of ``pred``'s single-column conjuncts (``_chosen``)."""
+    if not groups:
+        return None
+    pred = push_not(pred)
+    top = terms(pred) if isinstance(pred, And) else [pred]
+    wanted, positions = _constraints(top)
+    group = _chosen(groups, wanted)
+    if group is None:
+        return None
+    covered = {c: w for c, w in wanted.items() if c in group.columns
+               and (not group.truncated or w.points is not None)}
+    return Chosen(top, positions, group, covered)
+
+
 def refine(
     pred: Predicate,
     baseline: answers.Estimate,
@@ -211,28 +260,20 @@ def refine(
     """``baseline`` (the estimate that assumes independence) corrected by the column group
     that covers most of ``pred``'s equality / IN conjuncts; ``baseline`` itself when no
     group covers two of them or it is exact already."""
-    if not groups or baseline.exact:
+    chosen = None if baseline.exact else choose(pred, groups)
+    if chosen is None:
         return baseline
-    pred = push_not(pred)
-    top = terms(pred) if isinstance(pred, And) else [pred]
-    wanted, positions = _constraints(top)
-    group = _chosen(groups, wanted)
-    if group is None:
-        return baseline
-    covered = {c: w for c, w in wanted.items() if c in group.columns
-               and (not group.truncated or w.points is not None)}
-    inside = sorted(positions[c] for c in covered)
+    group, covered, grouped = chosen.group, chosen.covered, chosen.grouped
     counted = count(group, covered)
-    grouped = And(tuple(top[j] for j in inside)) if len(inside) > 1 else top[inside[0]]
     alone = estimate_of(grouped)  # the same conjuncts as independent columns
     lower = max(counted.rows, alone.lower)
     upper = max(lower, min(counted.upper, alone.upper))
     if counted.exact:
         point = float(counted.rows)
     else:  # the listed combinations' counts, and the dependencies for the others
-        single = {c: estimate_of(top[positions[c]]).row_count for c in covered}
+        single = {c: e.row_count for c, e in chosen.single(estimate_of).items()}
         point = min(max(counted.rows + unlisted(group, covered, single), lower), upper)
-    rest = [j for j in range(len(top)) if j not in inside]
+    rest = chosen.rest
     exact = counted.exact
     if rest:  # the other conjuncts keep the baseline's share of the group's rows
         ratio = point / alone.row_count if alone.row_count > 0 else 0.0
@@ -243,10 +284,10 @@ def refine(
         lower = min(baseline.lower, upper)
         point = min(max(point, lower), upper)
         exact = False
-    return _answer(baseline, group, grouped, counted, point, lower, upper, exact)
+    return answer(baseline, group, grouped, counted, point, lower, upper, exact)
 
 
-def _answer(
+def answer(
     baseline: answers.Estimate,
     group: GroupStatistics,
     grouped: Predicate,
@@ -349,4 +390,5 @@ def check_columns(names: Sequence[str], known: Sequence[str]) -> None:
             )
 
 
-__all__ = ["GroupStatistics", "check_columns", "count", "distinct", "load", "refine"]
+__all__ = ["Chosen", "GroupStatistics", "answer", "check_columns", "choose", "count", "distinct",
+           "load", "read", "refine", "unlisted"]

@@ -33,7 +33,7 @@ def analyzed(spark, tmp_path_factory: pytest.TempPathFactory):
         t = correlated(rng, n)
         (root / f"p={p}").mkdir(parents=True)
         pq.write_table(t, root / f"p={p}" / "data.parquet")
-        tables.append(t)
+        tables.append(t.append_column("p", pa.array([p] * n, pa.int64())))
     con = duckdb.connect()
     con.register("t", pa.concat_tables(tables))
     grouped = ls.open_table(str(root), str(root.parent / "grouped"))
@@ -105,6 +105,20 @@ def test_truncated_lists_keep_every_count_within_its_bounds(analyzed) -> None:
         without.append(q_error(plain.estimate(where).row_count, true))
     # what the list leaves out is joined by the dependency degrees, not independence
     assert np.percentile(with_list, 50) < np.percentile(without, 50)
+
+
+def test_a_conjunction_that_selects_partitions_counts_their_own_lists(analyzed) -> None:
+    _, con, grouped, plain, truncated = analyzed
+    for where in ("p = 1 AND region = 'us' AND tier = 'gold'",
+                  "p IN (0, 3) AND region = 'eu' AND tier = 'silver'",
+                  "p >= 2 AND region IN ('us', 'af') AND tier = 'bronze' AND k = 1"):
+        true = _true(con, where)
+        e = grouped.estimate(where)
+        assert e.exact and e.row_count == true, (where, e.row_count, true)
+        assert "of the partition" in e.partitions[0]["method"]
+        assert not plain.estimate(where).exact
+        bounded = truncated.estimate(where)
+        assert bounded.lower <= true <= bounded.upper, where
 
 
 @pytest.mark.parametrize("columns", [("region", "tier"), ("region", "k"), ("tier", "k"),
