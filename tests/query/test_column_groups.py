@@ -211,3 +211,25 @@ def test_groups_declared_in_the_settings_file(analyzed, tmp_path: Path) -> None:
     assert e.exact and e.row_count == _true(con, where)
     config.write_text(f'[column_groups]\n"{root}" = "region,tier"\n')
     assert cli.main(["--config", str(config), "analyze", str(root), "--stats-root", stats]) == 2
+
+
+def test_groups_from_the_sample_are_scaled(analyzed, spark, tmp_path: Path) -> None:
+    root, con = analyzed[0], analyzed[1]
+    table = ls.open_table(str(root), str(tmp_path / "stats"))
+    table.sample.create(fraction=0.25, seed=5, spark=spark)
+    table.analyze(from_sample=True, column_groups=[("region", "tier")], spark=spark)
+    rows = pq.read_table(glob.glob(str(tmp_path / "stats" / "table" / "*" /
+                                       "groups.parquet"))[0]).to_pylist()
+    assert rows[0]["row_count"] == 8600 and rows[0]["truncated"]
+    assert len(glob.glob(str(tmp_path / "stats" / "partitions" / "*" / "*" /
+                              "groups.parquet"))) == 4
+    for where in ("region = 'eu' AND tier = 'gold'", "region = 'us' AND tier = 'bronze'",
+                  "p = 2 AND region = 'asia' AND tier = 'silver'"):
+        true = _true(con, where)
+        e = table.estimate(where)
+        assert not e.exact and q_error(e.row_count, true) <= 1.5, (where, e.row_count, true)
+    never = table.estimate("region = 'eu' AND tier = 'silver'")
+    assert never.row_count < 100  # 0 in the table; independence says 1,100
+    true = con.execute("SELECT COUNT(DISTINCT (region, tier)) FROM t").fetchone()[0]
+    found = table.group_distinct(["region", "tier"])
+    assert found.lower <= true <= found.upper and not found.exact
