@@ -4,7 +4,7 @@ A correlated, skewed table: ``region`` 55/30/10/5 %, ``tier`` always ``gold`` wh
 ``region`` is ``eu``, a Zipf-skewed ``k``. Conjunctions over the group's columns are
 estimated from the joint frequencies (exact where the lists are complete), distinct
 combinations equal DuckDB's ``COUNT(DISTINCT (a, b))`` when complete and lie within the
-bounds otherwise; the file is written for Parquet, Delta and Iceberg tables.
+bounds otherwise; the files are written for Parquet, Delta, Iceberg, Paimon and Hudi tables.
 """
 
 from __future__ import annotations
@@ -165,8 +165,8 @@ def _rows(seed: int) -> pa.Table:
     return t.append_column("day", pa.array(np.arange(3000) % 3, pa.int64()))
 
 
-@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_groups_of_delta_and_iceberg_tables(spark, tmp_path: Path, fmt: str) -> None:
+@pytest.mark.parametrize("fmt", ["delta", "iceberg", "paimon"])
+def test_groups_of_every_table_format(spark, tmp_path: Path, fmt: str) -> None:
     rows = _rows(3)
     if fmt == "delta":
         from deltalake import write_deltalake
@@ -174,7 +174,7 @@ def test_groups_of_delta_and_iceberg_tables(spark, tmp_path: Path, fmt: str) -> 
         name = str(tmp_path / "sales")
         write_deltalake(name, rows, partition_by=["day"])
         table = ls.open_table(name, str(tmp_path / "stats"))
-    else:
+    elif fmt == "iceberg":
         from pyiceberg.transforms import IdentityTransform
 
         from lakestats.formats.iceberg import load_catalog
@@ -187,14 +187,51 @@ def test_groups_of_delta_and_iceberg_tables(spark, tmp_path: Path, fmt: str) -> 
             spec.add_field("day", IdentityTransform(), "day")
         base.append(rows)
         table = ls.open_table("db.sales", str(tmp_path / "stats"), warehouse=warehouse)
+    else:
+        from pypaimon import CatalogFactory, Schema
+
+        catalog = CatalogFactory.create({"warehouse": str(tmp_path / "warehouse")})
+        catalog.create_database("default", True)
+        catalog.create_table("default.sales", Schema.from_pyarrow_schema(rows.schema, ["day"]),
+                             False)
+        builder = catalog.get_table("default.sales").new_batch_write_builder()
+        write = builder.new_write()
+        write.write_arrow(rows)
+        builder.new_commit().commit(write.prepare_commit())
+        write.close()
+        name = str(tmp_path / "warehouse" / "default.db" / "sales")
+        table = ls.open_table(name, str(tmp_path / "stats"))
     table.analyze(column_groups=[("region", "tier")], spark=spark)
     assert len(glob.glob(str(tmp_path / "stats" / "partitions" / "*" / "*" /
                               "groups.parquet"))) == 3
     con = duckdb.connect()
     con.register("t", rows)
-    where = "region = 'eu' AND tier = 'gold'"
-    e = table.estimate(where)
-    assert e.exact and e.row_count == _true(con, where)
+    for where in ("region = 'eu' AND tier = 'gold'", "day = 1 AND region = 'us' AND "
+                  "tier = 'silver'"):
+        e = table.estimate(where)
+        assert e.exact and e.row_count == _true(con, where), where
+    found = table.group_distinct(["region", "tier"])
+    assert found.exact and found.distinct_count == con.execute(
+        "SELECT COUNT(DISTINCT (region, tier)) FROM t").fetchone()[0]
+
+
+def test_groups_of_a_hudi_table(spark, fixtures_dir: Path, tmp_path: Path) -> None:
+    from tests.formats.test_fixtures_hudi import hudi_read
+
+    path = str(fixtures_dir / "hudi" / "v6_trips_8i1u")  # by city, an update merged
+    table = ls.open_table(path, str(tmp_path / "stats"))
+    table.analyze(column_groups=[("rider", "driver")], spark=spark)
+    con = duckdb.connect()
+    con.register("t", hudi_read(path))
+    for where in ("rider = 'rider-C' AND driver = 'driver-M'",
+                  "rider = 'rider-C' AND driver = 'driver-K'",
+                  "city = 'sao_paulo' AND rider IN ('rider-F', 'rider-G') AND "
+                  "driver = 'driver-P'"):
+        e = table.estimate(where)
+        assert e.exact and e.row_count == _true(con, where), where
+    found = table.group_distinct(["rider", "driver"])
+    assert found.exact and found.distinct_count == con.execute(
+        "SELECT COUNT(DISTINCT (rider, driver)) FROM t").fetchone()[0]
 
 
 def test_groups_declared_in_the_settings_file(analyzed, tmp_path: Path) -> None:
