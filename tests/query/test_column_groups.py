@@ -45,6 +45,24 @@ def analyzed(spark, tmp_path_factory: pytest.TempPathFactory):
     return root, con, grouped, plain, truncated
 
 
+def test_pairs_found_automatically(analyzed, spark) -> None:
+    root, con = analyzed[0], analyzed[1]
+    auto = ls.open_table(str(root), str(root.parent / "auto"))
+    auto.analyze(column_groups=["auto"], spark=spark)
+    partitions = glob.glob(str(root.parent / "auto" / "partitions" / "*" / "*" /
+                               "groups.parquet"))
+    found = [{r["group"] for r in pq.read_table(p).to_pylist()} for p in partitions]
+    assert len(found) == 4 and all({"region,tier"} <= f for f in found)
+    assert not any("p" in g.split(",") for f in found for g in f)  # no partition column
+    table = glob.glob(str(root.parent / "auto" / "table" / "*" / "groups.parquet"))
+    rows = pq.read_table(table[0]).to_pylist()
+    assert rows[0]["group"] == "region,tier"  # the dependent pair, first
+    assert all(r["group"] != "tier,k" for r in rows)  # independent: not kept
+    for where in ("region = 'eu' AND tier = 'silver'", "region = 'af' AND tier = 'gold'"):
+        e = auto.estimate(where)
+        assert e.exact and e.row_count == _true(con, where), where
+
+
 def _true(con: duckdb.DuckDBPyConnection, where: str) -> int:
     return con.execute(f"SELECT COUNT(*) FROM t WHERE {where}").fetchone()[0]
 

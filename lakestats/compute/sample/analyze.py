@@ -126,7 +126,8 @@ def analyze_from_sample(
         )
     if base.table_files and any("groups" in e.files for e in partitions):
         table_files, group_bytes = reduce_groups(  # the scaled partitions' groups, summed
-            stats_root, partitions, run_id, options.max_frequencies, table_files
+            stats_root, partitions, run_id, options.max_frequencies, table_files,
+            declared=[",".join(g) for g in options.declared_groups],
         )
         written += group_bytes
     clock.lap("from sample: table level scaled")

@@ -98,7 +98,7 @@ class SampleHook:
             job.store, self.target, job.files(partition),
             layout.partition_files(path, self.run_id), scaling,
         )
-        if job.groups:  # analyze --column-groups: the partition's groups, scaled too
+        if job.has_groups:  # analyze --column-groups: the partition's groups, scaled too
             written += scale_groups(
                 job.store, self.target, layout.groups_file(path, job.run_id),
                 layout.groups_file(path, self.run_id), scaling.population, scaling.sample_rows,
