@@ -19,6 +19,7 @@ from types import MappingProxyType
 
 from lakestats import answers
 from lakestats.errors import ColumnNotFoundError, InvalidArgumentError
+from lakestats.query.group_unlisted import unlisted
 from lakestats.query.predicate import And, Predicate, normalize, push_not, terms
 from lakestats.query.predicate.sets import ColumnSet, column_set, is_set, point_keys
 from lakestats.query.predicate.tree import columns_of
@@ -125,51 +126,6 @@ def count(group: GroupStatistics, wanted: dict[str, Wanted]) -> GroupCount:
     else:  # a fully specified combination bounds its own count; a partial one does not
         unlisted = group.unlisted_rows
     return GroupCount(listed, upper + max(0, unlisted), False)
-
-
-def unlisted(group: GroupStatistics, wanted: dict[str, Wanted], single: Mapping[str, float]
-             ) -> float:
-    """Rows of the combinations a truncated list leaves out that satisfy ``wanted``: each
-    constrained column's share of the unlisted rows (``single``: its own estimate over the
-    table, less the listed rows it accepts), joined by the group's functional-dependency
-    degrees as PostgreSQL joins clauses (``f * min(P(a), P(b)) + (1 - f) * P(a) * P(b)``,
-    the strongest dependency first); no dependency: independence."""
-    rows = group.unlisted_rows
-    if rows <= 0:
-        return 0.0
-    share: dict[str, float] = {}
-    for c, w in wanted.items():
-        i = group.columns.index(c)
-        listed = sum(n for item, n in zip(group.values, group.counts, strict=True)
-                     if w.accepts(item[i]))
-        share[c] = min(1.0, max(0.0, single[c] - listed) / rows)
-    return rows * _joint([c for c in group.columns if c in share], share, group)
-
-
-def degree(group: GroupStatistics, determinant: Sequence[str], dependent: str) -> float:
-    """The degree of ``determinant -> dependent`` among the unlisted rows. Kept: the one of
-    those columns, else the largest of one determinant column's (more columns determine at
-    least as much), over all rows; the listed rows are taken as supporting it (the most
-    common combinations are those of determined values, mostly), so what supports it
-    among the others is what is left, at least nothing."""
-    kept = group.degrees.get((tuple(determinant), dependent))
-    if kept is None:
-        kept = max((group.degrees.get(((c,), dependent), 0.0) for c in determinant),
-                   default=0.0)
-    rows, unlisted_rows = group.row_count, group.unlisted_rows
-    if unlisted_rows <= 0:
-        return kept
-    return min(1.0, max(0.0, (kept * rows - (rows - unlisted_rows)) / unlisted_rows))
-
-
-def _joint(columns: list[str], share: Mapping[str, float], group: GroupStatistics) -> float:
-    """The fraction of rows with every column's value, column by column: the column the
-    others determine most is joined last."""
-    if len(columns) == 1:
-        return share[columns[0]]
-    f, last = max((degree(group, [c for c in columns if c != d], d), d) for d in columns)
-    rest = _joint([c for c in columns if c != last], share, group)
-    return f * min(rest, share[last]) + (1 - f) * rest * share[last]
 
 
 def _constraints(top: list[Predicate]) -> tuple[dict[str, Wanted], dict[str, int]]:
