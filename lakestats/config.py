@@ -11,6 +11,9 @@ Spark flags). No other module reads ``os.environ`` for a setting: they call
 library caller that installs nothing gets them built from the environment (and file) when
 it asks, so a process that changes its environment between calls sees the change.
 Executors never read these: what they need (S3 options) travels inside the job.
+
+Over 400 lines because every setting is declared here, each with its sources and
+help (the reference is generated from them), beside the one reader of all sources.
 """
 
 from __future__ import annotations
