@@ -59,12 +59,12 @@ def _per_partition(
     top, rest = chosen.top, chosen.rest
     rest_pred = And(tuple(top[j] for j in rest)) if len(rest) > 1 else top[rest[0]]
     others = {p["name"]: p for p in estimate_of(rest_pred).partitions}
-    single = {c: {p["name"]: float(p["row_count"]) for p in e.partitions}  # type: ignore[arg-type]
+    single = {c: {p["name"]: float(p["row_count"]) for p in e.partitions}
               for c, e in chosen.single(estimate_of).items()}
     parts, listed, listed_upper, listed_exact = [], 0, 0, True
     for p in baseline.partitions:
         name = str(p["name"])
-        group, n = own[name], int(p["partition_rows"])  # type: ignore[call-overload]
+        group, n = own[name], int(p["partition_rows"])
         counted = cg.count(group, chosen.covered)
         listed, listed_upper = listed + counted.rows, listed_upper + counted.upper
         listed_exact &= counted.exact
@@ -79,20 +79,20 @@ def _per_partition(
         elif other["lower"] == other["upper"] == n:  # they keep every row
             point, low, high = g_point, g_low, g_high
         else:  # their share of the group's rows (independence), Fréchet's bounds
-            point = g_point * float(other["row_count"]) / n if n else 0.0  # type: ignore[arg-type]
-            low = max(0, g_low + int(other["lower"]) - n)  # type: ignore[call-overload]
-            high = min(g_high, int(other["upper"]))  # type: ignore[call-overload]
-        low = max(low, int(p["lower"]))  # type: ignore[call-overload]
-        high = max(low, min(high, int(p["upper"])))  # type: ignore[call-overload]
+            point = g_point * float(other["row_count"]) / n if n else 0.0
+            low = max(0, g_low + int(other["lower"]) - n)
+            high = min(g_high, int(other["upper"]))
+        low = max(low, int(p["lower"]))
+        high = max(low, min(high, int(p["upper"])))
         point = min(max(point, low), high)
         parts.append(MappingProxyType({
             **p, "row_count": point, "lower": low, "upper": high, "exact": low == high,
             "method": f"{p['method']} (column group {group.name} of the partition)",
         }))
     total = baseline.table_rows
-    point = sum(float(p["row_count"]) for p in parts)  # type: ignore[arg-type]
-    low = sum(int(p["lower"]) for p in parts)  # type: ignore[call-overload]
-    high = sum(int(p["upper"]) for p in parts)  # type: ignore[call-overload]
+    point = sum(float(p["row_count"]) for p in parts)
+    low = sum(int(p["lower"]) for p in parts)
+    high = sum(int(p["upper"]) for p in parts)
     detail = (*baseline.detail, answers.estimate_conjunct(
         f"column group {chosen.group.name} in {len(parts)} partitions: "
         f"{normalize(chosen.grouped)}", float(listed), listed, listed_upper, listed_exact,
