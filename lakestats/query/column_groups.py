@@ -1,8 +1,8 @@
-"""Estimates from column groups (``analyze --column-groups``): a conjunction of equalities
-and IN lists over two or more columns of a group (of any single-column conditions, where
-the group lists every combination) is counted from the group's table-level joint
-frequencies instead of the product of the columns' selectivities; the distinct
-combinations of some columns (``estimate --group-by``) from the group's distinct count.
+"""Estimates from column groups (``analyze --column-groups``): a conjunction of
+single-column conditions over two or more columns of a group is counted from the group's
+joint frequencies (what a truncated list leaves out: ``group_unlisted``) instead of the
+product of the columns' selectivities; the distinct combinations of some columns
+(``estimate --group-by``) from the group's distinct count.
 
 Bounds stay sound: a count of listed combinations is at least their listed counts and at
 most their upper bounds plus what the unlisted combinations can hold; the estimate of the
@@ -146,13 +146,10 @@ def _constraints(top: list[Predicate]) -> tuple[dict[str, Wanted], dict[str, int
 def _chosen(
     groups: Sequence[GroupStatistics], wanted: dict[str, Wanted]
 ) -> GroupStatistics | None:
-    """The group covering most constrained columns (two at least; ties: the smaller).
-    A group whose list is truncated is used for equalities and IN lists only: what it
-    does not list is bounded per named combination."""
+    """The group covering most constrained columns (two at least; ties: the smaller)."""
     best, best_key = None, (1, 0)
     for group in groups:
-        covered = [c for c in wanted if c in group.columns
-                   and (not group.truncated or wanted[c].points is not None)]
+        covered = [c for c in wanted if c in group.columns]
         if math.prod(len(wanted[c].points or ()) for c in covered) > MAX_COMBINATIONS:
             continue
         key = (len(covered), -len(group.columns))
@@ -202,8 +199,7 @@ def choose(pred: Predicate, groups: Sequence[GroupStatistics]) -> Chosen | None:
     group = _chosen(groups, wanted)
     if group is None:
         return None
-    covered = {c: w for c, w in wanted.items() if c in group.columns
-               and (not group.truncated or w.points is not None)}
+    covered = {c: w for c, w in wanted.items() if c in group.columns}
     return Chosen(top, positions, group, covered)
 
 
