@@ -14,7 +14,7 @@ the partition found it; the table level keeps those every partition found
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -42,7 +42,6 @@ class AutoPairs:
 
     leaves: tuple[Leaf, ...]
     pairs: dict[tuple[str, str], GroupAccumulator] | None = None
-    _order: list[tuple[str, str]] = field(default_factory=list)
 
     def observe(self, table: pa.Table) -> None:
         """Count every pair of this slice's low-cardinality columns."""
