@@ -1,9 +1,11 @@
 """Conjunctions over correlated columns, estimated with and without a column group.
 
-A skewed table (``region`` 55/30/10/5 %, ``tier`` always ``gold`` where ``region`` is
-``eu``, a Zipf-skewed ``k``; 8 partitions) is analyzed twice: once without groups (each
-conjunction is the product of its columns' selectivities) and once with
-``--column-groups region,tier,k``, complete and, with ``--max-frequencies 16``, truncated.
+A skewed table (``tests/correlated.py``: ``region`` 55/30/10/5 %, ``tier`` always
+``gold`` where ``region`` is ``eu``, a Zipf-skewed ``k``; 8 partitions) is analyzed
+without groups (each conjunction is the product of its columns' selectivities) and with
+``--column-groups region,tier,k``, complete and, with ``--max-frequencies 16``, truncated,
+and with ``--column-groups auto`` (the pairs found: ``region,tier``; ``k`` has too many
+values).
 Each conjunction's q-error against DuckDB's count is printed, then p50, p90 and max per
 run; accuracy only (no timing).
 
@@ -13,7 +15,6 @@ run; accuracy only (no timing).
 from __future__ import annotations
 
 import argparse
-import itertools
 import shutil
 
 import duckdb
@@ -24,29 +25,7 @@ import pyarrow.parquet as pq
 import lakestats.api as ls
 from bench.common import DATA
 from lakestats.compute.session import get_spark
-
-REGIONS = ["eu", "us", "asia", "af"]
-TIERS = ["gold", "silver", "bronze"]
-
-
-def table(rng: np.random.Generator, n: int) -> pa.Table:
-    region = rng.choice(REGIONS, n, p=[0.55, 0.30, 0.10, 0.05])
-    tier = np.where(region == "eu", "gold", rng.choice(TIERS, n, p=[0.2, 0.3, 0.5]))
-    k = (rng.zipf(1.4, n) % 40).astype(np.int64)
-    return pa.table({"region": region, "tier": tier, "k": k})
-
-
-def conjunctions() -> list[str]:
-    out = [f"region = '{r}' AND tier = '{t}'" for r, t in itertools.product(REGIONS, TIERS)]
-    out += [f"region IN ('us', 'af') AND tier = '{t}'" for t in TIERS]
-    out += [f"region = '{r}' AND tier = 'gold' AND k = {k}" for r in REGIONS for k in (0, 1, 3)]
-    out += ["tier = 'gold' AND region IN ('eu', 'asia')", "region = 'eu' AND k = 2"]
-    return out
-
-
-def q_error(estimate: float, true: int) -> float:
-    a, b = max(estimate, 1.0), max(float(true), 1.0)
-    return max(a, b) / min(a, b)
+from tests.correlated import conjunctions, correlated, q_error
 
 
 def main() -> None:
@@ -58,7 +37,7 @@ def main() -> None:
     rng = np.random.default_rng(11)
     parts = []
     for p in range(8):
-        t = table(rng, args.rows // 8)
+        t = correlated(rng, args.rows // 8)
         (root / "t" / f"p={p}").mkdir(parents=True)
         pq.write_table(t, root / "t" / f"p={p}" / "data.parquet")
         parts.append(t)
@@ -70,6 +49,7 @@ def main() -> None:
         "with region,tier,k": {"column_groups": [("region", "tier", "k")]},
         "with region,tier,k (16 listed)": {"column_groups": [("region", "tier", "k")],
                                             "max_frequencies": 16},
+        "auto": {"column_groups": ["auto"]},
     }
     handles = {}
     for name, options in runs.items():

@@ -11,6 +11,9 @@ Spark flags). No other module reads ``os.environ`` for a setting: they call
 library caller that installs nothing gets them built from the environment (and file) when
 it asks, so a process that changes its environment between calls sees the change.
 Executors never read these: what they need (S3 options) travels inside the job.
+
+Over 400 lines because every setting is declared here, each with its sources and
+help (the reference is generated from them), beside the one reader of all sources.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from lakestats.errors import InvalidArgumentError
 
 CONFIG_ENV = "LAKESTATS_CONFIG"
+Groups = tuple[tuple[str, ...], ...]
 
 
 def installed_version() -> str:
@@ -211,6 +215,13 @@ class Settings:
         help="values a predicate's IN lists may hold in all (`estimate`, `stats --where`, "
         "the service's estimates)",
     )
+    column_groups: tuple[tuple[str, Groups], ...] = setting(
+        (),
+        file="column_groups",
+        help="`analyze`'s column groups of each table when `--column-groups` is not given "
+        "(file only: a `[column_groups]` table, the table's name as `analyze` is given it = "
+        "a list of groups, each `\"a,b\"` or a list of names)",
+    )
     config_file: str | None = setting(
         None,
         env=(CONFIG_ENV,),
@@ -220,6 +231,13 @@ class Settings:
     @property
     def spark_conf_dict(self) -> dict[str, str]:
         return dict(self.spark_conf)
+
+    def column_groups_of(self, *names: str) -> Groups:
+        """The column groups the settings declare for a table known by any of ``names``
+        (its name as given, its identifier; paths compared normalized)."""
+        wanted = {_table_key(n) for n in names if n}
+        return next((groups for table, groups in self.column_groups
+                     if _table_key(table) in wanted), ())
 
     def env_variables(self) -> list[str]:
         """Every environment variable a setting is read from (README's table)."""
@@ -292,6 +310,8 @@ def _parse(f: dataclasses.Field, value: object, where: str) -> object:
             return float(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             raise InvalidArgumentError(f"{where} must be a number, got {value!r}") from None
+    if f.name == "column_groups":
+        return _column_groups(value, where)
     if f.name == "spark_conf":
         if not isinstance(value, Mapping):
             raise InvalidArgumentError(f"{where} must be a table of Spark settings")
@@ -299,6 +319,33 @@ def _parse(f: dataclasses.Field, value: object, where: str) -> object:
     if not isinstance(value, str):
         raise InvalidArgumentError(f"{where} must be text, got {value!r}")
     return value
+
+
+def _table_key(name: str) -> str:
+    """A table's name as settings compare it: a path without its trailing slashes."""
+    return name.rstrip("/") or name
+
+
+def _column_groups(value: object, where: str) -> tuple[tuple[str, Groups], ...]:
+    """``[column_groups]``: table name -> groups, each ``"a,b"`` or ``["a", "b"]`` (the
+    groups themselves are checked where ``analyze`` builds its options)."""
+    example = 'such as sales = ["region,tier", "a,b,c"]'
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(f"{where} must be a table of table names, {example}")
+    out = []
+    for table, groups in value.items():
+        if isinstance(groups, str) or not isinstance(groups, list):
+            raise InvalidArgumentError(f"{where}: {table} must be a list of groups, {example}")
+        found = []
+        for group in groups:
+            names = group.split(",") if isinstance(group, str) else group
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise InvalidArgumentError(
+                    f"{where}: {table} has {group!r}; a group is \"a,b\" or a list of names"
+                )
+            found.append(tuple(n.strip() for n in names))
+        out.append((str(table), tuple(found)))
+    return tuple(out)
 
 
 def _conf_text(value: object) -> str:

@@ -129,7 +129,8 @@ class AnalyzeOptions:
         flag=Flag("--column-groups", CLI_GROUPS),
         help="joint statistics of these columns, comma-separated (repeat the flag for more "
         "groups): their most common value combinations, distinct combinations and "
-        "functional dependencies",
+        "functional dependencies; `auto`: also pairs of low-cardinality columns found in "
+        "the data",
         record=RECORD_WHEN_SET,  # versions written before groups existed stay reusable
         affects_partition_stats=True,  # partitions write groups.parquet
     )
@@ -252,6 +253,16 @@ class AnalyzeOptions:
         except (InvalidArgumentError, TypeError):
             return None
 
+    @property
+    def declared_groups(self) -> tuple[tuple[str, ...], ...]:
+        """The column groups named (``auto`` left out)."""
+        return tuple(g for g in self.column_groups if g != AUTO_GROUPS)
+
+    @property
+    def auto_groups(self) -> bool:
+        """Whether pairs of low-cardinality columns are found in the data too."""
+        return AUTO_GROUPS in self.column_groups
+
     def partition_stats_key(self) -> tuple[object, ...]:
         """The values a partition's statistics files depend on: equal keys, reusable files."""
         return tuple(
@@ -320,9 +331,14 @@ def _listed(value: object) -> object:
     return [_listed(v) for v in value] if isinstance(value, tuple) else value
 
 
+AUTO_GROUPS = ("auto",)
+"""In ``column_groups``: also the pairs of low-cardinality columns found in the data
+(``stats/auto_groups.py``)."""
+
+
 def _groups_of(value: object) -> tuple[tuple[str, ...], ...]:
     """``column_groups`` as a tuple of tuples of names, each of two or more distinct
-    columns (a group of one column is its own column's statistics)."""
+    columns (a group of one column is its own column's statistics), or ``AUTO_GROUPS``."""
     if value is None:
         return ()
     if isinstance(value, str) or not hasattr(value, "__iter__"):
@@ -332,6 +348,10 @@ def _groups_of(value: object) -> tuple[tuple[str, ...], ...]:
     groups: list[tuple[str, ...]] = []
     for group in value:
         names = tuple(group.split(",")) if isinstance(group, str) else group
+        if isinstance(names, tuple | list) and [*names] == list(AUTO_GROUPS):
+            if AUTO_GROUPS not in groups:
+                groups.append(AUTO_GROUPS)
+            continue
         if isinstance(names, str) or not hasattr(names, "__iter__"):
             raise InvalidArgumentError(
                 f"--column-groups: a group is a list of column names, got {group!r}"

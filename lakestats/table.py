@@ -107,9 +107,17 @@ class LakestatsTable(StatisticsLookups):
         that can match, stored as a derived entry (``lakestats.store.derived``) keyed by the
         normalized predicate and the snapshot; the table's own statistics are left as they
         are. ``from_sample``: estimate them from the stored sample (``sample.create``)
-        instead, publishing a version of kind ``sampled`` for the sample's snapshot."""
+        instead, publishing a version of kind ``sampled`` for the sample's snapshot.
+        ``column_groups`` not given: those the settings file declares for this table
+        (``[column_groups]``, ``lakestats.config``)."""
         # everything that can be wrong with the request fails here, before a JVM starts
         options = AnalyzeOptions.build(options, overrides)
+        if not options.column_groups:  # the settings file's groups of this table
+            from lakestats.config import settings
+
+            declared = settings().column_groups_of(self.name, self.format.identifier)
+            if declared:
+                options = AnalyzeOptions.build(options, {"column_groups": declared})
         from lakestats.compute.analyze import analyze, select_columns
 
         self.forget_table_state()  # re-read the table: it may have changed since it was opened

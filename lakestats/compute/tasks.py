@@ -20,6 +20,7 @@ from lakestats.options import AnalyzeOptions
 from lakestats.stats import value_counts
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.arrays import ddl_schema
+from lakestats.stats.auto_groups import AutoPairs
 from lakestats.stats.column_groups import GroupAccumulator
 from lakestats.stats.leaves import Leaf, leaf_array
 from lakestats.stats.registry import SummaryStatistic
@@ -56,9 +57,20 @@ class Job:
     theta_types: dict[str, str] | None = None
     # column groups (analyze --column-groups): their names and leaves, in declared order
     groups: list[tuple[tuple[str, ...], tuple[Leaf, ...]]] = field(default_factory=list)
+    # analyze --column-groups auto: the columns pairs are found among (None: not asked)
+    auto_leaves: tuple[Leaf, ...] | None = None
 
-    def group_accumulators(self) -> list[GroupAccumulator]:
-        return [GroupAccumulator(names, leaves) for names, leaves in self.groups]
+    @property
+    def has_groups(self) -> bool:
+        return bool(self.groups) or self.auto_leaves is not None
+
+    def group_accumulators(self) -> list[GroupAccumulator | AutoPairs]:
+        found: list[GroupAccumulator | AutoPairs] = [
+            GroupAccumulator(names, leaves) for names, leaves in self.groups
+        ]
+        if self.auto_leaves is not None:
+            found.append(AutoPairs(self.auto_leaves))
+        return found
 
     def files(self, partition: int) -> dict[str, str]:
         return layout.partition_files(self.partition_paths[partition], self.run_id)
@@ -92,7 +104,7 @@ def _finalize_and_write(
     job: Job,
     partition: int,
     accumulators: list[ColumnAccumulator],
-    groups: list[GroupAccumulator],
+    groups: list[GroupAccumulator | AutoPairs],
 ) -> int:
     thetas = job.theta_types or {}
     results = [
@@ -108,7 +120,7 @@ def _finalize_and_write(
         uri = job.store.path(relative)
         written += writer.write_values(staged, uri, job.store)
     if groups:
-        rows = [g.finalize(job.options.max_frequencies) for g in groups]
+        rows = [r for g in groups for r in g.finalize_rows(job.options.max_frequencies)]
         relative = layout.groups_file(job.partition_paths[partition], job.run_id)
         written += writer.write_groups(rows, job.store.path(relative), job.store)
     return written
@@ -156,7 +168,7 @@ def merge_partition(job: Job, partition: int, slice_count: int) -> dict[str, obj
     started = time.perf_counter()
     try:
         merged: list[ColumnAccumulator] | None = None
-        merged_groups: list[GroupAccumulator] = []
+        merged_groups: list[GroupAccumulator | AutoPairs] = []
         for index in range(slice_count):
             state, groups = pickle.loads(job.store.read_bytes(job.state_uri(partition, index)))
             for accumulator in state:
@@ -167,7 +179,7 @@ def merge_partition(job: Job, partition: int, slice_count: int) -> dict[str, obj
                 for mine, theirs in zip(merged, state, strict=True):
                     mine.merge(theirs)
                 for group, other in zip(merged_groups, groups, strict=True):
-                    group.merge(other)
+                    group.merge(other)  # type: ignore[arg-type]
         assert merged is not None
         written = _finalize_and_write(job, partition, merged, merged_groups)
         rows = merged[0].row_count if merged else 0

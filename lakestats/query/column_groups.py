@@ -1,8 +1,8 @@
-"""Estimates from column groups (``analyze --column-groups``): a conjunction of equalities
-and IN lists over two or more columns of a group (of any single-column conditions, where
-the group lists every combination) is counted from the group's table-level joint
-frequencies instead of the product of the columns' selectivities; the distinct
-combinations of some columns (``estimate --group-by``) from the group's distinct count.
+"""Estimates from column groups (``analyze --column-groups``): a conjunction of
+single-column conditions over two or more columns of a group is counted from the group's
+joint frequencies (what a truncated list leaves out: ``group_unlisted``) instead of the
+product of the columns' selectivities; the distinct combinations of some columns
+(``estimate --group-by``) from the group's distinct count.
 
 Bounds stay sound: a count of listed combinations is at least their listed counts and at
 most their upper bounds plus what the unlisted combinations can hold; the estimate of the
@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from lakestats import answers
 from lakestats.errors import ColumnNotFoundError, InvalidArgumentError
+from lakestats.query.group_unlisted import unlisted
 from lakestats.query.predicate import And, Predicate, normalize, push_not, terms
 from lakestats.query.predicate.sets import ColumnSet, column_set, is_set, point_keys
 from lakestats.query.predicate.tree import columns_of
@@ -44,6 +45,8 @@ class GroupStatistics:
     values: tuple[tuple[bytes | None, ...], ...]
     counts: tuple[int, ...]
     counts_upper: tuple[int, ...]
+    # functional-dependency degrees: (determinant columns in group order, dependent) -> f
+    degrees: Mapping[tuple[tuple[str, ...], str], float] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -53,8 +56,11 @@ class GroupStatistics:
 def load(reader: StatisticsReader) -> tuple[GroupStatistics, ...]:
     """The version's table-level column groups (none when it has none)."""
     relative = (reader.version.table_files or {}).get("groups")
-    if not relative:
-        return ()
+    return read(reader, relative) if relative else ()
+
+
+def read(reader: StatisticsReader, relative: str) -> tuple[GroupStatistics, ...]:
+    """The groups of one ``groups.parquet`` (a partition's or the table level's)."""
     rows = reader.parquet_at(relative).read(use_threads=False).to_pylist()
     return tuple(
         GroupStatistics(
@@ -70,6 +76,8 @@ def load(reader: StatisticsReader) -> tuple[GroupStatistics, ...]:
             values=tuple(tuple(v) for v in r["values"]),
             counts=tuple(r["counts"]),
             counts_upper=tuple(r["counts_upper"]),
+            degrees=MappingProxyType({(tuple(d["determinant"]), d["dependent"]): d["degree"]
+                                      for d in r["dependencies"]}),
         )
         for r in rows
     )
@@ -138,19 +146,61 @@ def _constraints(top: list[Predicate]) -> tuple[dict[str, Wanted], dict[str, int
 def _chosen(
     groups: Sequence[GroupStatistics], wanted: dict[str, Wanted]
 ) -> GroupStatistics | None:
-    """The group covering most constrained columns (two at least; ties: the smaller).
-    A group whose list is truncated is used for equalities and IN lists only: what it
-    does not list is bounded per named combination."""
+    """The group covering most constrained columns (two at least; ties: the smaller)."""
     best, best_key = None, (1, 0)
     for group in groups:
-        covered = [c for c in wanted if c in group.columns
-                   and (not group.truncated or wanted[c].points is not None)]
+        covered = [c for c in wanted if c in group.columns]
         if math.prod(len(wanted[c].points or ()) for c in covered) > MAX_COMBINATIONS:
             continue
         key = (len(covered), -len(group.columns))
         if len(covered) >= 2 and key > best_key:
             best, best_key = group, key
     return best
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The group that answers part of a conjunction: the conjunction's top-level terms,
+    the group, the constrained columns it counts and their terms' positions."""
+
+    top: list[Predicate]
+    positions: dict[str, int]
+    group: GroupStatistics
+    covered: dict[str, Wanted]
+
+    @property
+    def inside(self) -> list[int]:
+        return sorted(self.positions[c] for c in self.covered)
+
+    @property
+    def grouped(self) -> Predicate:
+        """The conjuncts the group counts, as one predicate."""
+        inside = self.inside
+        return And(tuple(self.top[j] for j in inside)) if len(inside) > 1 else self.top[inside[0]]
+
+    @property
+    def rest(self) -> list[int]:
+        inside = set(self.inside)
+        return [j for j in range(len(self.top)) if j not in inside]
+
+    def single(self, estimate_of: Callable[[Predicate], answers.Estimate]
+               ) -> dict[str, answers.Estimate]:
+        """Each counted column's own conjunct, estimated alone."""
+        return {c: estimate_of(self.top[self.positions[c]]) for c in self.covered}
+
+
+def choose(pred: Predicate, groups: Sequence[GroupStatistics]) -> Chosen | None:
+    """The group covering most of ``pred``'s single-column conjuncts (``_chosen``)."""
+    if not groups:
+        return None
+    pred = push_not(pred)
+    top = terms(pred) if isinstance(pred, And) else [pred]
+    wanted, positions = _constraints(top)
+    group = _chosen(groups, wanted)
+    if group is None:
+        return None
+    covered = {c: w for c, w in wanted.items() if c in group.columns}
+    return Chosen(top, positions, group, covered)
 
 
 def refine(
@@ -162,24 +212,20 @@ def refine(
     """``baseline`` (the estimate that assumes independence) corrected by the column group
     that covers most of ``pred``'s equality / IN conjuncts; ``baseline`` itself when no
     group covers two of them or it is exact already."""
-    if not groups or baseline.exact:
+    chosen = None if baseline.exact else choose(pred, groups)
+    if chosen is None:
         return baseline
-    pred = push_not(pred)
-    top = terms(pred) if isinstance(pred, And) else [pred]
-    wanted, positions = _constraints(top)
-    group = _chosen(groups, wanted)
-    if group is None:
-        return baseline
-    covered = {c: w for c, w in wanted.items() if c in group.columns
-               and (not group.truncated or w.points is not None)}
-    inside = sorted(positions[c] for c in covered)
+    group, covered, grouped = chosen.group, chosen.covered, chosen.grouped
     counted = count(group, covered)
-    grouped = And(tuple(top[j] for j in inside)) if len(inside) > 1 else top[inside[0]]
     alone = estimate_of(grouped)  # the same conjuncts as independent columns
     lower = max(counted.rows, alone.lower)
     upper = max(lower, min(counted.upper, alone.upper))
-    point = float(counted.rows) if counted.exact else min(max(alone.row_count, lower), upper)
-    rest = [j for j in range(len(top)) if j not in inside]
+    if counted.exact:
+        point = float(counted.rows)
+    else:  # the listed combinations' counts, and the dependencies for the others
+        single = {c: e.row_count for c, e in chosen.single(estimate_of).items()}
+        point = min(max(counted.rows + unlisted(group, covered, single), lower), upper)
+    rest = chosen.rest
     exact = counted.exact
     if rest:  # the other conjuncts keep the baseline's share of the group's rows
         ratio = point / alone.row_count if alone.row_count > 0 else 0.0
@@ -190,10 +236,10 @@ def refine(
         lower = min(baseline.lower, upper)
         point = min(max(point, lower), upper)
         exact = False
-    return _answer(baseline, group, grouped, counted, point, lower, upper, exact)
+    return answer(baseline, group, grouped, counted, point, lower, upper, exact)
 
 
-def _answer(
+def answer(
     baseline: answers.Estimate,
     group: GroupStatistics,
     grouped: Predicate,
@@ -296,4 +342,5 @@ def check_columns(names: Sequence[str], known: Sequence[str]) -> None:
             )
 
 
-__all__ = ["GroupStatistics", "check_columns", "count", "distinct", "load", "refine"]
+__all__ = ["Chosen", "GroupStatistics", "answer", "check_columns", "choose", "count", "distinct",
+           "load", "read", "refine", "unlisted"]

@@ -34,10 +34,17 @@ from collections.abc import Callable, Container, Hashable
 from typing import TypeVar
 
 from lakestats import answers
-from lakestats.query import column_groups, index_source, predicate, sources, term_cache
+from lakestats.query import (
+    column_groups,
+    group_partitions,
+    index_source,
+    predicate,
+    sources,
+    term_cache,
+)
 from lakestats.query import estimate as estimator
 from lakestats.store.reader import StatisticsReader
-from lakestats.threads import collection_paused
+from lakestats.threads import collection_paused, thread_map
 
 ANSWERS = 4096
 """Answers kept per version (least recently used dropped first)."""
@@ -87,6 +94,7 @@ class Resident:
         self._table: sources.ReaderPartition | None = None
         self._has_index: bool | None = None
         self._groups: tuple[column_groups.GroupStatistics, ...] | None = None
+        self._partition_groups: dict[str, tuple[column_groups.GroupStatistics, ...]] = {}
 
     # -- parsing ------------------------------------------------------------------------
     def parse(self, where: str, unanalyzed: Container[str]) -> predicate.Predicate:
@@ -171,13 +179,28 @@ class Resident:
             def estimate_of(p: predicate.Predicate) -> answers.Estimate:
                 return estimator.estimate(p, parts, table, self.version, self.snapshot_id)
 
-            return column_groups.refine(pred, estimate_of(pred), self.groups(), estimate_of)
+            live = sum(1 for e in self.reader.version.partitions if e.row_count > 0)
+            return group_partitions.refine(pred, estimate_of(pred), self.groups(), estimate_of,
+                                           self.partition_groups, live)
 
     def groups(self) -> tuple[column_groups.GroupStatistics, ...]:
         """The version's table-level column groups, read once."""
         if self._groups is None:
             self._groups = column_groups.load(self.reader)
         return self._groups
+
+    def partition_groups(
+        self, names: list[str]
+    ) -> dict[str, tuple[column_groups.GroupStatistics, ...]]:
+        """The column groups of the named partitions (their ``groups.parquet``), each read
+        once; a partition without one has none."""
+        files = {e.name: e.files.get("groups") for e in self.reader.version.partitions}
+        wanted = [n for n in names if n not in self._partition_groups]
+        read = thread_map(
+            lambda n: column_groups.read(self.reader, files[n]) if files.get(n) else (), wanted
+        )
+        self._partition_groups.update(zip(wanted, read, strict=True))
+        return {n: self._partition_groups[n] for n in names}
 
     def derived_answer(self, found: StatisticsReader) -> answers.Estimate:
         """The answer from ``found``, the derived statistics of a predicate."""

@@ -33,7 +33,7 @@ def group_name(columns: tuple[str, ...]) -> str:
     return ",".join(columns)
 
 
-def _normalized(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+def normalized(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if pat.is_dictionary(array.type):
@@ -115,7 +115,7 @@ class GroupAccumulator:
             return
         names = key_names(len(self.leaves))
         raw = pa.table(
-            {n: _normalized(leaf_array(table, leaf)) for n, leaf in zip(names, self.leaves,
+            {n: normalized(leaf_array(table, leaf)) for n, leaf in zip(names, self.leaves,
                                                                         strict=True)}
         )
         grouped = raw.group_by(names, use_threads=False).aggregate([([], "count_all")])
@@ -127,6 +127,13 @@ class GroupAccumulator:
                 }
             )
         )
+
+    def add_joint(self, joint: pa.Table) -> None:
+        """Fold joint counts already made (``k0`` …, ``count``) of rows already counted."""
+        self._parts.append(joint)
+
+    def finalize_rows(self, max_frequencies: int) -> list[dict[str, object]]:
+        return [self.finalize(max_frequencies)]
 
     def merge(self, other: GroupAccumulator) -> None:
         self.row_count += other.row_count

@@ -164,7 +164,8 @@ GROUPS_SCHEMA = pa.schema(
     ]
 )
 """``groups.parquet`` (``analyze --column-groups``), of a partition and of the table level:
-one row per declared column group (``stats/column_groups.py``)."""
+one row per declared column group, then per pair found automatically
+(``stats/column_groups.py``, ``stats/auto_groups.py``)."""
 
 HISTOGRAM_BIN_FIELD = pa.field("bin", pa.int32(), nullable=False)
 

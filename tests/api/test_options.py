@@ -131,6 +131,13 @@ def test_column_groups_repeat_and_are_checked() -> None:
     for bad in (["a"], ["a,a"], [""]):
         with pytest.raises(InvalidArgumentError, match="--column-groups"):
             AnalyzeOptions(column_groups=bad)
+    parsed = cli.build_parser().parse_args(
+        ["analyze", "t", "--column-groups", "auto", "--column-groups", "a,b"]
+    )
+    auto = cli.options_from_args(parsed, AnalyzeOptions)
+    assert auto.auto_groups and auto.declared_groups == (("a", "b"),)
+    assert AnalyzeOptions.from_record(auto.record()) == auto
+    assert not options.auto_groups and options.declared_groups == options.column_groups
 
 
 def test_cli_values_reach_the_fields() -> None:

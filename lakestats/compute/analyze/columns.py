@@ -72,6 +72,13 @@ def group_leaves(
     return found
 
 
+def auto_leaves(leaves: list[Leaf], plans: list) -> tuple[Leaf, ...]:
+    """The analyzed columns ``analyze --column-groups auto`` pairs: not a partition column
+    (one value per partition), of single values (``stats/auto_groups.py``)."""
+    keys = {name for plan in plans for name, _ in plan.key}
+    return tuple(leaf for leaf in leaves if supported(leaf) and leaf.path[0] not in keys)
+
+
 def column_records(
     table: TableFormat, snapshot: int | None, leaves: list[Leaf]
 ) -> list[dict[str, object]]:

@@ -14,6 +14,7 @@ from lakestats import fs
 from lakestats.answers import AnalyzeResult
 from lakestats.compute.analyze.columns import (
     RowSubset,
+    auto_leaves,
     column_records,
     group_leaves,
     select_columns,
@@ -96,7 +97,7 @@ def _analyze(
     snapshot = snapshot_id if snapshot_id is not None else table.current_snapshot_id()
     schema = table.schema(snapshot)
     leaves, read_columns = select_columns(schema, options.columns)
-    groups = group_leaves(schema, options.column_groups)
+    groups = group_leaves(schema, options.declared_groups)
     if groups and read_columns is not None:  # a group's columns are read too
         tops = {leaf.path[0] for _, found in groups for leaf in found}
         read_columns = [*read_columns, *sorted(n for n in tops if n not in read_columns)]
@@ -104,6 +105,7 @@ def _analyze(
     option_record = options.record()
     clock = Clock()
     plans = table.plan(snapshot)
+    auto = auto_leaves(leaves, plans) if options.auto_groups else None
     if keep_partition is not None:
         plans = [
             plan
@@ -151,6 +153,7 @@ def _analyze(
         hook=hook,
         theta_types=theta_types(table, snapshot) if thetas else None,
         groups=groups,
+        auto_leaves=auto,
     )
     plan_slices(job, table, [plans[i] for i in todo])
     for i in todo:
@@ -163,7 +166,7 @@ def _analyze(
             files={
                 **layout.partition_files(paths[i], run_id),
                 **({"values": layout.values_file(paths[i], run_id)} if options.exact else {}),
-                **({"groups": layout.groups_file(paths[i], run_id)} if groups else {}),
+                **({"groups": layout.groups_file(paths[i], run_id)} if job.has_groups else {}),
             },
             fingerprint=plans[i].fingerprint(),
             run_id=run_id,
@@ -234,9 +237,10 @@ def _analyze(
             )
             written += table_bytes
         clock.lap("table level reduced")
-    if groups and table_files is not None and final and not unpartitioned:
+    if job.has_groups and table_files is not None and final and not unpartitioned:
         table_files, group_bytes = reduce_groups(
-            stats_root, final, run_id, options.max_frequencies, table_files
+            stats_root, final, run_id, options.max_frequencies, table_files,
+            declared=[",".join(names) for names, _ in groups],
         )
         written += group_bytes
         clock.lap("column groups reduced")

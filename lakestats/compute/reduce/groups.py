@@ -1,6 +1,7 @@
 """The table level of column groups (``analyze --column-groups``): every partition's
 ``groups.parquet`` read on the driver (a row per group, its lists capped like frequencies)
-and folded into the table's.
+and folded into the table's; of the pairs found automatically, those every partition
+found and whose columns are dependent.
 
 * combinations: counts summed; a partition that did not list a combination may still hold
   up to its ``unlisted_max`` rows of it, so each listed count has a sound upper bound
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakestats.stats import sketches
+from lakestats.stats.auto_groups import AUTO_KEPT, AUTO_MIN_DISTANCE, dependence
 from lakestats.stats.column_groups import combination_hashes, group_row, key_names
 from lakestats.store import layout, manifest, writer
 from lakestats.store.handle import StatisticsStore
@@ -36,13 +38,29 @@ def reduce_groups(
     run_id: str,
     max_frequencies: int,
     table_files: dict[str, str],
+    declared: list[str],
 ) -> tuple[dict[str, str], int]:
-    """Write the table-level ``groups.parquet``; the table files with it, and its bytes."""
+    """Write the table-level ``groups.parquet``; the table files with it, and its bytes.
+    The ``declared`` groups (by name), then the pairs found automatically
+    (``analyze --column-groups auto``) that every partition found, the most dependent
+    first: at most ``AUTO_KEPT``, each with a dependence of ``AUTO_MIN_DISTANCE`` or more
+    (``stats/auto_groups.py``)."""
     read = thread_map(lambda e: _read(store, e.files["groups"]), partitions)
-    names = [row["group"] for row in read[0]] if read else []
-    rows = [
-        table_group([part[g] for part in read], max_frequencies) for g in range(len(names))
-    ]
+    by_name = [{row["group"]: row for row in part} for part in read]
+    found = [name for name in (by_name[0] if by_name else {})
+             if all(name in part for part in by_name)]
+    rows = [table_group([part[name] for part in by_name], max_frequencies)
+            for name in found if name in declared]
+    taken = {frozenset(r["columns"]) for r in rows}  # type: ignore[arg-type]
+    scored = []
+    for name in found:
+        if name in declared or frozenset(name.split(",")) in taken:
+            continue
+        row = table_group([part[name] for part in by_name], max_frequencies)
+        score = dependence(row)
+        if score is not None and score >= AUTO_MIN_DISTANCE:
+            scored.append((-score, name, row))
+    rows += [row for _, _, row in sorted(scored, key=lambda s: s[:2])[:AUTO_KEPT]]
     relative = layout.table_groups_file(run_id)
     written = writer.write_groups(rows, store.path(relative), store)
     return {**table_files, "groups": relative}, written

@@ -13,8 +13,10 @@
    is read once, by the tasks; the driver neither reads it nor rewrites partition files.
    Nothing is reused from an earlier run (the table's profiles need every partition's
    values; the sample is 1 % of the table).
-3. The driver scales the table-level files (one set) and publishes a version of kind
-   ``sampled`` for the sample's snapshot, with how the sample was drawn in ``extra["sample"]``.
+3. The driver scales the table-level files (one set), sums the scaled partitions' column
+   groups (``analyze --column-groups``) to the table's as an analyze does, and publishes a
+   version of kind ``sampled`` for the sample's snapshot, with how the sample was drawn in
+   ``extra["sample"]``.
 
 A partition whose sample has no rows (a partition too small for the sample's rate) has no
 partition statistics in a sampled version; its rows count in the table's row count.
@@ -34,6 +36,7 @@ from lakestats import fs
 from lakestats.answers import AnalyzeResult
 from lakestats.compute.analyze import analyze, column_records, publish_version
 from lakestats.compute.progress import Clock
+from lakestats.compute.reduce.groups import reduce_groups
 from lakestats.compute.sample.bounds import footer_bounds, usable
 from lakestats.compute.sample.files import Scaling, scale_files
 from lakestats.compute.sample.tasks import SampleHook
@@ -104,7 +107,11 @@ def analyze_from_sample(
                 values=entry.values,
                 row_count=part.population,
                 size_bytes=0,
-                files=layout.partition_files(entry.path, run_id),  # written by the tasks
+                files={  # written by the tasks
+                    **layout.partition_files(entry.path, run_id),
+                    **({"groups": layout.groups_file(entry.path, run_id)}
+                       if "groups" in entry.files else {}),
+                },
                 fingerprint=part.fingerprint,
                 run_id=run_id,
             )
@@ -117,6 +124,12 @@ def analyze_from_sample(
         written += scale_files(
             scratch, stats_root, base.table_files, table_files, scaling,
         )
+    if base.table_files and any("groups" in e.files for e in partitions):
+        table_files, group_bytes = reduce_groups(  # the scaled partitions' groups, summed
+            stats_root, partitions, run_id, options.max_frequencies, table_files,
+            declared=[",".join(g) for g in options.declared_groups],
+        )
+        written += group_bytes
     clock.lap("from sample: table level scaled")
     relative = [r for e in partitions for r in e.files.values()] + list(table_files.values())
     sizes = verify.sizes_of(stats_root, relative)

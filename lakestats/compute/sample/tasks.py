@@ -5,15 +5,16 @@ again or rewrites every partition's files.
 ``SampleHook.run`` (on the executor, right after the task wrote the sample partition's
 three files into the analysis scratch root): each column's frequency of frequencies in the
 partition's sample (``sample.files.profile_of``), then the partition's **scaled** files
-written into the statistics root (``sample.files.scale_files``: distinct counts by
-``select_estimator`` on that profile, counts × N/n, bounds from the table's metadata that
-the driver looked up before the job), and each column's distinct values as rows
-``(column, value_hash, value_count)`` (a 64-bit hash of the value's order-preserving key,
-``stats/keys.encode`` + ``stats/hashing.hash_binary``). ``SampleHook.aggregate`` (the
-same Spark job: two aggregations after the tasks, a shuffle, no second read of the sample)
-sums each value's count over the partitions and counts values per total: the whole
-sample's frequency of frequencies per column, which the table level's distinct estimates
-need; the tasks' summary rows pass through it as groups of their own.
+(and column groups, ``sample.groups``) written into the statistics root
+(``sample.files.scale_files``: distinct counts by ``select_estimator`` on that profile,
+counts × N/n, bounds from the table's metadata that the driver looked up before the job),
+and each column's distinct values as rows ``(column, value_hash, value_count)`` (a 64-bit
+hash of the value's order-preserving key, ``stats/keys.encode`` +
+``stats/hashing.hash_binary``). ``SampleHook.aggregate`` (the same Spark job: two
+aggregations after the tasks, a shuffle, no second read of the sample) sums each value's
+count over the partitions and counts values per total: the whole sample's frequency of
+frequencies per column, which the table level's distinct estimates need; the tasks'
+summary rows pass through it as groups of their own.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.compute.sample.files import Scaling, profile_of, scale_files
+from lakestats.compute.sample.groups import scale_groups
 from lakestats.stats.hashing import hash_binary
 from lakestats.stats.keys import encode
 from lakestats.stats.leaves import leaf_array
@@ -96,6 +98,11 @@ class SampleHook:
             job.store, self.target, job.files(partition),
             layout.partition_files(path, self.run_id), scaling,
         )
+        if job.has_groups:  # analyze --column-groups: the partition's groups, scaled too
+            written += scale_groups(
+                job.store, self.target, layout.groups_file(path, job.run_id),
+                layout.groups_file(path, self.run_id), scaling.population, scaling.sample_rows,
+            )
         rows = pa.concat_tables(parts) if parts else pa.schema(VALUE_FIELDS).empty_table()
         return written, rows
 
