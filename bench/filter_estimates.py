@@ -15,7 +15,7 @@ process (``.venv-interop``, ``bench/interop_spark.py``) plans each filter three 
 
 Per way and class: q-error p90 and max (targets with the service: p90 <= 1.5, max <= 3 in
 every class). Then ``--timed`` new range predicates (each asked once, nothing cached) with
-the component's debug log on: the time ``FilterEstimates`` spent per Filter (translation,
+the component's debug log on: the time ``ServiceEstimates`` spent per Filter (translation,
 the service's answer, the statistics built), p50/p99 after ``--warm`` predicates (target:
 p99 <= 2 ms).
 
@@ -171,7 +171,7 @@ def main() -> None:
             "jars": [str(p) for p in JARS], "extensions": EXTENSIONS,
             "tables": {k: {"format": v["format"], "path": v["path"]} for k, v in tables.items()},
             "queries": queries, "ways": ways,
-            "debug_logger": "io.lakestats.spark.FilterEstimates"}))
+            "debug_logger": "io.lakestats.spark.ServiceEstimates"}))
         done = subprocess.run([str(PYTHON), str(ROOT / "bench" / "interop_spark.py"), str(spec)],
                               capture_output=True, text=True, timeout=3600, check=False)
     finally:

@@ -20,7 +20,7 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakestats.answers import DerivedStatistics, ServedTable
-from lakestats.errors import PermissionDeniedError, StatisticsNotFoundError
+from lakestats.errors import StatisticsNotFoundError
 from lakestats.service.access import granted
 from lakestats.service.errors import ERROR_SCHEMA
 from lakestats.service.jsonio import answer, cached_answer, etag, rendered
@@ -307,10 +307,11 @@ def estimate_batch(
 ) -> Response:
     """``LakestatsTable.estimate_many``: ``{"estimates": [...], "version", "snapshot_id"}``,
     each estimate as ``GET /estimate`` answers it, in the order asked."""
-    return _estimate_many(request, table, body)
+    return estimate_many_answer(request, table, body)
 
 
-def _estimate_many(request: Request, table: str, body: EstimateRequest) -> Response:
+def estimate_many_answer(request: Request, table: str, body: EstimateRequest) -> Response:
+    """The batch estimate of ``body`` on ``table``, rendered once per version and body."""
     tables = request.app.state.tables
     wheres = tuple(body.where)
 
@@ -321,29 +322,6 @@ def _estimate_many(request: Request, table: str, body: EstimateRequest) -> Respo
 
     key = ("estimate-batch", wheres, body.snapshot_id, body.table_level)
     return cached_answer(request, tables.cached(table, key, lambda h: rendered(*compute(h))))
-
-
-class LocatedEstimateRequest(EstimateRequest):
-    """``POST /estimate``'s body: the table named by its location, as a planner knows it."""
-
-    location: str = Field(
-        min_length=1, max_length=4096, description="the table's location (a path or URI)"
-    )
-
-
-@router.post(
-    "/estimate", summary="rows predicates keep in the served table at a location (a planner's)"
-)
-async def estimate_at(
-    request: Request, body: Annotated[LocatedEstimateRequest, Body()]
-) -> Response:
-    """``POST /tables/{table}/estimate`` for the served table whose location this is: what
-    lakestats' Spark component asks for a Filter over a scan (404 when no served table is
-    there, 403 without a grant for it)."""
-    table = request.app.state.tables.named_at(body.location)
-    if not granted(request, [table]):
-        raise PermissionDeniedError(f"this token has no grant for table {table!r}")
-    return _estimate_many(request, table, body)
 
 
 @router.get(

@@ -1,6 +1,7 @@
 """The ASGI application: ``create_app(configs)``; ``app_from_env()`` for uvicorn workers.
 
-JSON API under ``/api`` (``api_routes``), pages at ``/`` and ``/tables/...`` (``pages``),
+JSON API under ``/api`` (``api_routes``; a planner's questions by location:
+``planner_routes``), pages at ``/`` and ``/tables/...`` (``pages``),
 vendored CSS/JS under ``/static``, OpenAPI at ``/openapi.json``, Swagger UI at ``/docs`` and
 ReDoc at ``/redoc`` from vendored assets (``api_docs``: no CDN, so both work offline),
 the login form at ``/login`` (``login``). With tokens, ``access.Access`` admits each
@@ -21,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 
 from lakestats import config as settings
 from lakestats.api import S3Options
-from lakestats.service import api_docs, api_routes, errors, login, pages
+from lakestats.service import api_docs, api_routes, errors, login, pages, planner_routes
 from lakestats.service.access import Access
 from lakestats.service.budget import TimeBudget
 from lakestats.service.config import ServiceConfig, TableConfig, demo_tables, load_service
@@ -67,6 +68,7 @@ def create_app(
     errors.install(app)
     api_docs.install(app)
     app.include_router(api_routes.router)
+    app.include_router(planner_routes.router)
     app.include_router(login.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -58,6 +58,7 @@ ESTIMATED = [
 ]
 SEEDS = {"iceberg-current": 1, "iceberg-travel": 2, "delta-current": 3, "delta-travel": 4,
          "parquet-registered": 6}  # each case's rows
+GROUPED = [["u", "s"], ["u", "d"]]  # aggregates by two columns
 ESTIMATED_CASES = ["iceberg-current", "iceberg-travel", "delta-current", "delta-travel",
                    "parquet-registered"]
 
@@ -93,9 +94,10 @@ def _iceberg(warehouse: Path, name: str, rows: pa.Table):
 
 
 def _analyze(name: str, warehouse: Path | None, spark) -> None:
-    """Analyzed from Python, not the CLI: the analyze job itself writes the component's file."""
+    """Analyzed from Python, not the CLI: the analyze job itself writes the component's file;
+    with a column group of ``u`` and ``s``."""
     table = ls.open_table(name, warehouse=str(warehouse) if warehouse else None)
-    result = table.analyze(exact=True, spark=spark)
+    result = table.analyze(exact=True, spark=spark, column_groups=[("u", "s")])
     spark_dir = Path(table.stats_root.removeprefix("file://")) / "spark"
     assert [p.name for p in spark_dir.iterdir()] == [
         f"v{result.version:08d}_{result.snapshot_id}.json"]
@@ -170,12 +172,13 @@ def seen(spark, tmp_path_factory) -> dict:
     parquet = base / "parquet"
     parquet.mkdir()
     pq.write_table(_rows(6), parquet / "part-0.parquet")
-    ls.open_table(str(parquet)).analyze(exact=True, spark=spark)
+    ls.open_table(str(parquet)).analyze(exact=True, spark=spark, column_groups=[("u", "s")])
     cases.append({"name": "parquet-registered", "table": "pq_registered", "filters": []})
     truth["parquet-registered"] = _true_counts(_rows(SEEDS["parquet-registered"]))
     for case in cases:  # the service's ways: filters of every class, on analyzed scans
         if case["name"] in ESTIMATED_CASES:
             case["filters"] = [*case["filters"], *ESTIMATED]
+            case["group_by"] = GROUPED
             case["ways"] = ["estimates", "down", "slow"] if "current" in case["name"] else [
                 "estimates"]
         elif case["name"].endswith("appended"):
@@ -188,10 +191,13 @@ def seen(spark, tmp_path_factory) -> dict:
         "parquet-registered": (TableConfig("pq", str(parquet)), None),
     }
     estimates = {}  # what `lakestats estimate` answers, rounded up to a whole row
+    groups = {}  # what `lakestats estimate --group-by` answers
     for name, (config, snapshot) in served.items():
         table = ls.open_table(config.table, warehouse=config.warehouse)
         estimates[name] = {f: math.ceil(table.estimate(f, snapshot_id=snapshot).row_count)
                            for f in ESTIMATED}
+        groups[name] = {",".join(g): table.group_distinct(g, snapshot).distinct_count
+                        for g in GROUPED}
     app = create_app([config for config, _ in served.values()], warm_up=True)
     server = uvicorn.Server(uvicorn.Config(app, port=_free_port(), **uvicorn_options()))
     slow = _Silent()
@@ -217,7 +223,7 @@ def seen(spark, tmp_path_factory) -> dict:
                               text=True, timeout=500, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"spark": out["cases"], "truth": truth, "estimates": estimates,
+    return {"spark": out["cases"], "truth": truth, "estimates": estimates, "groups": groups,
             "slow_connections": slow.connections}
 
 
@@ -365,3 +371,15 @@ def test_a_service_down_or_silent_leaves_sparks_own_estimates(seen: dict, case: 
     assert ways["slow"]["filters"] == ways["lakestats"]["filters"]
     asked = 2 * len(ESTIMATED)  # questions of the silent way; asked again 30 s after a failure
     assert 1 <= seen["slow_connections"] <= 4 < asked
+
+
+@pytest.mark.parametrize("case", ESTIMATED_CASES)
+def test_aggregates_get_lakestats_group_counts(seen: dict, case: str) -> None:
+    """An aggregate by two columns over the scan gets ``lakestats estimate --group-by``'s
+    count of their combinations (``u,s`` from the column group analyzed: exact), where Spark
+    alone multiplies the columns' distinct counts."""
+    got = seen["spark"][case]["estimates"]["groups"]
+    assert got == seen["groups"][case]
+    rows = _rows(SEEDS[case])
+    true = len(set(zip(rows["u"].to_pylist(), rows["s"].to_pylist(), strict=True)))
+    assert got["u,s"] == true

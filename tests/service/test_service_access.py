@@ -315,6 +315,9 @@ def _requests(app) -> list[tuple[str, str, str, dict]]:
                     body: dict[str, object] = {"where": [str(query.get("where", "n > 1"))]}
                     if route.path == "/api/estimate":  # the table named by its location
                         body["location"] = app.state.tables.configs["people"].table
+                    if route.path == "/api/group-distinct":
+                        body = {"location": app.state.tables.configs["people"].table,
+                                "columns": COLUMNS[:2]}
                     out.append((route.path, method, url, body))
     return out
 

@@ -28,7 +28,8 @@ WAYS = {"lakestats": {"spark.lakestats.enabled": "true"},
 def run_cases(spark, cases: list[dict], ways: dict | None = None) -> dict:
     """Per case and way (the component on, off, and those of ``ways``, settings by name,
     that the case names in its ``ways``):
-    the scan's statistics, ``EXPLAIN COST``, each filter's estimated rows, (with the
+    the scan's statistics, ``EXPLAIN COST``, each filter's estimated rows, each
+    ``group_by`` column list's estimated groups, (with the
     component off) the true count and, for a case with an ``explain_filter``, that filtered
     read's ``EXPLAIN EXTENDED``."""
     utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
@@ -48,6 +49,8 @@ def run_cases(spark, cases: list[dict], ways: dict | None = None) -> dict:
             seen["explain"] = utils.explainString(frame._jdf.queryExecution(), "cost")
             seen["filters"] = {f: plan_stats(frame.where(f))["row_count"]
                                for f in case["filters"]}
+            seen["groups"] = {",".join(g): plan_stats(frame.groupBy(*g).count())["row_count"]
+                              for g in case.get("group_by", [])}
             seen["counted"] = frame.count() if way == "spark" else None
             if case.get("explain_filter"):  # the plans Spark makes for one filtered read
                 filtered = frame.where(case["explain_filter"])._jdf.queryExecution()

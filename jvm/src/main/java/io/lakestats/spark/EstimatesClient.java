@@ -16,8 +16,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Asks the lakestats service ({@code lakestats serve}) how many rows a predicate keeps in one
- * snapshot of the table at a location: {@code POST /api/estimate}, the answer {@code lakestats
- * estimate} gives. One estimator of record, not a copy of it in Java.
+ * snapshot of the table at a location ({@code POST /api/estimate}, the answer {@code lakestats
+ * estimate} gives) and how many distinct combinations some columns have ({@code POST
+ * /api/group-distinct}, {@code lakestats estimate --group-by}). One estimator of record, not a
+ * copy of it in Java.
  *
  * <p>A plan never waits long and never fails for it: each question has a time limit; a
  * service that is down, slow or answers with a server error is not asked again for {@link
@@ -66,7 +68,21 @@ final class EstimatesClient {
    */
   Double rows(String location, String snapshot, String predicate, String token,
       long timeoutMillis) {
-    String key = location + "\n" + snapshot + "\n" + predicate;
+    return answer(location, snapshot, "where", predicate, token, timeoutMillis);
+  }
+
+  /**
+   * The distinct value combinations of {@code columns} (two or more, comma-separated) in that
+   * snapshot ({@code POST /api/group-distinct}), or null as for {@link #rows}.
+   */
+  Double distinct(String location, String snapshot, String columns, String token,
+      long timeoutMillis) {
+    return answer(location, snapshot, "columns", columns, token, timeoutMillis);
+  }
+
+  private Double answer(String location, String snapshot, String kind, String asked,
+      String token, long timeoutMillis) {
+    String key = location + "\n" + snapshot + "\n" + kind + "\n" + asked;
     long now = System.currentTimeMillis();
     synchronized (answers) {
       double[] kept = answers.get(key);
@@ -79,7 +95,7 @@ final class EstimatesClient {
     }
     double answer;
     try {
-      answer = ask(location, snapshot, predicate, token, timeoutMillis);
+      answer = ask(location, snapshot, kind, asked, token, timeoutMillis);
     } catch (Exception e) {
       pausedUntil = System.currentTimeMillis() + PAUSE_MILLIS;
       LOG.warn("lakestats: the service at {} did not answer ({}); filters keep Spark's own "
@@ -92,8 +108,8 @@ final class EstimatesClient {
     return Double.isNaN(answer) ? null : answer;
   }
 
-  private double ask(String location, String snapshot, String predicate, String token,
-      long timeoutMillis) throws Exception {
+  private double ask(String location, String snapshot, String kind, String asked,
+      String token, long timeoutMillis) throws Exception {
     ObjectNode body = JSON.createObjectNode();
     body.put("location", location);
     if (snapshot.isEmpty()) { // a Parquet directory: statistics of no snapshot
@@ -101,8 +117,18 @@ final class EstimatesClient {
     } else {
       body.put("snapshot_id", Long.parseLong(snapshot));
     }
-    body.putArray("where").add(predicate);
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url + "/api/estimate"))
+    String route;
+    if (kind.equals("where")) {
+      body.putArray("where").add(asked);
+      route = "/api/estimate";
+    } else {
+      com.fasterxml.jackson.databind.node.ArrayNode columns = body.putArray("columns");
+      for (String column : asked.split(",")) {
+        columns.add(column);
+      }
+      route = "/api/group-distinct";
+    }
+    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url + route))
         .timeout(Duration.ofMillis(timeoutMillis))
         .header("Content-Type", "application/json")
         .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)));
@@ -117,13 +143,14 @@ final class EstimatesClient {
     }
     JsonNode answer = JSON.readTree(response.body());
     if (status != 200) {
-      LOG.debug("lakestats: no estimate of {}: {}", predicate, answer.path("error"));
+      LOG.debug("lakestats: no answer for {}: {}", asked, answer.path("error"));
       return REFUSED;
     }
-    JsonNode rows = answer.path("estimates").path(0).path("row_count");
-    if (!rows.isNumber() || rows.asDouble() < 0) {
-      throw new IllegalStateException("an answer without a row count");
+    JsonNode number = kind.equals("where")
+        ? answer.path("estimates").path(0).path("row_count") : answer.path("distinct_count");
+    if (!number.isNumber() || number.asDouble() < 0) {
+      throw new IllegalStateException("an answer without a count");
     }
-    return rows.asDouble();
+    return number.asDouble();
   }
 }

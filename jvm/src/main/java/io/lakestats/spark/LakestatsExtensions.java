@@ -12,16 +12,16 @@ import scala.runtime.BoxedUnit;
  * statistics for the snapshot it reads ({@link StatisticsRule}); and, when a lakestats service
  * is named ({@code spark.lakestats.estimates.url}), a rule after push-down (and in adaptive
  * execution's re-optimization) that gives each Filter over such a scan lakestats' estimate of
- * its rows ({@link FilterEstimates}).
+ * its rows ({@link ServiceEstimates}).
  */
 public final class LakestatsExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
     extensions.injectPreCBORule(session -> {
-      FilterEstimates.install(session);
+      ServiceEstimates.install(session);
       return new StatisticsRule(session);
     });
-    extensions.injectRuntimeOptimizerRule(session -> new FilterEstimates());
+    extensions.injectRuntimeOptimizerRule(session -> new ServiceEstimates());
     return BoxedUnit.UNIT;
   }
 }

@@ -225,7 +225,7 @@ final class SnapshotStatistics {
 
   /**
    * What a scan's {@code estimateStatistics} returns, knowing which snapshot statistics it came
-   * from: the filter estimates ({@link FilterEstimates}) ask lakestats about that snapshot.
+   * from: the filter estimates ({@link ServiceEstimates}) ask lakestats about that snapshot.
    */
   static final class Reported implements Statistics {
     final SnapshotStatistics origin;

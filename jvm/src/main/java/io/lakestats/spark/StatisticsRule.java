@@ -273,7 +273,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
     table = (CatalogTable) Reflect.copyWith(table, "stats", Option.apply(catalogStats));
     table = (CatalogTable) Reflect.copyWith(table, "properties",
         table.properties().updated(MARK, Long.toString(stats.version))
-            .updated(FilterEstimates.LOCATION, location).updated(FilterEstimates.SNAPSHOT, version));
+            .updated(ServiceEstimates.LOCATION, location).updated(ServiceEstimates.SNAPSHOT, version));
     return (LogicalPlan) Reflect.copyWith(relation, "catalogTable", Option.apply(table));
   }
 

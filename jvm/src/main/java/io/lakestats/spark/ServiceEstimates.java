@@ -16,9 +16,12 @@ import org.apache.spark.sql.catalyst.expressions.AttributeMap;
 import org.apache.spark.sql.catalyst.expressions.AttributeMap$;
 import org.apache.spark.sql.catalyst.expressions.AttributeSet;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.ColumnStat;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Statistics;
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils$;
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.FilterEstimation;
@@ -36,7 +39,10 @@ import scala.math.BigInt;
 /**
  * Gives each Filter over a scan that has lakestats' statistics the row count lakestats
  * estimates for its condition and the scan's snapshot ({@link EstimatesClient}: the service's
- * {@code POST /api/estimate}, when {@code spark.lakestats.estimates.url} names one).
+ * {@code POST /api/estimate}, when {@code spark.lakestats.estimates.url} names one), and each
+ * aggregate over such a scan by two or more columns lakestats' count of their distinct
+ * combinations ({@code POST /api/group-distinct}: a column group's count where one holds them;
+ * Spark multiplies the columns' distinct counts).
  *
  * <p>Spark estimates a Filter itself ({@code FilterEstimation}: one column's histogram or
  * distinct count per condition, conditions multiplied as if independent, no value frequencies
@@ -51,7 +57,7 @@ import scala.math.BigInt;
  * Join reordering ({@code spark.sql.cbo.joinReorder.enabled}, off by default) and dynamic
  * partition pruning run before this rule and see Spark's own filter estimates.
  */
-final class FilterEstimates extends Rule<LogicalPlan> {
+final class ServiceEstimates extends Rule<LogicalPlan> {
   /** The lakestats service to ask, e.g. {@code http://127.0.0.1:8080}; unset: not asked. */
   static final String URL = "spark.lakestats.estimates.url";
   /** A token of the service (when it has tokens), sent as {@code Authorization: Bearer}. */
@@ -66,7 +72,7 @@ final class FilterEstimates extends Rule<LogicalPlan> {
   static final String LOCATION = "lakestats.location";
   static final String SNAPSHOT = "lakestats.snapshot";
 
-  private static final Logger LOG = LoggerFactory.getLogger(FilterEstimates.class);
+  private static final Logger LOG = LoggerFactory.getLogger(ServiceEstimates.class);
 
   /**
    * Adds the rule to the session's user-provided optimizer rules ({@code
@@ -82,13 +88,13 @@ final class FilterEstimates extends Rule<LogicalPlan> {
               "extraOptimizations");
       List<Rule<LogicalPlan>> current = Scala.list(rules);
       for (Rule<LogicalPlan> rule : current) {
-        if (rule.getClass().getName().equals(FilterEstimates.class.getName())) {
+        if (rule.getClass().getName().equals(ServiceEstimates.class.getName())) {
           return;
         }
       }
       scala.collection.immutable.List<Rule<LogicalPlan>> out =
           scala.collection.immutable.List$.MODULE$.empty();
-      out = out.$colon$colon(new FilterEstimates());
+      out = out.$colon$colon(new ServiceEstimates());
       for (int i = current.size() - 1; i >= 0; i--) {
         out = out.$colon$colon(current.get(i));
       }
@@ -112,29 +118,32 @@ final class FilterEstimates extends Rule<LogicalPlan> {
       return plan;
     }
     try {
-      List<Filter> filters = new ArrayList<>();
-      collect(plan, filters);
-      if (filters.isEmpty()) {
+      List<LogicalPlan> nodes = new ArrayList<>();
+      collect(plan, nodes);
+      if (nodes.isEmpty()) {
         return plan;
       }
       long timeout = Long.parseLong(conf.getConfString(TIMEOUT, "200"));
       EstimatesClient client = EstimatesClient.of(url, timeout);
       String token = conf.getConfString(TOKEN, "");
-      Map<Filter, Statistics> found = new IdentityHashMap<>();
-      for (Filter filter : filters) {
+      Map<LogicalPlan, Statistics> found = new IdentityHashMap<>();
+      for (LogicalPlan node : nodes) {
         long started = System.nanoTime();
-        Statistics stats = estimate(filter, client, token, timeout);
+        Statistics stats = node instanceof Filter
+            ? estimate((Filter) node, client, token, timeout)
+            : groups((Aggregate) node, client, token, timeout);
         if (stats != null) {
-          found.put(filter, stats);
+          found.put(node, stats);
         }
         if (LOG.isDebugEnabled()) { // what the planner spent on it (bench/filter_estimates.py)
-          LOG.debug("lakestats: filter estimate {} in {} us", stats == null ? "kept Spark's"
-              : stats.rowCount().get(), (System.nanoTime() - started) / 1000);
+          LOG.debug("lakestats: {} estimate {} in {} us", node.nodeName().toLowerCase(),
+              stats == null ? "kept Spark's" : stats.rowCount().get(),
+              (System.nanoTime() - started) / 1000);
         }
       }
       if (!found.isEmpty()) {
-        plan.invalidateStatsCache(); // nodes above derive theirs from the Filters' again
-        for (Map.Entry<Filter, Statistics> entry : found.entrySet()) {
+        plan.invalidateStatsCache(); // nodes above derive theirs from these again
+        for (Map.Entry<LogicalPlan, Statistics> entry : found.entrySet()) {
           entry.getKey().statsCache_$eq(Option.apply(entry.getValue()));
         }
       }
@@ -144,14 +153,91 @@ final class FilterEstimates extends Rule<LogicalPlan> {
     return plan;
   }
 
-  /** Filters directly over a scan with lakestats' statistics. */
-  private static void collect(LogicalPlan node, List<Filter> out) {
+  /** Filters directly over a scan with lakestats' statistics, and aggregates over one. */
+  private static void collect(LogicalPlan node, List<LogicalPlan> out) {
     if (node instanceof Filter && origin(((Filter) node).child()) != null) {
-      out.add((Filter) node);
+      out.add(node);
+    } else if (node instanceof Aggregate && grouping((Aggregate) node) != null) {
+      out.add(node);
     }
     for (LogicalPlan child : Scala.list(node.children())) {
       collect(child, out);
     }
+  }
+
+  /**
+   * The grouping columns of an aggregate over a scan with lakestats' statistics (through a
+   * projection of columns), comma-separated, when there are two or more, else null.
+   */
+  private static String grouping(Aggregate aggregate) {
+    LogicalPlan child = aggregate.child();
+    if (child instanceof Project) {
+      for (org.apache.spark.sql.catalyst.expressions.NamedExpression e
+          : Scala.list(((Project) child).projectList())) {
+        if (!(e instanceof AttributeReference)) {
+          return null;
+        }
+      }
+      child = ((Project) child).child();
+    }
+    List<Expression> keys = Scala.list(aggregate.groupingExpressions());
+    if (keys.size() < 2 || origin(child) == null) {
+      return null;
+    }
+    List<String> names = new ArrayList<>();
+    for (Expression key : keys) {
+      if (!(key instanceof AttributeReference)
+          || ((AttributeReference) key).name().contains(",")) {
+        return null;
+      }
+      names.add(((AttributeReference) key).name());
+    }
+    return String.join(",", names);
+  }
+
+  /** The scan under an aggregate that {@link #grouping} accepted. */
+  private static LogicalPlan scanOf(Aggregate aggregate) {
+    LogicalPlan child = aggregate.child();
+    return child instanceof Project ? ((Project) child).child() : child;
+  }
+
+  /**
+   * The aggregate's statistics from lakestats' count of the grouping columns' distinct
+   * combinations (a column group's, or bounded by each column's own), or null.
+   */
+  private static Statistics groups(Aggregate aggregate, EstimatesClient client, String token,
+      long timeout) {
+    LogicalPlan scan = scanOf(aggregate);
+    Statistics before = aggregate.child().stats();
+    if (before.rowCount().isEmpty()) {
+      return null;
+    }
+    String[] origin = origin(scan);
+    Double distinct = client.distinct(origin[0], origin[1], grouping(aggregate), token, timeout);
+    if (distinct == null) {
+      return null;
+    }
+    BigInt count = BigInt.apply(BigDecimal.valueOf(distinct).setScale(0, RoundingMode.CEILING)
+        .toBigInteger()).min(before.rowCount().get());
+    Map<Attribute, ColumnStat> columns = new LinkedHashMap<>();
+    for (Attribute attribute : Scala.list(aggregate.output())) {
+      Option<ColumnStat> stat = before.attributeStats().get(attribute);
+      if (stat.isDefined()) {
+        ColumnStat chosen = stat.get();
+        if (chosen.distinctCount().isDefined()) {
+          try {
+            chosen = (ColumnStat) Reflect.copyWith(chosen, "distinctCount",
+                Option.apply(chosen.distinctCount().get().min(count)));
+          } catch (ReflectiveOperationException e) {
+            continue;
+          }
+        }
+        columns.put(attribute, chosen);
+      }
+    }
+    AttributeMap<ColumnStat> map = AttributeMap$.MODULE$.apply(Scala.map(columns));
+    BigInt size = EstimationUtils$.MODULE$.getOutputSize(aggregate.output(), count, map);
+    return new Statistics(size, Option.apply(count), map, false);
   }
 
   /** {location, snapshot} of the statistics a scan reports, or null. */
