@@ -23,7 +23,7 @@ component, the total lower. ``--explain DIR`` writes each query's ``EXPLAIN COST
 and way (``<format>-<query>-<way>.txt``); ``--runs 0`` plans without executing.
 
     python -m bench.interop_queries [--scale 1] [--runs 3] [--queries Q8,Q9]
-        [--formats iceberg,delta] [--explain DIR]
+        [--formats iceberg,delta] [--explain DIR] [--jar build/jvm/lakestats-spark.jar]
 """
 
 from __future__ import annotations
@@ -151,6 +151,8 @@ def main() -> None:
     parser.add_argument("--queries", default="", help="e.g. Q8,Q9 (default: all 22)")
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--explain", type=Path, help="a directory for EXPLAIN COST texts")
+    parser.add_argument("--jar", type=Path, default=JARS[0],
+                        help=f"the component's jar (default {JARS[0].relative_to(ROOT)})")
     args = parser.parse_args()
     require_built()
     texts = queries(args.scale)
@@ -181,8 +183,8 @@ def main() -> None:
         args.explain.mkdir(parents=True, exist_ok=True)
     spec = Path(tempfile.mkdtemp(prefix="interop-queries-")) / "spec.json"
     spec.write_text(json.dumps({
-        "jars": [str(p) for p in JARS], "extensions": EXTENSIONS, "tables": tables,
-        "queries": texts, "ways": WAYS, "runs": args.runs,
+        "jars": [str(args.jar.resolve()), *map(str, JARS[1:])], "extensions": EXTENSIONS,
+        "tables": tables, "queries": texts, "ways": WAYS, "runs": args.runs,
         "explain": str(args.explain.resolve()) if args.explain else None}))
     done = subprocess.run(
         [str(PYTHON), str(ROOT / "bench" / "interop_queries_spark.py"), str(spec)],
