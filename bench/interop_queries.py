@@ -1,24 +1,29 @@
-"""Wall time of TPC-H queries whose join order depends on statistics.
+"""Wall time of the 22 TPC-H queries on Spark with and without lakestats' Spark component.
 
-All eight TPC-H tables (``--scale``, default 1) as Iceberg tables (pyiceberg, SQLite catalog
-under bench/data), each analyzed with ``lakestats analyze --exact`` (timed: it commits the
-Puffin file and writes the Spark component's statistics). Then one Spark 4.1 process
-(``.venv-interop``, the runtimes of ``bench/interop.py``, ``make interop jars jvm``) with
-``spark.sql.cbo.enabled`` and ``spark.sql.cbo.joinReorder.enabled`` runs the join-heavy
-queries Q5, Q7, Q8, Q9 and Q10 three ways, three times each (median):
+All eight TPC-H tables (``--scale``, default 1) as unpartitioned Iceberg tables (pyiceberg,
+SQLite catalog under bench/data) and Delta tables (delta-rs), each analyzed with ``lakestats
+analyze --exact`` (timed: it commits the Iceberg Puffin file and writes the component's
+statistics). Then one Spark 4.1 process (``.venv-interop``, the runtimes of
+``bench/interop.py``, ``make interop jars jvm``) with ``spark.sql.cbo.enabled`` and
+``spark.sql.cbo.joinReorder.enabled`` runs each query (``bench/tpch_queries.py``: the
+specification's texts and validation parameters) per format two ways, alternating, ``--runs``
+times each (median):
 
-* ``row counts``: what Iceberg's scan reports alone (row count and size, no column stats);
-* ``puffin``: Iceberg's ``report-column-stats`` on: the Puffin ``ndv`` of each column too;
-* ``lakestats``: lakestats' Spark component (distinct counts, min/max, nulls, lengths and
+* ``without``: the component off and Iceberg's ``report-column-stats`` off: the row count
+  and size the scan reports alone (Delta: its size);
+* ``with``: lakestats' component (row count, distinct counts, min/max, nulls, lengths and
   histograms of the snapshot read).
 
-Per query and way: the median wall time, the join strategies Spark chose (broadcast hash /
-shuffled hash / sort-merge joins in the executed plan), the order in which the optimized
-plan joins the tables, and whether the answer equals DuckDB's on the same Parquet files
-(the statistics may change the plan, never the rows). No query-time target:
-the figures say what changed and what did not.
+Per query and format: the median wall time each way and their ratio (with / without),
+whether the optimizer chose another physical plan (join order or strategy: broadcast hash /
+shuffled hash / sort-merge joins in the executed plan), and whether the answers are the same
+both ways and equal to DuckDB's on the same Parquet files (the statistics may change the plan,
+never the rows). Then the totals per format. Target: no query slower than 1.05x with the
+component, the total lower. ``--explain DIR`` writes each query's ``EXPLAIN COST`` per format
+and way (``<format>-<query>-<way>.txt``); ``--runs 0`` plans without executing.
 
-    python -m bench.interop_queries [--scale 1] [--runs 3]
+    python -m bench.interop_queries [--scale 1] [--runs 3] [--queries Q8,Q9]
+        [--formats iceberg,delta] [--explain DIR] [--jar build/jvm/lakestats-spark.jar]
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -36,62 +43,15 @@ import pyarrow.parquet as pq
 
 from bench.common import DATA, machine
 from bench.interop import EXTENSIONS, JARS, PYTHON, ROOT, analyze_exact, require_built
-from bench.interop import WAYS as ESTIMATE_WAYS
+from bench.tpch_queries import queries
 
 TABLES = ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"]
-# bench/interop.py's ways but the one without histograms (its jars and extensions too)
-WAYS = {"row counts": ESTIMATE_WAYS["defaults"], "puffin": ESTIMATE_WAYS["puffin"],
-        "lakestats": ESTIMATE_WAYS["lakestats"]}
-# TPC-H's join-heavy queries with the specification's validation parameters
-QUERIES = {
-    "Q5": """
-SELECT n_name, sum(l_extendedprice * (1 - l_discount)) AS revenue
-FROM customer, orders, lineitem, supplier, nation, region
-WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey AND l_suppkey = s_suppkey
-  AND c_nationkey = s_nationkey AND s_nationkey = n_nationkey AND n_regionkey = r_regionkey
-  AND r_name = 'ASIA' AND o_orderdate >= DATE '1994-01-01' AND o_orderdate < DATE '1995-01-01'
-GROUP BY n_name ORDER BY revenue DESC""",
-    "Q7": """
-SELECT supp_nation, cust_nation, l_year, sum(volume) AS revenue FROM (
-  SELECT n1.n_name AS supp_nation, n2.n_name AS cust_nation, year(l_shipdate) AS l_year,
-         l_extendedprice * (1 - l_discount) AS volume
-  FROM supplier, lineitem, orders, customer, nation n1, nation n2
-  WHERE s_suppkey = l_suppkey AND o_orderkey = l_orderkey AND c_custkey = o_custkey
-    AND s_nationkey = n1.n_nationkey AND c_nationkey = n2.n_nationkey
-    AND ((n1.n_name = 'FRANCE' AND n2.n_name = 'GERMANY')
-      OR (n1.n_name = 'GERMANY' AND n2.n_name = 'FRANCE'))
-    AND l_shipdate BETWEEN DATE '1995-01-01' AND DATE '1996-12-31') AS shipping
-GROUP BY supp_nation, cust_nation, l_year ORDER BY supp_nation, cust_nation, l_year""",
-    "Q8": """
-SELECT o_year, sum(CASE WHEN nation = 'BRAZIL' THEN volume ELSE 0 END) / sum(volume) AS share
-FROM (
-  SELECT year(o_orderdate) AS o_year, l_extendedprice * (1 - l_discount) AS volume,
-         n2.n_name AS nation
-  FROM part, supplier, lineitem, orders, customer, nation n1, nation n2, region
-  WHERE p_partkey = l_partkey AND s_suppkey = l_suppkey AND l_orderkey = o_orderkey
-    AND o_custkey = c_custkey AND c_nationkey = n1.n_nationkey
-    AND n1.n_regionkey = r_regionkey AND r_name = 'AMERICA' AND s_nationkey = n2.n_nationkey
-    AND o_orderdate BETWEEN DATE '1995-01-01' AND DATE '1996-12-31'
-    AND p_type = 'ECONOMY ANODIZED STEEL') AS all_nations
-GROUP BY o_year ORDER BY o_year""",
-    "Q9": """
-SELECT nation, o_year, sum(amount) AS sum_profit FROM (
-  SELECT n_name AS nation, year(o_orderdate) AS o_year,
-         l_extendedprice * (1 - l_discount) - ps_supplycost * l_quantity AS amount
-  FROM part, supplier, lineitem, partsupp, orders, nation
-  WHERE s_suppkey = l_suppkey AND ps_suppkey = l_suppkey AND ps_partkey = l_partkey
-    AND p_partkey = l_partkey AND o_orderkey = l_orderkey AND s_nationkey = n_nationkey
-    AND p_name LIKE '%green%') AS profit
-GROUP BY nation, o_year ORDER BY nation, o_year DESC""",
-    "Q10": """
-SELECT c_custkey, c_name, sum(l_extendedprice * (1 - l_discount)) AS revenue, c_acctbal,
-       n_name, c_address, c_phone, c_comment
-FROM customer, orders, lineitem, nation
-WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey
-  AND o_orderdate >= DATE '1993-10-01' AND o_orderdate < DATE '1994-01-01'
-  AND l_returnflag = 'R' AND c_nationkey = n_nationkey
-GROUP BY c_custkey, c_name, c_acctbal, c_phone, n_name, c_address, c_comment
-ORDER BY revenue DESC LIMIT 20""",
+FORMATS = ["iceberg", "delta"]
+WAYS = {
+    "without": {"spark.lakestats.enabled": "false",
+                "spark.sql.iceberg.report-column-stats": "false"},
+    "with": {"spark.lakestats.enabled": "true", "spark.lakestats.histograms": "true",
+             "spark.sql.iceberg.report-column-stats": "true"},
 }
 
 
@@ -162,58 +122,121 @@ def same_answer(spark_rows: list[list[str]], duckdb_rows: list[list[object]]) ->
         for x, y in zip(a, b, strict=True))
 
 
-def duckdb_answers(source: Path) -> dict[str, list[list[object]]]:
+def delta_tables(source: Path) -> dict[str, str]:
+    """Each table as an unpartitioned Delta table written by delta-rs: its directory."""
+    from deltalake import write_deltalake
+
+    out = {}
+    for name in TABLES:
+        path = source.parent / "delta_all" / name
+        if not (path.parent / f"{name}.done").exists():
+            shutil.rmtree(path, ignore_errors=True)
+            write_deltalake(str(path), pq.read_table(source / f"{name}.parquet"))
+            (path.parent / f"{name}.done").touch()
+        out[name] = str(path)
+    return out
+
+
+def duckdb_answers(source: Path, texts: dict[str, str]) -> dict[str, list[list[object]]]:
     con = duckdb.connect()
     for name in TABLES:
         con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{source / name}.parquet')")
-    return {q: [list(r) for r in con.execute(sql).fetchall()] for q, sql in QUERIES.items()}
+    return {q: [list(r) for r in con.execute(sql).fetchall()] for q, sql in texts.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3, help="per query and way; 0: plans only")
+    parser.add_argument("--queries", default="", help="e.g. Q8,Q9 (default: all 22)")
+    parser.add_argument("--formats", default=",".join(FORMATS))
+    parser.add_argument("--explain", type=Path, help="a directory for EXPLAIN COST texts")
+    parser.add_argument("--jar", type=Path, default=JARS[0],
+                        help=f"the component's jar (default {JARS[0].relative_to(ROOT)})")
     args = parser.parse_args()
     require_built()
+    texts = queries(args.scale)
+    if args.queries:
+        chosen = [q.strip().upper() for q in args.queries.split(",")]
+        unknown = [q for q in chosen if q not in texts]
+        if unknown:
+            raise SystemExit(f"no such TPC-H query: {', '.join(unknown)}")
+        texts = {q: texts[q] for q in chosen}
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    if not formats or any(f not in FORMATS for f in formats):
+        raise SystemExit(f"--formats: some of {', '.join(FORMATS)}")
     source = tpch_tables(args.scale)
-    warehouse, metadata = iceberg_tables(source)
-    print(f"machine: {machine()}; TPC-H scale {args.scale:g}, 8 Iceberg tables; "
-          f"{args.runs} runs per query and way", flush=True)
-    took = sum(analyze_exact([f"tpch.{name}", "--warehouse", str(warehouse)]) for name in TABLES)
-    print(f"lakestats analyze --exact of the 8 tables: {took:.1f} s (a table analyzed "
-          "before and unchanged since publishes nothing)", flush=True)
+    tables: dict[str, dict[str, str]] = {}
+    print(f"machine: {machine()}; TPC-H scale {args.scale:g}, 8 tables as "
+          f"{' and '.join(formats)}; {args.runs} runs per query, format and way", flush=True)
+    if "iceberg" in formats:
+        warehouse, tables["iceberg"] = iceberg_tables(source)
+        took = sum(analyze_exact([f"tpch.{name}", "--warehouse", str(warehouse)])
+                   for name in TABLES)
+        print(f"lakestats analyze --exact of the 8 Iceberg tables: {took:.1f} s (a table "
+              "analyzed before and unchanged since publishes nothing)", flush=True)
+    if "delta" in formats:
+        tables["delta"] = delta_tables(source)
+        took = sum(analyze_exact([path]) for path in tables["delta"].values())
+        print(f"lakestats analyze --exact of the 8 Delta tables: {took:.1f} s", flush=True)
+    if args.explain:
+        args.explain.mkdir(parents=True, exist_ok=True)
     spec = Path(tempfile.mkdtemp(prefix="interop-queries-")) / "spec.json"
-    spec.write_text(json.dumps({"jars": [str(p) for p in JARS], "extensions": EXTENSIONS,
-                                "tables": metadata, "queries": QUERIES, "ways": WAYS,
-                                "runs": args.runs}))
+    spec.write_text(json.dumps({
+        "jars": [str(args.jar.resolve()), *map(str, JARS[1:])], "extensions": EXTENSIONS,
+        "tables": tables, "queries": texts, "ways": WAYS, "runs": args.runs,
+        "explain": str(args.explain.resolve()) if args.explain else None}))
     done = subprocess.run(
         [str(PYTHON), str(ROOT / "bench" / "interop_queries_spark.py"), str(spec)],
-        capture_output=True, text=True, timeout=5400, check=False)
+        capture_output=True, text=True, timeout=4 * 3600, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the Spark run failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    expected = duckdb_answers(source)
-    print(f"Spark {result['spark']}; wall seconds, median of {args.runs}; joins: broadcast "
-          "hash / shuffled hash / sort-merge\n")
-    print(f"{'query':6s}" + "".join(f"{way:>28s}" for way in WAYS) + "   same answer")
-    wrong = []
-    for query in QUERIES:
-        line = f"{query:6s}"
-        for way in WAYS:
-            run = result["runs"][way][query]
-            joins = "/".join(str(run["joins"][k]) for k in ("broadcast", "shuffled", "merge"))
-            line += f"{run['seconds']:>18.2f} s {joins:>7s}"
-            if not same_answer(run["rows"], expected[query]):
-                wrong.append(f"{query} {way}")
-        print(line + ("   yes" if not any(w.startswith(query + " ") for w in wrong) else "   NO"))
-    print("\njoin order of the optimized plan (tables as the plan's leaves read them):")
-    for query in QUERIES:
-        orders = {way: " ".join(result["runs"][way][query]["order"]) for way in WAYS}
-        same = len(set(orders.values())) == 1
-        print(f"  {query}: " + ("the same every way: " + orders["row counts"] if same else
-                                "; ".join(f"{way}: {order}" for way, order in orders.items())))
+    expected = duckdb_answers(source, texts) if args.runs else {}
+    print(f"Spark {result['spark']}; wall seconds, median of {args.runs}; plan: the physical "
+          "plan with the component differs (joins: broadcast hash / shuffled hash / "
+          "sort-merge, without -> with)\n")
+    print(f"{'query':6s}{'format':9s}{'without':>10s}{'with':>10s}{'ratio':>8s}   "
+          f"{'plan':28s}same answer")
+    wrong, slower = [], []
+    for fmt in formats:
+        total = {way: 0.0 for way in WAYS}
+        for query in texts:
+            run = result["runs"][fmt][query]
+            joins = {way: "/".join(str(run[way]["joins"][k])
+                                   for k in ("broadcast", "shuffled", "merge")) for way in WAYS}
+            changed = run["without"]["plan"] != run["with"]["plan"]
+            plan = (f"changed {joins['without']} -> {joins['with']}" if changed
+                    else f"same {joins['with']}")
+            if not args.runs:
+                print(f"{query:6s}{fmt:9s}{'':>10s}{'':>10s}{'':>8s}   {plan}")
+                continue
+            median = {way: statistics.median(run[way]["seconds"]) for way in WAYS}
+            for way in WAYS:
+                total[way] += median[way]
+            ratio = median["with"] / median["without"]
+            same = (same_answer(run["with"]["rows"], run["without"]["rows"])
+                    and all(same_answer(run[way]["rows"], expected[query]) for way in WAYS))
+            if not same:
+                wrong.append(f"{query} {fmt}")
+            if ratio > 1.05:
+                slower.append(f"{query} {fmt} {ratio:.2f}x")
+            print(f"{query:6s}{fmt:9s}{median['without']:>10.2f}{median['with']:>10.2f}"
+                  f"{ratio:>7.2f}x   {plan:28s}{'yes' if same else 'NO'}")
+        if args.runs:
+            print(f"{'total':6s}{fmt:9s}{total['without']:>10.2f}{total['with']:>10.2f}"
+                  f"{total['with'] / total['without']:>7.2f}x\n")
+    print("join order of the optimized plan where it differs (tables as its leaves read them):")
+    for fmt in formats:
+        for query in texts:
+            run = result["runs"][fmt][query]
+            orders = {way: " ".join(run[way]["order"]) for way in WAYS}
+            if orders["without"] != orders["with"]:
+                print(f"  {fmt} {query}: " + "; ".join(f"{w}: {o}" for w, o in orders.items()))
+    if slower:
+        print(f"slower than 1.05x with the component: {', '.join(slower)}")
     if wrong:
-        raise SystemExit(f"answers differ from DuckDB's: {', '.join(wrong)}")
+        raise SystemExit(f"answers differ (both ways or from DuckDB's): {', '.join(wrong)}")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ final class PaimonScans {
    * builder pushes them another way) keeps Paimon's own statistics.
    */
   static Scan withStatistics(Scan scan, Map<String, String> roots, Configuration hadoop,
-      boolean histograms, boolean kept) {
+      java.util.Set<String> histograms, boolean kept) {
     if (!scan.getClass().getName().equals(PAIMON_SCAN)) {
       return scan; // e.g. a pushed-down aggregate's local scan
     }
@@ -87,7 +87,7 @@ final class PaimonScans {
 
   /** lakestats' statistics of the one snapshot the scan's splits come from, or null. */
   private static Statistics lookup(Scan scan, Map<String, String> roots, Configuration hadoop,
-      boolean histograms, boolean kept) {
+      java.util.Set<String> histograms, boolean kept) {
     try {
       Object reserved = Reflect.call(scan, "reservedFilters");
       if (!kept && !(reserved instanceof scala.collection.Seq

@@ -5,9 +5,11 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import org.apache.spark.sql.catalyst.catalog.CatalogColumnStat;
 import org.apache.spark.sql.catalyst.catalog.CatalogColumnStat$;
 import org.apache.spark.sql.catalyst.catalog.CatalogStatistics;
@@ -173,14 +175,17 @@ final class SnapshotStatistics {
     return node.asLong();
   }
 
-  /** Spark's catalog form of a column's statistics, or none (no statistics, or another type). */
-  Optional<CatalogColumnStat> catalogStat(String name, DataType type, boolean histograms) {
+  /**
+   * Spark's catalog form of a column's statistics, or none (no statistics, or another type);
+   * its histogram only when {@code histograms} names the column (in lower case).
+   */
+  Optional<CatalogColumnStat> catalogStat(String name, DataType type, Set<String> histograms) {
     Column column = columns.get(name);
     if (column == null || !compatible(column.type, type)) {
       return Optional.empty();
     }
     CatalogColumnStat stat = column.stat;
-    if (histograms && column.histogram != null) {
+    if (column.histogram != null && histograms.contains(name.toLowerCase(Locale.ROOT))) {
       try {
         stat = (CatalogColumnStat) Reflect.copyWith(stat, "histogram",
             Option.apply(column.histogram));
@@ -193,7 +198,7 @@ final class SnapshotStatistics {
 
   /** The v1 form: a catalog table's statistics (Delta's relation reads them). */
   CatalogStatistics catalogStatistics(
-      scala.collection.Seq<AttributeReference> output, boolean histograms) {
+      scala.collection.Seq<AttributeReference> output, Set<String> histograms) {
     Map<String, CatalogColumnStat> stats = new HashMap<>();
     for (AttributeReference attribute : Scala.list(output)) {
       catalogStat(attribute.name(), attribute.dataType(), histograms).ifPresent(s -> stats.put(attribute.name(), s));
@@ -205,7 +210,7 @@ final class SnapshotStatistics {
   }
 
   /** The v2 form: what a scan reading {@code schema} returns from {@code estimateStatistics}. */
-  Statistics scanStatistics(StructType schema, boolean histograms) {
+  Statistics scanStatistics(StructType schema, Set<String> histograms) {
     Map<NamedReference, ColumnStatistics> stats = new HashMap<>();
     long rowSize = 8;
     for (StructField field : schema.fields()) {

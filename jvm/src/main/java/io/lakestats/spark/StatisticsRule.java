@@ -3,7 +3,10 @@ package io.lakestats.spark;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Method;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.TableIdentifier$;
@@ -12,6 +15,8 @@ import org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat;
 import org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat$;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
 import org.apache.spark.sql.catalyst.catalog.CatalogTableType$;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.read.Scan;
@@ -67,9 +72,12 @@ final class StatisticsRule extends Rule<LogicalPlan> {
   /** {@code location=root,location=root}: tables analyzed with {@code --stats-root}. */
   static final String ROOTS = "spark.lakestats.roots";
   /**
-   * {@code false}: no histograms (distinct counts, min/max and the rest only). Spark estimates
-   * an equi-join from both keys' histograms when both have one, and does not scale a key's
-   * histogram down after a filter on another column: such joins are estimated as unfiltered.
+   * {@code false}: no histograms (distinct counts, min/max and the rest only). With it on (the
+   * default) a scan gets the histograms of the columns the Filter directly above it reads, and
+   * no others: a histogram serves that Filter's estimate. Spark also estimates an equi-join
+   * from both keys' histograms when both have one, but never scales a histogram down after a
+   * filter or join on other columns: a key's histogram would have a filtered table's join
+   * estimated as unfiltered. Joins are estimated from distinct counts, which Spark does scale.
    */
   static final String HISTOGRAMS = "spark.lakestats.histograms";
 
@@ -103,25 +111,52 @@ final class StatisticsRule extends Rule<LogicalPlan> {
     }
     Map<String, String> roots = roots(conf.getConfString(ROOTS, ""));
     boolean histograms = Boolean.parseBoolean(conf.getConfString(HISTOGRAMS, "true"));
-    return plan.transformUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
+    // top down: a Filter directly above a scan is seen first, and names the columns whose
+    // histograms the scan gets; the scan it returns is wrapped or marked, left alone below
+    return plan.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
       @Override
       public boolean isDefinedAt(LogicalPlan node) {
-        return node instanceof DataSourceV2Relation || node instanceof LogicalRelation;
+        return isRelation(node) || node instanceof Filter && isRelation(((Filter) node).child());
       }
 
       @Override
       public LogicalPlan apply(LogicalPlan node) {
-        try {
-          if (node instanceof DataSourceV2Relation) {
-            return v2((DataSourceV2Relation) node, roots, histograms);
-          }
-          return v1((LogicalRelation) node, roots, histograms);
-        } catch (Exception | LinkageError e) {
-          LOG.warn("lakestats: no statistics for {}: {}", node.nodeName(), e.toString());
-          return node;
+        if (node instanceof Filter) {
+          Filter filter = (Filter) node;
+          LogicalPlan scan = statistics(filter.child(), roots,
+              histograms ? filtered(filter) : Set.of());
+          return scan == filter.child() ? filter : new Filter(filter.condition(), scan);
         }
+        return statistics(node, roots, Set.of());
       }
     });
+  }
+
+  private static boolean isRelation(LogicalPlan node) {
+    return node instanceof DataSourceV2Relation || node instanceof LogicalRelation;
+  }
+
+  /** The columns a Filter reads (lower case): the ones that get a histogram. */
+  private static Set<String> filtered(Filter filter) {
+    Set<String> out = new HashSet<>();
+    for (Attribute attribute : Scala.list(filter.condition().references().toSeq())) {
+      out.add(attribute.name().toLowerCase(Locale.ROOT));
+    }
+    return out;
+  }
+
+  /** The relation with lakestats' statistics, histograms for {@code histograms} only. */
+  private LogicalPlan statistics(LogicalPlan node, Map<String, String> roots,
+      Set<String> histograms) {
+    try {
+      if (node instanceof DataSourceV2Relation) {
+        return v2((DataSourceV2Relation) node, roots, histograms);
+      }
+      return v1((LogicalRelation) node, roots, histograms);
+    } catch (Exception | LinkageError e) {
+      LOG.warn("lakestats: no statistics for {}: {}", node.nodeName(), e.toString());
+      return node;
+    }
   }
 
   private Configuration hadoop() {
@@ -133,7 +168,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
    * rule runs before Spark's push-down makes the scan; the snapshot is known only then).
    */
   private LogicalPlan v2(DataSourceV2Relation relation, Map<String, String> roots,
-      boolean histograms) throws Exception {
+      Set<String> histograms) throws Exception {
     Table table = relation.table();
     String kind = table.getClass().getName();
     if (!kind.equals(ICEBERG_TABLE) && !kind.equals(PAIMON_TABLE)) {
@@ -165,7 +200,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
 
   /** The scan, reporting lakestats' statistics of its snapshot when there are some. */
   static Scan withStatistics(
-      Scan scan, Map<String, String> roots, Configuration hadoop, boolean histograms) {
+      Scan scan, Map<String, String> roots, Configuration hadoop, Set<String> histograms) {
     try {
       if (!scan.getClass().getName().equals(ICEBERG_SCAN)) {
         return scan; // e.g. a pushed-down aggregate's local scan
@@ -233,7 +268,8 @@ final class StatisticsRule extends Rule<LogicalPlan> {
     return false;
   }
 
-  private LogicalPlan v1(LogicalRelation relation, Map<String, String> roots, boolean histograms)
+  private LogicalPlan v1(LogicalRelation relation, Map<String, String> roots,
+      Set<String> histograms)
       throws Exception {
     if (relation.isStreaming()) {
       return relation;
