@@ -12,7 +12,9 @@ times each (median):
 * ``without``: the component off and Iceberg's ``report-column-stats`` off: the row count
   and size the scan reports alone (Delta: its size);
 * ``with``: lakestats' component (row count, distinct counts, min/max, nulls, lengths and
-  histograms of the snapshot read).
+  histograms of the snapshot read);
+* ``service`` (``--service``): the component asking ``lakestats serve`` (serving the 16
+  tables) for each Filter's and two-column aggregate's estimate.
 
 Per query and format: the median wall time each way and their ratio (with / without),
 whether the optimizer chose another physical plan (join order or strategy: broadcast hash /
@@ -23,7 +25,8 @@ component, the total lower. ``--explain DIR`` writes each query's ``EXPLAIN COST
 and way (``<format>-<query>-<way>.txt``); ``--runs 0`` plans without executing.
 
     python -m bench.interop_queries [--scale 1] [--runs 3] [--queries Q8,Q9]
-        [--formats iceberg,delta] [--explain DIR] [--jar build/jvm/lakestats-spark.jar]
+        [--formats iceberg,delta] [--service] [--explain DIR]
+        [--jar build/jvm/lakestats-spark.jar]
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.common import DATA, machine
+from bench.filter_estimates import serve
 from bench.interop import EXTENSIONS, JARS, PYTHON, ROOT, analyze_exact, require_built
 from bench.tpch_queries import queries
 
@@ -151,6 +155,9 @@ def main() -> None:
     parser.add_argument("--queries", default="", help="e.g. Q8,Q9 (default: all 22)")
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--explain", type=Path, help="a directory for EXPLAIN COST texts")
+    parser.add_argument("--service", action="store_true",
+                        help="a third way: the component asking `lakestats serve` for its "
+                        "filter and aggregate estimates (spark.lakestats.estimates.url)")
     parser.add_argument("--jar", type=Path, default=JARS[0],
                         help=f"the component's jar (default {JARS[0].relative_to(ROOT)})")
     args = parser.parse_args()
@@ -181,14 +188,28 @@ def main() -> None:
         print(f"lakestats analyze --exact of the 8 Delta tables: {took:.1f} s", flush=True)
     if args.explain:
         args.explain.mkdir(parents=True, exist_ok=True)
-    spec = Path(tempfile.mkdtemp(prefix="interop-queries-")) / "spec.json"
+    base = Path(tempfile.mkdtemp(prefix="interop-queries-"))
+    ways = dict(WAYS)
+    server = None
+    if args.service:
+        served = {f"{fmt}_{name}": ({"table": f"tpch.{name}", "warehouse": str(warehouse)}
+                                    if fmt == "iceberg" else {"table": path})
+                  for fmt, paths in tables.items() for name, path in paths.items()}
+        server, url = serve(base, served)
+        ways["service"] = {**WAYS["with"], "spark.lakestats.estimates.url": url}
+    spec = base / "spec.json"
     spec.write_text(json.dumps({
         "jars": [str(args.jar.resolve()), *map(str, JARS[1:])], "extensions": EXTENSIONS,
-        "tables": tables, "queries": texts, "ways": WAYS, "runs": args.runs,
+        "tables": tables, "queries": texts, "ways": ways, "runs": args.runs,
         "explain": str(args.explain.resolve()) if args.explain else None}))
-    done = subprocess.run(
-        [str(PYTHON), str(ROOT / "bench" / "interop_queries_spark.py"), str(spec)],
-        capture_output=True, text=True, timeout=4 * 3600, check=False)
+    try:
+        done = subprocess.run(
+            [str(PYTHON), str(ROOT / "bench" / "interop_queries_spark.py"), str(spec)],
+            capture_output=True, text=True, timeout=4 * 3600, check=False)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
     if done.returncode != 0:
         raise SystemExit(f"the Spark run failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -196,45 +217,45 @@ def main() -> None:
     print(f"Spark {result['spark']}; wall seconds, median of {args.runs}; plan: the physical "
           "plan with the component differs (joins: broadcast hash / shuffled hash / "
           "sort-merge, without -> with)\n")
-    print(f"{'query':6s}{'format':9s}{'without':>10s}{'with':>10s}{'ratio':>8s}   "
-          f"{'plan':28s}same answer")
+    others = [w for w in ways if w != "without"]
+    print(f"{'query':6s}{'format':9s}" + "".join(f"{w:>10s}" for w in ways)
+          + "".join(f"{w + ' x':>11s}" for w in others) + f"   {'plan':28s}same answer")
     wrong, slower = [], []
     for fmt in formats:
-        total = {way: 0.0 for way in WAYS}
+        total = {way: 0.0 for way in ways}
         for query in texts:
             run = result["runs"][fmt][query]
             joins = {way: "/".join(str(run[way]["joins"][k])
-                                   for k in ("broadcast", "shuffled", "merge")) for way in WAYS}
+                                   for k in ("broadcast", "shuffled", "merge")) for way in ways}
             changed = run["without"]["plan"] != run["with"]["plan"]
             plan = (f"changed {joins['without']} -> {joins['with']}" if changed
                     else f"same {joins['with']}")
             if not args.runs:
-                print(f"{query:6s}{fmt:9s}{'':>10s}{'':>10s}{'':>8s}   {plan}")
+                print(f"{query:6s}{fmt:9s}   {plan}")
                 continue
-            median = {way: statistics.median(run[way]["seconds"]) for way in WAYS}
-            for way in WAYS:
+            median = {way: statistics.median(run[way]["seconds"]) for way in ways}
+            for way in ways:
                 total[way] += median[way]
-            ratio = median["with"] / median["without"]
-            same = (same_answer(run["with"]["rows"], run["without"]["rows"])
-                    and all(same_answer(run[way]["rows"], expected[query]) for way in WAYS))
+            ratios = {w: median[w] / median["without"] for w in others}
+            same = all(same_answer(run[way]["rows"], expected[query]) for way in ways)
             if not same:
                 wrong.append(f"{query} {fmt}")
-            if ratio > 1.05:
-                slower.append(f"{query} {fmt} {ratio:.2f}x")
-            print(f"{query:6s}{fmt:9s}{median['without']:>10.2f}{median['with']:>10.2f}"
-                  f"{ratio:>7.2f}x   {plan:28s}{'yes' if same else 'NO'}")
+            slower += [f"{query} {fmt} {w} {r:.2f}x" for w, r in ratios.items() if r > 1.05]
+            print(f"{query:6s}{fmt:9s}" + "".join(f"{median[w]:>10.2f}" for w in ways)
+                  + "".join(f"{ratios[w]:>10.2f}x" for w in others)
+                  + f"   {plan:28s}{'yes' if same else 'NO'}")
         if args.runs:
-            print(f"{'total':6s}{fmt:9s}{total['without']:>10.2f}{total['with']:>10.2f}"
-                  f"{total['with'] / total['without']:>7.2f}x\n")
+            print(f"{'total':6s}{fmt:9s}" + "".join(f"{total[w]:>10.2f}" for w in ways)
+                  + "".join(f"{total[w] / total['without']:>10.2f}x" for w in others) + "\n")
     print("join order of the optimized plan where it differs (tables as its leaves read them):")
     for fmt in formats:
         for query in texts:
             run = result["runs"][fmt][query]
-            orders = {way: " ".join(run[way]["order"]) for way in WAYS}
-            if orders["without"] != orders["with"]:
+            orders = {way: " ".join(run[way]["order"]) for way in ways}
+            if len(set(orders.values())) > 1:
                 print(f"  {fmt} {query}: " + "; ".join(f"{w}: {o}" for w, o in orders.items()))
     if slower:
-        print(f"slower than 1.05x with the component: {', '.join(slower)}")
+        print(f"slower than 1.05x the query without the component: {', '.join(slower)}")
     if wrong:
         raise SystemExit(f"answers differ (both ways or from DuckDB's): {', '.join(wrong)}")
 

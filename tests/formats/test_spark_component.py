@@ -25,7 +25,6 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 import uvicorn
 
@@ -57,11 +56,9 @@ ESTIMATED = [
     "k IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)", "d >= '2024-06-01'",
     "x > 0.5 AND u = 'ap'", "z <= 0.25", "u = 'eu' AND k > 600",
 ]
-SEEDS = {"iceberg-current": 1, "iceberg-travel": 2, "delta-current": 3, "delta-travel": 4,
-         "parquet-registered": 6}  # each case's rows
+SEEDS = {"iceberg-current": 1, "iceberg-travel": 2, "delta-current": 3, "delta-travel": 4}
 GROUPED = [["u", "s"], ["u", "d"]]  # aggregates by two columns
-ESTIMATED_CASES = ["iceberg-current", "iceberg-travel", "delta-current", "delta-travel",
-                   "parquet-registered"]
+ESTIMATED_CASES = ["iceberg-current", "iceberg-travel", "delta-current", "delta-travel"]
 # both sides filtered on another column than the key (k has a histogram: 700 values drawn at
 # random, its bins uneven)
 JOIN = ("SELECT * FROM (SELECT * FROM ice WHERE x < -1.0) a "
@@ -173,13 +170,6 @@ def seen(spark, tmp_path_factory) -> dict:
         cases.append({"name": f"delta-{name}", "format": "delta", "path": str(path),
                       "filters": list(FILTERS.values())})
         truth[f"delta-{name}"] = _true_counts(rows)
-    # a Parquet directory registered in the session catalog (``spark-register``)
-    parquet = base / "parquet"
-    parquet.mkdir()
-    pq.write_table(_rows(6), parquet / "part-0.parquet")
-    ls.open_table(str(parquet)).analyze(exact=True, spark=spark, column_groups=[("u", "s")])
-    cases.append({"name": "parquet-registered", "table": "pq_registered", "filters": []})
-    truth["parquet-registered"] = _true_counts(_rows(SEEDS["parquet-registered"]))
     iceberg_current = next(c for c in cases if c["name"] == "iceberg-current")["path"]
     joins = [{"name": "filtered", "sql": JOIN,
               "views": {"ice": {"format": "iceberg", "path": iceberg_current},
@@ -201,7 +191,6 @@ def seen(spark, tmp_path_factory) -> dict:
         "iceberg-travel": (TableConfig("it", "db.appended", warehouse=str(warehouse)), first),
         "delta-current": (TableConfig("dc", str(base / "delta" / "current")), None),
         "delta-travel": (TableConfig("dt", str(base / "delta" / "appended")), 0),
-        "parquet-registered": (TableConfig("pq", str(parquet)), None),
     }
     estimates = {}  # what `lakestats estimate` answers, rounded up to a whole row
     groups = {}  # what `lakestats estimate --group-by` answers
@@ -222,7 +211,6 @@ def seen(spark, tmp_path_factory) -> dict:
                        "io.delta.sql.DeltaSparkSessionExtension",
                        "io.lakestats.spark.LakestatsExtensions"],
         "cases": cases,
-        "register": [{"name": "pq_registered", "path": str(parquet)}],
         "joins": joins,
         "ways": {
             "estimates": {"spark.lakestats.estimates.url": url,

@@ -155,6 +155,11 @@ def test_explain_cost_shows_lakestats_rows_and_histogram_estimates(spark, tpch):
         assert record.row_count == truth
         rows, _ = _stats(spark.table("ls_lineitem"))
         assert rows == truth
+        # what lakestats' Spark component asks the service about (docs/spark.md): the location
+        # and snapshot (none: a directory) the statistics describe, as table properties
+        properties = dict(spark.sql("SHOW TBLPROPERTIES ls_lineitem").collect())
+        assert properties["lakestats.location"] == record.location
+        assert properties["lakestats.snapshot"] == ""
         sources = {c.name: c.histogram_source for c in record.columns}
         # dates and small ints: exact frequencies; prices: the stored equi-width histogram
         assert sources["l_shipdate"] == "frequencies"

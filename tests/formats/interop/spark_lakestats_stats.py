@@ -11,9 +11,8 @@ with it and ``spark.lakestats.histograms=false``, and without it.
 
 SPEC: {"jars": [...], "extensions": [...], "cases": [{"name", "format": "iceberg"|"delta",
 "path", "options": {reader options: time travel}, "filters": [...]}], "ways": {name:
-settings} (optional), "register": [{"name", "path"}] (Parquet directories registered with
-``lakestats.spark.register`` first, optional), "joins": [{"name", "views": {view: {"format",
-"path"}}, "sql"}] (optional)}
+settings} (optional), "joins": [{"name", "views": {view: {"format", "path"}}, "sql"}]
+(optional)}
 """
 
 from __future__ import annotations
@@ -41,11 +40,6 @@ def main(spec_path: str) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    for registered in spec.get("register", []):  # Parquet directories, as spark-register does
-        import lakestats.api as ls
-        from lakestats.spark import register
-
-        register(spark, ls.open_table(registered["path"]), registered["name"])
     out = run_cases(spark, spec["cases"], spec.get("ways"))
     utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
     out["joins"] = {}
