@@ -223,7 +223,7 @@ def seen(spark, tmp_path_factory) -> dict:
                     for f in [*filters, *ESTIMATED]}
             if name not in APPENDED:
                 step["cases"].append({**case, "name": name, "ways": ["estimates"],
-                                      "filters": [*filters, *ESTIMATED]})
+                                      "way_filters": {"estimates": ESTIMATED}})
                 continue
             step["before"].append({**case, "name": f"{name}-analyzed", "explain_filter": "p = 3"})
             step["cases"].append({**case, "name": f"{name}-appended"})
@@ -232,7 +232,7 @@ def seen(spark, tmp_path_factory) -> dict:
             if name == "hudi-appended":  # the same table through the session catalog
                 step["before"].append({**case, "name": f"{name}-catalog",
                                        "table": CATALOG_TABLE, "ways": ["estimates"],
-                                       "filters": [*filters, *ESTIMATED]})
+                                       "way_filters": {"estimates": ESTIMATED}})
             if name == "hudi-mor":  # base files only: not the snapshot's rows
                 step["before"].append({**case, "name": f"{name}-read-optimized", "options": {
                     "hoodie.datasource.query.type": "read_optimized"}})

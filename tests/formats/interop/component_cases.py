@@ -28,8 +28,9 @@ WAYS = {"lakestats": {"spark.lakestats.enabled": "true"},
 def run_cases(spark, cases: list[dict], ways: dict | None = None) -> dict:
     """Per case and way (the component on, off, and those of ``ways``, settings by name,
     that the case names in its ``ways``):
-    the scan's statistics, ``EXPLAIN COST``, each filter's estimated rows, each
-    ``group_by`` column list's estimated groups, (with the
+    the scan's statistics, ``EXPLAIN COST``, each filter's estimated rows (the case's
+    ``filters`` and its ``way_filters`` of the way), each ``group_by`` column list's estimated
+    groups (in the case's own ways), (with the
     component off) the true count and, for a case with an ``explain_filter``, that filtered
     read's ``EXPLAIN EXTENDED``."""
     utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
@@ -47,10 +48,10 @@ def run_cases(spark, cases: list[dict], ways: dict | None = None) -> dict:
                 frame = reader.load(case["path"])
             seen = plan_stats(frame)
             seen["explain"] = utils.explainString(frame._jdf.queryExecution(), "cost")
-            seen["filters"] = {f: plan_stats(frame.where(f))["row_count"]
-                               for f in case["filters"]}
+            asked = [*case["filters"], *case.get("way_filters", {}).get(way, [])]
+            seen["filters"] = {f: plan_stats(frame.where(f))["row_count"] for f in asked}
             seen["groups"] = {",".join(g): plan_stats(frame.groupBy(*g).count())["row_count"]
-                              for g in case.get("group_by", [])}
+                              for g in case.get("group_by", []) if way in extra}
             seen["counted"] = frame.count() if way == "spark" else None
             if case.get("explain_filter"):  # the plans Spark makes for one filtered read
                 filtered = frame.where(case["explain_filter"])._jdf.queryExecution()
