@@ -13,44 +13,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from lakestats import answers
 from lakestats.errors import ColumnNotFoundError, InvalidArgumentError
+from lakestats.query.group_statistics import GroupCount, GroupStatistics, Wanted
 from lakestats.query.group_unlisted import unlisted
 from lakestats.query.predicate import And, Predicate, normalize, push_not, terms
-from lakestats.query.predicate.sets import ColumnSet, column_set, is_set, point_keys
+from lakestats.query.predicate.sets import column_set, is_set, point_keys
 from lakestats.query.predicate.tree import columns_of
 from lakestats.store.reader import StatisticsReader
 
 MAX_COMBINATIONS = 100_000
 """IN lists whose product exceeds this are left to the single-column estimate."""
-
-
-@dataclass(frozen=True)
-class GroupStatistics:
-    """One group's table-level row of ``groups.parquet``."""
-
-    columns: tuple[str, ...]
-    row_count: int
-    distinct_count: int
-    distinct_lower: int
-    distinct_upper: int
-    distinct_exact: bool
-    truncated: bool
-    unlisted_rows: int
-    unlisted_max: int
-    values: tuple[tuple[bytes | None, ...], ...]
-    counts: tuple[int, ...]
-    counts_upper: tuple[int, ...]
-    # functional-dependency degrees: (determinant columns in group order, dependent) -> f
-    degrees: Mapping[tuple[tuple[str, ...], str], float] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return ",".join(self.columns)
 
 
 def load(reader: StatisticsReader) -> tuple[GroupStatistics, ...]:
@@ -81,31 +58,6 @@ def read(reader: StatisticsReader, relative: str) -> tuple[GroupStatistics, ...]
         )
         for r in rows
     )
-
-
-@dataclass(frozen=True)
-class GroupCount:
-    """Rows of a group's listed statistics that satisfy the constrained columns."""
-
-    rows: int  # listed rows matching
-    upper: int  # and what the unlisted combinations can add
-    exact: bool
-
-
-@dataclass(frozen=True)
-class Wanted:
-    """What a conjunct allows of one column: its key set (Kleene TRUE) and, for an
-    equality or IN list, its keys (the combinations it can name are then countable)."""
-
-    allowed: ColumnSet
-    points: frozenset[bytes] | None
-
-    def accepts(self, key: bytes | None) -> bool:
-        if key is None:
-            return self.allowed.null == "T"
-        if self.points is not None:
-            return key in self.points
-        return any(r.contains(key) for r in self.allowed.true)
 
 
 def count(group: GroupStatistics, wanted: dict[str, Wanted]) -> GroupCount:

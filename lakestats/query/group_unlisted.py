@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lakestats.query.column_groups import GroupStatistics, Wanted
+    from lakestats.query.group_statistics import GroupStatistics, Wanted
 
 NAMED_DETERMINANTS = 64
 """Named determinant combinations the list is asked about at most (more: PostgreSQL's rule)."""

@@ -43,6 +43,7 @@ from lakestats.query import (
     term_cache,
 )
 from lakestats.query import estimate as estimator
+from lakestats.query.group_statistics import GroupStatistics
 from lakestats.store.reader import StatisticsReader
 from lakestats.threads import collection_paused, thread_map
 
@@ -93,8 +94,8 @@ class Resident:
         self._files: sources.ListSource | None = None
         self._table: sources.ReaderPartition | None = None
         self._has_index: bool | None = None
-        self._groups: tuple[column_groups.GroupStatistics, ...] | None = None
-        self._partition_groups: dict[str, tuple[column_groups.GroupStatistics, ...]] = {}
+        self._groups: tuple[GroupStatistics, ...] | None = None
+        self._partition_groups: dict[str, tuple[GroupStatistics, ...]] = {}
 
     # -- parsing ------------------------------------------------------------------------
     def parse(self, where: str, unanalyzed: Container[str]) -> predicate.Predicate:
@@ -183,7 +184,7 @@ class Resident:
             return group_partitions.refine(pred, estimate_of(pred), self.groups(), estimate_of,
                                            self.partition_groups, live)
 
-    def groups(self) -> tuple[column_groups.GroupStatistics, ...]:
+    def groups(self) -> tuple[GroupStatistics, ...]:
         """The version's table-level column groups, read once."""
         if self._groups is None:
             self._groups = column_groups.load(self.reader)
@@ -191,7 +192,7 @@ class Resident:
 
     def partition_groups(
         self, names: list[str]
-    ) -> dict[str, tuple[column_groups.GroupStatistics, ...]]:
+    ) -> dict[str, tuple[GroupStatistics, ...]]:
         """The column groups of the named partitions (their ``groups.parquet``), each read
         once; a partition without one has none."""
         files = {e.name: e.files.get("groups") for e in self.reader.version.partitions}
