@@ -45,9 +45,7 @@ class LocatedEstimateRequest(EstimateRequest):
 @router.post(
     "/estimate", summary="rows predicates keep in the served table at a location (a planner's)"
 )
-async def estimate_at(
-    request: Request, body: Annotated[LocatedEstimateRequest, Body()]
-) -> Response:
+def estimate_at(request: Request, body: Annotated[LocatedEstimateRequest, Body()]) -> Response:
     """``POST /tables/{table}/estimate`` for the served table whose location this is: what
     lakestats' Spark component asks for a Filter over a scan (404 when no served table is
     there, 403 without a grant for it)."""
