@@ -89,9 +89,14 @@ def supporting_rows(joint: pa.Table, determinant: tuple[int, ...], dependent: in
     functional-dependency degree is this over the rows."""
     names = key_names(joint.num_columns - 1)
     det = [names[i] for i in determinant]
-    marginal = joint.group_by([*det, names[dependent]], use_threads=False).aggregate(
-        [("count", "sum")]
-    )
+    if len(det) + 1 == len(names):  # the whole group: its rows are the combinations already
+        marginal = joint.select([*det, names[dependent], "count"]).rename_columns(
+            [*det, names[dependent], "count_sum"]
+        )
+    else:
+        marginal = joint.group_by([*det, names[dependent]], use_threads=False).aggregate(
+            [("count", "sum")]
+        )
     by_det = marginal.group_by(det, use_threads=False).aggregate(
         [("count_sum", "sum"), ("count_sum", "count")]
     )
@@ -173,11 +178,53 @@ class GroupAccumulator:
 def most_common(joint: pa.Table, by: str = "count") -> pa.Table:
     """``joint``'s rows by decreasing ``by``, ties by increasing keys (the stored order)."""
     names = [n for n in joint.column_names if n.startswith("k")]
+    fixed = [_fixed_width_order(joint.column(n)) for n in names]
+    if joint.num_rows and all(f is not None for f in fixed):
+        # numbers sort far faster than Arrow compares binary keys (a pair of id columns
+        # has about a distinct combination per row); the same order exactly
+        counts = joint.column(by).to_numpy().astype(np.float64)
+        order_keys = [part for f in reversed(fixed) for part in reversed(f)]  # type: ignore[arg-type]
+        return joint.take(pa.array(np.lexsort([*order_keys, -counts])))
     order = pc.sort_indices(
         joint, sort_keys=[(by, "descending"), *[(n, "ascending") for n in names]],
         null_placement="at_start",
     )
     return joint.take(order)
+
+
+def _fixed_width_order(column: pa.Array | pa.ChunkedArray) -> list[np.ndarray] | None:
+    """(non-null first-is-false flags, unsigned big-endian values): numpy keys ordering 8-byte
+    keys as their bytes order them, nulls first; None for keys of other widths."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    lengths = pc.binary_length(column)
+    if column.null_count == len(column) or pc.min_max(lengths)["min"].as_py() != 8 \
+            or pc.min_max(lengths)["max"].as_py() != 8:
+        return None
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    filled = pc.fill_null(column, pa.scalar(bytes(8), pa.binary())).cast(pa.binary(8))
+    values = np.frombuffer(filled.buffers()[1], dtype=">u8", count=len(filled),
+                           offset=filled.offset * 8).astype(np.uint64)
+    return [valid, values]
+
+
+def _listed(joint: pa.Table, limit: int, rest_by: str) -> tuple[pa.Table, int | None]:
+    """The ``limit`` most common rows in the stored order, and the largest ``rest_by`` of
+    the rows left out (None: none is). Only rows as common as the ``limit``-th are sorted:
+    a pair of id columns has hundreds of thousands of combinations, few of them common."""
+    rows = joint.num_rows
+    if rows <= limit:
+        return most_common(joint), None
+    if limit <= 0:
+        return joint.slice(0, 0), int(pc.max(joint.column(rest_by)).as_py())
+    counts = joint.column("count").to_numpy()
+    threshold = np.partition(counts, rows - limit)[rows - limit]  # the limit-th largest
+    common = counts >= threshold
+    ordered = most_common(joint.filter(pa.array(common)))
+    rest = ordered.column(rest_by).to_numpy()[limit:]
+    others = joint.column(rest_by).to_numpy()[~common]
+    rest_max = max(int(rest.max()) if len(rest) else 0, int(others.max()) if len(others) else 0)
+    return ordered.slice(0, limit), rest_max
 
 
 def group_row(
@@ -197,18 +244,17 @@ def group_row(
     the combinations ``joint`` itself already leaves out, whether it does, their HLL."""
     unlisted_max, truncated, hll = carried
     names = key_names(len(columns))
-    ordered = most_common(joint)
-    listed = ordered.slice(0, max_frequencies)
-    rest = ordered.slice(max_frequencies)
+    by_upper = "upper" if "upper" in joint.column_names else "count"
+    listed, rest_max = _listed(joint, max_frequencies, by_upper)
     counts = listed.column("count").to_numpy()
     uppers = listed.column("upper").to_numpy() if "upper" in joint.column_names else counts
-    if rest.num_rows:
+    if rest_max is not None:
         truncated = True
-        rest_upper = rest.column("upper" if "upper" in joint.column_names else "count")
-        unlisted_max = max(unlisted_max, int(pc.max(rest_upper).as_py()))
+        unlisted_max = max(unlisted_max, rest_max)
     if truncated and hll is None:
+        # the combinations are distinct already: sorted (not made unique) for one order
         hll = sketches.hll_of(
-            np.unique(combination_hashes([joint.column(n).combine_chunks() for n in names]))
+            np.sort(combination_hashes([joint.column(n).combine_chunks() for n in names]))
         )
     keys_by_item = [listed.column(n).to_pylist() for n in names]
     estimate, lower, upper, exact = distinct
