@@ -152,7 +152,7 @@ def _create(
 ) -> SampleResult:
     rows, fraction = options.rows, options.drawn_fraction
     snapshot = table.current_snapshot_id()
-    plans = table.plan(snapshot)
+    plans = _plans(table, snapshot)
     if sum(p.row_count or 0 for p in plans) == 0 and all(p.row_count is not None for p in plans):
         raise InvalidArgumentError(f"{table.identifier} has no rows: there is nothing to sample")
     # the table's footers, read with the statistics root's options (one object store)
@@ -285,7 +285,7 @@ def _refresh(
         )
     snapshot = table.current_snapshot_id()
     clock.lap("refresh: manifest and snapshots")
-    plans = table.plan(snapshot)
+    plans = _plans(table, snapshot)
     clock.lap("refresh: plan")
     known = {p.path: p for p in old.partitions}
     paths = [layout.partition_dir_of(list(p.key), p.values) for p in plans]
@@ -432,6 +432,14 @@ def _remove_failed_run(
             return
     with contextlib.suppress(LakestatsError, OSError):
         cleanup.remove_run(stats_root, run_id)
+
+
+def _plans(table: TableFormat, snapshot: int | None) -> list[PartitionPlan]:
+    """The table's partitions by path: the manifest lists them, and ``allocate`` breaks
+    its ties, in one order whatever order the table listed them in."""
+    return sorted(
+        table.plan(snapshot), key=lambda p: layout.partition_dir_of(list(p.key), p.values)
+    )
 
 
 def _run_id() -> str:

@@ -164,6 +164,8 @@ def _profiles(
         counts = np.concatenate(
             [np.frombuffer(blobs.column("value_counts")[int(i)].as_py(), np.int64) for i in picked]
         )
+        if not hashes.size:  # no value in any partition (every row null): no profile
+            continue
         order = np.argsort(hashes, kind="stable")
         hashes, counts = hashes[order], counts[order]
         starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
