@@ -10,7 +10,9 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,6 +29,10 @@ import org.slf4j.LoggerFactory;
  * service refuses (a table it does not serve, a predicate it cannot estimate) is remembered as
  * refused. Answers are kept for a minute per service, location, snapshot and predicate (a
  * query is often planned more than once: adaptive execution re-plans it).
+ *
+ * <p>A question can be sent ahead ({@link #prefetch}): the optimizer's early rule sends it
+ * without waiting, the last rule then finds its answer arrived (the optimizer's batches in
+ * between take longer than a round trip), so planning does not wait on the network.
  */
 final class EstimatesClient {
   static final long PAUSE_MILLIS = 30_000;
@@ -41,6 +47,9 @@ final class EstimatesClient {
   private final String url;
   private final HttpClient http;
   private volatile long pausedUntil;
+  /** Questions sent ahead and not yet collected (at most {@link #KEEP}, then dropped). */
+  private final Map<String, CompletableFuture<HttpResponse<byte[]>>> pending =
+      new ConcurrentHashMap<>();
   private final Map<String, double[]> answers = new LinkedHashMap<>(64, 0.75f, true) {
     @Override
     protected boolean removeEldestEntry(Map.Entry<String, double[]> eldest) {
@@ -80,24 +89,68 @@ final class EstimatesClient {
     return answer(location, snapshot, "columns", columns, token, timeoutMillis);
   }
 
-  private Double answer(String location, String snapshot, String kind, String asked,
-      String token, long timeoutMillis) {
-    String key = location + "\n" + snapshot + "\n" + kind + "\n" + asked;
-    long now = System.currentTimeMillis();
+  /** Sends the question {@link #rows} will ask, without waiting for its answer. */
+  void prefetchRows(String location, String snapshot, String predicate, String token,
+      long timeoutMillis) {
+    String key = key(location, snapshot, "where", predicate);
+    if (System.currentTimeMillis() < pausedUntil || pending.containsKey(key)
+        || kept(key, System.currentTimeMillis()) != null) {
+      return;
+    }
+    if (pending.size() >= KEEP) { // answers never collected (plans that changed shape)
+      pending.clear();
+    }
+    try {
+      pending.put(key, http.sendAsync(request(location, snapshot, "where", predicate, token,
+          timeoutMillis), HttpResponse.BodyHandlers.ofByteArray()));
+    } catch (Exception e) {
+      LOG.debug("lakestats: a question not sent ahead: {}", e.toString());
+    }
+  }
+
+  /**
+   * A question's key: a local location however it is spelled ({@code file:/t}, {@code
+   * file:///t}, {@code /t}: the rule before push-down may know a table by another spelling
+   * than its scan), the snapshot, the kind and the question.
+   */
+  private static String key(String location, String snapshot, String kind, String asked) {
+    String where = location.replaceFirst("^file:(//)?", "").replaceAll("/+$", "");
+    return where + "\n" + snapshot + "\n" + kind + "\n" + asked;
+  }
+
+  /** The kept answer of a question asked within the last minute, or null. */
+  private double[] kept(String key, long now) {
     synchronized (answers) {
       double[] kept = answers.get(key);
-      if (kept != null && now - (long) kept[1] < KEEP_MILLIS) {
-        return Double.isNaN(kept[0]) ? null : kept[0];
-      }
+      return kept != null && now - (long) kept[1] < KEEP_MILLIS ? kept : null;
     }
+  }
+
+  private Double answer(String location, String snapshot, String kind, String asked,
+      String token, long timeoutMillis) {
+    String key = key(location, snapshot, kind, asked);
+    long now = System.currentTimeMillis();
+    double[] kept = kept(key, now);
+    if (kept != null) {
+      return Double.isNaN(kept[0]) ? null : kept[0];
+    }
+    CompletableFuture<HttpResponse<byte[]>> sent = pending.remove(key);
     if (now < pausedUntil) {
       return null;
     }
     double answer;
     try {
-      answer = ask(location, snapshot, kind, asked, token, timeoutMillis);
+      HttpResponse<byte[]> response = sent != null
+          ? sent.get(timeoutMillis, TimeUnit.MILLISECONDS)
+          : http.send(request(location, snapshot, kind, asked, token, timeoutMillis),
+              HttpResponse.BodyHandlers.ofByteArray());
+      answer = read(response, kind, asked);
     } catch (Exception e) {
+      if (sent != null) {
+        sent.cancel(true);
+      }
       pausedUntil = System.currentTimeMillis() + PAUSE_MILLIS;
+      pending.clear();
       LOG.warn("lakestats: the service at {} did not answer ({}); filters keep Spark's own "
           + "estimates for {} s", url, e.toString(), PAUSE_MILLIS / 1000);
       return null;
@@ -108,7 +161,7 @@ final class EstimatesClient {
     return Double.isNaN(answer) ? null : answer;
   }
 
-  private double ask(String location, String snapshot, String kind, String asked,
+  private HttpRequest request(String location, String snapshot, String kind, String asked,
       String token, long timeoutMillis) throws Exception {
     ObjectNode body = JSON.createObjectNode();
     body.put("location", location);
@@ -135,8 +188,12 @@ final class EstimatesClient {
     if (token != null && !token.isEmpty()) {
       request.header("Authorization", "Bearer " + token);
     }
-    HttpResponse<byte[]> response =
-        http.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+    return request.build();
+  }
+
+  /** The count in an answer; NaN when the service refused the question (a 4xx). */
+  private static double read(HttpResponse<byte[]> response, String kind, String asked)
+      throws Exception {
     int status = response.statusCode();
     if (status >= 500) {
       throw new IllegalStateException("HTTP " + status);

@@ -12,7 +12,7 @@ import scala.runtime.BoxedUnit;
  * statistics for the snapshot it reads ({@link StatisticsRule}); and, when a lakestats service
  * is named ({@code spark.lakestats.estimates.url}), a rule after push-down (and in adaptive
  * execution's re-optimization) that gives each Filter over such a scan lakestats' estimate of
- * its rows ({@link ServiceEstimates}).
+ * its rows ({@link ServiceEstimates}), whose question the first rule already sent ahead.
  */
 public final class LakestatsExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {
   @Override

@@ -5,6 +5,7 @@ import java.lang.reflect.Proxy;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -274,21 +275,11 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
     if (before.rowCount().isEmpty()) {
       return null;
     }
-    List<String> texts = new ArrayList<>();
     List<Expression> rest = new ArrayList<>();
-    for (Expression part : conjuncts(filter.condition())) {
-      String text = PredicateText.of(part);
-      if (text != null) {
-        texts.add(text);
-      } else {
-        rest.add(part);
-      }
-    }
-    if (texts.isEmpty()) {
+    String predicate = question(filter.condition(), rest);
+    if (predicate == null) {
       return null;
     }
-    String predicate = texts.size() == 1 ? texts.get(0) : "(" + String.join(") AND (", texts)
-        + ")";
     String[] origin = origin(child);
     Double rows = client.rows(origin[0], origin[1], predicate, token, timeout);
     if (rows == null) {
@@ -357,6 +348,56 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
       out.put(attribute, chosen);
     }
     return out;
+  }
+
+  /**
+   * The predicate lakestats is asked about: the condition's conjuncts it can read, in one
+   * order whatever order the plan has them in (push-down may reorder them), or null when it
+   * reads none; the others are added to {@code rest}.
+   */
+  private static String question(Expression condition, List<Expression> rest) {
+    List<String> texts = new ArrayList<>();
+    for (Expression part : conjuncts(condition)) {
+      String text = PredicateText.of(part);
+      if (text != null) {
+        texts.add(text);
+      } else {
+        rest.add(part);
+      }
+    }
+    if (texts.isEmpty()) {
+      return null;
+    }
+    Collections.sort(texts);
+    return texts.size() == 1 ? texts.get(0) : "(" + String.join(") AND (", texts) + ")";
+  }
+
+  /**
+   * Sends the question of a Filter over a scan of {@code location}'s {@code snapshot} ahead
+   * (from the rule before push-down), when a service is named: the rule after push-down then
+   * finds its answer arrived instead of waiting for it.
+   */
+  static void prefetch(Filter filter, String location, String snapshot) {
+    SQLConf conf = SQLConf.get();
+    String url = conf.getConfString(URL, "");
+    if (url.isEmpty()) {
+      return;
+    }
+    long started = System.nanoTime();
+    try {
+      String predicate = question(filter.condition(), new ArrayList<>());
+      if (predicate != null) {
+        long timeout = Long.parseLong(conf.getConfString(TIMEOUT, "200"));
+        EstimatesClient.of(url, timeout).prefetchRows(location, snapshot, predicate,
+            conf.getConfString(TOKEN, ""), timeout);
+      }
+    } catch (Exception | LinkageError e) {
+      LOG.debug("lakestats: a filter's question not sent ahead: {}", e.toString());
+    }
+    if (LOG.isDebugEnabled()) { // part of what the planner spends per Filter
+      LOG.debug("lakestats: filter question sent ahead in {} us",
+          (System.nanoTime() - started) / 1000);
+    }
   }
 
   private static List<Expression> conjuncts(Expression condition) {

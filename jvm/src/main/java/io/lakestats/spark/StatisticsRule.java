@@ -125,11 +125,44 @@ final class StatisticsRule extends Rule<LogicalPlan> {
           Filter filter = (Filter) node;
           LogicalPlan scan = statistics(filter.child(), roots,
               histograms ? filtered(filter) : Set.of());
-          return scan == filter.child() ? filter : new Filter(filter.condition(), scan);
+          Filter out = scan == filter.child() ? filter : new Filter(filter.condition(), scan);
+          String[] origin = scan instanceof LogicalRelation ? ServiceEstimates.origin(scan)
+              : icebergOrigin(filter.child());
+          if (origin != null) {
+            ServiceEstimates.prefetch(out, origin[0], origin[1]);
+          }
+          return out;
         }
         return statistics(node, roots, Set.of());
       }
     });
+  }
+
+  /**
+   * {location, snapshot} an Iceberg relation will read (its time-travel snapshot, else the
+   * current one of its main branch), or null: what a Filter's question is sent ahead for.
+   */
+  private static String[] icebergOrigin(LogicalPlan node) {
+    try {
+      if (!(node instanceof DataSourceV2Relation)) {
+        return null;
+      }
+      Table table = ((DataSourceV2Relation) node).table();
+      if (!table.getClass().getName().equals(ICEBERG_TABLE)
+          || Reflect.call(table, "branch") != null) {
+        return null;
+      }
+      Object iceberg = Reflect.call(table, "table");
+      Object snapshot = Reflect.call(table, "snapshotId");
+      if (snapshot == null) {
+        Object current = Reflect.call(iceberg, "currentSnapshot");
+        snapshot = current == null ? null : Reflect.call(current, "snapshotId");
+      }
+      return snapshot == null ? null
+          : new String[] {(String) Reflect.call(iceberg, "location"), snapshot.toString()};
+    } catch (Exception | LinkageError e) {
+      return null;
+    }
   }
 
   private static boolean isRelation(LogicalPlan node) {
