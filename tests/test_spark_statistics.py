@@ -135,3 +135,33 @@ def test_a_small_key_domain_is_kept_as_its_values(spark, tmp_path: Path, capsys)
     counts = dict(zip(*np.unique(keys, return_counts=True), strict=True))
     shares = {v: sum(1 for _, hi, _ in bins if int(hi) == v) / len(bins) for v in counts}
     assert all(abs(shares[v] - c / len(keys)) <= 2 / len(bins) for v, c in counts.items())
+
+
+def test_a_one_partition_table_cuts_its_histogram_from_its_exact_frequencies(
+    spark, tmp_path: Path, capsys
+) -> None:
+    """An unpartitioned table's level is its one partition: every value with its own count.
+    A Zipf-skewed key's histogram is cut from those counts (bin edges at the exact
+    nearest-rank quantiles), not interpolated inside equi-width bins, where half the rows
+    at 1 and 2 would be spread up to 4,000 (Spark estimated ``k < 3`` at 0.2 % of the rows
+    for 36 %)."""
+    from deltalake import write_deltalake
+
+    rng = np.random.default_rng(13)
+    keys = np.minimum(rng.zipf(1.3, size=20_000), 1_000_000)
+    path = tmp_path / "delta"
+    write_deltalake(str(path), pa.table({"k": keys}))
+    assert cli.main(["analyze", str(path), "--json"]) == 0
+    capsys.readouterr()
+    [file] = (path / "_lakestats" / "spark").iterdir()
+    histogram = json.loads(file.read_text())["columns"]["k"]["histogram"]
+    assert histogram["source"] == "frequencies"
+    bins = histogram["bins"]
+    ordered = np.sort(keys)
+    # Spark's estimate of k < 3 from these bins: the share of bins wholly below 3
+    below = sum(1 for _, hi, _ in bins if hi < 3) / len(bins)
+    assert abs(below - np.mean(keys < 3)) <= 1 / len(bins)
+    # every upper edge is a value of the column at its nearest rank
+    height = len(keys) / len(bins)
+    for i, (_, hi, _) in enumerate(bins):
+        assert hi == ordered[min(len(keys) - 1, int(np.ceil((i + 1) * height)) - 1)]

@@ -265,7 +265,9 @@ def _pieces(
 ) -> tuple[Pieces | None, str | None]:
     column = row["column"]
     distinct = row.get("distinct_count") or 1
-    complete = bool(row.get("frequencies_exact")) and not row.get("frequencies_truncated")
+    # a one-partition table's level is its partition's row, whose counts are its own: exact
+    # (the ``*_exact`` flags are the reduction's, absent there)
+    complete = row.get("frequencies_exact") is not False and not row.get("frequencies_truncated")
     complete = complete and distinct <= MAX_FREQUENCY_POINTS
     if complete and not row.get("all_distinct"):
         pairs = [
@@ -287,7 +289,7 @@ def _pieces(
         lo, hi = np.minimum(lo, hi), hi
         # one lattice point per bin (integer widths, fewer points than bins): a point mass
         configured = reader.configured_bins()
-        if not floating and row.get("histogram_exact") and len(bins) < configured:
+        if not floating and row.get("histogram_exact") is not False and len(bins) < configured:
             hi = lo.copy()
         if spark_type in LATTICE:
             # a bin [v, v + 1) of whole numbers holds v alone, exact counts or not: spread
