@@ -203,16 +203,25 @@ def _int_keys(value: pa.Array, widths: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _key_value_order(key: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """``np.lexsort((value, key))`` (``key`` >= 0), faster: one sort of (key, value)
-    packed in an int64 where the values' range leaves room for the key (a quarter less
-    time on the bench's integer columns), else the values sorted, then a stable sort by
-    key (a radix sort where keys fit 16 bits). Equal (key, value) pairs (none in frequency
-    files: a value is listed once per column) fall back to lexsort, whose tie order this
-    may not keep."""
+    """``np.lexsort((value, key))`` (``key`` >= 0), faster: where key, value - min(value)
+    and the row number fit in an int64 together, one sort of them packed (no indirect
+    sort, no gather: a third of the time of an argsort; the row number in the low bits
+    orders ties as lexsort does); else (key, value) packed where the values' range leaves
+    room for the key, and argsorted (a quarter less time than lexsort on the bench's integer
+    columns); else the values sorted, then a stable sort by key (a radix sort where keys fit
+    16 bits). Equal (key, value) pairs (none in frequency files: a value is listed once per
+    column) fall back to lexsort in the last two, whose tie order they may not keep."""
     if len(key):
         low = int(value.min())
-        room = 63 - int(key.max()).bit_length()
-        if int(value.max()) - low < 2**room:  # value - low fits below the key's bits
+        span = int(value.max()) - low
+        key_bits = int(key.max()).bit_length()
+        row_bits = (len(key) - 1).bit_length()
+        if key_bits + span.bit_length() + row_bits <= 63:
+            pair = (key.astype(np.int64) << span.bit_length()) | (value - np.int64(low))
+            packed = (pair << row_bits) | np.arange(len(key), dtype=np.int64)
+            return np.sort(packed) & ((1 << row_bits) - 1)
+        room = 63 - key_bits
+        if span < 2**room:  # value - low fits below the key's bits
             packed = (key.astype(np.int64) << room) | (value - np.int64(low))
             order = np.argsort(packed)
             if not (np.diff(packed[order]) == 0).any():
