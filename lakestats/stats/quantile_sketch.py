@@ -19,6 +19,7 @@ exactly as DataSketches did. ``from_datasketches`` converts a serialized DataSke
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 import zlib
@@ -44,6 +45,14 @@ def capacity(k: int, levels: int, height: int) -> int:
     depth = levels - height - 1
     power = 3**depth  # k * (2/3) ** depth rounded, in integers: the same on every platform
     return max(MIN_WIDTH, int((2 * k * 2**depth + power) // (2 * power)))
+
+
+@functools.cache
+def _capacities(k: int, levels: int) -> tuple[tuple[int, ...], int]:
+    """Every level's ``capacity`` and their sum: a merge compresses after each sketch it
+    folds in, and computing these anew each time was most of a reduction's merge time."""
+    widths = tuple(capacity(k, levels, h) for h in range(levels))
+    return widths, sum(widths)
 
 
 def normalized_rank_error(k: int = DEFAULT_K) -> float:
@@ -110,19 +119,19 @@ class QuantileSketch:
 
     def _compress(self) -> None:
         """Compact the lowest full level until the items fit the levels' capacities."""
+        retained = self.retained
         while True:
             count = len(self.levels)
-            if self.retained <= sum(capacity(self.k, count, h) for h in range(count)):
+            widths, total = _capacities(self.k, count)
+            if retained <= total:
                 return
-            h = next(
-                h for h in range(count) if len(self.levels[h]) >= capacity(self.k, count, h)
-            )
+            h = next(h for h in range(count) if len(self.levels[h]) >= widths[h])
             if h == count - 1:
                 self.levels.append(np.empty(0, np.float64))
                 self.compactions.append(0)
-            self._compact(h)
+            retained -= self._compact(h)
 
-    def _compact(self, h: int) -> None:
+    def _compact(self, h: int) -> int:
         """Halve level ``h`` into ``h + 1``: of each pair of neighbours one is kept, the
         first or the second (the offset). An odd item out (the smallest) stays. Every other
         compaction of a level takes its offset from a hash of the items, the next one the
@@ -139,6 +148,7 @@ class QuantileSketch:
         self.levels[h] = keep.copy()
         self.levels[h + 1] = _merged(self.levels[h + 1], pairs[offset::2])
         self.compactions[h] = (((count + 1) << 1) | offset) & 0xFFFFFFFF
+        return len(pairs) // 2  # the items the sketch no longer retains
 
     def _sorted_view(self) -> tuple[np.ndarray, np.ndarray]:
         """Every retained item in order and the cumulative weight up to it."""
@@ -186,15 +196,15 @@ class QuantileSketch:
             return from_datasketches(data)
         try:
             _, k, count, n, low, high = _HEADER.unpack_from(data)
-            sizes = [_LEVEL.unpack_from(data, _HEADER.size + _LEVEL.size * h) for h in range(count)]
+            sizes = struct.unpack_from(f"<{2 * count}I", data, _HEADER.size)
             at = _HEADER.size + _LEVEL.size * count
             sketch = cls(k)
             sketch.n, sketch.min, sketch.max = n, low, high
-            sketch.levels, sketch.compactions = [], []
-            for size, done in sizes:
-                level = np.frombuffer(data, "<f8", size, at).astype(np.float64)
-                sketch.levels.append(level)
-                sketch.compactions.append(done)
+            sketch.levels, sketch.compactions = [], list(sizes[1::2])
+            for size in sizes[::2]:
+                # read-only views of ``data`` (no copy): levels are replaced, never written
+                level = np.frombuffer(data, "<f8", size, at)
+                sketch.levels.append(level.astype(np.float64, copy=False))
                 at += 8 * size
         except (struct.error, ValueError) as error:
             raise CorruptStatisticsError(f"unreadable quantile sketch: {error}") from error
