@@ -54,7 +54,7 @@ from lakestats.store.manifest import PartitionEntry
 from lakestats.store.partition_index import SOURCE_FIELDS, index_part
 from lakestats.threads import prefetch
 
-CACHE_FORMAT = 8
+CACHE_FORMAT = 9
 """Part of every cache key: bump it when cached states, histograms or frequency rows change
 meaning or bytes (``ScalarState`` fields or module, pruning, holder packing), so older
 caches are not reused. 6: ``ScalarState`` moved to ``stats/scalar_state.py`` (its pickles

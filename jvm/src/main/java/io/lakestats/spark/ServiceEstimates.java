@@ -225,15 +225,11 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
       Option<ColumnStat> stat = before.attributeStats().get(attribute);
       if (stat.isDefined()) {
         ColumnStat chosen = stat.get();
-        if (chosen.distinctCount().isDefined()) {
-          try {
-            chosen = (ColumnStat) Reflect.copyWith(chosen, "distinctCount",
-                Option.apply(chosen.distinctCount().get().min(count)));
-          } catch (ReflectiveOperationException e) {
-            continue;
-          }
+        chosen = chosen.distinctCount().isDefined()
+            ? withDistinct(chosen, chosen.distinctCount().get().min(count)) : chosen;
+        if (chosen != null) {
+          columns.put(attribute, chosen);
         }
-        columns.put(attribute, chosen);
       }
     }
     AttributeMap<ColumnStat> map = AttributeMap$.MODULE$.apply(Scala.map(columns));
@@ -338,16 +334,22 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
               .toBigInteger());
           distinct = distinct.min(scaled);
         }
-        try {
-          chosen = (ColumnStat) Reflect.copyWith(chosen, "distinctCount",
-              Option.apply(distinct.min(count)));
-        } catch (ReflectiveOperationException e) {
-          continue;
-        }
+        chosen = withDistinct(chosen, distinct.min(count));
       }
-      out.put(attribute, chosen);
+      if (chosen != null) {
+        out.put(attribute, chosen);
+      }
     }
     return out;
+  }
+
+  /** The column's statistics with another distinct count, or null when it cannot be set. */
+  private static ColumnStat withDistinct(ColumnStat stat, BigInt distinct) {
+    try {
+      return (ColumnStat) Reflect.copyWith(stat, "distinctCount", Option.apply(distinct));
+    } catch (ReflectiveOperationException e) {
+      return null;
+    }
   }
 
   /**
