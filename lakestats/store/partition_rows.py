@@ -22,21 +22,15 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lakestats.errors import CorruptStatisticsError
-from lakestats.stats.arrays import numbers
+from lakestats.stats.arrays import binary_values, column_array, int64_array, int_values, numbers
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest, schemas
 from lakestats.store.handle import StatisticsStore
-from lakestats.store.partition_histograms import (
-    PartitionHistograms,
-    int_keys,
-    key_width,
-    open_histograms,
-)
+from lakestats.store.part_keys import int_keys, key_width
 
 FREQUENCIES = "frequencies"
 HISTOGRAMS = "histograms"
@@ -85,9 +79,9 @@ class PartitionRows:
 
     def _reset(self) -> None:
         self._lock = threading.Lock()
-        self._histograms: PartitionHistograms | None = None
-        self._ids: dict[str, int] | None = None
-        self._decoded: OrderedDict[int, pa.Table] = OrderedDict()
+        self._where: dict[str, tuple[int, int]] | None = None  # path -> (part, member)
+        self._paths: list[str] = []
+        self._decoded: OrderedDict[int, tuple[pa.Table, np.ndarray]] = OrderedDict()
 
     def __getstate__(self) -> dict[str, object]:
         return {"store": self.store, "version": self.version, "_open_file": None}
@@ -103,63 +97,83 @@ class PartitionRows:
         ``columns`` of them (absent ones left out)."""
         relative = entry.files.get(kind)
         if relative is not None:
-            table = _read_file(self.store, relative, columns, self._open_file)
+            table = self._file(relative, columns)
             if kind == FREQUENCIES and "column_index" not in table.schema.names and (
                 columns is None or "column_index" in columns
             ):  # files written before the column existed
-                table = _read_file(self.store, relative, None, self._open_file)
-                table = table.append_column("column_index", self._indices(table))
+                table = self._file(relative, None)
+                names = {c["name"]: i for i, c in enumerate(self._columns())}
+                at = [names[n] for n in table.column("column").to_pylist()]
+                table = table.append_column("column_index", column_array(at, pa.int32()))
         else:
-            rows = self._member_rows(entry)
-            table = _frequencies(rows, self._columns()) if kind == FREQUENCIES else (
-                _histograms(rows, self._columns())
+            part, rows = self._member_rows(entry)
+            table = (_frequencies if kind == FREQUENCIES else _histograms)(
+                part, rows, self._columns()
             )
         if columns is None:
             return table
         names = set(table.schema.names)
         return table.select([c for c in columns if c in names])
 
-    def _indices(self, table: pa.Table) -> pa.Array:
-        names = [c["name"] for c in self._columns()]
-        return pc.index_in(table.column("column"), value_set=pa.array(names)).cast(pa.int32())
-
     def _columns(self) -> list[dict[str, str]]:
         assert self.version is not None
         return self.version.columns
 
-    def _member_rows(self, entry: manifest.PartitionEntry) -> pa.Table:
-        """The part rows of one partition (its part read whole once, kept a while)."""
-        histograms, ids = self._opened()
-        pid = ids.get(entry.path, -1)
-        part = int(histograms.part_of[pid]) if histograms is not None and pid >= 0 else -1
-        if histograms is None or part < 0:
+    def _file(self, relative: str, columns: list[str] | None) -> pa.Table:
+        filesystem, path = self.store.resolve(self.store.path(relative))
+        opener = self._open_file or (lambda f, p: f.open_input_file(p))
+        parquet = pq.ParquetFile(opener(filesystem, path), pre_buffer=True)
+        if columns is not None:
+            names = set(parquet.schema_arrow.names)
+            columns = [c for c in columns if c in names]
+        return parquet.read(columns=columns, use_threads=False)
+
+    def _member_rows(self, entry: manifest.PartitionEntry) -> tuple[pa.Table, np.ndarray]:
+        """One partition's part (read whole once, kept a while) and its rows there."""
+        where = self._directory().get(entry.path)
+        if where is None:
             raise _missing(entry)
+        part, member = where
         with self._lock:
-            table = self._decoded.get(part)
-            if table is not None:
+            found = self._decoded.get(part)
+            if found is not None:
                 self._decoded.move_to_end(part)
-        if table is None:
+        if found is None:
             try:
-                table = _read_file(self.store, histograms.paths[part], None, self._open_file)
-            except (FileNotFoundError, CorruptStatisticsError) as exc:
+                table = self._file(self._paths[part], None)
+            except FileNotFoundError as exc:
                 raise _missing(entry) from exc
+            found = (table, int_values(table.column("member")))
             with self._lock:
-                self._decoded[part] = table
+                self._decoded[part] = found
                 while len(self._decoded) > KEPT_PARTS:
                     self._decoded.popitem(last=False)
-        member = int(histograms.member_of[pid])
-        return table.filter(pc.equal(table.column("member"), pa.scalar(member, pa.int32())))
+        table, members = found
+        return table, np.flatnonzero(members == member)
 
-    def _opened(self) -> tuple[PartitionHistograms | None, dict[str, int]]:
+    def _directory(self) -> dict[str, tuple[int, int]]:
+        """Each partition's part and position there (empty: no directory, or it is gone)."""
         with self._lock:
-            if self._ids is not None:
-                return self._histograms, self._ids
+            if self._where is not None:
+                return self._where
+        where: dict[str, tuple[int, int]] = {}
         version = self.version
-        found = open_histograms(self.store, version, self._open_file) if version else None
-        ids = {e.path: i for i, e in enumerate(version.partitions)} if version else {}
+        relative = getattr(version, "partition_histogram_parts", None) if version else None
+        if version is not None and relative:
+            try:
+                directory = self._file(relative, ["part", "partition_ids"])
+            except FileNotFoundError:
+                directory = None
+            if directory is not None:
+                self._paths = directory.column("part").to_pylist()
+                entries = version.partitions
+                for k, ids in enumerate(directory.column("partition_ids").to_pylist()):
+                    for member, pid in enumerate(ids):
+                        if 0 <= pid < len(entries):
+                            where[entries[pid].path] = (k, member)
         with self._lock:
-            self._histograms, self._ids = found, ids
-        return found, ids
+            self._where = where
+        return where
 
 
 def _missing(entry: manifest.PartitionEntry) -> MissingPartitionRowsError:
@@ -170,76 +184,53 @@ def _missing(entry: manifest.PartitionEntry) -> MissingPartitionRowsError:
     )
 
 
-def _read_file(
-    store: StatisticsStore,
-    relative: str,
-    columns: list[str] | None,
-    open_file: Callable[[pafs.FileSystem, str], object] | None,
-) -> pa.Table:
-    filesystem, path = store.resolve(store.path(relative))
-    source = (open_file or (lambda f, p: f.open_input_file(p)))(filesystem, path)
-    parquet = pq.ParquetFile(source, pre_buffer=True)
-    if columns is not None:
-        names = set(parquet.schema_arrow.names)
-        columns = [c for c in columns if c in names]
-    return parquet.read(columns=columns, use_threads=False)
-
-
-def _frequencies(rows: pa.Table, columns: list[dict[str, str]]) -> pa.Table:
-    """A member's part rows as its ``frequencies.parquet`` rows, in the file's order."""
-    indices, values, counts = [], [], []
-    for row in range(rows.num_rows):
-        index = rows.column("column_index")[row].as_py()
-        listed = rows.column("frequency_counts")[row]
+def _frequencies(part: pa.Table, rows: np.ndarray, columns: list[dict[str, str]]) -> pa.Table:
+    """A member's part rows (in column order) as its ``frequencies.parquet`` rows: by
+    column, then decreasing frequency, ties by value (the part holds them by value)."""
+    names, keys, counts = [], [], []
+    for row in rows.tolist():
+        listed = part.column("frequency_counts")[row]
         counted = numbers(listed.values, 0, np.int64) if listed.is_valid else np.zeros(0)
         if not len(counted):
             continue
-        ints = rows.column("frequency_ints")[row]
+        index = part.column("column_index")[row].as_py()
+        order = np.lexsort((np.arange(len(counted)), -counted))
+        ints = part.column("frequency_ints")[row]
         if ints.is_valid:
             width = key_width(parse_type(columns[index]["type"]))
-            data = int_keys(numbers(ints.values, 0, np.int64), width).tobytes()
-            keys: pa.Array = pa.FixedSizeBinaryArray.from_buffers(
-                pa.binary(width), len(counted), [None, pa.py_buffer(data)]
-            ).cast(pa.binary())
+            data = int_keys(numbers(ints.values, 0, np.int64)[order], width).tobytes()
+            keys += [data[i : i + width] for i in range(0, len(data), width)]
         else:
-            keys = rows.column("frequency_values")[row].values.cast(pa.binary())
-        # by decreasing frequency, ties by value (the part holds them by value)
-        order = np.lexsort((np.arange(len(counted)), -counted))
-        indices.append(np.full(len(counted), index, np.int32))
-        values.append(keys.take(pa.array(order)))
+            values = binary_values(part.column("frequency_values")[row].values)
+            keys += [values[i] for i in order.tolist()]
+        names += [(columns[index]["name"], index)] * len(counted)
         counts.append(counted[order])
-    if not indices:
-        return FREQUENCY_ROWS_SCHEMA.empty_table()
-    index = np.concatenate(indices)
-    by_column = np.argsort(index, kind="stable")
-    names = pa.array([c["name"] for c in columns], pa.string())
-    index = index[by_column]
-    return pa.table(
-        {
-            "column": names.take(pa.array(index)),
-            "value": pa.concat_arrays(values).take(pa.array(by_column)),
-            "frequency": pa.array(np.concatenate(counts)[by_column], pa.int64()),
-            "column_index": pa.array(index, pa.int32()),
-        },
+    if not names:
+        return pa.Table.from_batches([], schema=FREQUENCY_ROWS_SCHEMA)
+    return pa.Table.from_arrays(
+        [
+            column_array([n for n, _ in names], pa.string()),
+            column_array(keys, pa.binary()),
+            int64_array(np.concatenate(counts)),
+            column_array([i for _, i in names], pa.int32()),
+        ],
         schema=FREQUENCY_ROWS_SCHEMA,
     )
 
 
-def _histograms(rows: pa.Table, columns: list[dict[str, str]]) -> pa.Table:
+def _histograms(part: pa.Table, rows: np.ndarray, columns: list[dict[str, str]]) -> pa.Table:
     """A member's part rows as its ``histograms.parquet``: ``bin`` and one column per
     column with a histogram, in table order (nulls past a column's bins)."""
-    counts = rows.column("histogram_counts")
-    held = sorted(
-        (rows.column("column_index")[r].as_py(), numbers(counts[r].values, 0, np.int64))
-        for r in range(rows.num_rows)
-        if counts[r].is_valid
-    )
+    held = []
+    for row in rows.tolist():
+        counts = part.column("histogram_counts")[row]
+        if counts.is_valid:
+            index = part.column("column_index")[row].as_py()
+            held.append((columns[index]["name"], numbers(counts.values, 0, np.int64)))
     length = max([len(c) for _, c in held], default=0)
-    names = [columns[i]["name"] for i, _ in held]
-    arrays = [pa.array(np.arange(length, dtype=np.int32))]
-    for _, column in held:
-        padded = np.zeros(length, np.int64)
-        padded[: len(column)] = column
-        mask = np.arange(length) >= len(column)
-        arrays.append(pa.array(padded, mask=mask))
-    return pa.Table.from_arrays(arrays, schema=schemas.histograms_schema(names))
+    arrays = [column_array(list(range(length)), pa.int32())]
+    for _, counted in held:
+        arrays.append(column_array([*counted.tolist(), *[None] * (length - len(counted))],
+                                   pa.int64()))
+    schema = schemas.histograms_schema([name for name, _ in held])
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -527,7 +527,7 @@ class StatisticsReader:
         row, the table level's by row group."""
         if not self._is_table(entry):
             table = self._rows.read(entry, "frequencies", ["value", "frequency", "column_index"])
-            yield table.column("column_index").to_numpy(), lambda: table
+            yield arrays.int_values(table.column("column_index")), lambda: table
             return
         handle = self.parquet_file(entry, "frequencies")
         for g in range(handle.metadata.num_row_groups):
