@@ -1,6 +1,6 @@
 """A partition's frequency and histogram rows, wherever its version keeps them: the one
 way every reader gets them (lookups, estimates' fallbacks, the reduction, the exact step,
-Puffin, samples).
+the Iceberg Puffin file).
 
 From format 6 the table level's partition histogram parts (``partition_histograms``)
 are their only home: a partition entry lists its ``statistics`` file (and ``values``,
@@ -179,8 +179,8 @@ class PartitionRows:
 def _missing(entry: manifest.PartitionEntry) -> MissingPartitionRowsError:
     return MissingPartitionRowsError(
         f"the frequency and histogram rows of partition {entry.name or entry.path!r} are "
-        "missing (their part of the table level was deleted); re-analyze that partition: "
-        f"lakestats analyze <table> --partition {entry.path!r} --full"
+        "missing (their part of the table level was deleted); re-analyze those partitions: "
+        "`lakestats analyze` on the table recomputes them"
     )
 
 
