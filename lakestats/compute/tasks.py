@@ -59,6 +59,8 @@ class Job:
     groups: list[tuple[tuple[str, ...], tuple[Leaf, ...]]] = field(default_factory=list)
     # analyze --column-groups auto: the columns pairs are found among (None: not asked)
     auto_leaves: tuple[Leaf, ...] | None = None
+    # frequency and histogram rows go to the run's hand-off files (a partitioned table)
+    handoff: bool = True
 
     @property
     def has_groups(self) -> bool:
@@ -73,11 +75,21 @@ class Job:
         return found
 
     def files(self, partition: int) -> dict[str, str]:
-        return layout.partition_files(self.partition_paths[partition], self.run_id)
+        """A computed partition's files: its frequency and histogram rows handed to the
+        reduction (``handoff``; the version's parts are their home), or, for an
+        unpartitioned table, kept beside its statistics (they are the table level's)."""
+        path = self.partition_paths[partition]
+        files = layout.partition_files(path, self.run_id)
+        if self.handoff:
+            files.update(layout.handoff_files(path, self.run_id))
+        return files
+
+    def states_dir(self) -> str:
+        """Where sliced partitions' partial states wait (deleted once merged)."""
+        return fs.join(layout.staging_dir(self.store.uri, self.run_id), "states")
 
     def state_uri(self, partition: int, index: int) -> str:
-        staging = layout.staging_dir(self.store.uri, self.run_id)
-        return fs.join(staging, f"{partition}", f"{index}.pkl")
+        return fs.join(self.states_dir(), f"{partition}", f"{index}.pkl")
 
 
 def _summary(

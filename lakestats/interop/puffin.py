@@ -47,6 +47,7 @@ from lakestats.stats.derived_sketches import frequencies_complete
 from lakestats.stats.type_codec import parse_type
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import PartitionEntry, Version
+from lakestats.store.partition_rows import PartitionRows
 
 THETA_BLOB = "apache-datasketches-theta-v1"
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ def partition_sketches(
     entry: PartitionEntry,
     wanted: dict[int, str],
     dtypes: list[pa.DataType],
+    rows_of: PartitionRows,
 ) -> dict[int, bytes | None]:
     """Column position -> one partition's theta sketch (None: it has none, and its
     frequencies do not determine one)."""
@@ -125,9 +127,7 @@ def partition_sketches(
         else:
             out[c] = None
     if rebuild:
-        frequencies = _read(
-            store, entry.files["frequencies"], ["column_index", "value", "frequency"]
-        )
+        frequencies = rows_of.read(entry, "frequencies", ["column_index", "value", "frequency"])
         for c in rebuild:
             out[c] = _rebuilt(frequencies, c, dtypes[c], wanted[c])
     return out
@@ -174,10 +174,11 @@ def blobs_of(
             continue
         wanted[c] = types[name]
     dtypes = [parse_type(column["type"]) for column in version.columns]
+    rows_of = PartitionRows(store, version)
     gathered: dict[int, list[bytes]] = {c: [] for c in wanted}
     missing: set[int] = set()
     for sketches_of in map_partitions(
-        lambda e: partition_sketches(store, e, wanted, dtypes), version.partitions
+        lambda e: partition_sketches(store, e, wanted, dtypes, rows_of), version.partitions
     ):
         for c, sketch in sketches_of.items():
             if sketch is None:

@@ -16,11 +16,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakestats.errors import StatisticsNotFoundError
 from lakestats.query.source import PartitionStatistics
-from lakestats.stats.arrays import int64_array, integer_array, numbers, string_array
+from lakestats.stats.arrays import int64_array, numbers
 from lakestats.stats.selectivity import ColumnSummary, Frequencies, Histogram, storage_number
 from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
@@ -120,38 +119,23 @@ class ReaderPartition:
             if self.table_level
             else None
         )
-        handle = self.reader.parquet_file(self.entry, "frequencies")
-        names = handle.schema_arrow.names
-        metadata = handle.metadata
         keys_out: list[bytes] = []
         counts_out: list[int] = []
-        if merged is not None:  # the column's rows over the version's frequency layers
-            for t in merged.chunks():
-                keys_out.extend(t.column("value").to_pylist())
-                counts_out.extend(t.column("frequency").to_pylist())
-        elif "column_index" in names:
-            position = names.index("column_index")
-            for g in range(metadata.num_row_groups):
-                stats = metadata.row_group(g).column(position).statistics
-                if stats is not None and not (stats.min <= index <= stats.max):
-                    continue
-                t = handle.read_row_group(g, columns=["value", "frequency", "column_index"])
-                at = integer_array([index], t.column("column_index").type)[0]
-                t = t.filter(pc.equal(t.column("column_index"), at))
-                keys_out.extend(t.column("value").to_pylist())
-                counts_out.extend(t.column("frequency").to_pylist())
-        else:
-            t = handle.read(columns=["column", "value", "frequency"])
-            t = t.filter(pc.equal(t.column("column"), string_array([column])[0]))
-            keys_out = t.column("value").to_pylist()
-            counts_out = t.column("frequency").to_pylist()
+        chunks = merged.chunks() if merged is not None else (
+            # the column's rows over the version's frequency layers, else its file's or
+            # the partition's (``store/partition_rows``)
+            self.reader.frequency_chunks(self.entry, index)
+        )
+        for t in chunks:
+            keys_out.extend(t.column("value").to_pylist())
+            counts_out.extend(t.column("frequency").to_pylist())
         order = sorted(range(len(keys_out)), key=keys_out.__getitem__)
         return [keys_out[i] for i in order], [counts_out[i] for i in order]
 
     def _histogram(self, column: str, row: dict) -> Histogram | None:
         def counts() -> np.ndarray:
-            handle = self.reader.parquet_file(self.entry, "histograms")
-            read = handle.read(columns=[column]).column(0).slice(0, row["histogram_bins"])
+            read = self.reader.histogram_counts(self.entry, column)
+            read = read.slice(0, row["histogram_bins"])
             return numbers(read, 0, np.int64)
 
         exact = (not self.table_level) or bool(row.get("histogram_exact"))

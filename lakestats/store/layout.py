@@ -19,7 +19,9 @@
                                           and numeric frequencies, and their partitions
         groups/<key>                      cached results of a group of partitions; ``phist-``
                                           entries are those parts, shared by later versions
-      _staging/<run-id>/                  partial states of sliced partitions (deleted after)
+      _staging/<run-id>/states/           partial states of sliced partitions (deleted after)
+      _staging/<run-id>/rows/<k=v/...>/   a partition's frequency and histogram rows handed
+                                          to the reduction (deleted once published)
 
 A partition directory is its hive-style path (``year=1992/month=3``) with each value
 percent-escaped (``/``, ``=`` and ``%`` always; null as ``__HIVE_DEFAULT_PARTITION__``), so
@@ -110,6 +112,16 @@ def partition_files(partition_path: str, run_id: str) -> dict[str, str]:
     """Relative paths of the three files of one partition written by one run."""
     return {
         kind: f"partitions/{partition_path}/{run_id}/{name}" for kind, name in FILE_NAMES.items()
+    }
+
+
+def handoff_files(partition_path: str, run_id: str) -> dict[str, str]:
+    """Where a run's partition task hands its frequency and histogram rows to the
+    reduction (relative to the root): under the run's staging directory, deleted once the
+    version (whose parts hold the rows) is published."""
+    return {
+        kind: f"_staging/{run_id}/rows/{partition_path}/{FILE_NAMES[kind]}"
+        for kind in ("frequencies", "histograms")
     }
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,6 +50,7 @@ from lakestats.store.schemas import SKETCH_COLUMNS, STATISTICS_ROW_GROUP
 if TYPE_CHECKING:  # both import pyarrow.compute: opened when a lookup needs them
     from lakestats.store.partition_histograms import PartitionHistograms
     from lakestats.store.partition_index import PartitionIndex
+    from lakestats.store.partition_rows import PartitionRows
 
 ROW_GROUP_CACHE_BYTES = 16 * 1024 * 1024
 """Decoded statistics row groups a reader keeps (per reader: a service thread's handle)."""
@@ -263,18 +264,30 @@ class StatisticsReader:
         return out
 
     def _partition_frequency(self, entry: manifest.PartitionEntry, index: int, key: bytes) -> int:
-        handle = self.parquet_file(entry, "frequencies")
-        position = handle.schema_arrow.get_field_index("column_index")
-        for g in range(handle.metadata.num_row_groups):
-            stats = handle.metadata.row_group(g).column(position).statistics
-            if stats is not None and not (stats.min <= index <= stats.max):
-                continue
-            table = self._row_group(handle, g, ["value", "frequency", "column_index"])
-            table = _rows_of_column(table, index)
-            values = table.column("value").to_pylist()
-            if key in values:
-                return int(table.column("frequency")[values.index(key)].as_py())
-        return 0
+        table = self.frequency_rows(entry, index)
+        values = table.column("value").to_pylist()
+        return int(table.column("frequency")[values.index(key)].as_py()) if key in values else 0
+
+    def frequency_rows(self, entry: manifest.PartitionEntry, index: int) -> pa.Table:
+        """One column's frequency rows in a partition (``store/partition_rows``)."""
+        table = self._rows.read(entry, "frequencies", ["value", "frequency", "column_index"])
+        return _rows_of_column(table, index)
+
+    def histogram_counts(self, entry: manifest.PartitionEntry, column: str) -> pa.ChunkedArray:
+        """One column's histogram counts in a partition or (its file) the table level."""
+        if self._is_table(entry):
+            return self._row_group(self.parquet_file(entry, "histograms"), None, [column]).column(0)
+        return self._rows.read(entry, "histograms", [column]).column(0)
+
+    @functools.cached_property
+    def _rows(self) -> PartitionRows:  # imported when needed: it loads pyarrow.compute
+        from lakestats.store.partition_rows import PartitionRows
+
+        return PartitionRows(self.store, self.version, self._open)
+
+    def _is_table(self, entry: manifest.PartitionEntry) -> bool:
+        """``table_entry``'s: read by row group (an exact table level lists millions)."""
+        return entry.path == "table" and entry.files is self.version.table_files
 
     def partition_index(self) -> PartitionIndex | None:
         """The version's ``partition_index.parquet`` (footer read once), or None when the
@@ -450,18 +463,8 @@ class StatisticsReader:
                 if top is not None and len(pairs) >= top:
                     break
             return pairs
-        handle = self.parquet_file(entry, "frequencies")
-        metadata = handle.metadata
-        position = handle.schema_arrow.get_field_index("column_index")
-        groups = []
-        for g in range(metadata.num_row_groups):
-            stats = metadata.row_group(g).column(position).statistics
-            if stats is None or (stats.min <= index <= stats.max):
-                groups.append(g)
         out: list[tuple[object, int]] = []
-        for g in groups:
-            table = handle.read_row_group(g, columns=["value", "frequency", "column_index"])
-            table = _rows_of_column(table, index)
+        for table in self.frequency_chunks(entry, index):
             if top is not None:  # decode only the rows kept (exact tables list millions)
                 table = table.slice(0, top - len(out))
             for key, count in zip(
@@ -474,19 +477,30 @@ class StatisticsReader:
                 break
         return out if top is None else out[:top]
 
+    def frequency_chunks(self, entry: manifest.PartitionEntry, index: int) -> Iterator[pa.Table]:
+        """One column's frequency rows in order (the table level's by row group)."""
+        if not self._is_table(entry):
+            yield self.frequency_rows(entry, index)
+            return
+        handle = self.parquet_file(entry, "frequencies")
+        position = handle.schema_arrow.get_field_index("column_index")
+        for g in range(handle.metadata.num_row_groups):
+            stats = handle.metadata.row_group(g).column(position).statistics
+            if stats is None or (stats.min <= index <= stats.max):
+                table = handle.read_row_group(g, columns=["value", "frequency", "column_index"])
+                yield _rows_of_column(table, index)
+
     def most_frequent(self, partition: str | dict | None = None) -> dict[str, tuple[object, int]]:
         """Every column's most frequent stored value and its count, in one pass over the
         frequencies file (rows are by column, then by decreasing count: each column's first
         row), reading values only for those rows: what ``profile`` asks of a wide table."""
         entry = self.partition(partition)
-        handle = self.parquet_file(entry, "frequencies")
         out: dict[str, tuple[object, int]] = {}
-        for g in range(handle.metadata.num_row_groups):
-            owners = handle.read_row_group(g, columns=["column_index"]).column(0).to_numpy()
+        for owners, read in self._frequency_groups(entry):
             if not len(owners):
                 continue
             first = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
-            rows = handle.read_row_group(g, columns=["value", "frequency"]).take(first)
+            rows = read().take(first)
             for index, key, count in zip(
                 owners[first].tolist(),
                 rows.column("value").to_pylist(),
@@ -505,6 +519,20 @@ class StatisticsReader:
                 out[column["name"]] = (decode_value(key, column["type"]), count.as_py())
                 break
         return out
+
+    def _frequency_groups(
+        self, entry: manifest.PartitionEntry
+    ) -> Iterator[tuple[np.ndarray, Callable[[], pa.Table]]]:
+        """(column indices, their values and counts read when asked) of every frequency
+        row, the table level's by row group."""
+        if not self._is_table(entry):
+            table = self._rows.read(entry, "frequencies", ["value", "frequency", "column_index"])
+            yield arrays.int_values(table.column("column_index")), lambda: table
+            return
+        handle = self.parquet_file(entry, "frequencies")
+        for g in range(handle.metadata.num_row_groups):
+            owners = handle.read_row_group(g, columns=["column_index"]).column(0).to_numpy()
+            yield owners, functools.partial(handle.read_row_group, g, ["value", "frequency"])
 
     @_reading
     def histogram(
@@ -529,8 +557,7 @@ class StatisticsReader:
         bins = row["histogram_bins"]
         stop = bins if stop is None else min(stop, bins)
         entry = self.partition(partition)
-        handle = self.parquet_file(entry, "histograms")
-        counts = self._row_group(handle, None, [column]).column(0)
+        counts = self.histogram_counts(entry, column)
         counts = counts.slice(start, max(0, stop - start))
         edges = bin_edges(
             row["type"],

@@ -21,7 +21,7 @@ import pyarrow as pa
 from lakestats.stats.percentiles import percentile_names
 from lakestats.stats.statistic_fields import STATISTIC_FIELDS
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 """On-disk format version, in each version manifest (``format_version``) and in each
 file's key-value metadata (``lakestats.format_version``). 1: the first files (no key in
 the files). 2: the key; zstd levels and encodings chosen by ``bench/size.py`` (below).
@@ -33,6 +33,9 @@ values occurring more than once, and is marked ``frequencies_truncated`` with
 ``frequencies_omitted`` the number of values occurring once (version 3 marked it complete).
 5: ``kll_sketch`` holds ``stats/quantile_sketch.py``'s deterministic sketch (DataSketches'
 KLL before: read and converted); the same input gives the same bytes in every file.
+6: a partition's frequency and histogram rows live only in the table level's partition
+histogram parts (``store/partition_rows.py``): its entry lists no ``frequencies.parquet``
+or ``histograms.parquet`` (except an unpartitioned table's, whose files are the table's).
 Every version is read by the same code: a file without a column reads it as null."""
 
 FORMAT_VERSION_KEY = "lakestats.format_version"

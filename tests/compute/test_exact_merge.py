@@ -24,6 +24,8 @@ from lakestats.stats import keys
 from lakestats.stats.value_counts import VALUES_ROW_GROUP, VALUES_SCHEMA
 from lakestats.store import layout, ranks, schemas, writer
 from lakestats.store.handle import StatisticsStore
+from lakestats.store.manifest import PartitionEntry
+from lakestats.store.partition_rows import PartitionRows
 
 COLUMNS = ["a", "s", "kept"]  # "kept": a column whose table frequencies stay as they were
 
@@ -86,9 +88,8 @@ def _listed(root, name: str, rng: np.random.Generator) -> tuple[sources.Source, 
         ),
         directory / "statistics.parquet",
     )
-    source = sources.Source(
-        "", 1, f"partitions/{name}/statistics.parquet", f"partitions/{name}/frequencies.parquet"
-    )
+    source = sources.Source("", 1, f"partitions/{name}/statistics.parquet",
+                            *_files(root, name))
     contribution = (
         rows.rename_columns(["column_index", "value", "count"])
         .filter(pc.less(rows.column("column_index"), 2))
@@ -117,8 +118,16 @@ def _staged_source(root, name: str, table: pa.Table) -> sources.Source:
         f"partitions/{name}/values.parquet",
         1,
         f"partitions/{name}/statistics.parquet",
-        f"partitions/{name}/frequencies.parquet",
+        *_files(root, name),
     )
+
+
+def _files(root, name: str) -> tuple[PartitionEntry, PartitionRows]:
+    """A partition entry listing its files, and where its frequency rows are read."""
+    files = {kind: f"partitions/{name}/{kind}.parquet" for kind in ("statistics", "frequencies")}
+    entry = PartitionEntry(path=name, name=name, values={}, row_count=0, size_bytes=0,
+                           files=files)
+    return entry, PartitionRows(StatisticsStore(str(root)), None)
 
 
 @pytest.mark.parametrize("duplicates_only", [False, True])

@@ -86,10 +86,11 @@ def test_any_partition_value_with_the_statistics_on_s3(
     again = table.analyze(spark=spark, bins=8)
     assert (again.partitions_computed, again.partitions_reused) == (0, len(VALUES))
     entry = manifest.load_version(StatisticsStore(stats, s3_endpoint), None).partitions[0]
-    filesystem, path = fs.resolve(layout.absolute(stats, entry.files["frequencies"]), s3_endpoint)
+    filesystem, path = fs.resolve(layout.absolute(stats, entry.files["statistics"]), s3_endpoint)
     filesystem.delete_file(path)
     repaired = table.analyze(spark=spark, bins=8)
     assert (repaired.partitions_computed, repaired.partitions_repaired) == (1, 1)
+    entry = manifest.load_version(StatisticsStore(stats, s3_endpoint), None).partitions[0]
     assert fs.exists(layout.absolute(stats, entry.files["statistics"]), s3_endpoint)
 
 

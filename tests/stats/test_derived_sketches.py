@@ -215,7 +215,7 @@ def test_reductions_over_version_2_and_3_are_the_same(
     for root in (root2, root3):
         version = manifest.load_version(StatisticsStore(str(root)))
         job = ReduceJob(StatisticsStore(str(root)), version.partitions, version.columns, 1000,
-                        MAX_FREQUENCIES)
+                        MAX_FREQUENCIES, earlier=version)
         files, _, _ = reduce_table(spark, job, f"again-{path}")
         reduced.append(_table_files(root, files))
     _assert_same(*reduced)
@@ -246,7 +246,7 @@ def test_incremental_analyze_over_version_2_files_is_the_same(roots, spark, tmp_
             )
             assert (result.partitions_computed, result.partitions_reused) == (1, 4), root.name
             version = manifest.load_version(StatisticsStore(str(copy)))
-            assert version.format_version == schemas.FORMAT_VERSION == 5
+            assert version.format_version == schemas.FORMAT_VERSION == 6
             results.append(_table_files(copy, version.table_files))
     finally:
         shutil.rmtree(table_dir / "p=4")

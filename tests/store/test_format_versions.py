@@ -1,4 +1,4 @@
-"""Statistics written by the previous on-disk format version stay readable.
+"""Statistics written by the previous on-disk format versions stay readable.
 
 Format version 1 files are written here exactly as the version-1 writer wrote them
 (``pq.write_table`` with zstd at pyarrow's default level, no key-value metadata); the
@@ -23,7 +23,7 @@ import lakestats.api as ls
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.local import reduce_locally
 from lakestats.stats.quantile_sketch import QuantileSketch
-from lakestats.store import layout, manifest, schemas
+from lakestats.store import layout, manifest, partition_rows, schemas
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
@@ -46,6 +46,30 @@ def _write_v1(path: Path) -> None:
     pq.write_table(table, path, compression="zstd", store_schema=False, **V1_OPTIONS[path.stem])
 
 
+def _as_format_5(new: Path, old: Path) -> None:
+    """A copy of the root ``new`` as format 5 wrote it: every partition's frequency and
+    histogram rows also in its own ``frequencies.parquet`` and ``histograms.parquet``
+    (written as the format-5 writer wrote them), listed in its entry."""
+    shutil.copytree(new, old)
+    version = manifest.load_version(StatisticsStore(str(new)))
+    rows = partition_rows.PartitionRows(StatisticsStore(str(new)), version)
+    version_file = old / layout.version_path(version.version)
+    data = json.loads(version_file.read_text())
+    for raw, entry in zip(data["partitions"], version.partitions, strict=True):
+        assert set(entry.files) == {"statistics"}  # format 6: the parts hold the rest
+        for kind, options in (("frequencies", V1_OPTIONS["frequencies"]),
+                              ("histograms", V1_OPTIONS["histograms"])):
+            relative = entry.files["statistics"].replace("statistics.parquet",
+                                                         f"{kind}.parquet")
+            table = rows.read(entry, kind).replace_schema_metadata(
+                {schemas.FORMAT_VERSION_KEY: "5"})
+            pq.write_table(table, old / relative, compression="zstd", **options)
+            raw["files"][kind] = relative
+            raw["file_sizes"][kind] = (old / relative).stat().st_size
+    data["format_version"] = 5
+    version_file.write_text(json.dumps(data))
+
+
 @pytest.fixture(scope="module")
 def roots(tmp_path_factory, spark) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("versions")
@@ -65,11 +89,11 @@ def roots(tmp_path_factory, spark) -> tuple[Path, Path]:
             ),
             table_dir / f"p={p}" / "data.parquet",
         )
-    new = base / "v2"
+    new = base / "v6"
     # few frequencies: "s" and "k" are truncated, so the table level merges sketches
     ls.open_table(str(table_dir), stats_root=str(new)).analyze(max_frequencies=8, spark=spark)
     old = base / "v1"
-    shutil.copytree(new, old)
+    _as_format_5(new, old)
     version_file = old / layout.version_path(1)
     data = json.loads(version_file.read_text())
     data["format_version"] = 1
@@ -89,9 +113,38 @@ def test_files_record_their_format_version(roots) -> None:
     assert (
         manifest.load_version(StatisticsStore(str(new))).format_version
         == schemas.FORMAT_VERSION
-        == 5
+        == 6
     )
     assert manifest.load_version(StatisticsStore(str(old))).format_version == 1
+
+
+def test_lookups_and_reduction_read_a_version_5_root_the_same(roots, tmp_path: Path) -> None:
+    """Format 5 listed every partition's frequency and histogram files (the parts held a
+    copy): they are read from there, and answer as format 6's parts do."""
+    _, new = roots
+    five = tmp_path / "v5"
+    _as_format_5(new, five)
+    older, newer = (StatisticsReader(StatisticsStore(str(r))) for r in (five, new))
+    assert older.version.format_version == 5
+    for entry in newer.version.partitions:
+        assert set(older.partition(entry.name).files) == {
+            "statistics", "frequencies", "histograms"}
+        assert older.most_frequent(entry.name) == newer.most_frequent(entry.name)
+        for column in ("k", "f", "s", "u"):
+            assert older.frequencies(entry.name, column) == newer.frequencies(entry.name, column)
+            assert older.frequencies(entry.name, column, top=3) == newer.frequencies(
+                entry.name, column, top=3)
+        for column in ("k", "f", "u"):
+            assert older.histogram(entry.name, column) == newer.histogram(entry.name, column)
+    table = str(Path(new).parent / "t")
+    for where in ("k = 3", "f > 0.2 AND s = 'w7'", "u BETWEEN 20 AND 130"):
+        for source in ("index", "files"):
+            assert ls.open_table(table, stats_root=str(five)).estimate(
+                where, source=source).to_json() == ls.open_table(
+                table, stats_root=str(new)).estimate(where, source=source).to_json()
+    reduced_old, reduced_new = _reduce(five), _reduce(new)
+    for kind in ("statistics", "frequencies", "histograms"):
+        assert reduced_old[kind].equals(reduced_new[kind]), kind
 
 
 def test_lookups_read_version_1_files_the_same(roots) -> None:
@@ -113,7 +166,8 @@ def test_lookups_read_version_1_files_the_same(roots) -> None:
 
 def _reduce(root: Path) -> dict[str, pa.Table]:
     version = manifest.load_version(StatisticsStore(str(root)))
-    job = ReduceJob(StatisticsStore(str(root)), version.partitions, version.columns, 1000, 8)
+    job = ReduceJob(StatisticsStore(str(root)), version.partitions, version.columns, 1000, 8,
+                    earlier=version)
     files = layout.table_files("again")
     reduce_locally(job, files, "again")
     return {kind: pq.read_table(root / path) for kind, path in files.items()}
@@ -153,7 +207,7 @@ def test_reduction_over_version_4_sketches_is_the_same(roots, tmp_path: Path) ->
     """Format 4 stored DataSketches' KLL bytes in ``kll_sketch``: read and converted."""
     _, new = roots
     old = tmp_path / "v4"
-    shutil.copytree(new, old)
+    _as_format_5(new, old)
     version_file = old / layout.version_path(1)
     data = json.loads(version_file.read_text())
     data["format_version"] = 4

@@ -1,16 +1,17 @@
 """The table-level partition histograms (a directory and one part per group) and the
 estimates that read them.
 
-The parts' rows must equal what every partition's own ``histograms.parquet`` and
-``frequencies.parquet`` hold for its ordered columns (read here with pyarrow), its
-histogram counts sum to DuckDB's non-null, non-NaN count of the partition and, where the
-partition's frequencies are complete, its counts are DuckDB's value counts; after a full
+The parts are the one home of every partition's frequency and histogram rows (entries
+list only their statistics file): what the store reads back for a partition
+(``store/partition_rows``) is the part's rows, every listed count is DuckDB's count of that
+value in the partition, the histogram counts sum to DuckDB's non-null, non-NaN count of
+the partition and, where the partition's frequencies are complete, its counts are
+DuckDB's value counts; after a full
 analyze and after incremental ones, where the unchanged groups' part files are listed as
 they are and only the changed group's part is written. Estimates through the index and
-the parts equal the per-partition-file path's, number for number, hold DuckDB's true
-counts in their bounds and open no partition histogram or frequencies file; a version
-without them (written before them, or a part gone) answers the same through the
-partition files.
+the parts equal the per-partition path's, number for number, hold DuckDB's true counts in
+their bounds and read no partition's rows one partition at a time; a part gone is one
+clear error, and the next analyze repairs it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,14 @@ from lakestats.compute.reduce import local as reduce_local
 from lakestats.query import partition_filter
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import histogram_parts, layout, manifest, partition_histograms, schemas
+from lakestats.store import (
+    histogram_parts,
+    layout,
+    manifest,
+    partition_histograms,
+    partition_rows,
+    schemas,
+)
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
@@ -122,10 +130,11 @@ def _check_file(root: Path) -> manifest.Version:
     assert sorted(paths) == sorted(v for k, v in cache.items() if k.startswith("phist-"))
     rows = {(r["partition_id"], r["column_index"]): r for r in table.to_pylist()}
     con = _con(root)
+    reader = StatisticsReader(StatisticsStore(str(stats)))
     for pid, entry in enumerate(version.partitions):
+        # the parts are the one home of a partition's frequency and histogram rows
+        assert set(entry.files) == {"statistics"}, entry.files
         own = pq.ParquetFile(stats / entry.files["statistics"]).read().to_pylist()
-        histograms = pq.ParquetFile(stats / entry.files["histograms"]).read()
-        frequencies = pq.ParquetFile(stats / entry.files["frequencies"]).read().to_pylist()
         p = entry.values["p"]
         for ci in held:
             got, row = rows[(pid, ci)], own[ci]
@@ -133,8 +142,19 @@ def _check_file(root: Path) -> manifest.Version:
             for field in ("frequencies_count", "frequencies_truncated", "frequencies_min",
                           "histogram_lower", "histogram_width"):
                 assert got[field] == row[field], (entry.name, name, field)
-            listed = sorted((f["value"], f["frequency"]) for f in frequencies
-                            if f["column"] == name)
+            frequencies = reader.frequency_rows(entry, ci)
+            assert len(frequencies) == (row["frequencies_count"] or 0), (entry.name, name)
+            assert frequencies["frequency"].to_pylist() == sorted(
+                frequencies["frequency"].to_pylist(), reverse=True)  # top-k is a prefix
+            listed = sorted(zip(frequencies["value"].to_pylist(),
+                                frequencies["frequency"].to_pylist(), strict=True))
+            # every listed count is the partition's count of that value (DuckDB)
+            truth = dict(con.execute(
+                f"SELECT {name}, count(*) FROM t WHERE p = ? AND {name} IS NOT NULL "
+                f"GROUP BY {name}", [p]).fetchall())
+            nan = sum(c for v, c in truth.items() if v != v)  # NaN: one value, never equal
+            for value, count in reader.frequencies(entry, name):
+                assert (nan if value != value else truth[value]) == count, (entry.name, value)
             # strings keep binary keys; 8-byte keys and decimal keys of int64 values are
             # stored as order-preserving ints (decimals: the unscaled values)
             if name == "s":
@@ -150,7 +170,8 @@ def _check_file(root: Path) -> manifest.Version:
             if row["histogram_bins"] is None:  # a string column: no histogram
                 assert got["histogram_counts"] is None, (entry.name, name)
             else:
-                counts = histograms[name].to_pylist()[: row["histogram_bins"]]
+                counts = reader.histogram_counts(entry, name).to_pylist()
+                counts = counts[: row["histogram_bins"]]
                 assert got["histogram_counts"] == [c or 0 for c in counts]
                 valid = f"{name} IS NOT NULL" + (" AND NOT isnan(f)" if name == "f" else "")
                 (non_null,) = con.execute(
@@ -240,14 +261,16 @@ def _close(a: object, b: object) -> bool:
 
 
 def _spy(opened: list[str]):
-    original = StatisticsReader.parquet_file
+    """Record the kinds of a partition's frequency or histogram rows read one partition at
+    a time (``store/partition_rows``), not through the parts' column reads."""
+    original = partition_rows.PartitionRows.read
 
-    def spy(self, entry, kind):
-        if entry.name:  # a partition's file, not the table level's
+    def spy(self, entry, kind, columns=None):
+        if entry.name:  # a partition's rows, not the table level's
             opened.append(kind)
-        return original(self, entry, kind)
+        return original(self, entry, kind, columns)
 
-    return unittest.mock.patch.object(StatisticsReader, "parquet_file", spy)
+    return unittest.mock.patch.object(partition_rows.PartitionRows, "read", spy)
 
 
 @pytest.mark.parametrize("where", PREDICATES)
@@ -273,39 +296,37 @@ def test_estimates_equal_the_partition_files_and_hold_the_truth(analyzed: Path,
             assert got["row_count"] == count
 
 
-def test_a_version_without_the_file_answers_through_the_partition_files(
-    analyzed: Path, tmp_path: Path
+def test_a_missing_part_is_one_clear_error_and_analyze_repairs_it(
+    spark, analyzed: Path, tmp_path: Path, mode: str
 ) -> None:
-    """How versions written before the file degrade: same numbers, partition files read."""
-    copy = tmp_path / "t"
-    shutil.copytree(analyzed, copy)
-    stats = str(copy / "_lakestats")
+    """The parts are the rows' one home: a part gone (deleted by hand, say) is an error
+    that says to re-analyze those partitions, never an answer without their rows; the
+    next incremental analyze recomputes exactly them."""
+    copy = tmp_path / "t"  # analyzed here: a copy's data files are other files
+    for p in range(PARTITIONS):
+        _write(copy, p, seed=100 + p, rows=30 + 25 * p)
+    ls.open_table(str(copy)).analyze(spark=spark, bins=8, max_frequencies=24)
+    stats = copy / "_lakestats"
     where = "i = 3 AND f > 0.5"
     new = ls.open_table(str(analyzed)).estimate(where).to_json()
     version = manifest.load_version(StatisticsStore(str(stats)))
-    _, paths = _rows_of(copy / "_lakestats", version)
-    # one part deleted (by hand, say): its partitions' files answer, the others' not
-    os.remove(copy / "_lakestats" / paths[0])
-    opened: list[str] = []
-    with _spy(opened):
-        gone = ls.open_table(str(copy)).estimate(where).to_json()
-    assert {"histograms", "frequencies"} <= set(opened)
-    assert _close(gone, new)
-    # the directory deleted: the partition files answer
-    os.remove(copy / "_lakestats" / version.partition_histogram_parts)
-    opened.clear()
-    with _spy(opened):
-        gone = ls.open_table(str(copy)).estimate(where).to_json()
-    assert {"histograms", "frequencies"} <= set(opened)
-    assert _close(gone, new)
-    # a version that never listed them (written before them)
-    version.partition_histogram_parts = None
-    manifest.publish(StatisticsStore(str(stats)), version)
-    opened.clear()
-    with _spy(opened):
-        old = ls.open_table(str(copy)).estimate(where).to_json()
-    assert {"histograms", "frequencies"} <= set(opened)
-    assert _close({**old, "version": 0}, {**new, "version": 0})
+    _, paths = _rows_of(stats, version)
+    os.remove(stats / paths[0])
+    directory = pq.read_table(stats / version.partition_histogram_parts)
+    lost = [version.partitions[i] for i in directory["partition_ids"][0].as_py()]
+    kept = [e for e in version.partitions if e not in lost]
+    reader = StatisticsReader(StatisticsStore(str(stats)))
+    with pytest.raises(partition_rows.MissingPartitionRowsError, match="re-analyze") as caught:
+        reader.frequencies(lost[0].name, "i")
+    assert isinstance(caught.value, ls.LakestatsError) and "\n" not in str(caught.value)
+    assert lost[0].path in str(caught.value)
+    assert reader.frequencies(kept[0].name, "i")  # the other parts answer
+    with pytest.raises(ls.LakestatsError, match="re-analyze"):
+        ls.open_table(str(copy)).estimate(where)
+    result = ls.open_table(str(copy)).analyze(spark=spark, bins=8, max_frequencies=24)
+    assert result.partitions_computed == result.partitions_repaired == len(lost)
+    assert _close({**ls.open_table(str(copy)).estimate(where).to_json(), "version": 0},
+                  {**new, "version": 0})
 
 
 @pytest.mark.parametrize("where", ["i = 3 AND f > 0.5", "amount = 0.25", "f > 2.5",

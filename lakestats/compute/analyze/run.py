@@ -30,7 +30,13 @@ from lakestats.compute.analyze.reuse import (
 from lakestats.compute.analyze.stages import compute_partitions, plan_slices, raise_errors
 from lakestats.compute.exact.job import exact_table
 from lakestats.compute.progress import Clock, run_with_progress
-from lakestats.compute.reduce import ReduceJob, compute_and_reduce, fits_one_task, reduce_table
+from lakestats.compute.reduce import (
+    ReduceJob,
+    compute_and_reduce,
+    fits_one_task,
+    reduce_table,
+    write_parts_only,
+)
 from lakestats.compute.reduce.groups import reduce_groups
 from lakestats.compute.tasks import Job
 from lakestats.formats.base import TableFormat
@@ -40,6 +46,7 @@ from lakestats.spark_errors import spark_call as _spark_call
 from lakestats.stats.registry import registered_statistics
 from lakestats.store import layout, manifest, verify
 from lakestats.store.handle import StatisticsStore
+from lakestats.store.partition_rows import rows_dropped
 
 
 def analyze(
@@ -121,10 +128,10 @@ def _analyze(
         read_columns = [*read_columns, *sorted(n for n in top if n not in read_columns)]
     paths = [layout.partition_dir_of(list(plan.key), plan.values) for plan in plans]
     thetas = theta_sketches(table, options, subset)
-    reusable, damaged, reduce_cache = (
+    reusable, damaged, reduce_cache, earlier = (
         reusable_entries(stats_root, columns, options, thetas)
         if incremental
-        else ({}, set(), {})
+        else ({}, set(), {}, None)
     )
     statistics = registered_statistics()
     if statistics:
@@ -154,9 +161,10 @@ def _analyze(
         theta_types=theta_types(table, snapshot) if thetas else None,
         groups=groups,
         auto_leaves=auto,
+        handoff=not (len(plans) == 1 and not plans[0].key),
     )
     plan_slices(job, table, [plans[i] for i in todo])
-    for i in todo:
+    for local, i in enumerate(todo):
         entries[i] = manifest.PartitionEntry(
             path=paths[i],
             name=layout.partition_name_of(list(plans[i].key), plans[i].values),
@@ -164,7 +172,7 @@ def _analyze(
             row_count=0,  # known once computed, below
             size_bytes=plans[i].size_bytes,
             files={
-                **layout.partition_files(paths[i], run_id),
+                **job.files(local),
                 **({"values": layout.values_file(paths[i], run_id)} if options.exact else {}),
                 **({"groups": layout.groups_file(paths[i], run_id)} if job.has_groups else {}),
             },
@@ -188,6 +196,7 @@ def _analyze(
         statistics,
         previous_cache,
         options.reduce_cache_from,
+        earlier if reusable else None,
     )
     if (
         table_level
@@ -236,6 +245,12 @@ def _analyze(
                 stats_root, leaves, options, statistics, run_id
             )
             written += table_bytes
+        if final and not unpartitioned and partition_histogram_parts is None:
+            # no table level asked: the parts are still the rows' one home
+            partition_histogram_parts, parts_bytes, reduce_cache = write_parts_only(
+                reduce_job, run_id
+            )
+            written += parts_bytes
         clock.lap("table level reduced")
     if job.has_groups and table_files is not None and final and not unpartitioned:
         table_files, group_bytes = reduce_groups(
@@ -266,6 +281,10 @@ def _analyze(
         assert entry is not None
         entry.row_count = rows.get(local, 0)
         entry.file_sizes = {k: sizes[r] for k, r in entry.files.items() if r in sizes}
+    if partition_histogram_parts is not None:
+        for entry in final:  # their rows are in the parts now (reused entries' too)
+            entry.files = rows_dropped(entry.files)
+            entry.file_sizes = rows_dropped(entry.file_sizes)
     timestamps = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
     version = manifest.Version(
         version=0,
@@ -298,6 +317,7 @@ def _analyze(
     puffin = with_puffin(table, options, subset) and bool(table_files and final)
     engines = options.table_level and subset is None and hook is None  # the table's own
     number = publish(table, stats_root, version, puffin_file=puffin, engine_files=engines)
+    stats_root.delete_dir(layout.staging_dir(stats_root.uri, run_id))  # the hand-off files
     clock.lap(f"version {number} published, with what engines read of it")
     return AnalyzeResult(
         number,

@@ -27,7 +27,6 @@ from lakestats.errors import LakestatsError
 from lakestats.formats.base import TableFormat
 from lakestats.spark_errors import spark_call as _spark_call
 from lakestats.stats.arrays import record_batch
-from lakestats.store import layout
 
 
 def _batches(rows: list[dict[str, object]], extra: list[pa.Field] | None = None) -> pa.RecordBatch:
@@ -126,7 +125,7 @@ def compute_partitions(
             "analyze failed on Spark", lambda: _partition_stages(spark, job, progress)
         )
     finally:
-        job.store.delete_dir(layout.staging_dir(job.store.uri, job.run_id))
+        job.store.delete_dir(job.states_dir())  # (the hand-off files wait for publish)
     rows: dict[int, int] = {}
     written = 0
     for summary in summaries:

@@ -53,7 +53,7 @@ def without_spark(
     leaves, _ = select_columns(table.schema(snapshot), options.columns)
     columns = column_records(table, snapshot, leaves)
     thetas = theta_sketches(table, options, None)
-    reusable, damaged, _ = reusable_entries(stats_root, columns, options, thetas)
+    reusable, damaged, _, _ = reusable_entries(stats_root, columns, options, thetas)
     plans = table.plan(snapshot)
     keys = {
         (layout.partition_dir_of(list(plan.key), plan.values), plan.fingerprint())

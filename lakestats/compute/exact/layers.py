@@ -16,6 +16,7 @@ from lakestats.compute.exact.scenarios import Scenario
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.store import frequency_layers, ranks
 from lakestats.store.manifest import Version
+from lakestats.store.partition_rows import PartitionRows
 
 LAYERED = (Scenario.AGGREGATE.value, Scenario.BATCHED.value)
 """Scenarios whose table frequencies list every value: a delta layer keeps their changed
@@ -52,13 +53,14 @@ def plan(job: ReduceJob, previous: Version | None, report: dict[str, object]) ->
     rank parts, the added partitions and the removed ones (-1): as a delta layer while
     the previous deltas are few and small, else compacted into a new base."""
 
-    def of(entries: list, sign: int) -> list[sources.Source]:
+    def of(entries: list, sign: int, rows: PartitionRows | None = None) -> list[sources.Source]:
         return [
             sources.Source(
                 e.files.get("values", ""),
                 sign,
                 e.files["statistics"],
-                e.files["frequencies"],
+                e,
+                rows or job.rows,
                 e.name,
             )
             for e in entries
@@ -76,7 +78,8 @@ def plan(job: ReduceJob, previous: Version | None, report: dict[str, object]) ->
     report.update(incremental=True, partitions_added=len(added), partitions_removed=len(removed))
     layers = tuple(ranks.layer_indexes(previous.table_files or {}, exact))
     rows = tuple(exact.get("layer_rows") or ())
-    chosen = [sources.Source(part) for part in parts] + of(added, 1) + of(removed, -1)
+    gone = of(removed, -1, PartitionRows(job.store, previous))  # rows in the previous parts
+    chosen = [sources.Source(part) for part in parts] + of(added, 1) + gone
     layered = len(rows) == len(layers) and len(layers) <= MAX_DELTA_LAYERS
     held = frequency_layers.FrequencyLayers.of(previous)
     if held is None:  # a base version: its table file lists these columns' values

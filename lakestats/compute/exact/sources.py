@@ -37,6 +37,8 @@ from lakestats.stats.arrays import (
 )
 from lakestats.stats.value_counts import needs_staging
 from lakestats.store.handle import StatisticsStore
+from lakestats.store.manifest import PartitionEntry
+from lakestats.store.partition_rows import PartitionRows
 
 OUTLINE_FIELDS = [
     ("source", pa.int32()),
@@ -62,7 +64,9 @@ class Source:
     path: str  # a partition's staged values.parquet, or a previous version's rank part
     sign: int = 1
     statistics: str | None = None  # the partition's statistics.parquet (None: a rank part)
-    frequencies: str | None = None  # the partition's frequencies.parquet
+    # the partition and where its frequency rows are (``store/partition_rows``)
+    entry: PartitionEntry | None = None
+    rows: PartitionRows | None = None
     name: str = ""  # the partition, for messages
 
 
@@ -81,6 +85,17 @@ class Files:
     def __init__(self, store: StatisticsStore) -> None:
         self.store = store
         self._open: dict[str, tuple[pa.NativeFile, pq.ParquetFile]] = {}
+        self._listed: dict[int, pa.Table] = {}
+
+    def listed(self, number: int, source: Source) -> pa.Table:
+        """``column_index``, ``value``, ``frequency`` of a partition's frequency rows, read
+        once (``store/partition_rows``: its hand-off file, or its version's part)."""
+        if number not in self._listed:
+            assert source.rows is not None and source.entry is not None
+            self._listed[number] = source.rows.read(
+                source.entry, "frequencies", ["column_index", "value", "frequency"]
+            )
+        return self._listed[number]
 
     def __call__(self, relative: str) -> pq.ParquetFile:
         if relative not in self._open:
@@ -96,6 +111,7 @@ class Files:
         for handle, _parquet in self._open.values():
             handle.close()
         self._open.clear()
+        self._listed.clear()
 
 
 def _group_bounds(meta: pq.FileMetaData, g: int) -> tuple[int | None, int | None, object, object]:
@@ -136,7 +152,7 @@ def _sorted_rows(files: Files, number: int, source: Source, wanted: frozenset[in
 
 
 def _listed_rows(files: Files, number: int, source: Source, listed: set[int]) -> list[dict]:
-    table = files(source.frequencies).read(columns=["column_index", "value"], use_threads=False)
+    table = files.listed(number, source)
     index = int_values(table.column("column_index"))
     rows = []
     for c in sorted(listed):
@@ -248,17 +264,9 @@ def read_piece(
             break  # no change in this range: nothing of the layers is needed
         source = sources[read.source]
         if read.listed:
-            handle = files(source.frequencies)
-            meta = handle.metadata
-            groups = [
-                g
-                for g in range(meta.num_row_groups)
-                if (bounds := _group_bounds(meta, g))[0] is None
-                or bounds[0] <= column <= bounds[1]
-            ]
-            table = handle.read_row_groups(
-                groups, columns=["column_index", "value", "frequency"], use_threads=False
-            ).rename_columns(["column_index", "value", "count"])
+            table = files.listed(read.source, source).rename_columns(
+                ["column_index", "value", "count"]
+            )
         else:
             table = files(source.path).read_row_groups(
                 sorted(read.groups), columns=["column_index", "value", "count"],

@@ -19,7 +19,9 @@ planned once (``stages.plan``). Modules, one concern each:
 """
 
 from lakestats.compute.reduce.job import ReduceJob
-from lakestats.compute.reduce.local import compute_and_reduce, fits_one_task
+from lakestats.compute.reduce.local import compute_and_reduce, fits_one_task, write_parts_only
 from lakestats.compute.reduce.spark import reduce_table
 
-__all__ = ["ReduceJob", "compute_and_reduce", "fits_one_task", "reduce_table"]
+__all__ = [
+    "ReduceJob", "compute_and_reduce", "fits_one_task", "reduce_table", "write_parts_only",
+]

@@ -35,7 +35,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.compute.reduce.fold import GroupStates, ReadAhead, fold_histograms, fold_states
+from lakestats.compute.reduce.fold import (
+    GroupStates,
+    ReadAhead,
+    ahead_key,
+    fold_histograms,
+    fold_states,
+    read_kind,
+)
 from lakestats.compute.reduce.frequency_rows import (
     CombinedRows,
     combine_frequency_rows,
@@ -52,6 +59,7 @@ from lakestats.stats.scalar_state import ScalarState
 from lakestats.store import histogram_parts, partition_histograms
 from lakestats.store.manifest import PartitionEntry
 from lakestats.store.partition_index import SOURCE_FIELDS, index_part
+from lakestats.store.partition_rows import ROW_KINDS
 from lakestats.threads import prefetch
 
 CACHE_FORMAT = 9
@@ -139,7 +147,12 @@ class GroupCache:
         self.members = group_members(job.partitions)
 
     def _key(self, kind: str, members: list[int], extra: object = None) -> str:
-        entries = [[self.job.partitions[i].path, self.job.partitions[i].files] for i in members]
+        # a partition's statistics file names the run that computed it: where its
+        # frequency and histogram rows are (hand-off files, a part) is no input
+        entries = [
+            [self.job.partitions[i].path, _inputs(self.job.partitions[i].files)]
+            for i in members
+        ]
         columns = [[c["name"], c["type"]] for c in self.job.columns]
         text = json.dumps([CACHE_FORMAT, kind, entries, columns, self.job.max_frequencies, extra])
         return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:32]}"
@@ -426,19 +439,21 @@ class GroupCache:
         """The members' ``kinds`` files read whole (on threads) and kept for reads inside
         the block (``ReadAhead.read`` answers from them); dropped after it."""
         job, ahead = self.job, self.ahead
-        paths = [
-            job.partitions[p].files[kind]
+        wanted = [
+            (job.partitions[p], kind)
             for p in members
             for kind in kinds
-            if job.partitions[p].files[kind] not in ahead.tables
+            if ahead_key(job.partitions[p], kind) not in ahead.tables
         ]
+        keys = [ahead_key(entry, kind) for entry, kind in wanted]
         try:
-            for path, table in zip(paths, prefetch(job.read_file, paths), strict=True):
-                ahead.tables[path] = table
+            read = prefetch(lambda pair: read_kind(job, *pair), wanted)
+            for key, table in zip(keys, read, strict=True):
+                ahead.tables[key] = table
             yield
         finally:
-            for path in paths:
-                ahead.tables.pop(path, None)
+            for key in keys:
+                ahead.tables.pop(key, None)
 
     def ensure_partition_histograms_part(self, members: list[int]) -> None:
         """``ensure_index_part`` for the partition histograms (written whatever the cache
@@ -454,6 +469,13 @@ class GroupCache:
         if not self.enabled or self.index_key(members) in self.job.cache:
             return  # (without the cache, the writing task computes it)
         self.index_part(members)
+
+
+def _inputs(files: dict[str, str]) -> dict[str, str]:
+    """The files of an entry a cache key hashes: not where its frequency and histogram
+    rows are (a run's hand-off files, then its version's parts), or every version would
+    rebuild every group's entries."""
+    return {k: v for k, v in files.items() if k not in ROW_KINDS}
 
 
 def encode_states(group: GroupStates) -> bytes:
@@ -534,4 +556,4 @@ def preload(ahead: ReadAhead, computing: set[str]) -> None:
                 continue
             for kind in ("statistics", "frequencies", "histograms"):
                 with contextlib.suppress(*unreadable):
-                    ahead.tables[entry.files[kind]] = job.read_file(entry.files[kind])
+                    ahead.tables[ahead_key(entry, kind)] = read_kind(job, entry, kind)

@@ -33,6 +33,7 @@ from lakestats.stats.rebin import Grid, rebin, rebin_numbers, storage_numbers
 from lakestats.stats.scalar_state import ScalarState
 from lakestats.stats.table_fold import fold_statistics
 from lakestats.store.manifest import PartitionEntry
+from lakestats.store.partition_rows import ROW_KINDS
 from lakestats.threads import prefetch
 
 SCALAR_FIELDS = [
@@ -89,14 +90,29 @@ class ReadAhead:
     ready_states: dict[str, GroupStates] = field(default_factory=dict, repr=False)
 
     def read(self, entry: PartitionEntry, kind: str, columns: list[str] | None = None) -> pa.Table:
-        """A partition's ``kind`` file (some ``columns``), read ahead or read now."""
-        whole = self.tables.get(entry.files[kind])
+        """A partition's ``kind`` rows (some ``columns``), read ahead or read now."""
+        whole = self.tables.get(ahead_key(entry, kind))
         if whole is not None:  # absent columns are left out, as a Parquet read does
             if columns is None:
                 return whole
             names = set(whole.schema.names)  # once, not a list per column
             return whole.select([c for c in columns if c in names])
-        return self.job.read_file(entry.files[kind], columns)
+        return read_kind(self.job, entry, kind, columns)
+
+
+def ahead_key(entry: PartitionEntry, kind: str) -> str:
+    """What ``ReadAhead.tables`` keeps a partition's ``kind`` under: its file, or (rows the
+    previous version's parts hold) its path and the kind."""
+    return entry.files.get(kind) or f"{kind}:{entry.path}"
+
+
+def read_kind(
+    job: ReduceJob, entry: PartitionEntry, kind: str, columns: list[str] | None = None
+) -> pa.Table:
+    """A partition's ``statistics`` file or its frequency or histogram rows, now."""
+    if kind in ROW_KINDS:
+        return job.read_rows(entry, kind, columns)
+    return job.read_file(entry.files[kind], columns)
 
 
 def fold_custom(statistics: list, state: ScalarState, values: dict[str, object]) -> None:

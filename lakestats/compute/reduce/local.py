@@ -8,6 +8,7 @@ intermediate results are cached (``cache.GroupCache``); an incremental analyze t
 changed one partition recomputes one group and reads the others' caches. Columns are
 finalized on ``THREADS`` threads (Arrow releases the GIL). ``compute_and_reduce`` computes
 the one changed partition in the same task, reading ahead meanwhile (``cache.preload``).
+``write_parts_only`` writes only the partition histogram parts (no table level asked).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from lakestats.compute.progress import Clock
 from lakestats.compute.reduce import wire
 from lakestats.compute.reduce.cache import GroupCache, preload
 from lakestats.compute.reduce.combine import aggregate_column, split_by_column
+from lakestats.compute.reduce.finalize import write_partition_histograms
 from lakestats.compute.reduce.fold import ReadAhead
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.reduce.stages import STAGES, PerColumn, PerValue, Reduction
@@ -140,6 +142,21 @@ def reduce_locally(
         return written, groups.flush()
     finally:
         groups.close()  # no-op after ``flush``; drops queued writes when the reduction failed
+
+
+def write_parts_only(job: ReduceJob, run_id: str) -> tuple[str, int, dict[str, str]]:
+    """A version without a table-level reduction (``analyze --partitions-only``) still
+    publishes its partitions' frequency and histogram rows, whose one home is the parts:
+    every group's part (the previous version's where the group is unchanged) and their
+    directory, written here; its path, the bytes written and the group cache entries."""
+    groups = GroupCache(job, f"table/{run_id}/groups", ReadAhead(job), background_writes=True)
+    try:
+        relative = layout.partition_histogram_parts_file(run_id)
+        with parallel():
+            written = write_partition_histograms(groups, relative)
+        return relative, written, groups.flush()
+    finally:
+        groups.close()
 
 
 def run_stages(reduction: Reduction) -> int:
