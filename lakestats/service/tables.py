@@ -86,9 +86,9 @@ class TableSet:
 
     def warm_up(self) -> None:
         """Open every table (its format's libraries load on first use: seconds), its latest
-        version and the estimator now, not on the first request: a worker's first
-        estimate imported the predicate reader and the estimate's libraries (1.2 s on
-        lineitem), the tail a planner's first question met. Also pyarrow's pandas shim:
+        version, the estimator and the tables' locations now, not on the first request: a
+        worker's first estimate imported the predicate reader and the estimate's libraries
+        (1.2 s on lineitem), the tail a planner's first question met. Also pyarrow's pandas shim:
         pyarrow imports pandas on its first conversion of Python or NumPy values
         (``pa.array``, a compute call with a Python scalar, ``Array.to_numpy``), which the
         table page does not make and the overview does: the 1,000-column overview's first
@@ -102,6 +102,7 @@ class TableSet:
                 for column in summary.columns[:1]:
                     quoted = column.name.replace('"', '""')
                     table.estimate(f'"{quoted}" IS NULL')
+        self._served_locations()  # a planner's first question finds its table at once
 
     def _handles(self) -> dict[str, _Handle]:
         handles = getattr(self._local, "handles", None)
@@ -195,17 +196,22 @@ class TableSet:
         except ValueError:  # a NUL byte in a local path
             raise TableNotFoundError("no served table is at that location") from None
         for _ in range(2):  # a table opened since: look once more
-            if self._by_location is None:
-                self._by_location = {}
-                for name in self.configs:
-                    with contextlib.suppress(LakestatsError):
-                        place = self._handle(name).table.format.location
-                        self._by_location[same_location(place)] = name
-            found = self._by_location.get(wanted)
+            found = self._served_locations().get(wanted)
             if found is not None:
                 return found
             self._by_location = None
         raise TableNotFoundError("no served table is at that location")
+
+    def _served_locations(self) -> dict[str, str]:
+        """Each served table's location (as ``same_location`` spells it) -> its name."""
+        if self._by_location is None:
+            by_location = {}
+            for name in self.configs:
+                with contextlib.suppress(LakestatsError):
+                    place = self._handle(name).table.format.location
+                    by_location[same_location(place)] = name
+            self._by_location = by_location
+        return self._by_location
 
     def served(self, name: str, strict: bool = False) -> ServedTable:
         """The table's summary; a table without statistics says so in ``error``
