@@ -12,12 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.stats.arrays import binary_array, binary_values, bool_array, int64_array, numbers
-from lakestats.store.partition_histograms import (
-    PartitionHistograms,
-    int_keys,
-    ints_as_keys,
-    key_ints,
-)
+from lakestats.store.part_keys import int_keys, ints_as_keys
+from lakestats.store.partition_histograms import PartitionHistograms, key_ints
 
 LISTED_ROWS = 1_000
 """Rows of a column up to which a held part (or an index column) converts them all at

@@ -39,10 +39,8 @@ from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies, His
 from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest
-from lakestats.store.partition_histograms import (
-    HELD_KINDS,
-    key_width,
-)
+from lakestats.store.part_keys import key_width
+from lakestats.store.partition_histograms import HELD_KINDS
 from lakestats.store.partition_index import SCALAR_FIELDS, partition_summaries
 from lakestats.store.reader import StatisticsReader
 

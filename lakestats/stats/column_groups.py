@@ -197,9 +197,10 @@ def _fixed_width_order(column: pa.Array | pa.ChunkedArray) -> list[np.ndarray] |
     keys as their bytes order them, nulls first; None for keys of other widths."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    lengths = pc.binary_length(column)
-    if column.null_count == len(column) or pc.min_max(lengths)["min"].as_py() != 8 \
-            or pc.min_max(lengths)["max"].as_py() != 8:
+    if column.null_count == len(column):
+        return None
+    lengths = pc.min_max(pc.binary_length(column))
+    if lengths["min"].as_py() != 8 or lengths["max"].as_py() != 8:
         return None
     valid = column.is_valid().to_numpy(zero_copy_only=False)
     filled = pc.fill_null(column, pa.scalar(bytes(8), pa.binary())).cast(pa.binary(8))

@@ -16,6 +16,7 @@ from lakestats.stats.kinds import Kind
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import schemas
 from lakestats.store.handle import StatisticsStore
+from lakestats.store.part_keys import key_width
 from lakestats.store.partition_histograms import (
     DECIMAL_INTS,
     HELD_KEY,
@@ -23,7 +24,6 @@ from lakestats.store.partition_histograms import (
     INT32_MAX,
     SOURCE_FIELDS,
     held_columns,
-    key_width,
     part_schema,
 )
 

@@ -54,10 +54,6 @@ from lakestats.stats.kinds import ORDERED_NUMERIC, Kind, kind_of
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest, schemas
 from lakestats.store.handle import StatisticsStore
-from lakestats.store.part_keys import EIGHT_BYTE_KINDS as EIGHT_BYTE_KINDS
-from lakestats.store.part_keys import int_keys as int_keys
-from lakestats.store.part_keys import ints_as_keys as ints_as_keys
-from lakestats.store.part_keys import key_width as key_width
 from lakestats.threads import leaf_map
 
 HELD_KINDS = frozenset(ORDERED_NUMERIC) | {Kind.STRING, Kind.BINARY, Kind.BOOLEAN}

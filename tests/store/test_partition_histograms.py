@@ -40,6 +40,7 @@ from lakestats.store import (
     histogram_parts,
     layout,
     manifest,
+    part_keys,
     partition_histograms,
     partition_rows,
     schemas,
@@ -162,9 +163,9 @@ def _check_file(root: Path) -> manifest.Version:
                 keys = got["frequency_values"]
             else:
                 assert got["frequency_values"] is None
-                width = partition_histograms.key_width(
+                width = part_keys.key_width(
                     parse_type(version.columns[ci]["type"]))
-                keys = partition_histograms.ints_as_keys(np.array(got["frequency_ints"]), width)
+                keys = part_keys.ints_as_keys(np.array(got["frequency_ints"]), width)
                 assert got["frequency_ints"] == sorted(got["frequency_ints"])
             assert list(zip(keys, got["frequency_counts"], strict=True)) == listed
             if row["histogram_bins"] is None:  # a string column: no histogram
@@ -410,7 +411,7 @@ def test_parts_hold_few_rows_per_row_group_and_read_by_partition_id(
     assert (first["member"], first["column_index"]) == (0, 0)
     assert first["frequency_values"] is None  # an int64 column: its keys as ints
     assert first["frequency_ints"] == [1, 2]  # the key's word with its top bit flipped
-    assert partition_histograms.ints_as_keys(first["frequency_ints"]) == [K1, K2]
+    assert part_keys.ints_as_keys(first["frequency_ints"]) == [K1, K2]
     assert first["frequency_counts"] == [5, 3]
     handle = pq.ParquetFile(tmp_path / "part-1")
     groups = [handle.read_row_group(g).to_pydict() for g in range(handle.num_row_groups)]
@@ -479,7 +480,7 @@ def test_keys_as_ints_keep_the_key_order() -> None:
         encoded = keys.encode(array)
         as_ints = partition_histograms.keys_as_ints(encoded)
         stored = encoded.to_pylist()
-        assert partition_histograms.ints_as_keys(as_ints) == stored
+        assert part_keys.ints_as_keys(as_ints) == stored
         assert np.argsort(as_ints, kind="stable").tolist() == sorted(
             range(len(stored)), key=lambda i: (stored[i], i))
 
@@ -499,13 +500,13 @@ def test_decimal_keys_as_ints_keep_the_key_order(dtype: pa.DataType) -> None:
     unscaled = [u for u in unscaled if -top < u < top]
     values = [decimal.Decimal(u).scaleb(-dtype.scale) for u in unscaled]
     encoded = keys.encode(pa.array(values, dtype))
-    width = partition_histograms.key_width(dtype)
+    width = part_keys.key_width(dtype)
     ints, fits = partition_histograms.decimal_keys_as_ints(encoded, width)
     assert fits.tolist() == [-(2**63) <= u < 2**63 for u in unscaled]
     assert ints[fits].tolist() == [u for u in unscaled if -(2**63) <= u < 2**63]
     stored = encoded.filter(pa.array(fits)).to_pylist()
-    assert partition_histograms.ints_as_keys(ints[fits], width) == stored
-    as_array = partition_histograms.int_keys(ints[fits], width)  # NumPy S{width}
+    assert part_keys.ints_as_keys(ints[fits], width) == stored
+    as_array = part_keys.int_keys(ints[fits], width)  # NumPy S{width}
     assert as_array.dtype.itemsize == width
     assert as_array.tobytes() == b"".join(stored)
     assert partition_histograms.key_ints(encoded.to_pylist(), width).tolist() == (
@@ -536,8 +537,8 @@ def test_a_decimal_row_with_a_value_beyond_int64_stays_binary(tmp_path: Path) ->
     assert rows[0]["frequency_values"] is None and rows[0]["frequency_ints"] == [-7, 5]
     assert rows[1]["frequency_ints"] is None
     assert rows[1]["frequency_values"] == sorted(large.to_pylist())
-    width = partition_histograms.key_width(dtype)
-    assert partition_histograms.ints_as_keys(rows[0]["frequency_ints"], width) == sorted(
+    width = part_keys.key_width(dtype)
+    assert part_keys.ints_as_keys(rows[0]["frequency_ints"], width) == sorted(
         small.to_pylist())
     # the directory lists decimals as int-keyed: a reader of binary decimal keys only
     # (part format 3) does not find ``decimal`` and reads the partitions' files
