@@ -11,6 +11,7 @@ disconnected: uvicorn's keep-alive timeout stops counting at the first byte.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import orjson
@@ -44,6 +45,7 @@ class JsonErrorsProtocol(HttpToolsProtocol):
         if type(self).header_seconds is None:
             type(self).header_seconds = config.settings().serve_header_seconds
         self._header_timer: asyncio.TimerHandle | None = None
+        self._header_deadline = 0.0
         self._refusal: _Refused | None = None
         self._refused = False
 
@@ -70,6 +72,7 @@ class JsonErrorsProtocol(HttpToolsProtocol):
         self._cancel_header_timer()
         seconds = self.header_seconds
         assert seconds is not None  # set by the first connection (``__init__``)
+        self._header_deadline = time.monotonic() + seconds
         self._header_timer = self.loop.call_later(seconds, self._headers_too_slow)
 
     def _cancel_header_timer(self) -> None:
@@ -80,6 +83,10 @@ class JsonErrorsProtocol(HttpToolsProtocol):
     def _headers_too_slow(self) -> None:
         self._header_timer = None
         if self.transport.is_closing():
+            return
+        early = self._header_deadline - time.monotonic()
+        if early > 0:  # uvloop's timers count from a cached loop time: never cut off early
+            self._header_timer = self.loop.call_later(early, self._headers_too_slow)
             return
         if self.cycle is not None and not self.cycle.response_complete:
             return  # a request is being answered; its own budget applies
