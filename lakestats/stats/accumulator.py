@@ -23,6 +23,7 @@ from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, VALUE_KINDS, Ki
 from lakestats.stats.leaves import Leaf
 from lakestats.stats.percentiles import PERCENTILES, nearest_rank_indices, percentile_names
 from lakestats.stats.registry import SummaryStatistic
+from lakestats.stats.string_counts import string_value_counts
 from lakestats.stats.top_values import most_frequent
 
 
@@ -44,6 +45,8 @@ class ColumnAccumulator:
     null_count: int = 0
     _values: list[pa.Array] = field(default_factory=list)
     _counts: list[pa.Array] = field(default_factory=list)
+    # the sketch's hash of each value of ``_values[i]`` where counting made it (strings)
+    _hashes: list[np.ndarray | None] = field(default_factory=list)
     _lengths: list[np.ndarray] = field(default_factory=list)
     _custom: dict[str, object] = field(default_factory=dict)
     _custom_invalid: set[str] = field(default_factory=set)
@@ -53,6 +56,13 @@ class ColumnAccumulator:
     @property
     def kind(self) -> Kind:
         return kind_of(self.leaf.type)
+
+    def __getstate__(self) -> dict[str, object]:
+        """A slice's state as it travels (pickled): the hashes are cheaper made again than
+        carried, and merged slices are counted again anyway."""
+        state = dict(self.__dict__)
+        state["_hashes"] = [None] * len(self._hashes)
+        return state
 
     def observe(self, array: pa.ChunkedArray | pa.Array) -> None:
         """Fold one slice's values of this column into the state."""
@@ -86,6 +96,7 @@ class ColumnAccumulator:
     def _count_values(self, non_null: pa.Array, kind: Kind) -> None:
         """Append the exact value counts of one slice (sorted when NumPy can sort it)."""
         dtype = non_null.type
+        hashes: np.ndarray | None = None
         if (
             (kind in (Kind.INTEGER, Kind.TEMPORAL)
             and not pat.is_uint64(dtype))
@@ -113,10 +124,14 @@ class ColumnAccumulator:
                 non_null = non_null.cast(pa.string())
             elif pat.is_large_binary(dtype) or pat.is_binary_view(dtype):
                 non_null = non_null.cast(pa.binary())
-            counted = pc.value_counts(non_null)
-            values, counts = counted.field(0), counted.field(1)
+            if kind in (Kind.STRING, Kind.BINARY):
+                values, counts, hashes = string_value_counts(non_null)
+            else:
+                counted = pc.value_counts(non_null)
+                values, counts = counted.field(0), counted.field(1)
             self._sorted_values = False
         self._values.append(values)
+        self._hashes.append(hashes)
         self._counts.append(
             pa.array(counts, pa.int64()) if isinstance(counts, np.ndarray) else counts
         )
@@ -128,6 +143,7 @@ class ColumnAccumulator:
         self.null_count += other.null_count
         self._values.extend(other._values)
         self._counts.extend(other._counts)
+        self._hashes.extend(other._hashes)
         self._sorted_values = False
         self._lengths.extend(other._lengths)
         for statistic in self.statistics:
@@ -157,6 +173,7 @@ class ColumnAccumulator:
             self._sorted_values = False
             self._values = [grouped.column("v").combine_chunks()]
             self._counts = [grouped.column("c_sum").combine_chunks()]
+            self._hashes = [None]
         return self._values[0], self._counts[0].to_numpy(zero_copy_only=False)
 
     def finalize(
@@ -280,7 +297,10 @@ class ColumnAccumulator:
                 row["max_length"] = int(lengths.max())
                 row["avg_length"] = float(np.dot(lengths, counts) / counts.sum())
         if with_sketches:
-            row["hll_sketch"] = sketches.hll_of(sketches.hashable_values(values, kind))
+            hashed = self._hashes[0] if len(self._hashes) == 1 else None
+            row["hll_sketch"] = sketches.hll_of(
+                sketches.hashable_values(values, kind) if hashed is None else hashed.view(np.int64)
+            )
 
     def _histogram(
         self,

@@ -1,0 +1,70 @@
+"""Exact value counts of a string or binary column, hashed where most values are distinct.
+
+Arrow's ``value_counts`` builds a hash table of the values themselves; on a column whose
+values are nearly all different (comments, ids, URLs) that table is as large as the
+column and its probes miss the cache, and the column's HLL sketch then hashes every
+distinct value again. Where a sample of rows says most values are distinct, each value is
+hashed once (``hashing.hash_binary``, the sketch's own hash), the hashes are sorted and
+equal hashes are checked to hold equal values: the counts are exact (a collision falls
+back to ``value_counts``) and come in the same order, with the hashes kept for the sketch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakestats.stats import hashing
+
+SAMPLE_ROWS = 8192
+"""Rows looked at (evenly spaced) to guess the share of distinct values."""
+HASHED_SHARE = 0.5
+"""The guessed share of distinct values from which hashing is the faster way."""
+
+
+def string_value_counts(values: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+    """Each distinct value of ``values`` (no nulls) in order of first appearance, as
+    ``pc.value_counts`` gives them, its count and, where the values were hashed, the
+    uint64 hash of each (``hashing.hash_binary``); None otherwise."""
+    if len(values) >= 2 * SAMPLE_ROWS and _mostly_distinct(values):
+        hashed = _hashed_counts(values)
+        if hashed is not None:
+            return hashed
+    counted = pc.value_counts(values)
+    return counted.field(0), counted.field(1).to_numpy(zero_copy_only=False), None
+
+
+def _mostly_distinct(values: pa.Array) -> bool:
+    """Whether the Chao1 estimate of the distinct values, from evenly spaced rows, is at
+    least ``HASHED_SHARE`` of the rows."""
+    step = len(values) // SAMPLE_ROWS
+    sample = values.take(pa.array(np.arange(0, step * SAMPLE_ROWS, step)))
+    counts = pc.value_counts(sample).field(1).to_numpy(zero_copy_only=False)
+    once, twice = int((counts == 1).sum()), int((counts == 2).sum())
+    estimate = len(counts) + once * (once - 1) / (2 * (twice + 1))
+    return estimate >= HASHED_SHARE * len(values)
+
+
+def _hashed_counts(values: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray] | None:
+    """The counts from sorted hashes; None where two different values share a hash."""
+    rows = len(values)
+    hashes = hashing.hash_binary(values)
+    order = np.argsort(hashes)
+    ordered = hashes[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    counts = np.diff(np.append(starts, rows))
+    first = np.minimum.reduceat(order, starts)  # each value's first row
+    if len(starts) < rows:  # some hash repeats: its rows must hold one value
+        run = np.repeat(np.arange(len(starts)), counts)
+        repeated = np.flatnonzero(counts[run] > 1)
+        same = pc.equal(values.take(pa.array(order[repeated])),
+                        values.take(pa.array(first[run[repeated]])))
+        if not pc.all(same).as_py():
+            return None
+    appearance = np.argsort(first)
+    return (
+        values.take(pa.array(first[appearance])),
+        counts[appearance].astype(np.int64),
+        ordered[starts][appearance],
+    )

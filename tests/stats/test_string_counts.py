@@ -1,0 +1,59 @@
+"""Counting mostly-distinct strings by their hashes gives Arrow's ``value_counts`` exactly:
+the same values in the same order, the same counts, and the sketch's hash of each."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from lakestats.stats import hashing, string_counts
+from lakestats.stats.accumulator import ColumnAccumulator
+from lakestats.stats.leaves import leaves_of
+
+
+def _strings(rows: int, distinct: int, seed: int = 7) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    pool = [f"note {i} {'x' * int(i % 23)}" for i in range(distinct)]
+    return pa.array(pool).take(pa.array(rng.integers(0, distinct, rows)))
+
+
+def _arrow(values: pa.Array) -> tuple[list, list]:
+    counted = pc.value_counts(values)
+    return counted.field(0).to_pylist(), counted.field(1).to_pylist()
+
+
+@pytest.mark.parametrize(
+    ("rows", "distinct", "hashed"),
+    [(40_000, 40_000_000, True), (40_000, 30_000, True), (40_000, 200, False), (1_000, 900, False)],
+)
+def test_counts_equal_arrows_value_counts(rows: int, distinct: int, hashed: bool) -> None:
+    values = _strings(rows, distinct)
+    got, counts, hashes = string_counts.string_value_counts(values)
+    assert (hashes is not None) == hashed
+    assert (got.to_pylist(), counts.tolist()) == _arrow(values)
+    if hashes is not None:
+        assert np.array_equal(hashes, hashing.hash_binary(got))
+
+
+def test_a_shared_hash_falls_back_to_value_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two different values with one hash are never counted as one."""
+    values = _strings(40_000, 40_000_000)
+    weak = hashing.hash_binary(values) & np.uint64(0xFFF)  # 4,096 hashes: many collisions
+    monkeypatch.setattr(string_counts.hashing, "hash_binary", lambda _values: weak)
+    got, counts, hashes = string_counts.string_value_counts(values)
+    assert hashes is None
+    assert (got.to_pylist(), counts.tolist()) == _arrow(values)
+
+
+def test_binary_and_large_strings_are_counted_alike() -> None:
+    values = _strings(40_000, 35_000)
+    for typed in (values.cast(pa.binary()), values.cast(pa.large_string())):
+        table = pa.table({"c": typed})
+        hashed = ColumnAccumulator(leaves_of(table.schema)[0])
+        hashed.observe(table.column("c"))
+        plain = ColumnAccumulator(leaves_of(table.schema)[0])
+        for start in range(0, 40_000, 8_000):  # slices too small to hash: Arrow counts
+            plain.observe(table.column("c").slice(start, 8_000))
+        assert hashed.finalize(100, 1000).row == plain.finalize(100, 1000).row
