@@ -14,6 +14,7 @@ found and whose columns are dependent.
 from __future__ import annotations
 
 import datasketches as ds
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -27,9 +28,19 @@ from lakestats.threads import thread_map
 
 
 def _read(store: StatisticsStore, relative: str) -> list[dict[str, object]]:
+    """A partition's rows of ``groups.parquet``; each listed combination's keys as one
+    array per column (``keys``) and its counts as NumPy (``counts``): Python objects for
+    10,000 combinations a group would cost more than the rest of the reduction."""
     filesystem, path = store.resolve(store.path(relative))
     with filesystem.open_input_file(path) as handle:
-        return pq.ParquetFile(handle).read(use_threads=False).to_pylist()
+        table = pq.ParquetFile(handle).read(use_threads=False)
+    rows = table.drop_columns(["values", "counts", "counts_upper"]).to_pylist()
+    for i, row in enumerate(rows):
+        width = len(row["columns"])  # type: ignore[arg-type]
+        flat = table.column("values")[i].values.flatten()
+        row["keys"] = [flat.take(pa.array(np.arange(j, len(flat), width))) for j in range(width)]
+        row["counts"] = table.column("counts")[i].values.to_numpy(zero_copy_only=False)
+    return rows
 
 
 def reduce_groups(
@@ -74,17 +85,16 @@ def table_group(parts: list[dict], max_frequencies: int) -> dict[str, object]:
     budget = sum(p["unlisted_max"] for p in parts if p["truncated"])
     pieces = []
     for p in parts:
-        items = p["values"]
-        if not items:
+        listed = len(p["counts"])
+        if not listed:
             continue
         pieces.append(
             pa.table(
                 {
-                    **{n: pa.array([v[i] for v in items], pa.binary())
-                       for i, n in enumerate(names)},
+                    **dict(zip(names, p["keys"], strict=True)),
                     "count": pa.array(p["counts"], pa.int64()),
-                    "held": pa.array([p["unlisted_max"] if p["truncated"] else 0] * len(items),
-                                     pa.int64()),
+                    "held": pa.array(np.full(listed, p["unlisted_max"] if p["truncated"] else 0,
+                                             dtype=np.int64)),
                 }
             )
         )
