@@ -134,7 +134,8 @@ def warm(url: str, tables: dict[str, dict]) -> None:
     """Ask the planner's route once per table before Spark does: its first question opens
     the served tables, which a cold service may not do within the planner's time limit."""
     for table in tables.values():
-        body = json.dumps({"location": table["path"], "where": ["k > 0"]}).encode()
+        location = table.get("path", table["table"])  # a 4xx answer warms it as well
+        body = json.dumps({"location": location, "where": ["k > 0"]}).encode()
         request = urllib.request.Request(f"{url}/api/estimate", data=body,
                                          headers={"Content-Type": "application/json"})
         with contextlib.suppress(OSError):  # a 404 opens the served tables just as well
