@@ -179,7 +179,7 @@ def estimate_keys(s: ColumnSummary, key_set: kr.KeySet) -> Estimate:
 
 
 MANY_POINTS = 64
-"""Single values from which a set's ranges are summed at once (``point_sets``)."""
+"""Single values from which a set's ranges are summed at once (``_points_sum``)."""
 
 
 def walked(key_set: kr.KeySet) -> tuple[bool, kr.KeySet]:
@@ -200,13 +200,139 @@ def many_points(ranges: kr.KeySet) -> list[bytes] | None:
 
 
 def _sum_ranges(s: ColumnSummary, ranges: kr.KeySet) -> Estimate:
-    """``_sum`` of each range's estimate; many single values at once (``point_sets``)."""
+    """``_sum`` of each range's estimate; many single values at once (``_points_sum``)."""
     points = many_points(ranges)
     if points is not None:
-        from lakestats.stats import point_sets
-
-        return point_sets.summary_sum(s, points)
+        return _points_sum(s, points)
     return _sum([_range(s, r) for r in ranges])
+
+
+def point_range(key: bytes) -> kr.KeyRange:
+    return kr.KeyRange((1, key, 1), (1, key, 2))
+
+
+def split_nan(points: list[bytes], floating: bool) -> tuple[list[bytes], bool]:
+    """The values without NaN (the largest key, so the last) and whether it was there."""
+    if floating and points and points[-1] == NAN_KEY:
+        return points[:-1], True
+    return points, False
+
+
+def _points_sum(s: ColumnSummary, points: list[bytes]) -> Estimate:
+    """``_sum([_range(s, r) for r in ranges])`` of the single-value ranges of ``points``
+    (sorted, distinct), without a Python step per value (an IN list of 100,000 values, or
+    its NOT IN's complement): a value outside [min, max] keeps nothing, so only the values
+    inside count, one slice of the sorted values; each keeps its listed count (complete
+    frequencies), the whole column (min = max = the value) or what its histogram bin says of
+    an unlisted value (computed once per bin). The sums are taken in the values' order with
+    the same float additions as the range-by-range loop, so the numbers are the same to the
+    bit (tests/query/test_in_lists.py)."""
+    values, nan = split_nan(points, s.kind == Kind.FLOATING)
+    rows: list[float] = []
+    lower = upper = 0
+    methods: set[str] = set()
+    m = s.ordered_values
+    if m <= 0 or s.min_key is None or s.max_key is None:
+        inside: list[bytes] = []
+    else:
+        a = bisect.bisect_left(values, s.min_key)
+        b = bisect.bisect_right(values, s.max_key)
+        inside = values[a:b] if a < b else []
+    if len(inside) < len(values):
+        methods.add("min/max")
+    if inside and s.min_key == s.max_key:  # the one value inside covers [min, max]
+        rows.append(float(m))
+        lower = upper = m
+        methods.add("min/max")
+    elif inside:
+        counts_of = _listed_counts(s)
+        freq = s.frequencies
+        _, counts = _listed(s)
+        rest = m - int(counts.sum())
+        if (freq is not None and freq.complete) or rest <= 0:
+            found = [counts_of.get(k, 0) for k in inside]
+            rows = [float(c) for c in found]
+            lower = upper = sum(found)
+            methods.add("frequencies")
+        else:
+            rows, lower, upper = _unlisted(s, inside, counts_of, rest, methods)
+    if nan:
+        e = _range(s, point_range(NAN_KEY))
+        rows.append(e.rows)
+        lower += e.lower
+        upper += e.upper
+        methods.add(e.method)
+    if not values and not nan:
+        return Estimate.count(0, "empty")
+    return Estimate.of(sum(rows), lower, upper, " + ".join(sorted(methods)))
+
+
+def _listed_counts(s: ColumnSummary) -> dict[bytes, int]:
+    """Listed value -> its listed count (summed over repeats, as ``_listed_in`` sums an
+    unsorted list), kept on the summary."""
+    memo = _memo(s)
+    found = memo.get("counts_of")
+    if found is None:
+        listed, counts = _listed(s)
+        found = {}
+        for key, count in zip(listed, counts.tolist(), strict=True):
+            found[key] = found.get(key, 0) + count
+        memo["counts_of"] = found
+    return found
+
+
+def _unlisted(
+    s: ColumnSummary,
+    inside: list[bytes],
+    counts_of: dict[bytes, int],
+    rest: int,
+    methods: set[str],
+) -> tuple[list[float], int, int]:
+    """Rows, lower, upper of values inside [min, max] with truncated frequencies: a listed
+    value's exact count, an unlisted one's ``_unlisted_value`` (one per histogram bin)."""
+    listed, counts = _listed(s)
+    hist = s.histogram if s.kind in _HISTOGRAM_KINDS else None
+    binned = hist is not None and len(hist.counts) > 0
+    found = [counts_of.get(k, 0) for k in inside]
+    unlisted = [k for k, c in zip(inside, found, strict=True) if not c]
+    bins = _bins(s, hist, unlisted) if binned and unlisted else None
+    per_bin: dict[int, Estimate] = {}
+    rows: list[float] = []
+    lower = upper = 0
+    u = 0
+    for key, count in zip(inside, found, strict=True):
+        if count:
+            rows.append(float(count))
+            lower += count
+            upper += count
+            methods.add("frequencies")
+            continue
+        b = int(bins[u]) if bins is not None else -1
+        u += 1
+        e = per_bin.get(b)
+        if e is None:
+            e = per_bin[b] = _unlisted_value(s, key, listed, counts, rest, 0, hist)
+            methods.add(e.method)
+        rows.append(e.rows)
+        lower += e.lower
+        upper += e.upper
+    return rows, lower, upper
+
+
+def _bins(s: ColumnSummary, hist: Histogram, keys_: list[bytes]) -> np.ndarray:
+    """``_bin_of`` of each key: in NumPy for integers, dates and timestamps
+    whose arithmetic stays inside int64, else one by one."""
+    nbins = len(hist.counts)
+    if hist.width == 0:
+        return np.zeros(len(keys_), dtype=np.int64)
+    eight = s.kind in (Kind.INTEGER, Kind.TEMPORAL) and not pat.is_uint64(s.dtype)
+    width, low = (int(hist.width), int(hist.lower)) if _integral(s) else (0, 0)
+    if eight and width > 0 and abs(low) < 1 << 61 and all(len(k) == 8 for k in keys_):
+        raw = np.frombuffer(b"".join(keys_), dtype=">u8").astype(np.uint64)
+        numbers = (raw ^ np.uint64(1 << 63)).view(np.int64)
+        if np.all(np.abs(numbers) < 1 << 61):
+            return np.clip((numbers - low) // width, 0, nbins - 1)
+    return np.array([_bin_of(s, hist, _number(s, k)) for k in keys_], dtype=np.int64)
 
 
 def _complement(key_set: kr.KeySet) -> kr.KeySet:

@@ -15,6 +15,7 @@ listed in ``Vectors.fallback`` for the caller to estimate one by one.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +25,7 @@ import pyarrow.compute as pc
 from lakestats.stats import key_ranges as kr
 from lakestats.stats.arrays import binary_scalar, numbers
 from lakestats.stats.kinds import Kind, kind_of
-from lakestats.stats.selectivity import NAN_KEY, many_points, walked
+from lakestats.stats.selectivity import NAN_KEY, many_points, point_range, split_nan, walked
 
 
 @dataclass
@@ -331,15 +332,54 @@ def _sum(parts: list[Batch], count: int) -> Batch:
 
 
 def _sum_ranges(v: Vectors, ranges: kr.KeySet, fractions: _Fractions, count: int) -> Batch:
-    """``_sum`` of each range's batch; many single values at once (``point_sets``)."""
+    """``_sum`` of each range's batch; many single values at once (``_points_sum``)."""
     points = many_points(ranges)
     if points is not None:
-        from lakestats.stats import point_sets
-
-        found = point_sets.vector_sum(v, points, count)
+        found = _points_sum(v, points, count)
         if found is not None:
             return found
     return _sum([_range(v, r, fractions) for r in ranges], count)
+
+
+def _points_sum(v: Vectors, points: list[bytes], count: int) -> Batch | None:
+    """``_sum([_range(v, r, fractions) for r in ranges], count)`` of the single-value
+    ranges of ``points`` (sorted, distinct), as ``selectivity._points_sum`` sums them;
+    None where a partition's min is above its max (then the ranges are walked)."""
+    values, nan = split_nan(points, kind_of(v.dtype) == Kind.FLOATING)
+    m = v.row_count - v.null_count - v.nan_count
+    lows, highs = v.min_key.to_pylist(), v.max_key.to_pylist()
+    live = (m > 0) & np.array([lo is not None and hi is not None for lo, hi in zip(
+        lows, highs, strict=True)], dtype=bool)
+    inside = np.zeros(count, dtype=np.int64)
+    whole = np.zeros(count, dtype=bool)
+    for p in np.flatnonzero(live).tolist():
+        low, high = lows[p], highs[p]
+        if low > high:
+            return None
+        inside[p] = max(0, bisect.bisect_right(values, high) - bisect.bisect_left(values, low))
+        whole[p] = low == high and inside[p] > 0
+    # one value inside, not the whole: selectivity_vector._ordered_part's point case
+    distinct_rest = v.distinct_count - (v.nan_count > 0)
+    usable = np.isfinite(distinct_rest) & (distinct_rest > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        average = np.where(usable, m / np.where(usable, distinct_rest, 1.0), m / 2)
+    one, _, _ = _of(np.minimum(average, m), np.zeros(count, dtype=np.int64), m)
+    rows = np.zeros(count, dtype=np.float64)
+    for p in np.flatnonzero(~whole & (inside > 0)).tolist():
+        c = int(inside[p])  # c additions of the same value, in order, as the loop makes
+        rows[p] = np.add.accumulate(np.full(c, one[p]))[-1] if c > 1 else one[p]
+    rows = np.where(whole, m.astype(np.float64), rows)
+    lower = np.where(whole, m, 0).astype(np.int64)
+    upper = (m * inside).astype(np.int64)
+    fallback = np.zeros(count, dtype=bool)
+    if nan:
+        last = _range(v, point_range(NAN_KEY), v.fractions())
+        rows, lower, upper = rows + last.rows, lower + last.lower, upper + last.upper
+        fallback = last.fallback
+    if not values and not nan:
+        return _sum([], count)
+    rows, lower, upper = _of(rows, lower, upper)
+    return Batch(rows, lower, upper, fallback)
 
 
 def scalar_estimates(v: Vectors, key_set: kr.KeySet, null_true: bool) -> Batch:

@@ -3,8 +3,9 @@
 * The fast reader (``predicate.in_list`` with ``typed_many``) builds the tree sqlglot's
   path builds from the same text, or raises the same error: compared on a generated
   corpus over every column type, short and long lists, NULLs, duplicates, bad values.
-* Many single values are estimated at once (``stats.point_sets``) to the same numbers, to
-  the bit, as range by range: compared on random partitions and value sets.
+* Many single values are estimated at once (``_points_sum`` of ``selectivity`` and of
+  ``selectivity_vector``) to the same numbers, to the bit, as range by range: compared on
+  random partitions and value sets.
 * Estimates of 20,000-value IN and NOT IN lists against DuckDB's counts: exact where the
   frequencies are complete, inside the bounds where they are truncated; through the
   Python API and the service's POST body.
@@ -28,7 +29,7 @@ from lakestats.errors import LakestatsError, PredicateTooLargeError
 from lakestats.query.predicate import in_list, parse
 from lakestats.query.predicate.parse import _Parser
 from lakestats.stats import key_ranges as kr
-from lakestats.stats import keys, point_sets
+from lakestats.stats import keys
 from lakestats.stats import selectivity as sel
 from lakestats.stats import selectivity_vector as sv
 
@@ -139,7 +140,7 @@ def test_many_values_at_once_equal_range_by_range() -> None:
         s, _ = _summary(rng, bool(rng.random() < 0.4))
         chosen = rng.integers(-50, 450, int(rng.integers(64, 400))).tolist()
         ranges = kr.points([keys.encode_value(int(v), pa.int64()) for v in chosen])
-        assert point_sets.summary_sum(s, kr.point_keys(ranges)) == sel._sum(
+        assert sel._points_sum(s, kr.point_keys(ranges)) == sel._sum(
             [sel._range(s, r) for r in ranges])
         assert sel.estimate_keys(s, kr.complement(ranges)) == sel.Estimate.of(
             *_flipped(s, ranges))
@@ -152,7 +153,7 @@ def test_many_values_at_once_equal_range_by_range() -> None:
             pa.array([p.min_key for p in parts], pa.binary()),
             pa.array([p.max_key for p in parts], pa.binary()),
         )
-        fast = point_sets.vector_sum(v, kr.point_keys(ranges), count)
+        fast = sv._points_sum(v, kr.point_keys(ranges), count)
         slow = sv._sum([sv._range(v, r, v.fractions()) for r in ranges], count)
         for a, b in ((fast.rows, slow.rows), (fast.lower, slow.lower), (fast.upper, slow.upper)):
             assert a.tobytes() == b.tobytes()
