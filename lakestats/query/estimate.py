@@ -35,6 +35,7 @@ from lakestats.query.source import PartitionSource, PartitionStatistics
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import selectivity as sel
 from lakestats.stats import selectivity_vector as sv
+from lakestats.stats.column_summary import Estimate
 from lakestats.store.reader import StatisticsReader
 from lakestats.threads import parallel, prefetch
 
@@ -156,9 +157,9 @@ def _survivors(
     (visited, or every term's numbers kept) or held for every partition; else read on
     threads (Parquet releases the GIL) and estimated one by one."""
 
-    def full(i: int) -> list[sel.Estimate]:
+    def full(i: int) -> list[Estimate]:
         part = source[i]
-        return [sel.Estimate.count(int(counted[j][i]), "frequencies")
+        return [Estimate.count(int(counted[j][i]), "frequencies")
                 if j in counted and counted[j][i] >= 0 else pe.estimate(term, part)
                 for j, term in enumerate(top)]
 
@@ -219,7 +220,7 @@ def _scale_to_table(
     for i in np.flatnonzero(loose):
         if int(i) in estimates:
             e = estimates[int(i)][j]
-            estimates[int(i)][j] = sel.Estimate.of(
+            estimates[int(i)][j] = Estimate.of(
                 rows[j, i], e.lower, e.upper, e.method + " (scaled to table level)"
             )
 

@@ -34,8 +34,8 @@ from lakestats.stats.arrays import (
     integer_array,
     numbers,
 )
+from lakestats.stats.column_summary import NAN_KEY, ColumnSummary, Frequencies, Histogram
 from lakestats.stats.kinds import kind_of
-from lakestats.stats.selectivity import NAN_KEY, ColumnSummary, Frequencies, Histogram
 from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest

@@ -22,6 +22,7 @@ from lakestats.query.source import PartitionSource
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import selectivity as sel
 from lakestats.stats import selectivity_vector as sv
+from lakestats.stats.column_summary import NAN_KEY
 from lakestats.stats.kinds import Kind
 
 MIN_MAX, FREQUENCIES, EMPTY, NULLS, HISTOGRAM, APPROX = 1, 2, 4, 8, 16, 32
@@ -39,7 +40,6 @@ def method_name(code: int) -> str:
         found = " + ".join(names) + (" + null count" if code & NULLS else "")
         _METHODS[code] = found
     return found
-
 
 
 _at = sel.key_position
@@ -311,7 +311,7 @@ def _arrays_of(
                 elif keys_.dtype.itemsize != width:
                     return None
         if (s.kind == Kind.FLOATING and len(keys_)
-                and keys_[-1:].tobytes() == sel.NAN_KEY):  # as selectivity._listed_values
+                and keys_[-1:].tobytes() == NAN_KEY):  # as selectivity._listed_values
             keys_, counts = keys_[:-1], counts[:-1]
         if len(keys_) > 1 and not _increasing(keys_):
             continue  # unsorted (never written so): estimated one by one

@@ -28,6 +28,7 @@ from lakestats.query.predicate.tree import (
 from lakestats.query.source import PartitionStatistics
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import selectivity as sel
+from lakestats.stats.column_summary import ColumnSummary, Estimate
 
 
 class ScalarView:
@@ -37,13 +38,12 @@ class ScalarView:
         self.part = part
         self.name, self.values, self.row_count = part.name, part.values, part.row_count
 
-    def summary(self, column: str) -> sel.ColumnSummary:
+    def summary(self, column: str) -> ColumnSummary:
         full = self.part.summary(column)
         return replace(full, frequencies_source=None, histogram_source=None)
 
 
-
-def leaf_estimate(pred: Predicate, part: PartitionStatistics) -> sel.Estimate:
+def leaf_estimate(pred: Predicate, part: PartitionStatistics) -> Estimate:
     column = columns_of(pred)[0]
     summary = part.summary(column)
     if isinstance(pred, Like):
@@ -57,12 +57,11 @@ def leaf_estimate(pred: Predicate, part: PartitionStatistics) -> sel.Estimate:
     if cs.null != "T" or summary.null_count == 0:
         return values
     n = summary.null_count
-    return sel.Estimate.of(values.rows + n, values.lower + n, values.upper + n,
+    return Estimate.of(values.rows + n, values.lower + n, values.upper + n,
                            values.method + " + null count")
 
 
-
-def estimate(pred: Predicate, part: PartitionStatistics) -> sel.Estimate:
+def estimate(pred: Predicate, part: PartitionStatistics) -> Estimate:
     cols = columns_of(pred)
     if len(cols) == 1 and (is_set(pred) or isinstance(pred, LEAVES)):
         return leaf_estimate(pred, part)
@@ -71,30 +70,30 @@ def estimate(pred: Predicate, part: PartitionStatistics) -> sel.Estimate:
     return combine_and(n, parts) if isinstance(pred, And) else combine_or(n, parts)
 
 
-def combine_and(n: int, parts: list[sel.Estimate]) -> sel.Estimate:
+def combine_and(n: int, parts: list[Estimate]) -> Estimate:
     """Independence for the point estimate, Fréchet bounds."""
     if any(p.upper == 0 for p in parts):
-        return sel.Estimate.count(0, "and: a term keeps nothing")
+        return Estimate.count(0, "and: a term keeps nothing")
     if n <= 0:
-        return sel.Estimate.count(0, "empty")
+        return Estimate.count(0, "empty")
     rows = float(n)
     for p in parts:
         rows *= p.rows / n
     lower = max(0, sum(p.lower for p in parts) - (len(parts) - 1) * n)
     upper = min(p.upper for p in parts)
-    return sel.Estimate.of(rows, lower, upper, "and (independence)")
+    return Estimate.of(rows, lower, upper, "and (independence)")
 
 
-def combine_or(n: int, parts: list[sel.Estimate]) -> sel.Estimate:
+def combine_or(n: int, parts: list[Estimate]) -> Estimate:
     """Inclusion-exclusion under independence; bounds max(lower) .. min(n, sum(upper))."""
     if n <= 0:
-        return sel.Estimate.count(0, "empty")
+        return Estimate.count(0, "empty")
     miss = 1.0
     for p in parts:
         miss *= 1.0 - p.rows / n
     lower = max(p.lower for p in parts)
     upper = min(n, sum(p.upper for p in parts))
-    return sel.Estimate.of(n * (1.0 - miss), lower, upper, "or (independence)")
+    return Estimate.of(n * (1.0 - miss), lower, upper, "or (independence)")
 
 
 def can_match(pred: Predicate, partition: PartitionStatistics) -> bool:

@@ -10,7 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
-from lakestats.stats import selectivity as sel
+from lakestats.stats.column_summary import ColumnSummary
 from lakestats.stats.selectivity_vector import Vectors
 
 
@@ -21,7 +21,7 @@ class PartitionStatistics(Protocol):
     values: dict[str, object]
     row_count: int
 
-    def summary(self, column: str) -> sel.ColumnSummary: ...
+    def summary(self, column: str) -> ColumnSummary: ...
 
 
 class PartitionSource(Protocol):

@@ -20,7 +20,8 @@ import pyarrow as pa
 from lakestats.errors import StatisticsNotFoundError
 from lakestats.query.source import PartitionStatistics
 from lakestats.stats.arrays import int64_array, numbers
-from lakestats.stats.selectivity import ColumnSummary, Frequencies, Histogram, storage_number
+from lakestats.stats.column_summary import ColumnSummary, Frequencies, Histogram
+from lakestats.stats.selectivity import storage_number
 from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
 from lakestats.store import manifest

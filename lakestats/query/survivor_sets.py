@@ -20,8 +20,8 @@ from lakestats.query import listed
 from lakestats.query.predicate import Predicate
 from lakestats.query.source import PartitionSource
 from lakestats.query.term_cache import Term
-from lakestats.stats import selectivity as sel
 from lakestats.stats import selectivity_vector as sv
+from lakestats.stats.column_summary import Estimate
 
 
 def combine(
@@ -149,7 +149,7 @@ class _OneByOne:
     def __init__(self, top: list, entries: list[Term], partitions: PartitionSource) -> None:
         self.top, self.entries, self.partitions = top, entries, partitions
 
-    def __getitem__(self, key: tuple[int, int]) -> sel.Estimate:
+    def __getitem__(self, key: tuple[int, int]) -> Estimate:
         j, i = key
         return self.entries[j].estimate(self.top[j], self.partitions, i)
 
@@ -168,15 +168,15 @@ class Survivors:
         upper: np.ndarray,
         codes: np.ndarray,
         alone: np.ndarray,
-        one_by_one: Mapping[tuple[int, int], sel.Estimate] | _OneByOne,
+        one_by_one: Mapping[tuple[int, int], Estimate] | _OneByOne,
     ) -> None:
         self.survivors, self.rows, self.lower, self.upper = survivors, rows, lower, upper
         self.codes, self.alone, self.one_by_one = codes, alone, one_by_one
         self._at: dict[int, int] | None = None
-        self.made: dict[int, list[sel.Estimate]] = {}
+        self.made: dict[int, list[Estimate]] = {}
 
     @classmethod
-    def of(cls, survivors: np.ndarray, got: dict[int, list[sel.Estimate]], k: int) -> Survivors:
+    def of(cls, survivors: np.ndarray, got: dict[int, list[Estimate]], k: int) -> Survivors:
         """The survivors estimated one by one (``got``: partition -> conjuncts)."""
         count = len(survivors)
         rows = np.zeros((k, count), dtype=np.float64)
@@ -199,17 +199,17 @@ class Survivors:
     def __contains__(self, i: object) -> bool:
         return i in self.at
 
-    def __getitem__(self, i: int) -> list[sel.Estimate]:
+    def __getitem__(self, i: int) -> list[Estimate]:
         if i not in self.made:
             x = self.at[i]
             self.made[i] = [self._estimate(j, x) for j in range(self.rows.shape[0])]
         return self.made[i]
 
-    def _estimate(self, j: int, x: int) -> sel.Estimate:
+    def _estimate(self, j: int, x: int) -> Estimate:
         if self.alone[j, x]:
             return self.one_by_one[j, int(self.survivors[x])]
         low, high = int(self.lower[j, x]), int(self.upper[j, x])
-        return sel.Estimate(float(self.rows[j, x]), low, high, low == high,
+        return Estimate(float(self.rows[j, x]), low, high, low == high,
                             listed.method_name(int(self.codes[j, x])))
 
     def method(self, j: int, x: int) -> str:

@@ -44,6 +44,7 @@ from lakestats.query.predicate.sets import ColumnSet
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import selectivity as sel
 from lakestats.stats import selectivity_vector as sv
+from lakestats.stats.column_summary import NAN_KEY
 from lakestats.stats.kinds import Kind, kind_of
 
 
@@ -111,7 +112,7 @@ def leaf(
             r_rows[at], r_lower[at], r_upper[at], r_code[at] = got
             counted = counted | ranged
         fallback |= inner & ~counted
-        if floating and r.contains(sel.NAN_KEY):
+        if floating and r.contains(NAN_KEY):
             has_nan = nan > 0
             plus = sv._of(r_rows + nan, r_lower + nan, r_upper + nan)
             r_rows = np.where(has_nan, plus[0], r_rows)

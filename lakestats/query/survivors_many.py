@@ -22,6 +22,7 @@ from lakestats.query import survivors as sv_full
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import selectivity as sel
 from lakestats.stats import selectivity_vector as sv
+from lakestats.stats.column_summary import NAN_KEY
 from lakestats.stats.kinds import Kind, kind_of
 
 
@@ -112,7 +113,7 @@ def leaf_many(
         counted = counted | ranged
     fallback = fallback | (inner & ~counted)
     if floating:
-        has_nan = np.array([r.contains(sel.NAN_KEY) for r in ranges], dtype=bool)[:, None]
+        has_nan = np.array([r.contains(NAN_KEY) for r in ranges], dtype=bool)[:, None]
         has_nan = has_nan & (nan > 0)
         plus = sv._of(r_rows + nan, r_lower + nan, r_upper + nan)
         r_rows = np.where(has_nan, plus[0], r_rows)

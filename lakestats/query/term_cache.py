@@ -41,6 +41,7 @@ from lakestats.query.predicate import Predicate, column_set, columns_of, is_set
 from lakestats.query.source import PartitionSource
 from lakestats.stats import scalar_many as sm
 from lakestats.stats import selectivity as sel
+from lakestats.stats.column_summary import Estimate
 
 MAX_VALUES = 2_000_000
 """Partition x term numbers kept per resident partitions (about 5 arrays of 8 bytes
@@ -54,7 +55,7 @@ class Term:
         self.count = count
         self.scalar: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.have: np.ndarray | None = None
-        self.one_by_one: dict[int, sel.Estimate] = {}
+        self.one_by_one: dict[int, Estimate] = {}
         self.target: tuple[object, float] | None = None
         self.normalized: str | None = None
 
@@ -93,7 +94,7 @@ class Term:
              self.codes[missing], self.alone[missing]) = got
         self.have[missing] = True
 
-    def estimate(self, term: Predicate, partitions: PartitionSource, i: int) -> sel.Estimate:
+    def estimate(self, term: Predicate, partitions: PartitionSource, i: int) -> Estimate:
         """Partition ``i``'s one-by-one estimate (kept)."""
         found = self.one_by_one.get(i)
         if found is None:
@@ -101,13 +102,13 @@ class Term:
             self._numbers(i, found)
         return found
 
-    def _numbers(self, i: int, e: sel.Estimate) -> None:
+    def _numbers(self, i: int, e: Estimate) -> None:
         """Partition ``i``'s one-by-one numbers in the arrays too (read as vectors)."""
         if self.have is not None:
             self.rows[i], self.lower[i], self.upper[i] = e.rows, e.lower, e.upper
             self.numbers[i] = True
 
-    def record(self, i: int, e: sel.Estimate) -> None:
+    def record(self, i: int, e: Estimate) -> None:
         """Partition ``i``'s full estimate, computed one by one elsewhere."""
         self._arrays()
         if not self.have[i]:

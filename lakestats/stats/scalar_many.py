@@ -22,8 +22,8 @@ import numpy as np
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import selectivity_vector as sv
 from lakestats.stats.arrays import numbers
+from lakestats.stats.column_summary import NAN_KEY
 from lakestats.stats.kinds import Kind, kind_of
-from lakestats.stats.selectivity import NAN_KEY
 
 
 def takes(key_set: kr.KeySet, null_true: bool) -> bool:

@@ -32,6 +32,7 @@ from lakestats.stats import key_ranges as kr
 from lakestats.stats import keys
 from lakestats.stats import selectivity as sel
 from lakestats.stats import selectivity_vector as sv
+from lakestats.stats.column_summary import ColumnSummary, Estimate, Frequencies, Histogram
 
 COLUMNS = {
     "i": pa.int64(), "i8": pa.int8(), "u": pa.uint64(), "s": pa.string(),
@@ -112,7 +113,7 @@ def test_other_forms_are_left_to_the_general_path(text: str) -> None:
     assert in_list.read_whole(text) is None
 
 
-def _summary(rng: np.random.Generator, complete: bool) -> tuple[sel.ColumnSummary, list[int]]:
+def _summary(rng: np.random.Generator, complete: bool) -> tuple[ColumnSummary, list[int]]:
     values = rng.integers(0, 400, rng.integers(1, 3000))
     uniq, counts = np.unique(values, return_counts=True)
     listed = len(uniq) if complete else int(rng.integers(0, len(uniq) + 1))
@@ -121,14 +122,14 @@ def _summary(rng: np.random.Generator, complete: bool) -> tuple[sel.ColumnSummar
     dtype = pa.int64()
     key = [keys.encode_value(int(v), dtype) for v in chosen]
     counted = dict(zip(uniq.tolist(), counts.tolist(), strict=True))
-    freq = sel.Frequencies(tuple(key), np.array([counted[v] for v in chosen.tolist()]),
+    freq = Frequencies(tuple(key), np.array([counted[v] for v in chosen.tolist()]),
                            complete, None if complete else int(counts.min()))
     bins = int(rng.integers(1, 20))
     low, high = int(values.min()), int(values.max())
     width = max(1, -(-(high - low + 1) // bins))
-    hist = sel.Histogram(low, width, np.bincount((values - low) // width, minlength=bins))
+    hist = Histogram(low, width, np.bincount((values - low) // width, minlength=bins))
     nulls = int(rng.integers(0, 50))
-    s = sel.ColumnSummary(dtype, len(values) + nulls, nulls, 0, len(uniq),
+    s = ColumnSummary(dtype, len(values) + nulls, nulls, 0, len(uniq),
                           keys.encode_value(low, dtype), keys.encode_value(high, dtype),
                           freq, hist if rng.random() < 0.8 else None)
     return s, values.tolist()
@@ -142,7 +143,7 @@ def test_many_values_at_once_equal_range_by_range() -> None:
         ranges = kr.points([keys.encode_value(int(v), pa.int64()) for v in chosen])
         assert sel._points_sum(s, kr.point_keys(ranges)) == sel._sum(
             [sel._range(s, r) for r in ranges])
-        assert sel.estimate_keys(s, kr.complement(ranges)) == sel.Estimate.of(
+        assert sel.estimate_keys(s, kr.complement(ranges)) == Estimate.of(
             *_flipped(s, ranges))
         count = int(rng.integers(1, 12))
         parts = [_summary(rng, False)[0] for _ in range(count)]
@@ -159,7 +160,7 @@ def test_many_values_at_once_equal_range_by_range() -> None:
             assert a.tobytes() == b.tobytes()
 
 
-def _flipped(s: sel.ColumnSummary, ranges: kr.KeySet) -> tuple:
+def _flipped(s: ColumnSummary, ranges: kr.KeySet) -> tuple:
     kept = sel._sum([sel._range(s, r) for r in ranges])
     return (s.non_null - kept.rows, max(0, s.non_null - kept.upper), s.non_null - kept.lower,
             kept.method)

@@ -26,6 +26,7 @@ from lakestats.stats import histogram as hist
 from lakestats.stats import key_ranges as kr
 from lakestats.stats import keys
 from lakestats.stats import selectivity as sel
+from lakestats.stats.column_summary import NAN_KEY, ColumnSummary, Frequencies, Histogram
 from lakestats.stats.kinds import Kind, kind_of
 
 TYPES = {
@@ -98,7 +99,7 @@ class MemoryPartition:
         self.name, self.values, self.row_count = name, {}, table.num_rows
         self.table, self.k, self.bins = table, k, bins
 
-    def summary(self, column: str) -> sel.ColumnSummary:
+    def summary(self, column: str) -> ColumnSummary:
         col = self.table.column(column).combine_chunks()
         dtype = col.type
         kind = kind_of(dtype)
@@ -110,16 +111,16 @@ class MemoryPartition:
         nan_count = 0
         if kind == Kind.FLOATING:
             nan_count = int(pc.sum(pc.is_nan(valid)).as_py() or 0)
-        ordered = [u for u in uniq if u != sel.NAN_KEY]
+        ordered = [u for u in uniq if u != NAN_KEY]
         order = sorted(range(len(uniq)), key=lambda i: (-counts[i], uniq[i]))
         all_distinct = len(uniq) == len(valid) and len(valid) > 0
         if all_distinct:
-            freq = sel.Frequencies((), np.zeros(0, np.int64), False, 1)
+            freq = Frequencies((), np.zeros(0, np.int64), False, 1)
         elif len(uniq) <= self.k:
-            freq = sel.Frequencies(tuple(uniq), counts.astype(np.int64), True)
+            freq = Frequencies(tuple(uniq), counts.astype(np.int64), True)
         else:
             top = sorted(order[: self.k], key=lambda i: uniq[i])
-            freq = sel.Frequencies(
+            freq = Frequencies(
                 tuple(uniq[i] for i in top),
                 counts[top].astype(np.int64),
                 False,
@@ -132,14 +133,14 @@ class MemoryPartition:
             keep = ~np.isnan(nums)
             built = hist.float_histogram(nums[keep], counts[keep], self.bins)
             if built is not None:
-                histogram = sel.Histogram(built.lower, built.width, built.counts)
+                histogram = Histogram(built.lower, built.width, built.counts)
         elif kind in (Kind.INTEGER, Kind.TEMPORAL, Kind.DECIMAL) and values is not None:
             ints = (
                 keys.unscaled_int64(values) if kind == Kind.DECIMAL else keys.integers(values)
             )
             built = hist.integer_histogram(ints, counts, self.bins)
-            histogram = sel.Histogram(built.lower, built.width, built.counts)
-        return sel.ColumnSummary(
+            histogram = Histogram(built.lower, built.width, built.counts)
+        return ColumnSummary(
             dtype,
             self.row_count,
             col.null_count,
