@@ -57,3 +57,13 @@ def test_binary_and_large_strings_are_counted_alike() -> None:
         for start in range(0, 40_000, 8_000):  # slices too small to hash: Arrow counts
             plain.observe(table.column("c").slice(start, 8_000))
         assert hashed.finalize(100, 1000).row == plain.finalize(100, 1000).row
+
+
+def test_a_slice_counts_as_its_own_values() -> None:
+    """Arrays that start inside their buffers (a slice of a column) are hashed from their
+    own first value."""
+    values = _strings(60_000, 50_000).slice(7_001, 40_000)
+    got, counts, hashes = string_counts.string_value_counts(values)
+    assert hashes is not None
+    assert (got.to_pylist(), counts.tolist()) == _arrow(values)
+    assert np.array_equal(hashes, hashing.hash_binary(got))
