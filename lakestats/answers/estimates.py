@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -112,6 +112,15 @@ class EstimateBatch(Listing[Estimate]):
     estimates: tuple[Estimate, ...]
     version: int
     snapshot_id: int | None
+
+    def totals_json(self) -> dict[str, object]:
+        """``to_json()`` without each estimate's per-partition list: what a planner reads
+        (a table of thousands of partitions would send a list as long with every answer)."""
+        trimmed = tuple(replace(e, partitions=()) for e in self.estimates)
+        data = replace(self, estimates=trimmed).to_json()
+        for estimate in data["estimates"]:  # type: ignore[attr-defined]
+            del estimate["partitions"]
+        return data
 
     def to_arrow(self) -> pa.Table:
         """One row per predicate: its estimate and bounds."""

@@ -297,6 +297,7 @@ class EstimateRequest(BaseModel):
     )
     snapshot_id: int | None = Field(None, description="table snapshot id (default: current)")
     table_level: bool = Field(False, description="estimate from the table-level files only")
+    by_partition: bool = Field(True, description="each matching partition's estimate too")
 
 
 @router.post(
@@ -317,10 +318,11 @@ def estimate_many_answer(request: Request, table: str, body: EstimateRequest) ->
 
     def compute(handle: GuardedTable) -> Computed:
         found = handle.estimate_many(wheres, body.snapshot_id, table_level=body.table_level)
-        tag = etag(table, found.version, found.snapshot_id, "batch", wheres, body.table_level)
-        return found.to_json(), tag
+        tag = etag(table, found.version, found.snapshot_id, "batch", wheres, body.table_level,
+                   body.by_partition)
+        return found.to_json() if body.by_partition else found.totals_json(), tag
 
-    key = ("estimate-batch", wheres, body.snapshot_id, body.table_level)
+    key = ("estimate-batch", wheres, body.snapshot_id, body.table_level, body.by_partition)
     return cached_answer(request, tables.cached(table, key, lambda h: rendered(*compute(h))))
 
 

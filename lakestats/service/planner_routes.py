@@ -40,6 +40,9 @@ class LocatedEstimateRequest(EstimateRequest):
     location: str = Field(
         min_length=1, max_length=4096, description="the table's location (a path or URI)"
     )
+    by_partition: bool = Field(
+        False, description="each matching partition's estimate too (a planner needs the totals)"
+    )
 
 
 @router.post(

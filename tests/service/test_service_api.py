@@ -229,18 +229,30 @@ def test_estimate_batch_route(served) -> None:
 def test_estimate_by_location_route(served) -> None:
     """``POST /api/estimate`` names the table by its location as an engine spells it (a
     path, ``file:`` and ``file://`` URIs, a trailing slash): the answer of the table's own
-    batch route; no served table there is a 404 that does not say where tables are."""
+    batch route without the per-partition lists a planner does not read (``by_partition``
+    asks for them); no served table there is a 404 that does not say where tables are."""
     client, config, table = served
     wheres = ["word <> 'ant'", "n > 3 AND region = 'east'"]
     place = str(Path(config.table).resolve())
-    want = table.estimate_many(wheres).to_json()
+    full = table.estimate_many(wheres).to_json()
+    want = {**full, "estimates": [{k: v for k, v in e.items() if k != "partitions"}
+                                  for e in full["estimates"]]}
+    assert all(e["partitions"] for e in full["estimates"])  # there was a list to leave out
     for spelled in (place, f"file:{place}", f"file://{place}/", Path(place).as_uri()):
         response = client.post("/api/estimate", json={"location": spelled, "where": wheres})
         assert response.status_code == 200, (spelled, response.text)
         assert response.json() == want
+    listed = client.post("/api/estimate",
+                         json={"location": place, "where": wheres, "by_partition": True})
+    assert listed.json() == full
+    batch = client.post("/api/tables/sales/estimate", json={"where": wheres})
+    assert batch.json() == full
+    totals = client.post("/api/tables/sales/estimate",
+                         json={"where": wheres, "by_partition": False})
+    assert totals.json() == want and totals.headers["etag"] != batch.headers["etag"]
     snapshot = want["snapshot_id"]
-    pinned = client.post("/api/estimate",
-                         json={"location": place, "where": wheres, "snapshot_id": snapshot})
+    pinned = client.post("/api/estimate", json={
+        "location": place, "where": wheres, "snapshot_id": snapshot, "by_partition": True})
     assert pinned.json() == table.estimate_many(wheres, snapshot).to_json()
     for elsewhere in (place + "-other", "s3://bucket/sales", "file:/\x00"):
         _error(client.post("/api/estimate", json={"location": elsewhere, "where": wheres}),
