@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from lakestats.stats import hashing, keys, sketches
+from lakestats.stats.key_ints import keys_as_ints
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.leaves import Leaf, leaf_array
 
@@ -193,7 +194,7 @@ def most_common(joint: pa.Table, by: str = "count") -> pa.Table:
 
 
 def _fixed_width_order(column: pa.Array | pa.ChunkedArray) -> list[np.ndarray] | None:
-    """(non-null first-is-false flags, unsigned big-endian values): numpy keys ordering 8-byte
+    """(non-null first-is-false flags, ``keys_as_ints`` values): numpy keys ordering 8-byte
     keys as their bytes order them, nulls first; None for keys of other widths."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
@@ -203,10 +204,7 @@ def _fixed_width_order(column: pa.Array | pa.ChunkedArray) -> list[np.ndarray] |
     if lengths["min"].as_py() != 8 or lengths["max"].as_py() != 8:
         return None
     valid = column.is_valid().to_numpy(zero_copy_only=False)
-    filled = pc.fill_null(column, pa.scalar(bytes(8), pa.binary())).cast(pa.binary(8))
-    values = np.frombuffer(filled.buffers()[1], dtype=">u8", count=len(filled),
-                           offset=filled.offset * 8).astype(np.uint64)
-    return [valid, values]
+    return [valid, keys_as_ints(pc.fill_null(column, pa.scalar(bytes(8), pa.binary())))]
 
 
 def _listed(joint: pa.Table, limit: int, rest_by: str) -> tuple[pa.Table, int | None]:
