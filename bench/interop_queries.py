@@ -51,11 +51,14 @@ from bench.tpch_queries import queries
 
 TABLES = ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"]
 FORMATS = ["iceberg", "delta"]
+# Every way sets every key another way sets: one session runs them all, in turn.
 WAYS = {
     "without": {"spark.lakestats.enabled": "false",
-                "spark.sql.iceberg.report-column-stats": "false"},
+                "spark.sql.iceberg.report-column-stats": "false",
+                "spark.lakestats.estimates.url": ""},
     "with": {"spark.lakestats.enabled": "true", "spark.lakestats.histograms": "true",
-             "spark.sql.iceberg.report-column-stats": "true"},
+             "spark.sql.iceberg.report-column-stats": "true",
+             "spark.lakestats.estimates.url": ""},
 }
 
 

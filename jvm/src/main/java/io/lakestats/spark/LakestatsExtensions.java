@@ -21,7 +21,7 @@ public final class LakestatsExtensions implements Function1<SparkSessionExtensio
       ServiceEstimates.install(session);
       return new StatisticsRule(session);
     });
-    extensions.injectRuntimeOptimizerRule(session -> new ServiceEstimates());
+    extensions.injectRuntimeOptimizerRule(session -> new ServiceEstimates(false));
     return BoxedUnit.UNIT;
   }
 }

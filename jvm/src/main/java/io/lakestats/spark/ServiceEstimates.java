@@ -18,6 +18,7 @@ import org.apache.spark.sql.catalyst.expressions.AttributeMap$;
 import org.apache.spark.sql.catalyst.expressions.AttributeSet;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.optimizer.CostBasedJoinReorder$;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.ColumnStat;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
@@ -27,6 +28,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Statistics;
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils$;
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.FilterEstimation;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
@@ -55,8 +57,14 @@ import scala.math.BigInt;
  * distinct counts scaled to the new row count as Spark scales them, and the size that follows.
  * Joins above are then estimated by Spark from these. Parts of a conjunction that lakestats
  * cannot read (a function, two columns compared) keep Spark's own selectivity, multiplied in.
- * Join reordering ({@code spark.sql.cbo.joinReorder.enabled}, off by default) and dynamic
- * partition pruning run before this rule and see Spark's own filter estimates.
+ *
+ * <p>Join reordering ({@code spark.sql.cbo.joinReorder.enabled}, off by default) runs before
+ * this rule, from Spark's own filter estimates: a Filter Spark cannot estimate (a LIKE, a
+ * string's frequent value) counts as the whole table there, and the join order follows from
+ * that. So where join reordering is on, this rule (in the optimizer, not in adaptive
+ * execution's re-optimization) reorders the joins once more with Spark's own {@code
+ * CostBasedJoinReorder}, now from lakestats' estimates. Dynamic partition pruning and runtime
+ * filters, decided in between, keep Spark's estimates (they filter, whatever the join order).
  */
 final class ServiceEstimates extends Rule<LogicalPlan> {
   /** The lakestats service to ask, e.g. {@code http://127.0.0.1:8080}; unset: not asked. */
@@ -74,6 +82,15 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
   static final String SNAPSHOT = "lakestats.snapshot";
 
   private static final Logger LOG = LoggerFactory.getLogger(ServiceEstimates.class);
+  /** Marks a plan this rule has reordered: its batch runs rules until the plan stays put. */
+  private static final TreeNodeTag<Boolean> REORDERED = new TreeNodeTag<>("lakestats.reordered");
+
+  /** Whether to reorder joins after the estimates: in the optimizer, not in adaptive runs. */
+  private final boolean reorderJoins;
+
+  ServiceEstimates(boolean reorderJoins) {
+    this.reorderJoins = reorderJoins;
+  }
 
   /**
    * Adds the rule to the session's user-provided optimizer rules ({@code
@@ -95,7 +112,7 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
       }
       scala.collection.immutable.List<Rule<LogicalPlan>> out =
           scala.collection.immutable.List$.MODULE$.empty();
-      out = out.$colon$colon(new ServiceEstimates());
+      out = out.$colon$colon(new ServiceEstimates(true));
       for (int i = current.size() - 1; i >= 0; i--) {
         out = out.$colon$colon(current.get(i));
       }
@@ -146,6 +163,12 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
         plan.invalidateStatsCache(); // nodes above derive theirs from these again
         for (Map.Entry<LogicalPlan, Statistics> entry : found.entrySet()) {
           entry.getKey().statsCache_$eq(Option.apply(entry.getValue()));
+        }
+        if (reorderJoins && conf.cboEnabled() && conf.joinReorderEnabled()
+            && plan.getTagValue(REORDERED).isEmpty()) {
+          LogicalPlan reordered = CostBasedJoinReorder$.MODULE$.apply(plan);
+          reordered.setTagValue(REORDERED, Boolean.TRUE);
+          return reordered;
         }
       }
     } catch (Exception | LinkageError e) {
