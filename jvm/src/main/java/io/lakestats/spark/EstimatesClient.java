@@ -3,16 +3,14 @@ package io.lakestats.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.net.SocketTimeoutException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,14 +28,20 @@ import org.slf4j.LoggerFactory;
  * refused. Answers are kept for a minute per service, location, snapshot and predicate (a
  * query is often planned more than once: adaptive execution re-plans it).
  *
- * <p>A question can be sent ahead ({@link #prefetch}): the optimizer's early rule sends it
- * without waiting, the last rule then finds its answer arrived (the optimizer's batches in
- * between take longer than a round trip), so planning does not wait on the network.
+ * <p>A question can be sent ahead ({@link #prefetchRows}): the optimizer's early rule writes it
+ * to a connection of its own ({@link ServiceConnection}) without waiting, the last rule then
+ * reads its answer from that connection, arrived meanwhile (the optimizer's batches in between
+ * take longer than a round trip), so planning does not wait on the network.
  */
 final class EstimatesClient {
   static final long PAUSE_MILLIS = 30_000;
   private static final long KEEP_MILLIS = 60_000;
   private static final int KEEP = 10_000;
+  /** Questions sent ahead and not collected, at most (each holds a connection). */
+  private static final int PENDING = 64;
+  /** Idle connections kept, at most, and for how long (the service closes them after 5 s). */
+  private static final int IDLE = 8;
+  private static final long IDLE_MILLIS = 2_000;
   private static final Logger LOG = LoggerFactory.getLogger(EstimatesClient.class);
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Map<String, EstimatesClient> CLIENTS = new ConcurrentHashMap<>();
@@ -45,11 +49,21 @@ final class EstimatesClient {
   private static final double REFUSED = Double.NaN;
 
   private final String url;
-  private final HttpClient http;
+  private final URI base;
   private volatile long pausedUntil;
-  /** Questions sent ahead and not yet collected (at most {@link #KEEP}, then dropped). */
-  private final Map<String, CompletableFuture<HttpResponse<byte[]>>> pending =
-      new ConcurrentHashMap<>();
+  private final Deque<ServiceConnection> idle = new ArrayDeque<>();
+  /** Questions sent ahead and not yet collected: the connection their answer arrives on. */
+  private final Map<String, ServiceConnection> pending =
+      new LinkedHashMap<>(16, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, ServiceConnection> eldest) {
+          if (size() > PENDING) { // never collected (a plan that changed shape)
+            eldest.getValue().close();
+            return true;
+          }
+          return false;
+        }
+      };
   private final Map<String, double[]> answers = new LinkedHashMap<>(64, 0.75f, true) {
     @Override
     protected boolean removeEldestEntry(Map.Entry<String, double[]> eldest) {
@@ -57,18 +71,14 @@ final class EstimatesClient {
     }
   };
 
-  private EstimatesClient(String url, long timeoutMillis) {
+  private EstimatesClient(String url) {
     this.url = url.replaceAll("/+$", "");
-    this.http = HttpClient.newBuilder()
-        .version(HttpClient.Version.HTTP_1_1)
-        .connectTimeout(Duration.ofMillis(timeoutMillis))
-        .build();
+    this.base = URI.create(this.url);
   }
 
   /** The client of this service (one per URL: its connections are kept open). */
-  static EstimatesClient of(String url, long timeoutMillis) {
-    return CLIENTS.computeIfAbsent(url + "#" + timeoutMillis,
-        k -> new EstimatesClient(url, timeoutMillis));
+  static EstimatesClient of(String url) {
+    return CLIENTS.computeIfAbsent(url, EstimatesClient::new);
   }
 
   /**
@@ -93,17 +103,29 @@ final class EstimatesClient {
   void prefetchRows(String location, String snapshot, String predicate, String token,
       long timeoutMillis) {
     String key = key(location, snapshot, "where", predicate);
-    if (System.currentTimeMillis() < pausedUntil || pending.containsKey(key)
-        || kept(key, System.currentTimeMillis()) != null) {
+    if (System.currentTimeMillis() < pausedUntil || kept(key, System.currentTimeMillis()) != null) {
       return;
     }
-    if (pending.size() >= KEEP) { // answers never collected (plans that changed shape)
-      pending.clear();
+    synchronized (pending) {
+      if (pending.containsKey(key)) {
+        return;
+      }
     }
+    ServiceConnection connection = null;
     try {
-      pending.put(key, http.sendAsync(request(location, snapshot, "where", predicate, token,
-          timeoutMillis), HttpResponse.BodyHandlers.ofByteArray()));
+      connection = borrow((int) timeoutMillis);
+      connection.send(path("where"), body(location, snapshot, "where", predicate), token);
+      ServiceConnection replaced;
+      synchronized (pending) {
+        replaced = pending.put(key, connection);
+      }
+      if (replaced != null) {
+        replaced.close();
+      }
     } catch (Exception e) {
+      if (connection != null) {
+        connection.close();
+      }
       LOG.debug("lakestats: a question not sent ahead: {}", e.toString());
     }
   }
@@ -134,23 +156,27 @@ final class EstimatesClient {
     if (kept != null) {
       return Double.isNaN(kept[0]) ? null : kept[0];
     }
-    CompletableFuture<HttpResponse<byte[]>> sent = pending.remove(key);
+    ServiceConnection sent;
+    synchronized (pending) {
+      sent = pending.remove(key);
+    }
     if (now < pausedUntil) {
+      if (sent != null) {
+        sent.close();
+      }
       return null;
     }
     double answer;
     try {
-      HttpResponse<byte[]> response = sent != null
-          ? sent.get(timeoutMillis, TimeUnit.MILLISECONDS)
-          : http.send(request(location, snapshot, kind, asked, token, timeoutMillis),
-              HttpResponse.BodyHandlers.ofByteArray());
+      ServiceConnection.Answer response = ask(sent, kind,
+          body(location, snapshot, kind, asked), token, now + timeoutMillis);
       answer = read(response, kind, asked);
     } catch (Exception e) {
-      if (sent != null) {
-        sent.cancel(true);
-      }
       pausedUntil = System.currentTimeMillis() + PAUSE_MILLIS;
-      pending.clear();
+      synchronized (pending) {
+        pending.values().forEach(ServiceConnection::close);
+        pending.clear();
+      }
       LOG.warn("lakestats: the service at {} did not answer ({}); filters keep Spark's own "
           + "estimates for {} s", url, e.toString(), PAUSE_MILLIS / 1000);
       return null;
@@ -161,8 +187,82 @@ final class EstimatesClient {
     return Double.isNaN(answer) ? null : answer;
   }
 
-  private HttpRequest request(String location, String snapshot, String kind, String asked,
-      String token, long timeoutMillis) throws Exception {
+  /**
+   * The answer to a question: read from the connection it was sent ahead on, else sent now.
+   * A kept connection the service closed meanwhile gets the question again on a new one.
+   */
+  private ServiceConnection.Answer ask(ServiceConnection sent, String kind, byte[] body,
+      String token, long deadline) throws IOException {
+    ServiceConnection connection = sent;
+    for (int attempt = 0; ; attempt++) {
+      boolean stale = false;
+      try {
+        if (connection == null) {
+          connection = borrow(remaining(deadline));
+          connection.send(path(kind), body, token);
+        }
+        stale = connection.reused;
+        ServiceConnection.Answer answer = connection.read(remaining(deadline));
+        giveBack(connection);
+        return answer;
+      } catch (SocketTimeoutException e) {
+        connection.close();
+        throw e;
+      } catch (IOException e) {
+        if (connection != null) {
+          stale = stale || connection.reused;
+          connection.close();
+        }
+        connection = null;
+        if (!stale || attempt > 0) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  private static int remaining(long deadline) throws SocketTimeoutException {
+    long left = deadline - System.currentTimeMillis();
+    if (left <= 0) {
+      throw new SocketTimeoutException("the time limit passed");
+    }
+    return (int) Math.min(left, Integer.MAX_VALUE);
+  }
+
+  /** An idle kept connection (the most recently used), else a new one. */
+  private ServiceConnection borrow(int timeoutMillis) throws IOException {
+    long now = System.currentTimeMillis();
+    synchronized (idle) {
+      for (ServiceConnection connection = idle.pollFirst(); connection != null;
+          connection = idle.pollFirst()) {
+        if (now - connection.idleSince < IDLE_MILLIS) {
+          return connection;
+        }
+        connection.close();
+      }
+    }
+    return ServiceConnection.open(base, timeoutMillis);
+  }
+
+  private void giveBack(ServiceConnection connection) {
+    if (connection.keep) {
+      synchronized (idle) {
+        if (idle.size() < IDLE) {
+          idle.addFirst(connection);
+          return;
+        }
+      }
+    }
+    connection.close();
+  }
+
+  private String path(String kind) {
+    String prefix = base.getRawPath() == null ? "" : base.getRawPath();
+    return prefix + (kind.equals("where") ? "/api/estimate" : "/api/group-distinct");
+  }
+
+  private static byte[] body(String location, String snapshot, String kind, String asked)
+      throws IOException {
     ObjectNode body = JSON.createObjectNode();
     body.put("location", location);
     if (snapshot.isEmpty()) { // a Parquet directory: statistics of no snapshot
@@ -170,31 +270,21 @@ final class EstimatesClient {
     } else {
       body.put("snapshot_id", Long.parseLong(snapshot));
     }
-    String route;
     if (kind.equals("where")) {
       body.putArray("where").add(asked);
-      route = "/api/estimate";
     } else {
       com.fasterxml.jackson.databind.node.ArrayNode columns = body.putArray("columns");
       for (String column : asked.split(",")) {
         columns.add(column);
       }
-      route = "/api/group-distinct";
     }
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url + route))
-        .timeout(Duration.ofMillis(timeoutMillis))
-        .header("Content-Type", "application/json")
-        .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)));
-    if (token != null && !token.isEmpty()) {
-      request.header("Authorization", "Bearer " + token);
-    }
-    return request.build();
+    return JSON.writeValueAsBytes(body);
   }
 
   /** The count in an answer; NaN when the service refused the question (a 4xx). */
-  private static double read(HttpResponse<byte[]> response, String kind, String asked)
+  private static double read(ServiceConnection.Answer response, String kind, String asked)
       throws Exception {
-    int status = response.statusCode();
+    int status = response.status();
     if (status >= 500) {
       throw new IllegalStateException("HTTP " + status);
     }

@@ -142,7 +142,7 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
         return plan;
       }
       long timeout = Long.parseLong(conf.getConfString(TIMEOUT, "200"));
-      EstimatesClient client = EstimatesClient.of(url, timeout);
+      EstimatesClient client = EstimatesClient.of(url);
       String token = conf.getConfString(TOKEN, "");
       Map<LogicalPlan, Statistics> found = new IdentityHashMap<>();
       for (LogicalPlan node : nodes) {
@@ -413,7 +413,7 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
       String predicate = question(filter.condition(), new ArrayList<>());
       if (predicate != null) {
         long timeout = Long.parseLong(conf.getConfString(TIMEOUT, "200"));
-        EstimatesClient.of(url, timeout).prefetchRows(location, snapshot, predicate,
+        EstimatesClient.of(url).prefetchRows(location, snapshot, predicate,
             conf.getConfString(TOKEN, ""), timeout);
       }
     } catch (Exception | LinkageError e) {
