@@ -54,6 +54,11 @@ def _fixed_to_binary(raw: np.ndarray, width: int) -> pa.Array:
     return fixed.cast(pa.binary())
 
 
+def int64_keys(ints: np.ndarray) -> pa.Array:
+    """The keys of int64 values (integers, temporals): big-endian with the sign bit flipped."""
+    return _fixed_to_binary((ints.view(np.uint64) ^ _SIGN64).astype(">u8"), 8)
+
+
 def encode(values: pa.Array) -> pa.Array:
     """Encode a non-null Arrow array into order-preserving binary keys."""
     if isinstance(values, pa.ChunkedArray):
@@ -68,9 +73,7 @@ def encode(values: pa.Array) -> pa.Array:
         if pat.is_uint64(dtype):
             ints = values.to_numpy(zero_copy_only=False).astype(np.uint64)
             return _fixed_to_binary(ints.astype(">u8"), 8)
-        ints = integers(values)
-        keyed = ints.view(np.uint64) ^ _SIGN64
-        return _fixed_to_binary(keyed.astype(">u8"), 8)
+        return int64_keys(integers(values))
     if kind == Kind.FLOATING:
         floats = canonical_floats(values).to_numpy(zero_copy_only=False)
         bits = floats.view(np.uint64)
