@@ -247,6 +247,11 @@ def _pair_ints(joint: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
 def _pair_support(determinant: np.ndarray, counts: np.ndarray) -> int:
     """``supporting_rows`` of one column of a pair on the other: the rows of the pairs whose
     ``determinant`` value is in no other pair (the pairs are distinct)."""
+    low = int(determinant.min())
+    span = int(determinant.max()) - low + 1
+    if span <= max(4 * len(determinant), 1 << 16):  # few possible values: counted in an array
+        offsets = determinant - low
+        return int(counts[np.bincount(offsets, minlength=span)[offsets] == 1].sum())
     _, inverse, pairs = np.unique(determinant, return_inverse=True, return_counts=True)
     return int(counts[pairs[inverse] == 1].sum())
 
