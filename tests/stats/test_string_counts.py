@@ -14,9 +14,9 @@ from lakestats.stats.leaves import leaves_of
 
 
 def _strings(rows: int, distinct: int, seed: int = 7) -> pa.Array:
+    """``rows`` values drawn from ``distinct`` possible ones (only the drawn ones are made)."""
     rng = np.random.default_rng(seed)
-    pool = [f"note {i} {'x' * int(i % 23)}" for i in range(distinct)]
-    return pa.array(pool).take(pa.array(rng.integers(0, distinct, rows)))
+    return pa.array([f"note {i} {'x' * int(i % 23)}" for i in rng.integers(0, distinct, rows)])
 
 
 def _arrow(values: pa.Array) -> tuple[list, list]:
