@@ -215,7 +215,7 @@ def _pair_counts(raw: pa.Table) -> pa.Table | None:
         return None
     width = np.uint64(spans[1])
     packed = offsets[0] * width + offsets[1]
-    if spans[0] * spans[1] <= max(4 * len(packed), 1 << 16):  # few possible pairs: counted
+    if _few_possible(spans[0] * spans[1], len(packed)):  # counted in an array
         all_counts = np.bincount(packed.view(np.int64), minlength=spans[0] * spans[1])
         packed = np.flatnonzero(all_counts).astype(np.uint64)
         counts = all_counts[packed.view(np.int64)]
@@ -228,6 +228,12 @@ def _pair_counts(raw: pa.Table) -> pa.Table | None:
                      "count": pa.array(counts.astype(np.int64))})
 
 
+def _few_possible(possible: int, rows: int) -> bool:
+    """Whether ``possible`` values are few enough to count ``rows`` in an array of them
+    (``np.bincount``) rather than sort them."""
+    return possible <= max(4 * rows, 1 << 16)
+
+
 def _pair_ints(joint: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     """A two-column group's keys as ints (``keys_as_ints``) when both are 8-byte keys
     without nulls (numbers and temporals), else None."""
@@ -237,8 +243,7 @@ def _pair_ints(joint: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     out = []
     for name in names:
         column = joint.column(name).combine_chunks()
-        lengths = pc.min_max(pc.binary_length(column))
-        if column.null_count or lengths["min"].as_py() != 8 or lengths["max"].as_py() != 8:
+        if column.null_count or not _eight_byte_keys(column):
             return None
         out.append(keys_as_ints(column))
     return out[0], out[1]
@@ -249,7 +254,7 @@ def _pair_support(determinant: np.ndarray, counts: np.ndarray) -> int:
     ``determinant`` value is in no other pair (the pairs are distinct)."""
     low = int(determinant.min())
     span = int(determinant.max()) - low + 1
-    if span <= max(4 * len(determinant), 1 << 16):  # few possible values: counted in an array
+    if _few_possible(span, len(determinant)):  # counted in an array
         offsets = determinant - low
         return int(counts[np.bincount(offsets, minlength=span)[offsets] == 1].sum())
     _, inverse, pairs = np.unique(determinant, return_inverse=True, return_counts=True)
@@ -295,13 +300,16 @@ def _fixed_width_order(column: pa.Array | pa.ChunkedArray) -> list[np.ndarray] |
     keys as their bytes order them, nulls first; None for keys of other widths."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    if column.null_count == len(column):
-        return None
-    lengths = pc.min_max(pc.binary_length(column))
-    if lengths["min"].as_py() != 8 or lengths["max"].as_py() != 8:
+    if column.null_count == len(column) or not _eight_byte_keys(column):
         return None
     valid = column.is_valid().to_numpy(zero_copy_only=False)
     return [valid, keys_as_ints(pc.fill_null(column, pa.scalar(bytes(8), pa.binary())))]
+
+
+def _eight_byte_keys(column: pa.Array) -> bool:
+    """Whether every non-null key is 8 bytes long (a number's or a temporal's)."""
+    lengths = pc.min_max(pc.binary_length(column))
+    return bool(lengths["min"].as_py() == 8 and lengths["max"].as_py() == 8)
 
 
 def _listed(joint: pa.Table, limit: int, rest_by: str) -> tuple[pa.Table, int | None]:

@@ -29,6 +29,13 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
+def _mix(state: np.ndarray, word: np.ndarray, scratch: np.ndarray | None = None) -> None:
+    """One word into each value's state, in place (``scratch``: a buffer it may overwrite)."""
+    np.bitwise_xor(state, word, out=state)
+    np.multiply(state, _STEP, out=state)
+    np.bitwise_xor(state, np.right_shift(state, _SHIFT, out=scratch), out=state)
+
+
 def hash_binary(values: pa.Array) -> np.ndarray:
     """uint64 hash of each value of a string or binary array without nulls."""
     n = len(values)
@@ -54,9 +61,7 @@ def hash_binary(values: pa.Array) -> np.ndarray:
             if full < active:
                 tail = sorted_lengths[full:active] - 8 * k
                 word[full:active] &= _MASKS[tail]
-            mixed = np.bitwise_xor(state[:active], word, out=state[:active])
-            np.multiply(mixed, _STEP, out=mixed)
-            np.bitwise_xor(mixed, np.right_shift(mixed, _SHIFT, out=word), out=mixed)
+            _mix(state[:active], word, scratch=word)
             at[:full] += 8
         out = np.empty(n, dtype=np.uint64)
         out[order] = _splitmix64(state ^ (sorted_lengths.astype(np.uint64) * _STEP))
@@ -69,7 +74,5 @@ def hash_fixed_words(words: list[np.ndarray], length: int) -> np.ndarray:
     state = np.zeros(len(words[0]), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for word in words:
-            np.bitwise_xor(state, word, out=state)
-            np.multiply(state, _STEP, out=state)
-            np.bitwise_xor(state, np.right_shift(state, _SHIFT), out=state)
+            _mix(state, word)
         return _splitmix64(state ^ (np.uint64(length) * _STEP))

@@ -19,6 +19,8 @@ import re
 import socket
 import subprocess
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import duckdb
@@ -253,48 +255,64 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class _Silent:
-    """A service that accepts connections and never answers (counted)."""
+class _Listener:
+    """A local server: each accepted connection goes to ``accepted``, until it is closed."""
 
     def __init__(self) -> None:
         self.socket = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
-        self.connections = 0
-        self.held: list[socket.socket] = []
 
-    def __enter__(self) -> _Silent:
+    def accepted(self, connection: socket.socket) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
         def accept() -> None:
             while True:
                 try:
                     connection, _ = self.socket.accept()
                 except OSError:
                     return
-                self.connections += 1
-                self.held.append(connection)
+                self.accepted(connection)
 
         threading.Thread(target=accept, daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.socket.close()
+
+
+class _Silent(_Listener):
+    """A service that accepts connections and never answers (counted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.connections = 0
+        self.held: list[socket.socket] = []
+
+    def accepted(self, connection: socket.socket) -> None:
+        self.connections += 1
+        self.held.append(connection)
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
         for connection in self.held:
             connection.close()
 
 
-class _Relay:
+class _Relay(_Listener):
     """The service behind a proxy that answers in chunks and drops each connection after its
     answer without saying so (as a proxy's idle timeout may): the component's kept
     connection is found closed at the next question, which it asks again on a new one."""
 
     def __init__(self, service: str) -> None:
+        super().__init__()
         self.service = service
-        self.socket = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
         self.answered = 0
 
-    def _serve(self, connection: socket.socket) -> None:
-        import urllib.request
+    def accepted(self, connection: socket.socket) -> None:
+        threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
 
+    def _serve(self, connection: socket.socket) -> None:
         with connection, connection.makefile("rb") as incoming:
             head = [incoming.readline()]
             while head[-1] not in (b"\r\n", b""):
@@ -317,21 +335,6 @@ class _Relay:
                                b"Transfer-Encoding: chunked\r\n\r\n%s0\r\n\r\n"
                                % (status, chunks))
             self.answered += 1
-
-    def __enter__(self) -> _Relay:
-        def accept() -> None:
-            while True:
-                try:
-                    connection, _ = self.socket.accept()
-                except OSError:
-                    return
-                threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
-
-        threading.Thread(target=accept, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.socket.close()
 
 
 def _q_error(estimate: float, true: float) -> float:
