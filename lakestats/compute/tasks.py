@@ -24,7 +24,7 @@ from lakestats.stats.auto_groups import AutoPairs
 from lakestats.stats.column_groups import GroupAccumulator
 from lakestats.stats.leaves import Leaf, leaf_array
 from lakestats.stats.registry import SummaryStatistic
-from lakestats.store import layout, writer
+from lakestats.store import group_files, layout, writer
 from lakestats.store.handle import StatisticsStore
 
 SUMMARY_SCHEMA = (
@@ -134,7 +134,7 @@ def _finalize_and_write(
     if groups:
         rows = [r for g in groups for r in g.finalize_rows(job.options.max_frequencies)]
         relative = layout.groups_file(job.partition_paths[partition], job.run_id)
-        written += writer.write_groups(rows, job.store.path(relative), job.store)
+        written += group_files.write_groups(rows, job.store.path(relative), job.store)
     return written
 
 

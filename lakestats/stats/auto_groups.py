@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.stats.column_groups import GroupAccumulator, encode_nullable, normalized
+from lakestats.stats.group_rows import GroupRow
 from lakestats.stats.leaves import Leaf, leaf_array
 
 AUTO_COLUMNS = 8
@@ -89,26 +90,29 @@ class AutoPairs:
             else:
                 del self.pairs[name]
 
-    def finalize_rows(self, max_frequencies: int) -> list[dict[str, object]]:
+    def finalize_rows(self, max_frequencies: int) -> list[GroupRow]:
         """The partition's rows of ``groups.parquet``, one per pair found."""
         return [g.finalize(max_frequencies) for g in (self.pairs or {}).values()]
 
 
-def dependence(row: dict) -> float | None:
+def dependence(row: GroupRow) -> float | None:
     """How far a complete pair's joint shares are from the product of its columns' shares
     (total variation distance) beyond chance, ``sqrt(a * b / rows)`` for ``a`` and ``b``
     values (independent columns' distance is about 0.4 of that); None for a truncated
     list (not every combination known)."""
-    if row["truncated"] or not row["row_count"]:
+    if row.truncated or not row.row_count:
         return None
-    n = float(row["row_count"])
+    n = float(row.row_count)
+    combinations = list(zip(row.listed.column("k0").to_pylist(),
+                            row.listed.column("k1").to_pylist(),
+                            row.listed.column("count").to_pylist(), strict=True))
     left: dict[bytes | None, float] = {}
     right: dict[bytes | None, float] = {}
-    for (a, b), c in zip(row["values"], row["counts"], strict=True):
+    for a, b, c in combinations:
         left[a] = left.get(a, 0.0) + c / n
         right[b] = right.get(b, 0.0) + c / n
     listed = product = 0.0
-    for (a, b), c in zip(row["values"], row["counts"], strict=True):
+    for a, b, c in combinations:
         expected = left[a] * right[b]
         listed += abs(c / n - expected)
         product += expected

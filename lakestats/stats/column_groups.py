@@ -20,18 +20,16 @@ import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from lakestats.stats import hashing, keys, sketches
+from lakestats.stats.group_rows import (
+    KEY_SEPARATOR,
+    GroupRow,
+    eight_byte_keys,
+    group_row,
+    key_names,
+)
 from lakestats.stats.key_ints import keys_as_ints
 from lakestats.stats.kinds import Kind, kind_of
 from lakestats.stats.leaves import Leaf, leaf_array
-
-KEY_SEPARATOR = b"\x00\xff\x00"
-NULL_KEY = b"\x00null\x00"
-"""How a combination's keys are joined into the one value its HLL sketch hashes."""
-
-
-def group_name(columns: tuple[str, ...]) -> str:
-    """The group's name in the files and answers: its columns joined by commas."""
-    return ",".join(columns)
 
 
 def normalized(array: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -57,20 +55,9 @@ def encode_nullable(array: pa.Array) -> pa.Array:
     return pc.replace_with_mask(pa.nulls(len(array), pa.binary()), valid, encoded)
 
 
-def combination_hashes(key_columns: list[pa.Array]) -> np.ndarray:
-    """The value an HLL sketch is fed for each combination (the same in every partition)."""
-    filled = [pc.fill_null(c, pa.scalar(NULL_KEY, pa.binary())) for c in key_columns]
-    joined = pc.binary_join_element_wise(*filled, pa.scalar(KEY_SEPARATOR, pa.binary()))
-    return hashing.hash_binary(joined.cast(pa.binary())).view(np.int64)
-
-
 def supported(leaf: Leaf) -> bool:
     """Whether a column can be in a group: a value column (not nested, not all null)."""
     return kind_of(leaf.type) not in (Kind.NESTED, Kind.NULL)
-
-
-def key_names(width: int) -> list[str]:
-    return [f"k{i}" for i in range(width)]
 
 
 def dependency_pairs(width: int) -> list[tuple[tuple[int, ...], int]]:
@@ -142,7 +129,7 @@ class GroupAccumulator:
         """Fold joint counts already made (``k0`` …, ``count``) of rows already counted."""
         self._parts.append(joint)
 
-    def finalize_rows(self, max_frequencies: int) -> list[dict[str, object]]:
+    def finalize_rows(self, max_frequencies: int) -> list[GroupRow]:
         return [self.finalize(max_frequencies)]
 
     def merge(self, other: GroupAccumulator) -> None:
@@ -157,13 +144,16 @@ class GroupAccumulator:
                 {**{n: pa.array([], pa.binary()) for n in names}, "count": pa.array([], pa.int64())}
             )
         if len(self._parts) > 1:
-            merged = pa.concat_tables(self._parts).group_by(names, use_threads=False).aggregate(
-                [("count", "sum")]
-            )
-            self._parts = [merged.rename_columns([*names, "count"]).select([*names, "count"])]
+            merged = _merged_pair_counts(self._parts)
+            if merged is None:
+                merged = pa.concat_tables(self._parts).group_by(
+                    names, use_threads=False
+                ).aggregate([("count", "sum")])
+                merged = merged.rename_columns([*names, "count"]).select([*names, "count"])
+            self._parts = [merged]
         return self._parts[0]
 
-    def finalize(self, max_frequencies: int) -> dict[str, object]:
+    def finalize(self, max_frequencies: int) -> GroupRow:
         """The partition's row of ``groups.parquet`` (``store/schemas.GROUPS_SCHEMA``)."""
         joint = self.joint()
         pair = _pair_ints(joint)
@@ -178,7 +168,7 @@ class GroupAccumulator:
             dependencies = [((0,), 1, _pair_support(pair[0], counts)),
                             ((1,), 0, _pair_support(pair[1], counts))]
             if joint.num_rows > max_frequencies:
-                carried = (0, False, sketches.hll_of(np.sort(_pair_hashes(*pair))))
+                carried = (0, False, sketches.hll_of(_pair_hashes(*pair)))
         return group_row(
             self.columns,
             [str(leaf.type) for leaf in self.leaves],
@@ -193,19 +183,43 @@ class GroupAccumulator:
 
 def _pair_counts(raw: pa.Table) -> pa.Table | None:
     """The joint counts (keys ``k0``, ``k1``, ``count``) of two integer or temporal columns
-    without nulls, by one sort of the pairs packed into one 64-bit int: Arrow's hash grouping
-    by two columns takes five times as long on a pair of id columns (few possible pairs are
-    counted in an array as long as their number). None for any other group,
-    or when the two columns' ranges do not pack into 63 bits."""
+    without nulls, counted from their ints (``_counted_pairs``). None for any other group."""
     if raw.num_columns != 2:
         return None
-    offsets, lows, spans = [], [], []
+    ints = []
     for column in raw.columns:
         array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         if (array.null_count or len(array) == 0 or pat.is_uint64(array.type)
                 or kind_of(array.type) not in (Kind.INTEGER, Kind.TEMPORAL)):
             return None
-        ints = keys.integers(array)
+        ints.append(keys.integers(array))
+    return _counted_pairs(ints[0], ints[1], None)
+
+
+def _merged_pair_counts(parts: list[pa.Table]) -> pa.Table | None:
+    """Slices' joint counts of a pair of 8-byte keys without nulls summed from the keys'
+    ints (``_counted_pairs``): Arrow's grouping by two binary columns took 0.1 s per
+    slice-merge of a pair of id columns. None when a part's keys are not such keys."""
+    pairs = [_pair_ints(part) for part in parts]
+    if any(pair is None for pair in pairs):
+        return None
+    return _counted_pairs(
+        np.concatenate([pair[0] for pair in pairs]),  # type: ignore[index]
+        np.concatenate([pair[1] for pair in pairs]),  # type: ignore[index]
+        np.concatenate([part.column("count").to_numpy() for part in parts]),
+    )
+
+
+def _counted_pairs(
+    first: np.ndarray, second: np.ndarray, weights: np.ndarray | None
+) -> pa.Table | None:
+    """The distinct (``first``, ``second``) int64 pairs as keys ``k0``, ``k1`` and their rows
+    (each pair's ``weights`` summed, or its occurrences), by one sort of the pairs packed
+    into one 64-bit int: Arrow's hash grouping by two columns takes five times as long on a
+    pair of id columns (few possible pairs are counted in an array as long as their
+    number). None when the two ranges do not pack into 63 bits."""
+    offsets, lows, spans = [], [], []
+    for ints in (first, second):
         low, high = int(ints.min()), int(ints.max())
         lows.append(np.uint64(low % 2**64))
         spans.append(high - low + 1)
@@ -216,16 +230,22 @@ def _pair_counts(raw: pa.Table) -> pa.Table | None:
     width = np.uint64(spans[1])
     packed = offsets[0] * width + offsets[1]
     if _few_possible(spans[0] * spans[1], len(packed)):  # counted in an array
-        all_counts = np.bincount(packed.view(np.int64), minlength=spans[0] * spans[1])
+        all_counts = np.bincount(packed.view(np.int64), weights=weights,
+                                 minlength=spans[0] * spans[1])
         packed = np.flatnonzero(all_counts).astype(np.uint64)
         counts = all_counts[packed.view(np.int64)]
-    else:
+    elif weights is None:
         packed, counts = np.unique(packed, return_counts=True)
+    else:
+        order = np.argsort(packed)
+        packed = packed[order]
+        starts = np.flatnonzero(np.r_[True, packed[1:] != packed[:-1]])
+        packed, counts = packed[starts], np.add.reduceat(weights[order], starts)
     with np.errstate(over="ignore"):
         first = (packed // width + lows[0]).view(np.int64)
         second = (packed % width + lows[1]).view(np.int64)
     return pa.table({"k0": keys.int64_keys(first), "k1": keys.int64_keys(second),
-                     "count": pa.array(counts.astype(np.int64))})
+                     "count": pa.array(np.asarray(counts).astype(np.int64))})
 
 
 def _few_possible(possible: int, rows: int) -> bool:
@@ -243,7 +263,7 @@ def _pair_ints(joint: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     out = []
     for name in names:
         column = joint.column(name).combine_chunks()
-        if column.null_count or not _eight_byte_keys(column):
+        if column.null_count or not eight_byte_keys(column):
             return None
         out.append(keys_as_ints(column))
     return out[0], out[1]
@@ -276,117 +296,3 @@ def _pair_hashes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
                  tail >> (np.uint64(64) - _SEPARATOR_BITS)]
     length = 16 + len(KEY_SEPARATOR)
     return hashing.hash_fixed_words(words, length).view(np.int64)
-
-
-def most_common(joint: pa.Table, by: str = "count") -> pa.Table:
-    """``joint``'s rows by decreasing ``by``, ties by increasing keys (the stored order)."""
-    names = [n for n in joint.column_names if n.startswith("k")]
-    fixed = [_fixed_width_order(joint.column(n)) for n in names]
-    if joint.num_rows and all(f is not None for f in fixed):
-        # numbers sort far faster than Arrow compares binary keys (a pair of id columns
-        # has about a distinct combination per row); the same order exactly
-        counts = joint.column(by).to_numpy().astype(np.float64)
-        order_keys = [part for f in reversed(fixed) for part in reversed(f)]  # type: ignore[arg-type]
-        return joint.take(pa.array(np.lexsort([*order_keys, -counts])))
-    order = pc.sort_indices(
-        joint, sort_keys=[(by, "descending"), *[(n, "ascending") for n in names]],
-        null_placement="at_start",
-    )
-    return joint.take(order)
-
-
-def _fixed_width_order(column: pa.Array | pa.ChunkedArray) -> list[np.ndarray] | None:
-    """(non-null first-is-false flags, ``keys_as_ints`` values): numpy keys ordering 8-byte
-    keys as their bytes order them, nulls first; None for keys of other widths."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if column.null_count == len(column) or not _eight_byte_keys(column):
-        return None
-    valid = column.is_valid().to_numpy(zero_copy_only=False)
-    return [valid, keys_as_ints(pc.fill_null(column, pa.scalar(bytes(8), pa.binary())))]
-
-
-def _eight_byte_keys(column: pa.Array) -> bool:
-    """Whether every non-null key is 8 bytes long (a number's or a temporal's)."""
-    lengths = pc.min_max(pc.binary_length(column))
-    return bool(lengths["min"].as_py() == 8 and lengths["max"].as_py() == 8)
-
-
-def _listed(joint: pa.Table, limit: int, rest_by: str) -> tuple[pa.Table, int | None]:
-    """The ``limit`` most common rows in the stored order, and the largest ``rest_by`` of
-    the rows left out (None: none is). Only rows as common as the ``limit``-th are sorted:
-    a pair of id columns has hundreds of thousands of combinations, few of them common."""
-    rows = joint.num_rows
-    if rows <= limit:
-        return most_common(joint), None
-    if limit <= 0:
-        return joint.slice(0, 0), int(pc.max(joint.column(rest_by)).as_py())
-    counts = joint.column("count").to_numpy()
-    threshold = np.partition(counts, rows - limit)[rows - limit]  # the limit-th largest
-    common = counts >= threshold
-    ordered = most_common(joint.filter(pa.array(common)))
-    rest = ordered.column(rest_by).to_numpy()[limit:]
-    others = joint.column(rest_by).to_numpy()[~common]
-    rest_max = max(int(rest.max()) if len(rest) else 0, int(others.max()) if len(others) else 0)
-    return ordered.slice(0, limit), rest_max
-
-
-def group_row(
-    columns: tuple[str, ...],
-    types: list[str],
-    row_count: int,
-    joint: pa.Table,
-    max_frequencies: int,
-    *,
-    distinct: tuple[int, int, int, bool],
-    dependencies: list[tuple[tuple[int, ...], int, int]],
-    carried: tuple[int, bool, bytes | None] = (0, False, None),
-) -> dict[str, object]:
-    """One row of ``groups.parquet`` from ``joint`` (``k0`` …, ``count`` and, at table
-    level, ``upper``): its ``max_frequencies`` most common combinations are listed.
-    ``distinct``: estimate, lower, upper, exact. ``carried`` (table level): the bound of
-    the combinations ``joint`` itself already leaves out, whether it does, their HLL."""
-    unlisted_max, truncated, hll = carried
-    names = key_names(len(columns))
-    by_upper = "upper" if "upper" in joint.column_names else "count"
-    listed, rest_max = _listed(joint, max_frequencies, by_upper)
-    counts = listed.column("count").to_numpy()
-    uppers = listed.column("upper").to_numpy() if "upper" in joint.column_names else counts
-    if rest_max is not None:
-        truncated = True
-        unlisted_max = max(unlisted_max, rest_max)
-    if truncated and hll is None:
-        # the combinations are distinct already: sorted (not made unique) for one order
-        hll = sketches.hll_of(
-            np.sort(combination_hashes([joint.column(n).combine_chunks() for n in names]))
-        )
-    keys_by_item = [listed.column(n).to_pylist() for n in names]
-    estimate, lower, upper, exact = distinct
-    return {
-        "group": group_name(columns),
-        "columns": list(columns),
-        "types": types,
-        "row_count": row_count,
-        "distinct_count": estimate,
-        "distinct_lower": lower,
-        "distinct_upper": upper,
-        "distinct_exact": exact,
-        "truncated": truncated,
-        "unlisted_rows": max(0, row_count - int(counts.sum())),
-        "unlisted_max": unlisted_max if truncated else 0,
-        "values": [list(item) for item in zip(*keys_by_item, strict=True)]
-        if keys_by_item
-        else [],
-        "counts": counts.tolist(),
-        "counts_upper": np.asarray(uppers).tolist(),
-        "dependencies": [
-            {
-                "determinant": [columns[i] for i in det],
-                "dependent": columns[dep],
-                "degree": support / row_count if row_count else 1.0,
-                "supporting_rows": support,
-            }
-            for det, dep, support in dependencies
-        ],
-        "hll_sketch": hll if truncated else None,
-    }

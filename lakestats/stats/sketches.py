@@ -39,12 +39,14 @@ library would hold; below it the library's exact small-count modes are kept."""
 
 
 def hll_of(distinct: np.ndarray) -> bytes:
-    """The HLL sketch of distinct values (int64 or float64, ``hashable_values``)."""
+    """The HLL sketch of distinct values (int64 or float64, ``hashable_values``), the
+    same bytes in any order: the library's small modes keep their values in the order
+    given, so those are given sorted."""
     if len(distinct) >= HLL_IMAGE_MIN:
         return hll_image.hll8_image(distinct, HLL_LG_K)
     sketch = ds.hll_sketch(HLL_LG_K, ds.tgt_hll_type.HLL_8)
     update = sketch.update
-    for value in distinct.tolist():
+    for value in np.sort(distinct).tolist():
         update(value)
     return sketch.serialize_compact()
 

@@ -119,12 +119,6 @@ def write_parquet(table: pa.Table, uri: str, store: StatisticsStore, **options: 
     return store.file_info(uri).size
 
 
-def write_groups(rows: list[dict[str, object]], uri: str, store: StatisticsStore) -> int:
-    """Column groups' joint statistics (``schemas.GROUPS_SCHEMA``) at ``uri``; its size."""
-    table = pa.Table.from_pylist(rows, schema=schemas.GROUPS_SCHEMA)
-    return write_parquet(table, uri, store, write_statistics=False, use_dictionary=False)
-
-
 def write_values(table: pa.Table, uri: str, store: StatisticsStore) -> int:
     """A partition's staged full value counts (``analyze --exact``, ``stats/value_counts.py``)
     at ``uri``, one row group per column (min/max kept: the exact step cuts ranges by

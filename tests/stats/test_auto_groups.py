@@ -32,7 +32,7 @@ def test_pairs_of_slices_equal_duckdb_counts() -> None:
         part = AutoPairs(whole.leaves)
         part.observe(table.slice(start, 1000))
         whole.merge(part)
-    rows = {r["group"]: r for r in whole.finalize_rows(10_000)}
+    rows = {r.name: r for r in whole.finalize_rows(10_000)}
     assert set(rows) == {"region,tier", "region,flag", "tier,flag"}  # not "wide"
     con = duckdb.connect()
     con.register("t", table)
@@ -41,8 +41,9 @@ def test_pairs_of_slices_equal_duckdb_counts() -> None:
         true = {(x, y): c for x, y, c in con.execute(
             f"SELECT {a}, {b}, COUNT(*) FROM t GROUP BY ALL").fetchall()}
         types = [table.schema.field(c).type for c in (a, b)]
+        listed = row.listed.to_pydict()
         got = {tuple(keys.decode(k, t) for k, t in zip(item, types, strict=True)): c
-               for item, c in zip(row["values"], row["counts"], strict=True)}
-        assert got == true and row["row_count"] == 3000 and not row["truncated"]
+               for *item, c in zip(listed["k0"], listed["k1"], listed["count"], strict=True)}
+        assert got == true and row.row_count == 3000 and not row.truncated
     assert dependence(rows["region,tier"]) > 0.1  # every eu row is gold
     assert dependence(rows["region,flag"]) < 0.01  # independent: chance only

@@ -58,27 +58,27 @@ def test_a_pair_of_numbers_against_duckdb(kind: str, slices: int) -> None:
     true = con.execute(f"SELECT {epoch}, b, count(*) FROM t GROUP BY ALL ORDER BY ALL").fetchall()
     assert ours == [tuple(int(v) for v in r) for r in true]
     row = acc.finalize(max_frequencies=100)
-    assert row["distinct_count"] == len(true) and row["distinct_exact"]
-    for dependency in row["dependencies"]:
-        det, dep = dependency["determinant"][0], dependency["dependent"]
+    assert row.distinct_count == len(true) and row.distinct_exact
+    for dependency in row.dependencies:
+        det, dep = dependency.determinant[0], dependency.dependent
         support = con.execute(
             f"SELECT coalesce(sum(rows), 0) FROM (SELECT {det}, count(*) AS rows, "
             f"count(DISTINCT {dep}) AS values FROM t GROUP BY {det}) WHERE values = 1"
         ).fetchone()[0]
-        assert dependency["supporting_rows"] == support, dependency
-    assert row["truncated"] == (len(true) > 100)
-    if row["truncated"]:  # the sketch of the combinations' bytes, built here by hand
+        assert dependency.supporting_rows == support, dependency
+    assert row.truncated == (len(true) > 100)
+    if row.truncated:  # the sketch of the combinations' bytes, built here by hand
         joined = [
             k0 + cg.KEY_SEPARATOR + k1
             for k0, k1 in zip(acc.joint().column("k0").to_pylist(),
                               acc.joint().column("k1").to_pylist(), strict=True)
         ]
         hashes = hashing.hash_binary(pa.array(joined, pa.binary())).view(np.int64)
-        assert row["hll_sketch"] == sketches.hll_of(np.sort(hashes))
+        assert row.hll_sketch == sketches.hll_of(hashes)
 
 
 def test_a_pair_with_nulls_is_counted_as_any_group() -> None:
     rows = pa.table({"a": pa.array([1, None, 1, 2, None]),
                      "b": pa.array([dt.date(2024, 1, 1)] * 5)})
     row = _accumulated(rows, 1).finalize(max_frequencies=10)
-    assert row["distinct_count"] == 3 and sorted(row["counts"]) == [1, 2, 2]
+    assert row.distinct_count == 3 and sorted(row.listed.column("count").to_pylist()) == [1, 2, 2]

@@ -18,7 +18,7 @@ import pytest
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.column_groups import GroupAccumulator
 from lakestats.stats.leaves import leaf_array, leaves_of
-from lakestats.store import writer
+from lakestats.store import group_files, writer
 from lakestats.store.handle import StatisticsStore
 
 GOLDEN = Path(__file__).parents[1] / "golden"
@@ -48,7 +48,7 @@ def _files(tmp_path: Path) -> dict[str, Path]:
     group = GroupAccumulator(("id", "name"), (leaves["id"], leaves["name"]))
     group.observe(table)
     uris["groups"] = str(tmp_path / "groups.parquet")
-    writer.write_groups([group.finalize(2)], uris["groups"], store)
+    group_files.write_groups([group.finalize(2)], uris["groups"], store)
     return {kind: Path(uri) for kind, uri in uris.items()}
 
 

@@ -17,30 +17,13 @@ import datasketches as ds
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lakestats.stats import sketches
 from lakestats.stats.auto_groups import AUTO_KEPT, AUTO_MIN_DISTANCE, dependence
-from lakestats.stats.column_groups import combination_hashes, group_row, key_names
-from lakestats.store import layout, manifest, writer
+from lakestats.stats.group_rows import GroupRow, combination_hashes, group_row, key_names
+from lakestats.store import group_files, layout, manifest
 from lakestats.store.handle import StatisticsStore
 from lakestats.threads import thread_map
-
-
-def _read(store: StatisticsStore, relative: str) -> list[dict[str, object]]:
-    """A partition's rows of ``groups.parquet``; each listed combination's keys as one
-    array per column (``keys``) and its counts as NumPy (``counts``): Python objects for
-    10,000 combinations a group would cost more than the rest of the reduction."""
-    filesystem, path = store.resolve(store.path(relative))
-    with filesystem.open_input_file(path) as handle:
-        table = pq.ParquetFile(handle).read(use_threads=False)
-    rows = table.drop_columns(["values", "counts", "counts_upper"]).to_pylist()
-    for i, row in enumerate(rows):
-        width = len(row["columns"])  # type: ignore[arg-type]
-        flat = table.column("values")[i].values.flatten()
-        row["keys"] = [flat.take(pa.array(np.arange(j, len(flat), width))) for j in range(width)]
-        row["counts"] = table.column("counts")[i].values.to_numpy(zero_copy_only=False)
-    return rows
 
 
 def reduce_groups(
@@ -56,13 +39,13 @@ def reduce_groups(
     (``analyze --column-groups auto``) that every partition found, the most dependent
     first: at most ``AUTO_KEPT``, each with a dependence of ``AUTO_MIN_DISTANCE`` or more
     (``stats/auto_groups.py``)."""
-    read = thread_map(lambda e: _read(store, e.files["groups"]), partitions)
-    by_name = [{row["group"]: row for row in part} for part in read]
+    read = thread_map(lambda e: group_files.read_groups(store, e.files["groups"]), partitions)
+    by_name = [{row.name: row for row in part} for part in read]
     found = [name for name in (by_name[0] if by_name else {})
              if all(name in part for part in by_name)]
     rows = [table_group([part[name] for part in by_name], max_frequencies)
             for name in found if name in declared]
-    taken = {frozenset(r["columns"]) for r in rows}  # type: ignore[arg-type]
+    taken = {frozenset(r.columns) for r in rows}
     scored = []
     for name in found:
         if name in declared or frozenset(name.split(",")) in taken:
@@ -73,31 +56,25 @@ def reduce_groups(
             scored.append((-score, name, row))
     rows += [row for _, _, row in sorted(scored, key=lambda s: s[:2])[:AUTO_KEPT]]
     relative = layout.table_groups_file(run_id)
-    written = writer.write_groups(rows, store.path(relative), store)
+    written = group_files.write_groups(rows, store.path(relative), store)
     return {**table_files, "groups": relative}, written
 
 
-def table_group(parts: list[dict], max_frequencies: int) -> dict[str, object]:
+def table_group(parts: list[GroupRow], max_frequencies: int) -> GroupRow:
     """One group's table-level row from its partitions' rows."""
     first = parts[0]
-    columns = tuple(first["columns"])
+    columns = first.columns
     names = key_names(len(columns))
-    budget = sum(p["unlisted_max"] for p in parts if p["truncated"])
-    pieces = []
-    for p in parts:
-        listed = len(p["counts"])
-        if not listed:
-            continue
-        pieces.append(
-            pa.table(
-                {
-                    **dict(zip(names, p["keys"], strict=True)),
-                    "count": pa.array(p["counts"], pa.int64()),
-                    "held": pa.array(np.full(listed, p["unlisted_max"] if p["truncated"] else 0,
-                                             dtype=np.int64)),
-                }
-            )
-        )
+    budget = sum(p.unlisted_max for p in parts if p.truncated)
+    pieces = [
+        pa.table({
+            **{n: p.listed.column(n) for n in names},
+            "count": p.listed.column("count"),
+            "held": pa.array(np.full(p.listed.num_rows, p.unlisted_max if p.truncated else 0,
+                                     dtype=np.int64)),
+        })
+        for p in parts if p.listed.num_rows
+    ]
     if pieces:
         summed = pa.concat_tables(pieces).group_by(names, use_threads=False).aggregate(
             [("count", "sum"), ("held", "sum")]
@@ -115,8 +92,8 @@ def table_group(parts: list[dict], max_frequencies: int) -> dict[str, object]:
             {**{n: pa.array([], pa.binary()) for n in names},
              "count": pa.array([], pa.int64()), "upper": pa.array([], pa.int64())}
         )
-    row_count = sum(p["row_count"] for p in parts)
-    truncated = any(p["truncated"] for p in parts)
+    row_count = sum(p.row_count for p in parts)
+    truncated = any(p.truncated for p in parts)
     union = joint.num_rows
     hll = None
     if truncated:
@@ -126,13 +103,13 @@ def table_group(parts: list[dict], max_frequencies: int) -> dict[str, object]:
         distinct = (union, union, union, True)
     supporting: dict[tuple[tuple[str, ...], str], int] = {}
     for p in parts:
-        for d in p["dependencies"]:
-            key = (tuple(d["determinant"]), d["dependent"])
-            supporting[key] = supporting.get(key, 0) + d["supporting_rows"]
+        for d in p.dependencies:
+            key = (d.determinant, d.dependent)
+            supporting[key] = supporting.get(key, 0) + d.supporting_rows
     position = {c: i for i, c in enumerate(columns)}
     return group_row(
         columns,
-        list(first["types"]),
+        list(first.types),
         row_count,
         joint,
         max_frequencies,
@@ -146,22 +123,22 @@ def table_group(parts: list[dict], max_frequencies: int) -> dict[str, object]:
 
 
 def _distinct(
-    parts: list[dict], joint: pa.Table, names: list[str], union: int, row_count: int
+    parts: list[GroupRow], joint: pa.Table, names: list[str], union: int, row_count: int
 ) -> tuple[int, int, int, bytes]:
     """Distinct combinations where some partition did not list all of its own: the HLL
     union of the truncated partitions' sketches and the listed combinations, within
     [the most any one partition or the listed union holds, what the partitions hold]."""
     sketch = ds.hll_union(sketches.HLL_LG_K)
     for p in parts:
-        if p["truncated"] and p["hll_sketch"] is not None:
-            sketch.update(sketches.order_free_hll(p["hll_sketch"]))
+        if p.truncated and p.hll_sketch is not None:
+            sketch.update(sketches.order_free_hll(p.hll_sketch))
     if joint.num_rows:
         listed = sketches.hll_of(combination_hashes([joint.column(n).combine_chunks()
                                                      for n in names]))
         sketch.update(sketches.order_free_hll(listed))
     result = sketch.get_result()
-    lower = max([union, *[p["distinct_count"] for p in parts]])
-    unlisted = sum(p["distinct_count"] - len(p["counts"]) for p in parts)
-    upper = max(lower, min(row_count, sum(p["distinct_count"] for p in parts), union + unlisted))
+    lower = max([union, *[p.distinct_count for p in parts]])
+    unlisted = sum(p.distinct_count - p.listed.num_rows for p in parts)
+    upper = max(lower, min(row_count, sum(p.distinct_count for p in parts), union + unlisted))
     estimate = min(max(round(result.get_estimate()), lower), upper)
     return estimate, lower, upper, result.serialize_compact()

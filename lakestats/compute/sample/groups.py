@@ -8,50 +8,56 @@ not see may still hold up to the interval's upper bound of a count of zero."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
-import pyarrow.parquet as pq
+import pyarrow as pa
 
 from lakestats.compute.sample.scale import PARTITION_REPLICATES, frequency_interval
+from lakestats.stats.group_rows import GroupRow
 from lakestats.stats.ndv import select_estimator
-from lakestats.store import writer
+from lakestats.store import group_files
 from lakestats.store.handle import StatisticsStore
 
 
-def scale_group(row: dict, N: int, n: int) -> dict:
+def scale_group(row: GroupRow, N: int, n: int) -> GroupRow:
     """One row of ``groups.parquet`` computed on ``n`` sampled rows of ``N``."""
     if n <= 0 or n == N:
         return row
     r = N / n
-    counts = [round(c * r) for c in row["counts"]]
+    sampled = row.listed.column("count").to_numpy(zero_copy_only=False)
+    counts = [round(c * r) for c in sampled.tolist()]
     uppers = [max(s, math.ceil(frequency_interval(c, n, N)[2]))
-              for c, s in zip(row["counts"], counts, strict=True)]
+              for c, s in zip(sampled.tolist(), counts, strict=True)]
     unseen = math.ceil(frequency_interval(0, n, N)[2])
-    seen = row["distinct_count"]
-    if not row["truncated"] and row["counts"]:
-        profile = np.bincount(np.asarray(row["counts"], dtype=np.int64))[1:]
+    seen = row.distinct_count
+    if not row.truncated and len(sampled):
+        profile = np.bincount(sampled.astype(np.int64))[1:]
         _, estimate, (lower, upper) = select_estimator(profile, n, N,
                                                        replicates=PARTITION_REPLICATES)
         distinct = (max(seen, round(estimate)), max(seen, math.floor(lower)),
                     max(seen, math.ceil(upper)))
     else:
         distinct = (seen, seen, max(seen, min(N, seen + N - n)))
-    return {
-        **row,
-        "row_count": N,
-        "distinct_count": distinct[0],
-        "distinct_lower": distinct[1],
-        "distinct_upper": distinct[2],
-        "distinct_exact": False,
-        "truncated": True,
-        "unlisted_rows": max(0, N - sum(counts)),
-        "unlisted_max": max(unseen, math.ceil(row["unlisted_max"] * r)),
-        "counts": counts,
-        "counts_upper": uppers,
-        "dependencies": [{**d, "supporting_rows": round(d["supporting_rows"] * r)}
-                         for d in row["dependencies"]],
-    }
+    listed = row.listed.set_column(row.listed.schema.get_field_index("count"), "count",
+                                   pa.array(counts, pa.int64()))
+    listed = listed.set_column(listed.schema.get_field_index("upper"), "upper",
+                               pa.array(uppers, pa.int64()))
+    return dataclasses.replace(
+        row,
+        row_count=N,
+        distinct_count=distinct[0],
+        distinct_lower=distinct[1],
+        distinct_upper=distinct[2],
+        distinct_exact=False,
+        truncated=True,
+        unlisted_rows=max(0, N - sum(counts)),
+        unlisted_max=max(unseen, math.ceil(row.unlisted_max * r)),
+        listed=listed,
+        dependencies=tuple(dataclasses.replace(d, supporting_rows=round(d.supporting_rows * r))
+                           for d in row.dependencies),
+    )
 
 
 def scale_groups(
@@ -59,7 +65,5 @@ def scale_groups(
     N: int, n: int,
 ) -> int:
     """The scaled copy of one partition's ``groups.parquet``; bytes written."""
-    with source_root.open_input_file(source_root.path(source)) as handle:
-        rows = pq.ParquetFile(handle).read(use_threads=False).to_pylist()
-    scaled = [scale_group(row, N, n) for row in rows]
-    return writer.write_groups(scaled, target_root.path(target), target_root)
+    scaled = [scale_group(row, N, n) for row in group_files.read_groups(source_root, source)]
+    return group_files.write_groups(scaled, target_root.path(target), target_root)
