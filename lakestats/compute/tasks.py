@@ -143,7 +143,10 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
     part = job.slices[task_id]
     partition = job.slice_partition[task_id]
     try:
-        table = job.reader.read(part, job.read_columns)
+        if job.hook is None and job.row_filter is None:  # only counted: codes will do
+            table = job.reader.read_encoded(part, job.read_columns)
+        else:
+            table = job.reader.read(part, job.read_columns)
         if job.row_filter is not None:  # statistics of a predicate (analyze --where)
             from lakestats.query.predicate_eval import matching_rows
 

@@ -108,6 +108,12 @@ class PartitionReader(ABC):
     def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
         """The rows of ``part`` (deletes applied), top-level ``columns`` in table order."""
 
+    def read_encoded(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        """``read``, but string and binary columns the files store with few values may come
+        dictionary-encoded, one dictionary per column (``unify_dictionaries``): cheaper to
+        read and to count by code (what analyze does). By default they come decoded."""
+        return self.read(part, columns)
+
 
 class TableFormat(ABC):
     """An opened table of one format."""

@@ -42,7 +42,7 @@ from lakestats.formats.base import (
     SnapshotInfo,
     TableFormat,
 )
-from lakestats.formats.parquet_dir import ParquetDirReader
+from lakestats.formats.parquet_dir import ParquetDirReader, decoded_where_files_differ
 from lakestats.stats.keys import to_json
 
 SUPPORTED_READER_FEATURES = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
@@ -173,22 +173,28 @@ class DeltaReader(PartitionReader):
             fields.append(field)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
-    def _read(self, part: Slice, columns: list[str] | None) -> pa.Table:
+    def read_encoded(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        if self.physical:  # relabelled columns come decoded
+            return self.read(part, columns)
+        return self._read(part, columns, encoded=True).unify_dictionaries()
+
+    def _read(self, part: Slice, columns: list[str] | None, encoded: bool = False) -> pa.Table:
+        read = self.files.read_encoded if encoded else self.files.read
         vectors = {
             f.path.removesuffix(DV_MARKER)
             for f in part.partition.delete_files
             if f.path.endswith(DV_MARKER)
         }
         if not vectors & {f.path for f in part.files}:
-            return self._ordered(self.files.read(part, columns))
+            return self._ordered(read(part, columns))
         masks = _keep_masks(self.uri, self.version, self.storage_options)
         pieces = []
         for data_file in part.files:
-            table = self.files.read(Slice(part.partition, (data_file,)), columns)
+            table = read(Slice(part.partition, (data_file,)), columns)
             if data_file.path in vectors:
                 table = table.filter(_padded(masks[data_file.path], table.num_rows))
             pieces.append(table)
-        return self._ordered(pa.concat_tables(pieces))
+        return self._ordered(pa.concat_tables(decoded_where_files_differ(pieces)))
 
     def _ordered(self, table: pa.Table) -> pa.Table:
         """Columns in table order (under physical names until ``read`` relabels them)."""

@@ -56,16 +56,22 @@ def read_data_file(
     part: Slice,
     s3: fs.S3Options | None = None,
     int96_unit: str = INT96_UNIT,
+    encoded: bool = False,
 ) -> pa.Table:
     """The columns of ``names`` that one Parquet data file has (the fast path of every
     format); an unreadable file is one ``DataFileError`` line naming file and partition.
-    INT96 timestamps come back in ``int96_unit``."""
+    INT96 timestamps come back in ``int96_unit``; ``encoded``: the string and binary
+    columns stored with small dictionaries come dictionary-encoded (``few_valued``)."""
     filesystem, path = fs.resolve(uri, s3)
     try:
+        source = filesystem.open_input_file(path)
+        metadata = pq.read_metadata(source) if encoded else None
         handle = pq.ParquetFile(
-            filesystem.open_input_file(path),
+            source,
+            metadata=metadata,
             pre_buffer=True,
             coerce_int96_timestamp_unit=int96_unit,
+            read_dictionary=few_valued(metadata) if metadata is not None else None,
         )
         present = set(handle.schema_arrow.names)
         return handle.read(columns=[n for n in names if n in present])
@@ -74,6 +80,34 @@ def read_data_file(
             f"cannot read data file {uri} of partition {part.partition.name or '(all)'}: "
             f"{str(exc).splitlines()[0]}; repair or remove the file"
         ) from exc
+
+
+DICTIONARY_SHARE = 0.25
+"""A string column is read dictionary-encoded where its dictionary page is at most this
+share of its column chunk in every row group: a few values repeated (flags, modes,
+countries), not a dictionary as large as the data (comments, ids), whose reading and
+counting by code would cost more than the values themselves."""
+
+
+def few_valued(metadata: pq.FileMetaData) -> list[str]:
+    """The top-level string and binary columns stored with small dictionaries."""
+    if metadata.num_row_groups == 0:
+        return []
+    chosen = None
+    for index in range(metadata.num_row_groups):
+        group = metadata.row_group(index)
+        small = set()
+        for position in range(group.num_columns):
+            chunk = group.column(position)
+            name = chunk.path_in_schema
+            if (chunk.physical_type != "BYTE_ARRAY" or "." in name
+                    or not chunk.has_dictionary_page or not chunk.dictionary_page_offset):
+                continue
+            dictionary = chunk.data_page_offset - chunk.dictionary_page_offset
+            if 0 < dictionary <= DICTIONARY_SHARE * chunk.total_compressed_size:
+                small.add(name)
+        chosen = small if chosen is None else chosen & small
+    return sorted(chosen or ())
 
 
 def unreadable_file(uris: list[str], s3: fs.S3Options | None = None) -> str | None:
@@ -97,9 +131,18 @@ class ParquetDirReader(PartitionReader):
     s3: fs.S3Options | None = None
 
     def read(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        return self._read(part, columns, encoded=False)
+
+    def read_encoded(self, part: Slice, columns: list[str] | None) -> pa.Table:
+        return self._read(part, columns, encoded=True).unify_dictionaries()
+
+    def _read(self, part: Slice, columns: list[str] | None, encoded: bool) -> pa.Table:
         wanted = [n for n in self.file_schema.names if columns is None or n in columns]
         target = pa.schema([self.file_schema.field(n) for n in wanted])
-        tables = [self._read_file(part, data_file.path, target) for data_file in part.files]
+        tables = [self._read_file(part, data_file.path, target, encoded)
+                  for data_file in part.files]
+        if encoded:
+            tables = decoded_where_files_differ(tables)
         table = pa.concat_tables(tables) if tables else target.empty_table()
         values = dict(part.partition.key)
         for field in self.partition_schema:
@@ -112,9 +155,18 @@ class ParquetDirReader(PartitionReader):
             table = table.append_column(field, array)
         return table
 
-    def _read_file(self, part: Slice, uri: str, target: pa.Schema) -> pa.Table:
-        """One data file as ``target``: missing columns become nulls, types are unified."""
-        table = read_data_file(uri, target.names, part, self.s3)
+    def _read_file(self, part: Slice, uri: str, target: pa.Schema, encoded: bool) -> pa.Table:
+        """One data file as ``target``: missing columns become nulls, types are unified
+        (``encoded``: a column read dictionary-encoded stays so)."""
+        table = read_data_file(uri, target.names, part, self.s3, encoded=encoded)
+        if encoded:
+            target = pa.schema([
+                table.schema.field(f.name)
+                if f.name in table.column_names and _dictionary_of(table.schema.field(f.name).type,
+                                                                  f.type)
+                else f
+                for f in target
+            ])
         if table.schema.equals(target):
             return table
         arrays = [
@@ -124,6 +176,27 @@ class ParquetDirReader(PartitionReader):
             for f in target
         ]
         return pa.Table.from_arrays(arrays, schema=target.remove_metadata()).cast(target)
+
+
+def _dictionary_of(kind: pa.DataType, value_type: pa.DataType) -> bool:
+    return pa.types.is_dictionary(kind) and kind.value_type.equals(value_type)
+
+
+def decoded_where_files_differ(tables: list[pa.Table]) -> list[pa.Table]:
+    """The files' tables with a column decoded where one file read it dictionary-encoded
+    and another did not: their rows are concatenated."""
+    if len(tables) < 2:
+        return tables
+    for name in tables[0].column_names:
+        kinds = [t.schema.field(name).type for t in tables]
+        if len({str(k) for k in kinds}) == 1:
+            continue
+        for i, (table, kind) in enumerate(zip(tables, kinds, strict=True)):
+            if pa.types.is_dictionary(kind):
+                index = table.schema.get_field_index(name)
+                tables[i] = table.set_column(index, table.schema.field(name).with_type(
+                    kind.value_type), table.column(name).cast(kind.value_type))
+    return tables
 
 
 def _as_type(column: pa.ChunkedArray, field: pa.Field, uri: str, part: Slice) -> pa.ChunkedArray:

@@ -75,12 +75,18 @@ class ColumnAccumulator:
             return
         if isinstance(array, pa.ChunkedArray):
             array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+        coded = (pat.is_dictionary(array.type) and kind in (Kind.STRING, Kind.BINARY)
+                 and array.dictionary.null_count == 0)
+        if coded:
+            self._count_codes(array)
+            if not self.statistics:
+                return
         if pat.is_dictionary(array.type):
             array = array.dictionary_decode()
         non_null = array.drop_null() if array.null_count else array
         if kind == Kind.NESTED:
             self._lengths.append(_element_counts(non_null))
-        elif kind in VALUE_KINDS:
+        elif kind in VALUE_KINDS and not coded:
             self._count_values(non_null, kind)
         for statistic in self.statistics:
             if statistic.kinds is not None and kind.value not in statistic.kinds:
@@ -92,6 +98,23 @@ class ColumnAccumulator:
                 else:
                     value = statistic.merge(self._custom[statistic.name], value)
             self._custom[statistic.name] = value
+
+    def _count_codes(self, array: pa.DictionaryArray) -> None:
+        """Append the exact value counts of a dictionary-encoded slice, counted by code
+        (``PartitionReader.read_encoded``): the dictionary's values in its order."""
+        codes = array.indices.drop_null() if array.null_count else array.indices
+        counts = np.bincount(codes.to_numpy(zero_copy_only=False),
+                             minlength=len(array.dictionary))
+        present = np.flatnonzero(counts)
+        values = array.dictionary.take(pa.array(present))
+        if pat.is_large_string(values.type) or pat.is_string_view(values.type):
+            values = values.cast(pa.string())
+        elif pat.is_large_binary(values.type) or pat.is_binary_view(values.type):
+            values = values.cast(pa.binary())
+        self._values.append(values)
+        self._hashes.append(None)
+        self._counts.append(pa.array(counts[present].astype(np.int64)))
+        self._sorted_values = False
 
     def _count_values(self, non_null: pa.Array, kind: Kind) -> None:
         """Append the exact value counts of one slice (sorted when NumPy can sort it)."""

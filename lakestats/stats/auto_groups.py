@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from lakestats.stats.column_groups import GroupAccumulator, encode_nullable, normalized
+from lakestats.stats.column_groups import GroupAccumulator, coded, coded_counts
 from lakestats.stats.group_rows import GroupRow
 from lakestats.stats.leaves import Leaf, leaf_array
 
@@ -48,30 +47,17 @@ class AutoPairs:
         """Count every pair of this slice's low-cardinality columns."""
         if table.num_rows == 0:
             return
-        coded: list[tuple[Leaf, np.ndarray, pa.Array]] = []
+        few: list[tuple[Leaf, tuple[np.ndarray, pa.Array]]] = []
         for leaf in self.leaves:
-            if len(coded) == AUTO_COLUMNS:
+            if len(few) == AUTO_COLUMNS:
                 break
-            encoded = pc.dictionary_encode(normalized(leaf_array(table, leaf)),
-                                           null_encoding="encode")
-            if isinstance(encoded, pa.ChunkedArray):
-                encoded = encoded.combine_chunks()
-            if len(encoded.dictionary) > AUTO_DISTINCT:
-                continue
-            codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            coded.append((leaf, codes, encode_nullable(encoded.dictionary)))
+            codes, keys = coded(leaf_array(table, leaf))
+            if len(keys) <= AUTO_DISTINCT:
+                few.append((leaf, (codes, keys)))
         found: dict[tuple[str, str], GroupAccumulator] = {}
-        for (a, codes_a, keys_a), (b, codes_b, keys_b) in itertools.combinations(coded, 2):
-            width = len(keys_b)
-            counts = np.bincount(codes_a * width + codes_b, minlength=len(keys_a) * width)
-            cells = np.flatnonzero(counts)
-            joint = pa.table({
-                "k0": keys_a.take(pa.array(cells // width)),
-                "k1": keys_b.take(pa.array(cells % width)),
-                "count": pa.array(counts[cells].astype(np.int64)),
-            })
+        for (a, codes_a), (b, codes_b) in itertools.combinations(few, 2):
             group = GroupAccumulator((a.name, b.name), (a, b), row_count=table.num_rows)
-            group.add_joint(joint)
+            group.add_joint(coded_counts([codes_a, codes_b]))
             found[(a.name, b.name)] = group
         self._keep(found)
 

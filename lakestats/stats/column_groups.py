@@ -55,6 +55,47 @@ def encode_nullable(array: pa.Array) -> pa.Array:
     return pc.replace_with_mask(pa.nulls(len(array), pa.binary()), valid, encoded)
 
 
+def coded(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Each row's code and each code's key (``encode_nullable``; null: a null value): a
+    dictionary-encoded column's own codes (``PartitionReader.read_encoded``), else
+    Arrow's dictionary encoding of its values."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if not pat.is_dictionary(array.type) or array.dictionary.null_count:
+        array = pc.dictionary_encode(normalized(array), null_encoding="encode")
+        return (array.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                encode_nullable(array.dictionary))
+    keys = encode_nullable(normalized(array.dictionary))
+    indices = array.indices
+    if array.null_count:
+        indices = indices.fill_null(len(keys))
+        keys = pa.concat_arrays([keys, pa.nulls(1, pa.binary())])
+    return indices.to_numpy(zero_copy_only=False).astype(np.int64), keys
+
+
+def coded_counts(columns: list[tuple[np.ndarray, pa.Array]]) -> pa.Table:
+    """The joint counts (keys ``k0`` …, ``count``) of columns given as codes and their keys
+    (``coded``): each row's codes packed into one int and counted."""
+    sizes = [len(column_keys) for _, column_keys in columns]
+    packed = np.zeros(len(columns[0][0]), dtype=np.int64)
+    for (codes, _), size in zip(columns, sizes, strict=True):
+        packed = packed * size + codes
+    possible = int(np.prod(sizes, dtype=object))  # below 2**62: the caller's check
+    if _few_possible(possible, len(packed)):
+        counts = np.bincount(packed, minlength=possible)
+        cells = np.flatnonzero(counts)
+        counts = counts[cells]
+    else:
+        cells, counts = np.unique(packed, return_counts=True)
+    out = {}
+    for name, (_, column_keys) in reversed(list(zip(key_names(len(columns)), columns,
+                                                    strict=True))):
+        out[name] = column_keys.take(pa.array(cells % len(column_keys)))
+        cells = cells // len(column_keys)
+    return pa.table({**{n: out[n] for n in key_names(len(columns))},
+                     "count": pa.array(counts.astype(np.int64))})
+
+
 def supported(leaf: Leaf) -> bool:
     """Whether a column can be in a group: a value column (not nested, not all null)."""
     return kind_of(leaf.type) not in (Kind.NESTED, Kind.NULL)
@@ -107,10 +148,13 @@ class GroupAccumulator:
         if table.num_rows == 0:
             return
         names = key_names(len(self.leaves))
-        raw = pa.table(
-            {n: normalized(leaf_array(table, leaf)) for n, leaf in zip(names, self.leaves,
-                                                                        strict=True)}
-        )
+        arrays = [leaf_array(table, leaf) for leaf in self.leaves]
+        if all(pat.is_dictionary(a.type) for a in arrays):  # read encoded: count the codes
+            columns = [coded(a) for a in arrays]
+            if np.prod([float(len(column_keys)) for _, column_keys in columns]) < 2.0**62:
+                self._parts.append(coded_counts(columns))
+                return
+        raw = pa.table({n: normalized(a) for n, a in zip(names, arrays, strict=True)})
         counted = _pair_counts(raw)
         if counted is not None:
             self._parts.append(counted)
