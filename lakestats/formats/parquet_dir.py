@@ -160,6 +160,7 @@ class ParquetDirReader(PartitionReader):
         (``encoded``: a column read dictionary-encoded stays so)."""
         table = read_data_file(uri, target.names, part, self.s3, encoded=encoded)
         if encoded:
+            table = _dictionaries_as(table, target)
             target = pa.schema([
                 table.schema.field(f.name)
                 if f.name in table.column_names and _dictionary_of(table.schema.field(f.name).type,
@@ -176,6 +177,30 @@ class ParquetDirReader(PartitionReader):
             for f in target
         ]
         return pa.Table.from_arrays(arrays, schema=target.remove_metadata()).cast(target)
+
+
+def _dictionaries_as(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """``table`` with each dictionary's values in ``target``'s type where that is their
+    large (or view) form: pyarrow reads a ``large_string`` column's dictionary as
+    ``string``; casting the dictionary alone keeps the codes."""
+    for index, field in enumerate(table.schema):
+        if not pa.types.is_dictionary(field.type) or field.name not in target.names:
+            continue
+        wanted = target.field(field.name).type
+        if not field.type.value_type.equals(wanted) and _same_values(field.type.value_type,
+                                                                     wanted):
+            kind = pa.dictionary(field.type.index_type, wanted)
+            table = table.set_column(index, field.with_type(kind),
+                                     table.column(index).cast(kind))
+    return table
+
+
+def _same_values(read: pa.DataType, wanted: pa.DataType) -> bool:
+    strings = (pa.types.is_string(read) and (pa.types.is_large_string(wanted)
+                                             or pa.types.is_string_view(wanted)))
+    binaries = (pa.types.is_binary(read) and (pa.types.is_large_binary(wanted)
+                                              or pa.types.is_binary_view(wanted)))
+    return strings or binaries
 
 
 def _dictionary_of(kind: pa.DataType, value_type: pa.DataType) -> bool:
