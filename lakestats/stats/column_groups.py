@@ -56,30 +56,31 @@ def encode_nullable(array: pa.Array) -> pa.Array:
 
 
 def coded(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """Each row's code and each code's key (``encode_nullable``; null: a null value): a
-    dictionary-encoded column's own codes (``PartitionReader.read_encoded``), else
-    Arrow's dictionary encoding of its values."""
+    """Each row's code (an int array) and each code's key (``encode_nullable``; null: a
+    null value): a dictionary-encoded column's own codes (``PartitionReader.read_encoded``),
+    else Arrow's dictionary encoding of its values."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if not pat.is_dictionary(array.type) or array.dictionary.null_count:
         array = pc.dictionary_encode(normalized(array), null_encoding="encode")
-        return (array.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+        return (array.indices.to_numpy(zero_copy_only=False),
                 encode_nullable(array.dictionary))
     keys = encode_nullable(normalized(array.dictionary))
     indices = array.indices
     if array.null_count:
         indices = indices.fill_null(len(keys))
         keys = pa.concat_arrays([keys, pa.nulls(1, pa.binary())])
-    return indices.to_numpy(zero_copy_only=False).astype(np.int64), keys
+    return indices.to_numpy(zero_copy_only=False), keys
 
 
 def coded_counts(columns: list[tuple[np.ndarray, pa.Array]]) -> pa.Table:
     """The joint counts (keys ``k0`` …, ``count``) of columns given as codes and their keys
     (``coded``): each row's codes packed into one int and counted."""
     sizes = [len(column_keys) for _, column_keys in columns]
-    packed = np.zeros(len(columns[0][0]), dtype=np.int64)
-    for (codes, _), size in zip(columns, sizes, strict=True):
-        packed = packed * size + codes
+    packed = columns[0][0].astype(np.int64)  # a copy: the rest is added in place
+    for (codes, _), size in zip(columns[1:], sizes[1:], strict=True):
+        np.multiply(packed, size, out=packed)
+        np.add(packed, codes, out=packed)
     possible = int(np.prod(sizes, dtype=object))  # below 2**62: the caller's check
     if _few_possible(possible, len(packed)):
         counts = np.bincount(packed, minlength=possible)
@@ -272,7 +273,9 @@ def _counted_pairs(
     if spans[0] * spans[1] >= 2**63:
         return None
     width = np.uint64(spans[1])
-    packed = offsets[0] * width + offsets[1]
+    packed = offsets[0]  # in place: the offsets are this function's own arrays
+    np.multiply(packed, width, out=packed)
+    np.add(packed, offsets[1], out=packed)
     if _few_possible(spans[0] * spans[1], len(packed)):  # counted in an array
         all_counts = np.bincount(packed.view(np.int64), weights=weights,
                                  minlength=spans[0] * spans[1])
@@ -285,9 +288,11 @@ def _counted_pairs(
         packed = packed[order]
         starts = np.flatnonzero(np.r_[True, packed[1:] != packed[:-1]])
         packed, counts = packed[starts], np.add.reduceat(weights[order], starts)
+    high, low = np.divmod(packed, width)
     with np.errstate(over="ignore"):
-        first = (packed // width + lows[0]).view(np.int64)
-        second = (packed % width + lows[1]).view(np.int64)
+        np.add(high, lows[0], out=high)
+        np.add(low, lows[1], out=low)
+    first, second = high.view(np.int64), low.view(np.int64)
     return pa.table({"k0": keys.int64_keys(first), "k1": keys.int64_keys(second),
                      "count": pa.array(np.asarray(counts).astype(np.int64))})
 
