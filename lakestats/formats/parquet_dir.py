@@ -82,11 +82,15 @@ def read_data_file(
         ) from exc
 
 
-DICTIONARY_SHARE = 0.25
-"""A string column is read dictionary-encoded where its dictionary page is at most this
-share of its column chunk in every row group: a few values repeated (flags, modes,
+DICTIONARY_BYTES = 1.0
+"""A string column is read dictionary-encoded where, in every row group, its dictionary page
+takes at most this many bytes a value (or 1 KiB): a few values repeated (flags, modes,
 countries), not a dictionary as large as the data (comments, ids), whose reading and
-counting by code would cost more than the values themselves."""
+counting by code would cost more than the values themselves ..."""
+CODE_BYTES = 2.0
+"""... and its data pages at most this many bytes a value (codes of 16 bits at most): a
+writer whose dictionary grew too large goes on in plain pages, 4 bytes of length and the
+bytes of each value, which pyarrow would have to encode again."""
 
 
 def few_valued(metadata: pq.FileMetaData) -> list[str]:
@@ -103,8 +107,11 @@ def few_valued(metadata: pq.FileMetaData) -> list[str]:
             if (chunk.physical_type != "BYTE_ARRAY" or "." in name
                     or not chunk.has_dictionary_page or not chunk.dictionary_page_offset):
                 continue
+            values = max(chunk.num_values, 1)
             dictionary = chunk.data_page_offset - chunk.dictionary_page_offset
-            if 0 < dictionary <= DICTIONARY_SHARE * chunk.total_compressed_size:
+            codes = chunk.total_uncompressed_size - dictionary
+            if (0 < dictionary <= max(DICTIONARY_BYTES * values, 1024)
+                    and codes <= CODE_BYTES * values):
                 small.add(name)
         chosen = small if chosen is None else chosen & small
     return sorted(chosen or ())

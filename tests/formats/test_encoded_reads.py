@@ -58,6 +58,20 @@ def test_few_valued_columns_are_the_small_dictionaries(table_dir: Path) -> None:
     assert few_valued(pq.read_metadata(table_dir / "p=0" / "f1.parquet")) == []
 
 
+def test_a_dictionary_the_writer_gave_up_is_read_decoded(tmp_path: Path) -> None:
+    """Past its dictionary page limit a writer goes on in plain pages: such a column is
+    not counted by code (pyarrow would encode every plain value again)."""
+    rng = np.random.default_rng(7)
+    values = np.array([f"{i:040d}" for i in range(2_000)], dtype=object)
+    rows = pa.table({"s": pa.array(values[rng.integers(0, 2_000, 200_000)], pa.string()),
+                     "few": pa.array(values[rng.integers(0, 4, 200_000)], pa.string())})
+    path = tmp_path / "gave_up.parquet"
+    pq.write_table(rows, path, dictionary_pagesize_limit=8_192)
+    chunk = pq.read_metadata(path).row_group(0).column(0)
+    assert chunk.has_dictionary_page and "PLAIN" in chunk.encodings
+    assert few_valued(pq.read_metadata(path)) == ["few"]
+
+
 @pytest.mark.parametrize("files", [[0], [0, 2], [0, 1, 2]])
 def test_encoded_rows_equal_pyarrow_s(table_dir: Path, files: list[int]) -> None:
     table = ParquetTableFormat(str(table_dir))
