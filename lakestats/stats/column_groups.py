@@ -281,8 +281,11 @@ def _counted_pairs(
                                  minlength=spans[0] * spans[1])
         packed = np.flatnonzero(all_counts).astype(np.uint64)
         counts = all_counts[packed.view(np.int64)]
-    elif weights is None:
-        packed, counts = np.unique(packed, return_counts=True)
+    elif weights is None:  # sorted in place: ``packed`` is this function's own
+        packed.sort()
+        starts = np.flatnonzero(np.r_[True, packed[1:] != packed[:-1]])
+        counts = np.diff(np.append(starts, len(packed)))
+        packed = packed[starts]
     else:
         order = np.argsort(packed)
         packed = packed[order]

@@ -27,34 +27,51 @@ _COMPACT, _OUT_OF_ORDER = 8, 16
 _MODE_HLL8 = 2 | (2 << 2)  # current mode HLL, target type HLL_8
 
 
-def _fmix64(k: np.ndarray) -> np.ndarray:
-    k = k ^ (k >> np.uint64(33))
-    k = k * np.uint64(0xFF51AFD7ED558CCD)
-    k = k ^ (k >> np.uint64(33))
-    k = k * np.uint64(0xC4CEB9FE1A85EC53)
-    return k ^ (k >> np.uint64(33))
+def _fmix64(k: np.ndarray, scratch: np.ndarray) -> None:
+    """MurmurHash3's finalizer, in place (``scratch``: an array of ``k``'s shape)."""
+    np.right_shift(k, np.uint64(33), out=scratch)
+    k ^= scratch
+    k *= np.uint64(0xFF51AFD7ED558CCD)
+    np.right_shift(k, np.uint64(33), out=scratch)
+    k ^= scratch
+    k *= np.uint64(0xC4CEB9FE1A85EC53)
+    np.right_shift(k, np.uint64(33), out=scratch)
+    k ^= scratch
 
 
 def murmur3_words(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """MurmurHash3_x64_128 (seed 9001) of each uint64 taken as 8 little-endian bytes."""
+    """MurmurHash3_x64_128 (seed 9001) of each uint64 taken as 8 little-endian bytes
+    (computed in place on three arrays: a million values in a few milliseconds)."""
     with np.errstate(over="ignore"):
-        k1 = words.astype(np.uint64, copy=False) * _C1
-        k1 = (k1 << np.uint64(31)) | (k1 >> np.uint64(33))
-        k1 = k1 * _C2
-        h1 = (SEED ^ k1) ^ np.uint64(8)
-        h2 = np.full_like(h1, SEED ^ np.uint64(8))
-        h1 = h1 + h2
-        h2 = h2 + h1
-        h1, h2 = _fmix64(h1), _fmix64(h2)
-        h1 = h1 + h2
-        h2 = h2 + h1
+        h1 = words.astype(np.uint64, copy=True)
+        scratch = np.empty_like(h1)
+        h1 *= _C1
+        np.right_shift(h1, np.uint64(33), out=scratch)
+        h1 <<= np.uint64(31)
+        h1 |= scratch  # rotl64(k1, 31)
+        h1 *= _C2
+        start = SEED ^ np.uint64(8)  # h2 before mixing; h1 = seed ^ k1 ^ length
+        h1 ^= start
+        h1 += start  # h1 += h2
+        h2 = h1 + start  # h2 += h1
+        _fmix64(h1, scratch)
+        _fmix64(h2, scratch)
+        h1 += h2
+        h2 += h1
     return h1, h2
 
 
 def _bit_length(x: np.ndarray) -> np.ndarray:
-    high = (x >> np.uint64(32)).astype(np.float64)
-    low = (x & np.uint64(0xFFFFFFFF)).astype(np.float64)
-    return np.where(high > 0, 32 + np.frexp(high)[1], np.frexp(low)[1])  # exact below 2**53
+    """Each value's bit length (0 for 0): the exponent of its top 53 bits as a double,
+    exact, and the few values below 2**11 apart."""
+    top = (x >> np.uint64(11)).astype(np.float64)  # below 2**53: exact
+    length = (top.view(np.uint64) >> np.uint64(52)).astype(np.int64)
+    length -= 1023 - 12  # bit length of the top bits (a double's exponent + 1), + 11
+    small = np.flatnonzero(top == 0)
+    if len(small):
+        rest = (x[small] & np.uint64(0x7FF)).astype(np.float64)
+        length[small] = np.where(rest > 0, np.frexp(rest)[1], 0)
+    return length
 
 
 def words_of(values: np.ndarray) -> np.ndarray:
@@ -71,11 +88,15 @@ def words_of(values: np.ndarray) -> np.ndarray:
 def registers_of(values: np.ndarray, lg_k: int) -> np.ndarray:
     """The HLL registers (one uint8 per slot) after updating with every value."""
     h1, h2 = murmur3_words(words_of(values))
-    slots = (h1 & np.uint64((1 << lg_k) - 1)).astype(np.int64)
-    leading = 64 - _bit_length(h2).astype(np.int64)
-    coupons = np.minimum(leading, _MAX_VALUE - 1) + 1  # 1..63
+    h1 &= np.uint64((1 << lg_k) - 1)
+    cells = h1.view(np.int64)  # the slot, then its cell for the coupon
+    cells <<= 6
+    coupons = 64 - _bit_length(h2)  # leading zeros
+    np.minimum(coupons, _MAX_VALUE - 1, out=coupons)
+    coupons += 1  # 1..63
+    cells += coupons
     seen = np.zeros((1 << lg_k) * 64, dtype=bool)
-    seen[slots * 64 + coupons] = True
+    seen[cells] = True
     grid = seen.reshape(1 << lg_k, 64)
     highest = 63 - np.argmax(grid[:, ::-1], axis=1)
     return np.where(grid.any(axis=1), highest, 0).astype(np.uint8)
