@@ -118,7 +118,7 @@ def _listed_backwards(monkeypatch: pytest.MonkeyPatch, kind: type[TableFormat]) 
 
 def _one_task(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every slice of the per-partition job in one Spark task, one after another."""
-    monkeypatch.setattr(stages, "task_count", lambda slices, total, job: 1)
+    monkeypatch.setattr(stages, "task_count", lambda slices, total, job, slots: 1)
 
 
 def _run_names(root: Path) -> dict[str, str]:

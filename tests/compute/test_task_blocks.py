@@ -7,7 +7,7 @@ import types
 
 import numpy as np
 
-from lakestats.compute.analyze.stages import MIN_TASKS, _in_task_blocks, task_count
+from lakestats.compute.analyze.stages import TASKS_PER_SLOT, _in_task_blocks, task_count
 
 
 def _job(max_slice_bytes: int, hook: object = None) -> object:
@@ -17,12 +17,14 @@ def _job(max_slice_bytes: int, hook: object = None) -> object:
 
 
 def test_tiny_slices_share_tasks_and_big_ones_do_not() -> None:
-    assert task_count(10_000, 10_000 * 2_000, _job(128 << 20)) == MIN_TASKS
-    assert task_count(10, 10 * 2_000, _job(128 << 20)) == 10
-    assert task_count(500, 500 * (128 << 20), _job(128 << 20)) == 500
+    assert task_count(10_000, 10_000 * 2_000, _job(128 << 20), 2) == 2 * TASKS_PER_SLOT
+    assert task_count(10_000, 10_000 * 2_000, _job(128 << 20), 64) == 64 * TASKS_PER_SLOT
+    assert task_count(84, 84 * (3 << 20), _job(128 << 20), 2) == 2 * TASKS_PER_SLOT
+    assert task_count(3, 3 * 2_000, _job(128 << 20), 64) == 3
+    assert task_count(500, 500 * (128 << 20), _job(128 << 20), 2) == 500
     hook = types.SimpleNamespace(tasks=3)
-    assert task_count(500, 500, _job(128 << 20, hook)) == 3
-    assert task_count(500, 500, _job(128 << 20, types.SimpleNamespace())) == 500
+    assert task_count(500, 500, _job(128 << 20, hook), 2) == 3
+    assert task_count(500, 500, _job(128 << 20, types.SimpleNamespace()), 2) == 500
 
 
 def test_blocks_run_every_slice_once_with_balanced_bytes() -> None:
