@@ -29,28 +29,26 @@ def groups_table(rows: list[GroupRow]) -> pa.Table:
                      "distinct_exact", "truncated", "unlisted_rows", "unlisted_max",
                      "hll_sketch")
     }
-    flat_keys, combination_offsets, row_offsets = [], [0], [0]
-    for row in rows:
-        width, listed = len(row.columns), row.listed.num_rows
+    widths = np.array([len(row.columns) for row in rows], dtype=np.int64)
+    listed = np.array([row.listed.num_rows for row in rows], dtype=np.int64)
+    flat_keys = [pa.array([], pa.binary())]
+    for row, width, count in zip(rows, widths, listed, strict=True):
         keys = [row.listed.column(n).combine_chunks().cast(pa.binary())
-                for n in key_names(width)]
+                for n in key_names(int(width))]
         # the keys interleaved: combination i's keys at i * width ... i * width + width - 1
-        order = (np.arange(listed)[:, None] + np.arange(width)[None, :] * listed).ravel()
-        flat_keys.append(pa.concat_arrays(keys).take(pa.array(order)) if keys else
-                         pa.array([], pa.binary()))
-        start = combination_offsets[-1]
-        combination_offsets.extend(start + width * np.arange(1, listed + 1))
-        row_offsets.append(row_offsets[-1] + listed)
+        order = (np.arange(count)[:, None] + np.arange(width)[None, :] * count).ravel()
+        flat_keys.append(pa.concat_arrays(keys).take(pa.array(order)))
+    # each combination's list of keys, then each row's list of combinations
+    combination_offsets = np.concatenate([[0], np.cumsum(np.repeat(widths, listed))])
+    row_offsets = pa.array(np.concatenate([[0], np.cumsum(listed)]), pa.int32())
     combinations = pa.ListArray.from_arrays(
-        pa.array(combination_offsets, pa.int32()),
-        pa.concat_arrays(flat_keys) if flat_keys else pa.array([], pa.binary()),
+        pa.array(combination_offsets, pa.int32()), pa.concat_arrays(flat_keys)
     )
 
     def listed_ints(column: str) -> pa.Array:
         values = [row.listed.column(column).combine_chunks().cast(pa.int64()) for row in rows]
         return pa.ListArray.from_arrays(
-            pa.array(row_offsets, pa.int32()),
-            pa.concat_arrays(values) if values else pa.array([], pa.int64()),
+            row_offsets, pa.concat_arrays([pa.array([], pa.int64()), *values])
         )
 
     columns = {
@@ -58,7 +56,7 @@ def groups_table(rows: list[GroupRow]) -> pa.Table:
         "columns": pa.array([list(row.columns) for row in rows], schema.field("columns").type),
         "types": pa.array([list(row.types) for row in rows], schema.field("types").type),
         **scalars,
-        "values": pa.ListArray.from_arrays(pa.array(row_offsets, pa.int32()), combinations),
+        "values": pa.ListArray.from_arrays(row_offsets, combinations),
         "counts": listed_ints("count"),
         "counts_upper": listed_ints("upper"),
         "dependencies": pa.array(
