@@ -24,6 +24,8 @@ from lakestats.query.group_unlisted import unlisted
 from lakestats.query.predicate import And, Predicate, normalize, push_not, terms
 from lakestats.query.predicate.sets import column_set, is_set, point_keys
 from lakestats.query.predicate.tree import columns_of
+from lakestats.stats.group_rows import GroupRow, key_names
+from lakestats.store import group_files
 from lakestats.store.reader import StatisticsReader
 
 MAX_COMBINATIONS = 100_000
@@ -38,25 +40,28 @@ def load(reader: StatisticsReader) -> tuple[GroupStatistics, ...]:
 
 def read(reader: StatisticsReader, relative: str) -> tuple[GroupStatistics, ...]:
     """The groups of one ``groups.parquet`` (a partition's or the table level's)."""
-    rows = reader.parquet_at(relative).read(use_threads=False).to_pylist()
-    return tuple(
-        GroupStatistics(
-            columns=tuple(r["columns"]),
-            row_count=r["row_count"],
-            distinct_count=r["distinct_count"],
-            distinct_lower=r["distinct_lower"],
-            distinct_upper=r["distinct_upper"],
-            distinct_exact=r["distinct_exact"],
-            truncated=r["truncated"],
-            unlisted_rows=r["unlisted_rows"],
-            unlisted_max=r["unlisted_max"],
-            values=tuple(tuple(v) for v in r["values"]),
-            counts=tuple(r["counts"]),
-            counts_upper=tuple(r["counts_upper"]),
-            degrees=MappingProxyType({(tuple(d["determinant"]), d["dependent"]): d["degree"]
-                                      for d in r["dependencies"]}),
-        )
-        for r in rows
+    table = reader.parquet_at(relative).read(use_threads=False)
+    return tuple(_statistics(row) for row in group_files.group_rows(table))
+
+
+def _statistics(row: GroupRow) -> GroupStatistics:
+    """A group's row as the estimator holds it: its listed combinations as tuples."""
+    keys = [row.listed.column(name).to_pylist() for name in key_names(len(row.columns))]
+    return GroupStatistics(
+        columns=row.columns,
+        row_count=row.row_count,
+        distinct_count=row.distinct_count,
+        distinct_lower=row.distinct_lower,
+        distinct_upper=row.distinct_upper,
+        distinct_exact=row.distinct_exact,
+        truncated=row.truncated,
+        unlisted_rows=row.unlisted_rows,
+        unlisted_max=row.unlisted_max,
+        values=tuple(zip(*keys, strict=True)),
+        counts=tuple(row.listed.column("count").to_pylist()),
+        counts_upper=tuple(row.listed.column("upper").to_pylist()),
+        degrees=MappingProxyType({(d.determinant, d.dependent): row.degree(d)
+                                  for d in row.dependencies}),
     )
 
 

@@ -107,11 +107,7 @@ class ColumnAccumulator:
                              minlength=len(array.dictionary))
         present = np.flatnonzero(counts)
         values = array.dictionary.take(pa.array(present))
-        if pat.is_large_string(values.type) or pat.is_string_view(values.type):
-            values = values.cast(pa.string())
-        elif pat.is_large_binary(values.type) or pat.is_binary_view(values.type):
-            values = values.cast(pa.binary())
-        self._values.append(values)
+        self._values.append(values.cast(sketches.value_type(values.type)))
         self._hashes.append(None)
         self._counts.append(pa.array(counts[present].astype(np.int64)))
         self._sorted_values = False
@@ -143,10 +139,7 @@ class ColumnAccumulator:
             values = pa.array(unique, pa.float64())
             self._sorted_values = not self._values
         else:
-            if pat.is_large_string(dtype) or pat.is_string_view(dtype):
-                non_null = non_null.cast(pa.string())
-            elif pat.is_large_binary(dtype) or pat.is_binary_view(dtype):
-                non_null = non_null.cast(pa.binary())
+            non_null = non_null.cast(sketches.value_type(dtype))  # large types narrowed
             if kind in (Kind.STRING, Kind.BINARY):
                 values, counts, hashes = string_value_counts(non_null)
             else:

@@ -7,13 +7,20 @@ a pair of id columns lists 10,000 combinations per partition."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.stats import hashing, sketches
+from lakestats.lazy import LazyModule
+from lakestats.stats import hashing
 from lakestats.stats.key_ints import keys_as_ints
+
+if TYPE_CHECKING:
+    from lakestats.stats import sketches
+else:  # the estimator reads these rows; only analyze builds a sketch (and loads DataSketches)
+    sketches = LazyModule("lakestats.stats.sketches")
 
 KEY_SEPARATOR = b"\x00\xff\x00"
 NULL_KEY = b"\x00null\x00"
@@ -72,6 +79,10 @@ class GroupRow:
     @property
     def name(self) -> str:
         return group_name(self.columns)
+
+    def degree(self, dependency: Dependency) -> float:
+        """The dependency's degree: its supporting rows over the rows (1 for none)."""
+        return dependency.supporting_rows / self.row_count if self.row_count else 1.0
 
 def most_common(joint: pa.Table, by: str = "count") -> pa.Table:
     """``joint``'s rows by decreasing ``by``, ties by increasing keys (the stored order)."""

@@ -4,13 +4,21 @@ arrays without passing through Python objects (a pair of id columns lists 10,000
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lakestats.lazy import LazyModule
 from lakestats.stats.group_rows import Dependency, GroupRow, key_names
-from lakestats.store import schemas, writer
+from lakestats.store import schemas
 from lakestats.store.handle import StatisticsStore
+
+if TYPE_CHECKING:
+    from lakestats.store import writer
+else:  # the estimator only reads groups.parquet: the writer's imports are analyze's
+    writer = LazyModule("lakestats.store.writer")
 
 
 def write_groups(rows: list[GroupRow], uri: str, store: StatisticsStore) -> int:
@@ -61,7 +69,7 @@ def groups_table(rows: list[GroupRow]) -> pa.Table:
         "counts_upper": listed_ints("upper"),
         "dependencies": pa.array(
             [[{"determinant": list(d.determinant), "dependent": d.dependent,
-               "degree": d.supporting_rows / row.row_count if row.row_count else 1.0,
+               "degree": row.degree(d),
                "supporting_rows": d.supporting_rows} for d in row.dependencies]
              for row in rows],
             schema.field("dependencies").type,
