@@ -26,6 +26,7 @@ from lakestats.stats.group_rows import (
     eight_byte_keys,
     group_row,
     key_names,
+    listing,
 )
 from lakestats.stats.key_ints import keys_as_ints
 from lakestats.stats.kinds import Kind, kind_of
@@ -142,6 +143,8 @@ class GroupAccumulator:
     leaves: tuple[Leaf, ...]
     row_count: int = 0
     _parts: list[pa.Table] = field(default_factory=list)
+    # beside each part: a pair's keys as ints in increasing key order, when counted from ints
+    _part_ints: list[PairInts | None] = field(default_factory=list)
 
     def observe(self, table: pa.Table) -> None:
         """Fold one slice's rows into the joint counts."""
@@ -153,15 +156,16 @@ class GroupAccumulator:
         if all(pat.is_dictionary(a.type) for a in arrays):  # read encoded: count the codes
             columns = [coded(a) for a in arrays]
             if np.prod([float(len(column_keys)) for _, column_keys in columns]) < 2.0**62:
-                self._parts.append(coded_counts(columns))
+                self.add_joint(coded_counts(columns))
                 return
         raw = pa.table({n: normalized(a) for n, a in zip(names, arrays, strict=True)})
         counted = _pair_counts(raw)
         if counted is not None:
-            self._parts.append(counted)
+            self._parts.append(counted[0])
+            self._part_ints.append(counted[1])
             return
         grouped = raw.group_by(names, use_threads=False).aggregate([([], "count_all")])
-        self._parts.append(
+        self.add_joint(
             pa.table(
                 {
                     **{n: encode_nullable(grouped.column(n).combine_chunks()) for n in names},
@@ -173,6 +177,7 @@ class GroupAccumulator:
     def add_joint(self, joint: pa.Table) -> None:
         """Fold joint counts already made (``k0`` …, ``count``) of rows already counted."""
         self._parts.append(joint)
+        self._part_ints.append(None)
 
     def finalize_rows(self, max_frequencies: int) -> list[GroupRow]:
         return [self.finalize(max_frequencies)]
@@ -180,6 +185,7 @@ class GroupAccumulator:
     def merge(self, other: GroupAccumulator) -> None:
         self.row_count += other.row_count
         self._parts.extend(other._parts)
+        self._part_ints.extend(other._part_ints)
 
     def joint(self) -> pa.Table:
         """Every distinct combination (``k0`` … as keys) and its rows, merged."""
@@ -189,19 +195,23 @@ class GroupAccumulator:
                 {**{n: pa.array([], pa.binary()) for n in names}, "count": pa.array([], pa.int64())}
             )
         if len(self._parts) > 1:
-            merged = _merged_pair_counts(self._parts)
-            if merged is None:
+            counted: tuple[pa.Table, PairInts | None] | None = _merged_pair_counts(
+                self._parts, self._part_ints
+            )
+            if counted is None:
                 merged = pa.concat_tables(self._parts).group_by(
                     names, use_threads=False
                 ).aggregate([("count", "sum")])
                 merged = merged.rename_columns([*names, "count"]).select([*names, "count"])
-            self._parts = [merged]
+                counted = (merged, None)
+            self._parts, self._part_ints = [counted[0]], [counted[1]]
         return self._parts[0]
 
     def finalize(self, max_frequencies: int) -> GroupRow:
         """The partition's row of ``groups.parquet`` (``store/schemas.GROUPS_SCHEMA``)."""
         joint = self.joint()
-        pair = _pair_ints(joint)
+        sorted_ints = self._part_ints[0] if self._part_ints else None
+        pair = sorted_ints or _pair_ints(joint)
         carried: tuple[int, bool, bytes | None] = (0, False, None)
         if pair is None:
             dependencies = [
@@ -219,14 +229,17 @@ class GroupAccumulator:
             [str(leaf.type) for leaf in self.leaves],
             self.row_count,
             joint,
-            max_frequencies,
+            listing(joint, max_frequencies, key_sorted=sorted_ints is not None),
             distinct=(joint.num_rows, joint.num_rows, joint.num_rows, True),
             dependencies=dependencies,
             carried=carried,
         )
 
 
-def _pair_counts(raw: pa.Table) -> pa.Table | None:
+PairInts = tuple[np.ndarray, np.ndarray]
+
+
+def _pair_counts(raw: pa.Table) -> tuple[pa.Table, PairInts] | None:
     """The joint counts (keys ``k0``, ``k1``, ``count``) of two integer or temporal columns
     without nulls, counted from their ints (``_counted_pairs``). None for any other group."""
     if raw.num_columns != 2:
@@ -241,11 +254,13 @@ def _pair_counts(raw: pa.Table) -> pa.Table | None:
     return _counted_pairs(ints[0], ints[1], None)
 
 
-def _merged_pair_counts(parts: list[pa.Table]) -> pa.Table | None:
+def _merged_pair_counts(
+    parts: list[pa.Table], part_ints: list[PairInts | None]
+) -> tuple[pa.Table, PairInts] | None:
     """Slices' joint counts of a pair of 8-byte keys without nulls summed from the keys'
     ints (``_counted_pairs``): Arrow's grouping by two binary columns took 0.1 s per
     slice-merge of a pair of id columns. None when a part's keys are not such keys."""
-    pairs = [_pair_ints(part) for part in parts]
+    pairs = [ints or _pair_ints(part) for part, ints in zip(parts, part_ints, strict=True)]
     if any(pair is None for pair in pairs):
         return None
     return _counted_pairs(
@@ -257,9 +272,10 @@ def _merged_pair_counts(parts: list[pa.Table]) -> pa.Table | None:
 
 def _counted_pairs(
     first: np.ndarray, second: np.ndarray, weights: np.ndarray | None
-) -> pa.Table | None:
+) -> tuple[pa.Table, PairInts] | None:
     """The distinct (``first``, ``second``) int64 pairs as keys ``k0``, ``k1`` and their rows
-    (each pair's ``weights`` summed, or its occurrences), by one sort of the pairs packed
+    (each pair's ``weights`` summed, or its occurrences) in increasing key order, and the
+    pairs' ints; by one sort of the pairs packed
     into one 64-bit int: Arrow's hash grouping by two columns takes five times as long on a
     pair of id columns (few possible pairs are counted in an array as long as their
     number). None when the two ranges do not pack into 63 bits."""
@@ -296,8 +312,9 @@ def _counted_pairs(
         np.add(high, lows[0], out=high)
         np.add(low, lows[1], out=low)
     first, second = high.view(np.int64), low.view(np.int64)
-    return pa.table({"k0": keys.int64_keys(first), "k1": keys.int64_keys(second),
-                     "count": pa.array(np.asarray(counts).astype(np.int64))})
+    table = pa.table({"k0": keys.int64_keys(first), "k1": keys.int64_keys(second),
+                      "count": pa.array(np.asarray(counts).astype(np.int64))})
+    return table, (first, second)
 
 
 def _few_possible(possible: int, rows: int) -> bool:
@@ -306,7 +323,7 @@ def _few_possible(possible: int, rows: int) -> bool:
     return possible <= max(4 * rows, 1 << 16)
 
 
-def _pair_ints(joint: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
+def _pair_ints(joint: pa.Table) -> PairInts | None:
     """A two-column group's keys as ints (``keys_as_ints``) when both are 8-byte keys
     without nulls (numbers and temporals), else None."""
     names = [n for n in joint.column_names if n.startswith("k")]

@@ -84,8 +84,11 @@ class GroupRow:
         """The dependency's degree: its supporting rows over the rows (1 for none)."""
         return dependency.supporting_rows / self.row_count if self.row_count else 1.0
 
-def most_common(joint: pa.Table, by: str = "count") -> pa.Table:
-    """``joint``'s rows by decreasing ``by``, ties by increasing keys (the stored order)."""
+def most_common(joint: pa.Table, by: str = "count", key_sorted: bool = False) -> pa.Table:
+    """``joint``'s rows by decreasing ``by``, ties by increasing keys (the stored order).
+    ``key_sorted``: ``joint`` is in increasing key order already, so ties keep their place."""
+    if key_sorted:
+        return joint.take(pa.array(np.argsort(-joint.column(by).to_numpy(), kind="stable")))
     names = [n for n in joint.column_names if n.startswith("k")]
     fixed = [_fixed_width_order(joint.column(n)) for n in names]
     if joint.num_rows and all(f is not None for f in fixed):
@@ -118,19 +121,30 @@ def eight_byte_keys(column: pa.Array) -> bool:
     return bool(lengths["min"].as_py() == 8 and lengths["max"].as_py() == 8)
 
 
-def _listed(joint: pa.Table, limit: int, rest_by: str) -> tuple[pa.Table, int | None]:
-    """The ``limit`` most common rows in the stored order, and the largest ``rest_by`` of
-    the rows left out (None: none is). Only rows as common as the ``limit``-th are sorted:
-    a pair of id columns has hundreds of thousands of combinations, few of them common."""
+Listing = tuple[pa.Table, int | None]
+
+
+def listing(joint: pa.Table, limit: int, key_sorted: bool = False) -> Listing:
+    """The ``limit`` most common rows of ``joint`` in the stored order, and the largest
+    count (``upper`` at table level) of the rows left out (None: none is). ``key_sorted``:
+    ``joint`` is in increasing key order (``most_common``)."""
+    return _listed(joint, limit, "upper" if "upper" in joint.column_names else "count",
+                   key_sorted)
+
+
+def _listed(joint: pa.Table, limit: int, rest_by: str, key_sorted: bool) -> Listing:
+    """``listing`` with ``rest_by`` the bound of a row. Only rows as common as the
+    ``limit``-th are sorted: a pair of id columns has hundreds of thousands of
+    combinations, few of them common."""
     rows = joint.num_rows
     if rows <= limit:
-        return most_common(joint), None
+        return most_common(joint, key_sorted=key_sorted), None
     if limit <= 0:
         return joint.slice(0, 0), int(pc.max(joint.column(rest_by)).as_py())
     counts = joint.column("count").to_numpy()
     threshold = np.partition(counts, rows - limit)[rows - limit]  # the limit-th largest
     common = counts >= threshold
-    ordered = most_common(joint.filter(pa.array(common)))
+    ordered = most_common(joint.filter(pa.array(common)), key_sorted=key_sorted)
     rest = ordered.column(rest_by).to_numpy()[limit:]
     others = joint.column(rest_by).to_numpy()[~common]
     rest_max = max(int(rest.max()) if len(rest) else 0, int(others.max()) if len(others) else 0)
@@ -141,20 +155,20 @@ def group_row(
     types: list[str],
     row_count: int,
     joint: pa.Table,
-    max_frequencies: int,
+    listed_rows: Listing,
     *,
     distinct: tuple[int, int, int, bool],
     dependencies: list[tuple[tuple[int, ...], int, int]],
     carried: tuple[int, bool, bytes | None] = (0, False, None),
 ) -> GroupRow:
-    """The row of ``joint`` (``k0`` …, ``count`` and, at table level, ``upper``): its
-    ``max_frequencies`` most common combinations are listed. ``distinct``: estimate,
+    """The row of ``joint`` (``k0`` …, ``count`` and, at table level, ``upper``) whose
+    most common combinations are ``listed_rows`` (``listing``). ``distinct``: estimate,
     lower, upper, exact. ``carried`` (table level): the bound of the combinations
     ``joint`` itself already leaves out, whether it does, their HLL."""
     unlisted_max, truncated, hll = carried
     names = key_names(len(columns))
     by_upper = "upper" if "upper" in joint.column_names else "count"
-    listed, rest_max = _listed(joint, max_frequencies, by_upper)
+    listed, rest_max = listed_rows
     if rest_max is not None:
         truncated = True
         unlisted_max = max(unlisted_max, rest_max)

@@ -20,7 +20,13 @@ import pyarrow.compute as pc
 
 from lakestats.stats import sketches
 from lakestats.stats.auto_groups import AUTO_KEPT, AUTO_MIN_DISTANCE, dependence
-from lakestats.stats.group_rows import GroupRow, combination_hashes, group_row, key_names
+from lakestats.stats.group_rows import (
+    GroupRow,
+    combination_hashes,
+    group_row,
+    key_names,
+    listing,
+)
 from lakestats.store import group_files, layout, manifest
 from lakestats.store.handle import StatisticsStore
 from lakestats.threads import thread_map
@@ -112,7 +118,7 @@ def table_group(parts: list[GroupRow], max_frequencies: int) -> GroupRow:
         list(first.types),
         row_count,
         joint,
-        max_frequencies,
+        listing(joint, max_frequencies),
         distinct=distinct,
         dependencies=[
             (tuple(position[c] for c in det), position[dep], support)
