@@ -12,6 +12,8 @@ import pickle
 import time
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from lakestats import fs
 from lakestats.compute.outcome import TaskOutcome
 from lakestats.errors import LakestatsError
@@ -26,6 +28,7 @@ from lakestats.stats.leaves import Leaf, leaf_array
 from lakestats.stats.registry import SummaryStatistic
 from lakestats.store import group_files, layout, writer
 from lakestats.store.handle import StatisticsStore
+from lakestats.store.kinds import FileKind
 
 SUMMARY_SCHEMA = (
     "task_id long, partition long, kind string, row_count long, bytes_written long, "
@@ -117,7 +120,9 @@ def _finalize_and_write(
     partition: int,
     accumulators: list[ColumnAccumulator],
     groups: list[GroupAccumulator | AutoPairs],
-) -> int:
+) -> tuple[int, dict[FileKind, pa.Table]]:
+    """The partition's files written; their bytes and the three files' rows (which
+    ``analyze --from-sample``'s hook scales without reading them back)."""
     thetas = job.theta_types or {}
     results = [
         a.finalize(job.options.bins, job.options.max_frequencies, thetas.get(a.leaf.name))
@@ -125,7 +130,8 @@ def _finalize_and_write(
     ]
     uris = {k: job.store.path(v) for k, v in job.files(partition).items()}
     custom = [(s.name, s.result_type) for s in job.statistics]
-    written = writer.write_partition(results, custom, job.options.bins, uris, job.store)
+    tables = writer.partition_tables(results, custom, job.options.bins)
+    written = writer.write_tables(tables, uris, job.store)
     if job.options.exact:
         staged = value_counts.staged_values(accumulators, results)
         relative = layout.values_file(job.partition_paths[partition], job.run_id)
@@ -135,7 +141,7 @@ def _finalize_and_write(
         rows = [r for g in groups for r in g.finalize_rows(job.options.max_frequencies)]
         relative = layout.groups_file(job.partition_paths[partition], job.run_id)
         written += group_files.write_groups(rows, job.store.path(relative), job.store)
-    return written
+    return written, tables
 
 
 def run_slice(job: Job, task_id: int) -> dict[str, object]:
@@ -159,10 +165,10 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
             group.observe(table)
         rows = table.num_rows
         if part.count == 1:
-            written = _finalize_and_write(job, partition, accumulators, groups)
+            written, files = _finalize_and_write(job, partition, accumulators, groups)
             extra = None
             if job.hook is not None:
-                more, extra = job.hook.run(job, partition, table)  # type: ignore[attr-defined]
+                more, extra = job.hook.run(job, partition, table, files)  # type: ignore[attr-defined]
                 written += more
             del table
             summary = _summary(task_id, partition, TaskOutcome.DONE, rows, written, started)
@@ -196,7 +202,7 @@ def merge_partition(job: Job, partition: int, slice_count: int) -> dict[str, obj
                 for group, other in zip(merged_groups, groups, strict=True):
                     group.merge(other)  # type: ignore[arg-type]
         assert merged is not None
-        written = _finalize_and_write(job, partition, merged, merged_groups)
+        written, _ = _finalize_and_write(job, partition, merged, merged_groups)
         rows = merged[0].row_count if merged else 0
         return _summary(partition, partition, TaskOutcome.DONE, rows, written, started)
     except LakestatsError as exc:

@@ -145,15 +145,33 @@ def write_partition(
     store: StatisticsStore,
     frequencies: pa.Table | None = None,
 ) -> int:
-    """Write the three files; returns the bytes written.
+    """Write the three files (``partition_tables``); returns the bytes written."""
+    return write_tables(partition_tables(results, custom, bins, frequencies), uris, store)
 
-    ``frequencies`` replaces the rows built from ``results`` (the table level builds its
-    own, with bounds and per-partition counts).
-    """
+
+def partition_tables(
+    results: list[ColumnResult],
+    custom: list[tuple[str, pa.DataType]],
+    bins: int,
+    frequencies: pa.Table | None = None,
+) -> dict[FileKind, pa.Table]:
+    """The three files' rows. ``frequencies`` replaces the rows built from ``results`` (the
+    table level builds its own, with bounds and per-partition counts)."""
+    return {
+        FileKind.STATISTICS: statistics_table(results, custom),
+        FileKind.FREQUENCIES: frequencies if frequencies is not None
+        else frequencies_table(results),
+        FileKind.HISTOGRAMS: histograms_table(results, bins),
+    }
+
+
+def write_tables(tables: dict[FileKind, pa.Table], uris: dict[str, str],
+                 store: StatisticsStore) -> int:
+    """The three files (``partition_tables``) at ``uris``; returns the bytes written."""
 
     def write_statistics() -> int:
         return write_parquet(
-            statistics_table(results, custom),
+            tables[FileKind.STATISTICS],
             uris[FileKind.STATISTICS],
             store,
             row_group_size=schemas.STATISTICS_ROW_GROUP,
@@ -163,7 +181,7 @@ def write_partition(
         )
 
     def write_frequencies() -> int:
-        rows = frequencies if frequencies is not None else frequencies_table(results)
+        rows = tables[FileKind.FREQUENCIES]
         return write_parquet(
             rows,
             uris[FileKind.FREQUENCIES],
@@ -177,7 +195,7 @@ def write_partition(
 
     def write_histograms() -> int:
         return write_parquet(
-            histograms_table(results, bins),
+            tables[FileKind.HISTOGRAMS],
             uris[FileKind.HISTOGRAMS],
             store,
             write_statistics=False,

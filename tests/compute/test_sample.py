@@ -307,3 +307,28 @@ def test_from_sample_reads_the_sample_once_in_the_tasks(sales: Path, spark, monk
             [got] = table.statistics(path, columns=[column])
             assert (got["distinct_estimator"], got["distinct_count"]) == (want[0], round(want[1]))
             assert got["distinct_count_upper"] == int(np.ceil(want[2][1])), (column, path)
+
+
+def test_the_samples_own_analysis_keeps_no_lookup_files(sales: Path, spark) -> None:
+    """The sample's analysis is only scaled: its table level has its three files and no
+    partition index, partition histogram parts or group cache (which only a version later
+    analyses build on, or lookups read, needs), and its manifest names no file that is
+    gone (the partitions' hand-off rows are deleted when it is published)."""
+    from lakestats.store import manifest
+    from lakestats.store.handle import StatisticsStore
+
+    table = ls.open_table(str(sales))
+    table.sample.create(fraction=0.5, seed=2, spark=spark)
+    table.analyze(from_sample=True, spark=spark)
+    scratch = Path(table.stats_root) / "sample" / "analysis"
+    [run_dir] = (scratch / "table").iterdir()
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "frequencies.parquet", "histograms.parquet", "statistics.parquet"]
+    version = manifest.load_version(StatisticsStore(str(scratch)), 1)
+    assert version.partition_index is None and version.partition_histogram_parts is None
+    named = [f for e in version.partitions for f in e.files.values()]
+    named += list(version.table_files.values())
+    assert named and all((scratch / f).is_file() for f in named)
+    # the sampled version itself is whole: every partition answers its frequencies
+    for partition in table.partitions():
+        assert table.frequencies("item", partition.path)

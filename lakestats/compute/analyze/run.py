@@ -58,20 +58,30 @@ def analyze(
     incremental: bool = True,
     subset: RowSubset | None = None,
     hook: object | None = None,
+    kept: bool = True,
 ) -> AnalyzeResult:
     """``_analyze`` as one run: a failure removes the files the run wrote (the root is
-    left as it was, ``store/cleanup.py``)."""
+    left as it was, ``store/cleanup.py``). ``kept``: False for a version nothing builds on
+    or looks up by partition (``ReduceJob.kept``)."""
     # executors use the driver's settings, not their env; a job's requests get longer
     store = StatisticsStore(
         stats_root.uri, (stats_root.s3 or fs.S3Options.from_env()).with_limits(analyze=True)
     )
     run = _Run(f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}", incremental,
-               subset, hook)
+               subset, hook, kept)
     try:
         return _analyze(table, store, options, spark, run)
     except BaseException:
         remove_failed_run(store, run.run_id)
         raise
+
+
+def _lookup_files(run: _Run, run_id: str) -> tuple[str | None, str | None]:
+    """The partition index and partition histogram parts a reduction wrote (none when the
+    version is not kept)."""
+    if not run.kept:
+        return None, None
+    return layout.partition_index_file(run_id), layout.partition_histogram_parts_file(run_id)
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,7 @@ class _Run:
     incremental: bool
     subset: RowSubset | None
     hook: object | None
+    kept: bool
 
 
 def _analyze(
@@ -197,6 +208,7 @@ def _analyze(
         previous_cache,
         options.reduce_cache_from,
         earlier if reusable else None,
+        kept=run.kept,
     )
     if (
         table_level
@@ -217,8 +229,7 @@ def _analyze(
         )
         raise_errors([summary])
         rows = {summary["partition"]: summary["row_count"]}
-        partition_index = layout.partition_index_file(run_id)
-        partition_histogram_parts = layout.partition_histogram_parts_file(run_id)
+        partition_index, partition_histogram_parts = _lookup_files(run, run_id)
         written += summary["bytes_written"] or 0
         clock.lap("partition computed and table level reduced")
     else:
@@ -237,15 +248,14 @@ def _analyze(
                     progress,
                 ),
             )
-            partition_index = layout.partition_index_file(run_id)
-            partition_histogram_parts = layout.partition_histogram_parts_file(run_id)
+            partition_index, partition_histogram_parts = _lookup_files(run, run_id)
             written += table_bytes
         elif table_level:
             table_files, table_bytes = write_empty_table(
                 stats_root, leaves, options, statistics, run_id
             )
             written += table_bytes
-        if final and not unpartitioned and partition_histogram_parts is None:
+        if final and not unpartitioned and partition_histogram_parts is None and run.kept:
             # no table level asked: the parts are still the rows' one home
             partition_histogram_parts, parts_bytes, reduce_cache = write_parts_only(
                 reduce_job, run_id
@@ -281,8 +291,10 @@ def _analyze(
         assert entry is not None
         entry.row_count = rows.get(local, 0)
         entry.file_sizes = {k: sizes[r] for k, r in entry.files.items() if r in sizes}
-    if partition_histogram_parts is not None:
-        for entry in final:  # their rows are in the parts now (reused entries' too)
+    if partition_histogram_parts is not None or not run.kept:
+        # their rows are in the parts now (reused entries' too); a version not kept has
+        # none past its run (the hand-off files go when it is published)
+        for entry in final:
             entry.files = rows_dropped(entry.files)
             entry.file_sizes = rows_dropped(entry.file_sizes)
     timestamps = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}

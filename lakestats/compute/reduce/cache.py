@@ -136,7 +136,8 @@ class GroupCache:
         # below ``cache_from_partitions`` each group has a handful of members, which the next
         # reduction re-reads in about the time it reads their entry, and the entries
         # (frequency rows above all) were as large as the partition files themselves
-        self.enabled = not job.statistics and len(job.partitions) >= job.cache_from_partitions
+        self.enabled = (job.kept and not job.statistics
+                        and len(job.partitions) >= job.cache_from_partitions)
         self.written: dict[str, str] = {}
         # with ``background_writes``, entries are written on a thread until ``flush``
         self._writer = ThreadPoolExecutor(1) if background_writes else None
@@ -273,7 +274,7 @@ class GroupCache:
         if rows is None:
             cached = self._load(states_key, this_run=True)
             rows = pickle.loads(cached)["histogram_rows"] if cached else None
-        part = self.part_histograms(members, sorted(grids))
+        part = self.part_histograms(members, sorted(grids)) if self.job.kept else None
         sums = fold_histograms(self.job, self.ahead, members, grids, rows, part)
         if self.enabled:
             self._save(

@@ -2,10 +2,11 @@
 
 Contract: a ``ReduceJob`` names the statistics root, the version's partitions (with their
 files) and columns, the histogram bins, the frequency limit, the user-defined statistics
-the previous version's group cache entries and where its partitions' frequency and
-histogram rows are (``rows``: this run's hand-off files, or the previous version's parts for
-partitions it reuses). It is pickled to Spark tasks and holds no
-task state: what a task reads ahead lives in its own ``ReadAhead`` (``fold.py``).
+the previous version's group cache entries, whether the version is kept (``kept``) and
+where its partitions' frequency and histogram rows are (``rows``: this run's hand-off
+files, or the previous version's parts for partitions it reuses). It is pickled to Spark
+tasks and holds no task state: what a task reads ahead lives in its own ``ReadAhead``
+(``fold.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class ReduceJob:
     cache: dict[str, str] = field(default_factory=dict)  # group cache key -> relative path
     cache_from_partitions: int = 64  # AnalyzeOptions.reduce_cache_from
     earlier: Version | None = None  # the version reused partitions come from
+    kept: bool = True
+    """False for a version nothing builds on or looks up by partition (``analyze
+    --from-sample``'s analysis of the sample, only scaled): no group cache, partition
+    index or partition histogram parts are written for it."""
 
     def __post_init__(self) -> None:
         self.rows = PartitionRows(self.store, self.earlier)

@@ -186,7 +186,7 @@ def run_stages(reduction: Reduction) -> int:
                 return stage.finalize(reduction, aggregate_column(column))
 
             stage.finish(reduction, dict(thread_map(finalize, split_by_column(rows), weight=len)))
-        else:
+        elif stage.wanted(reduction.job):
             written += stage.write(reduction)
         clock.lap(f"reduce: {stage.name}")
     return written

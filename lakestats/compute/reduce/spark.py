@@ -88,7 +88,8 @@ def reduce_table(
     frame = spark.range(0, count, 1, numPartitions=max(1, min(count, 2 * parallelism)))
     # the first pass over the groups also prepares the writes (cached index parts, the
     # partition histograms' parts), in parallel; the writing task then lists or reads them
-    prepare = [s.prepare for s in STAGES if isinstance(s, Write) and s.prepare]
+    prepare = [s.prepare for s in STAGES
+               if isinstance(s, Write) and s.prepare and s.wanted(job)]
     finalized: DataFrame | None = None
     writes: list[Write] = []
     clock = Clock()
@@ -100,7 +101,7 @@ def reduce_table(
                 clock.lap(stage.name)
         elif isinstance(stage, PerValue):
             finalized = _per_value(frame, reduction, stage)
-        else:
+        elif stage.wanted(job):
             writes.append(stage)
     written = (
         finalized.repartition(1)

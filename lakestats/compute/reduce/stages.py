@@ -12,9 +12,10 @@ and ``spark.py`` on Spark, each stage by its shape:
   ``groupBy(column_index, value)`` then ``groupBy(column_index)``; the results stay on
   the executors until the writing task; in one process, ``combine.aggregate_column``.
 * ``Write``: a file written from what the earlier stages merged (``write``: the bytes
-  written). On Spark every ``Write`` runs, in order, in one task after the others; a
-  ``prepare`` runs per group in Spark's first pass (so that task reads cached parts; the
-  table files' prepare combines the frequency rows the frequencies stage then prunes).
+  written), when the job wants it (``wanted``). On Spark every ``Write`` runs, in order,
+  in one task after the others; a ``prepare`` runs per group in Spark's first pass (so
+  that task reads cached parts; the table files' prepare combines the frequency rows the
+  frequencies stage then prunes).
 
 ``plan`` turns the merged scalar states into the table grids, and is called once, by the
 first stage, whichever runner runs it. A new stage (ranks, a per-group index, …) is one
@@ -110,11 +111,16 @@ class PerValue:
     finish: Callable[[Reduction, dict[int, FrequencyResult]], None]
 
 
+def _every_job(job: ReduceJob) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Write:
     name: str
     write: Callable[[Reduction], int]
     prepare: Callable[[GroupCache, list[int]], None] | None = None
+    wanted: Callable[[ReduceJob], bool] = _every_job
 
 
 Stage = PerColumn | PerValue | Write
@@ -199,6 +205,12 @@ def _combined_rows(groups: GroupCache, members: list[int]) -> None:
     groups.ensure_combined_rows(members)  # for the frequencies stage, which writes none
 
 
+def _kept(job: ReduceJob) -> bool:
+    """Whether the version is kept: only then do lookups read its partition index and
+    parts (``ReduceJob.kept``)."""
+    return job.kept
+
+
 def _partition_index(reduction: Reduction) -> int:
     return write_partition_index(reduction.groups, reduction.index_file)
 
@@ -236,7 +248,8 @@ STAGES: tuple[Stage, ...] = (
     ),
     PerValue("frequencies", _group_frequency_rows, _finalize, _keep_frequencies),
     Write("table files", _table_files, prepare=_combined_rows),
-    Write("partition index", _partition_index, prepare=_index_part),
-    Write("partition histograms", _partition_histograms, prepare=_histograms_part),
+    Write("partition index", _partition_index, prepare=_index_part, wanted=_kept),
+    Write("partition histograms", _partition_histograms, prepare=_histograms_part,
+          wanted=_kept),
 )
 """The reduction, in order (see the module docstring for how each shape runs)."""

@@ -38,7 +38,7 @@ from lakestats.compute.analyze import analyze, column_records, publish_version
 from lakestats.compute.progress import Clock
 from lakestats.compute.reduce.groups import reduce_groups
 from lakestats.compute.sample.bounds import footer_bounds, usable
-from lakestats.compute.sample.files import Scaling, scale_files
+from lakestats.compute.sample.files import Scaling, read_files, scale_files
 from lakestats.compute.sample.tasks import SampleHook
 from lakestats.errors import InvalidArgumentError
 from lakestats.formats.base import TableFormat
@@ -94,7 +94,8 @@ def analyze_from_sample(
     # every sample partition is read once, by one task (the hook needs all of its rows);
     # nothing is reused: the table level's profiles need every partition's values
     whole = dataclasses.replace(options, max_slice_bytes=ONE_TASK_BYTES)
-    result = analyze(sampled, scratch, whole, spark, incremental=False, hook=hook)
+    # only scaled: no partition index, parts or group cache for the sample's own version
+    result = analyze(sampled, scratch, whole, spark, incremental=False, hook=hook, kept=False)
     base = manifest.load_version(scratch, result.version)
     clock.lap("from sample: the sample analyzed (its partitions scaled by the tasks)")
     partitions, written = [], result.bytes_written
@@ -122,7 +123,7 @@ def analyze_from_sample(
         scaling = Scaling(sample.population, sample.sample_rows, hook.table_profiles,
                           bounds=table_bounds, partition_rates=rates)
         written += scale_files(
-            scratch, stats_root, base.table_files, table_files, scaling,
+            read_files(scratch, base.table_files), stats_root, table_files, scaling,
         )
     if base.table_files and any("groups" in e.files for e in partitions):
         table_files, group_bytes = reduce_groups(  # the scaled partitions' groups, summed

@@ -1,7 +1,8 @@
 """A sample's statistics files scaled to the population they were drawn from.
 
-``scale_files`` reads one partition's (or the table's) three files computed on the sample
-(``statistics``, ``frequencies``, ``histograms``) and writes their scaled copies
+``scale_files`` takes one partition's (or the table's) three files computed on the sample
+(``statistics``, ``frequencies``, ``histograms``: the task's rows as it wrote them, or
+``read_files`` of the table's) and writes their scaled copies
 (``sample.scale.scale_row`` per statistics row, counts × N/n, table-level partition counts
 by each partition's own N/n). Spark-free: executors call it for their partition
 (``sample.tasks.SampleHook``), the driver once for the table level.
@@ -24,23 +25,20 @@ from lakestats.compute.sample.scale import (
     frequency_interval,
     scale_row,
 )
-from lakestats.stats.ndv import frequency_of_frequencies
 from lakestats.store import schemas
 from lakestats.store.handle import StatisticsStore
+from lakestats.store.kinds import FileKind
+
+SCALED_FILES = (FileKind.STATISTICS, FileKind.FREQUENCIES, FileKind.HISTOGRAMS)
 
 
-def profile_of(values: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
-    """A column's frequency of frequencies in the sample, None for a type Arrow cannot
-    count (lists, maps): no distinct estimate."""
-    try:
-        return frequency_of_frequencies(values)
-    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
-        return None
-
-
-def _read(root: StatisticsStore, relative: str) -> pa.Table:
-    with root.open_input_file(root.path(relative)) as handle:
-        return pq.read_table(handle)
+def read_files(root: StatisticsStore, files: dict[str, str]) -> dict[str, pa.Table]:
+    """The three files ``scale_files`` scales, read from ``files`` (kind -> relative path)."""
+    out = {}
+    for kind in SCALED_FILES:
+        with root.open_input_file(root.path(files[kind])) as handle:
+            out[kind] = pq.read_table(handle)
+    return out
 
 
 def _write(table: pa.Table, root: StatisticsStore, relative: str, **kw: object) -> int:
@@ -67,19 +65,19 @@ class Scaling:
 
 
 def scale_files(
-    source_root: StatisticsStore,
+    source: dict[str, pa.Table],
     target_root: StatisticsStore,
-    source: dict[str, str],
     target: dict[str, str],
     scaling: Scaling,
 ) -> int:
-    """Scaled copies of one partition's (or the table's) three files; bytes written."""
+    """Scaled copies of one partition's (or the table's) three files (``source``: kind ->
+    rows) at ``target`` under ``target_root``; bytes written."""
     N, n, profiles = scaling.population, scaling.sample_rows, scaling.profiles
     bounds, partition_rates = scaling.bounds, scaling.partition_rates
     # the table's distinct-count intervals get the rule's 200 bootstrap replicates,
     # each partition's PARTITION_REPLICATES (partitions x columns of them add up)
     replicates = None if partition_rates is not None else PARTITION_REPLICATES
-    statistics = _read(source_root, source["statistics"])
+    statistics = source[FileKind.STATISTICS]
     rows = [
         apply_bounds(scale_row(row, N, n, profiles.get(row["column"]), replicates),
                      (bounds or {}).get(row["column"]))
@@ -93,15 +91,14 @@ def scale_files(
         row_group_size=schemas.STATISTICS_ROW_GROUP, write_statistics=False,
         use_dictionary=False,
     )
-    frequencies = _scale_frequencies(_read(source_root, source["frequencies"]), N, n,
-                                     partition_rates)
+    frequencies = _scale_frequencies(source[FileKind.FREQUENCIES], N, n, partition_rates)
     written += _write(
         frequencies, target_root, target["frequencies"],
         row_group_size=schemas.FREQUENCIES_ROW_GROUP, write_statistics=["column_index"],
         use_dictionary=["column"],
         column_encoding=schemas.frequencies_encoding(frequencies.schema),
     )
-    histograms = _read(source_root, source["histograms"])
+    histograms = source[FileKind.HISTOGRAMS]
     for i, name in enumerate(histograms.column_names):
         if name != "bin":
             histograms = histograms.set_column(i, name, _scaled(histograms.column(i), N / n))

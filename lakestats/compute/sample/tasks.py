@@ -4,7 +4,7 @@ again or rewrites every partition's files.
 
 ``SampleHook.run`` (on the executor, right after the task wrote the sample partition's
 three files into the analysis scratch root): each column's frequency of frequencies in the
-partition's sample (``sample.files.profile_of``), then the partition's **scaled** files
+partition's sample (``value_counts_of``), then the partition's **scaled** files
 (and column groups, ``sample.groups``) written into the statistics root
 (``sample.files.scale_files``: distinct counts by ``select_estimator`` on that profile,
 counts × N/n, bounds from the table's metadata that the driver looked up before the job),
@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.compute.sample.files import Scaling, profile_of, scale_files
+from lakestats.compute.sample.files import Scaling, scale_files
 from lakestats.compute.sample.groups import scale_groups
 from lakestats.stats.hashing import hash_binary
 from lakestats.stats.keys import encode
@@ -72,18 +72,19 @@ class SampleHook:
     extra_fields: list[pa.Field] = field(default_factory=lambda: list(VALUE_FIELDS))
     extra_schema: str = VALUE_SCHEMA
 
-    def run(self, job: Job, partition: int, table: pa.Table) -> tuple[int, pa.Table]:
-        """The task's extra work on its partition's rows: bytes written, value rows."""
+    def run(
+        self, job: Job, partition: int, table: pa.Table, files: dict[str, pa.Table]
+    ) -> tuple[int, pa.Table]:
+        """The task's extra work on its partition's rows (``files``: the three files' rows
+        the task wrote for them): bytes written, value rows."""
         path = job.partition_paths[partition]
         profiles: dict[str, np.ndarray] = {}
         parts: list[pa.Table] = []
         for index, leaf in enumerate(job.leaves):
-            values = leaf_array(table, leaf)
-            profile = profile_of(values)
-            if profile is None:
+            counted = value_counts_of(leaf_array(table, leaf))
+            if counted is None:
                 continue
-            profiles[leaf.name] = profile
-            hashed = value_hashes(values)
+            profiles[leaf.name], hashed = counted
             if hashed is not None:
                 hashes, counts = hashed
                 parts.append(
@@ -94,10 +95,8 @@ class SampleHook:
                     )
                 )
         scaling = dataclasses.replace(self.scalings[path], profiles=profiles)
-        written = scale_files(
-            job.store, self.target, job.files(partition),
-            layout.partition_files(path, self.run_id), scaling,
-        )
+        written = scale_files(files, self.target, layout.partition_files(path, self.run_id),
+                              scaling)
         if job.has_groups:  # analyze --column-groups: the partition's groups, scaled too
             written += scale_groups(
                 job.store, self.target, layout.groups_file(path, job.run_id),
@@ -179,16 +178,23 @@ def _profiles(
         yield from pa.table({n: out[n] for n in names}).to_batches()
 
 
-def value_hashes(values: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
-    """A column's distinct non-null values as 64-bit hashes with their counts (NaN one
-    value), None for a type without an order-preserving key."""
+def value_counts_of(
+    values: pa.ChunkedArray | pa.Array,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None:
+    """One count of a column's non-null values (NaN one value) giving its frequency of
+    frequencies (``stats/ndv/profile.py``: ``f[i]`` values occur ``i + 1`` times) and its
+    distinct values as 64-bit hashes with their counts (None for a type without an
+    order-preserving key). None for a type Arrow cannot count (lists, maps)."""
     array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     try:
         counted = pc.value_counts(array.drop_null())
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
+        return None
+    counts = counted.field("counts").to_numpy(zero_copy_only=False).astype(np.int64)
+    profile = np.bincount(counts)[1:] if counts.size else np.zeros(0, dtype=np.int64)
+    try:
         keys = encode(counted.field("values"))
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError,
             ValueError, NotImplementedError):
-        return None
-    hashes = hash_binary(keys).view(np.int64)
-    counts = counted.field("counts").to_numpy(zero_copy_only=False).astype(np.int64)
-    return hashes, counts
+        return profile, None
+    return profile, (hash_binary(keys).view(np.int64), counts)
