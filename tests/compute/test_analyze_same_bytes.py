@@ -12,7 +12,8 @@ hive-partitioned Parquet directory of every kind of column, Delta and Iceberg.
 A file's path names the run that wrote it (``partitions/<p>/<run id>/``); paths are
 compared with each run id replaced by what it is (``run1``: version 1's run). Records
 *about* a run name it in their bytes: ``ABOUT_THE_RUN`` says which and why, and they are
-compared with run ids, times and UUIDs replaced; ``NOT_COMPARED`` is left out, saying why.
+compared with run ids, times and UUIDs replaced. Nothing is left out (``--from-sample``'s
+own analysis of the sample is deleted when its run ends).
 The partition histograms' parts are cache entries keyed by a hash of their inputs' paths:
 they are compared by their bytes, and named by them.
 
@@ -51,13 +52,6 @@ GROUP = ["small int", "flag"]
 FLAGS = ["--bins", "32", "--max-frequencies", "40", "--column-groups", ",".join(GROUP)]
 ROWS = 3_000
 SAMPLE_ROWS = 901  # 4 partitions of 700 rows: equal remainders, ties broken by path
-
-NOT_COMPARED = {
-    re.compile(r"^sample/analysis/versions/v\d{8}\.json$"): "the manifest of the sample "
-    "analyzed as a table (``--from-sample``'s scratch root): besides its run and time, its "
-    "partitions' fingerprints hash the sample's file names, which carry the sample's run id",
-}
-"""Files left out, with why."""
 
 ABOUT_THE_RUN = {
     re.compile(r"^versions/v\d{8}\.json$"): "a version's manifest names its run, the "
@@ -141,8 +135,7 @@ def _named(text: str, runs: dict[str, str], parts: dict[str, str]) -> str:
 
 def _statistics_files(root: Path, skip: str | None = None) -> dict[str, bytes]:
     """Every file under ``root`` by its path with run ids named; a part by its bytes'
-    digest; a file about the run with run ids, times, UUIDs and part names replaced (those in
-``NOT_COMPARED`` left out)."""
+    digest; a file about the run with run ids, times, UUIDs and part names replaced."""
     runs = _run_names(root)
     files = [p for p in sorted(root.rglob("*")) if p.is_file()]
     files = [p for p in files if not (skip and p.relative_to(root).as_posix().startswith(skip))]
@@ -153,8 +146,6 @@ def _statistics_files(root: Path, skip: str | None = None) -> dict[str, bytes]:
     found = {}
     for path in files:
         relative = path.relative_to(root).as_posix()
-        if any(pattern.search(relative) for pattern in NOT_COMPARED):
-            continue
         data = path.read_bytes()
         if any(pattern.search(relative) for pattern in ABOUT_THE_RUN):
             if relative.endswith(".parquet"):

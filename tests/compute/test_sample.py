@@ -309,26 +309,45 @@ def test_from_sample_reads_the_sample_once_in_the_tasks(sales: Path, spark, monk
             assert got["distinct_count_upper"] == int(np.ceil(want[2][1])), (column, path)
 
 
-def test_the_samples_own_analysis_keeps_no_lookup_files(sales: Path, spark) -> None:
+def test_the_samples_own_analysis_keeps_no_lookup_files(sales: Path, spark, monkeypatch) -> None:
     """The sample's analysis is only scaled: its table level has its three files and no
     partition index, partition histogram parts or group cache (which only a version later
-    analyses build on, or lookups read, needs), and its manifest names no file that is
-    gone (the partitions' hand-off rows are deleted when it is published)."""
+    analyses build on, or lookups read, needs), its manifest names no file that is gone
+    (the partitions' hand-off rows are deleted when it is published), and its root is
+    deleted when the run ends: a second run leaves nothing more behind than the first."""
+    from lakestats.compute.sample import analyze as from_sample
     from lakestats.store import manifest
-    from lakestats.store.handle import StatisticsStore
 
+    seen = []
+
+    def analyze_and_look(table, root, *args, **kwargs):
+        result = real(table, root, *args, **kwargs)
+        scratch = Path(root.uri)
+        version = manifest.load_version(root, result.version)
+        named = [f for e in version.partitions for f in e.files.values()]
+        named += list(version.table_files.values())
+        [run_dir] = (scratch / "table").iterdir()
+        present = bool(named) and all((scratch / f).is_file() for f in named)
+        seen.append((sorted(p.name for p in run_dir.iterdir()), version, present, scratch))
+        return result
+
+    real = from_sample.analyze
+    monkeypatch.setattr(from_sample, "analyze", analyze_and_look)
     table = ls.open_table(str(sales))
     table.sample.create(fraction=0.5, seed=2, spark=spark)
     table.analyze(from_sample=True, spark=spark)
-    scratch = Path(table.stats_root) / "sample" / "analysis"
-    [run_dir] = (scratch / "table").iterdir()
-    assert sorted(p.name for p in run_dir.iterdir()) == [
-        "frequencies.parquet", "histograms.parquet", "statistics.parquet"]
-    version = manifest.load_version(StatisticsStore(str(scratch)), 1)
+    [(files, version, present, scratch)] = seen
+    assert files == ["frequencies.parquet", "histograms.parquet", "statistics.parquet"]
     assert version.partition_index is None and version.partition_histogram_parts is None
-    named = [f for e in version.partitions for f in e.files.values()]
-    named += list(version.table_files.values())
-    assert named and all((scratch / f).is_file() for f in named)
+    assert present
+    assert not scratch.exists()
     # the sampled version itself is whole: every partition answers its frequencies
     for partition in table.partitions():
         assert table.frequencies("item", partition.path)
+    root = Path(table.stats_root)
+    before = sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
+    table.analyze(from_sample=True, spark=spark)
+    after = sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
+    assert not any(p.parts[:2] == ("sample", "analysis") for p in after)
+    assert [p for p in after if p.parts[0] == "sample"] == [
+        p for p in before if p.parts[0] == "sample"]  # the sample itself, nothing more

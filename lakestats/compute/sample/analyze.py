@@ -4,7 +4,9 @@
    data file footers: ``compute/sample/bounds.py``; row counts are the sample's recorded
    populations).
 2. The normal analyze job runs over the sample (``formats.sample.SampleTableFormat``) into
-   ``<stats root>/sample/analysis``, one task per sample partition, with a
+   ``<stats root>/sample/analysis/<run id>`` (deleted when the run ends: it is only
+   scaled, and keeps no partition index, parts or group cache), one task per sample
+   partition, with a
    ``compute/sample/tasks.SampleHook``: each task, on the rows it read, also computes each
    column's sample profile and writes its partition's **scaled** files into the statistics
    root (``compute/sample/files.py``, ``compute/sample/scale.py``: estimates with
@@ -69,15 +71,34 @@ def analyze_from_sample(
 ) -> AnalyzeResult:
     s3 = stats_root.s3  # the tasks' and the table's: one object store
     sample = store.load(stats_root, table.identifier)
-    sampled = SampleTableFormat(stats_root, sample)
     if sample.sample_rows == 0:
         raise InvalidArgumentError(
             f"the sample of {table.identifier} holds no rows; create a larger one with "
             "`lakestats sample create --rows N`"
         )
-    clock = Clock()
-    scratch = StatisticsStore(fs.join(store.sample_dir(stats_root), ANALYSIS_DIR), s3)
     run_id = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    # the sample analyzed as a table of its own, only scaled: its root is this run's and
+    # goes when the run ends (each run would otherwise leave a version of the sample behind)
+    scratch = StatisticsStore(fs.join(store.sample_dir(stats_root), ANALYSIS_DIR, run_id), s3)
+    try:
+        return _from_sample(table, stats_root, options, spark, (sample, scratch, run_id))
+    finally:
+        scratch.delete_dir(scratch.uri)
+
+
+def _from_sample(
+    table: TableFormat,
+    stats_root: StatisticsStore,
+    options: AnalyzeOptions,
+    spark: SparkSession,
+    run: tuple[store.SampleManifest, StatisticsStore, str],
+) -> AnalyzeResult:
+    """``analyze_from_sample`` of ``run``: the sample, the root of its own analysis, the
+    run id."""
+    sample, scratch, run_id = run
+    s3 = stats_root.s3
+    sampled = SampleTableFormat(stats_root, sample)
+    clock = Clock()
     by_path = {p.path: p for p in sample.partitions}
     schema = sampled.schema()
     names = [leaf.name for leaf in leaves_of(schema)]
