@@ -38,13 +38,8 @@ def normalized(array: pa.Array | pa.ChunkedArray) -> pa.Array:
         array = array.combine_chunks()
     if pat.is_dictionary(array.type):
         array = array.dictionary_decode()
-    if pat.is_large_string(array.type) or pat.is_string_view(array.type):
-        array = array.cast(pa.string())
-    elif pat.is_large_binary(array.type) or pat.is_binary_view(array.type):
-        array = array.cast(pa.binary())
-    elif pat.is_floating(array.type):
-        array = keys.canonical_floats(array.cast(pa.float64()))
-    return array
+    array = array.cast(sketches.value_type(array.type))  # large types narrowed, floats widened
+    return keys.canonical_floats(array) if pat.is_floating(array.type) else array
 
 
 def encode_nullable(array: pa.Array) -> pa.Array:

@@ -76,12 +76,13 @@ def analyze(
         raise
 
 
-def _lookup_files(run: _Run, run_id: str) -> tuple[str | None, str | None]:
+def _lookup_files(run: _Run) -> tuple[str | None, str | None]:
     """The partition index and partition histogram parts a reduction wrote (none when the
     version is not kept)."""
     if not run.kept:
         return None, None
-    return layout.partition_index_file(run_id), layout.partition_histogram_parts_file(run_id)
+    return (layout.partition_index_file(run.run_id),
+            layout.partition_histogram_parts_file(run.run_id))
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ def _analyze(
         )
         raise_errors([summary])
         rows = {summary["partition"]: summary["row_count"]}
-        partition_index, partition_histogram_parts = _lookup_files(run, run_id)
+        partition_index, partition_histogram_parts = _lookup_files(run)
         written += summary["bytes_written"] or 0
         clock.lap("partition computed and table level reduced")
     else:
@@ -248,7 +249,7 @@ def _analyze(
                     progress,
                 ),
             )
-            partition_index, partition_histogram_parts = _lookup_files(run, run_id)
+            partition_index, partition_histogram_parts = _lookup_files(run)
             written += table_bytes
         elif table_level:
             table_files, table_bytes = write_empty_table(
