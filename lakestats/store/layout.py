@@ -21,7 +21,7 @@
                                           entries are those parts, shared by later versions
       _staging/<run-id>/states/           partial states of sliced partitions (deleted after)
       _staging/<run-id>/rows/<k=v/...>/   a partition's frequency and histogram rows handed
-                                          to the reduction (deleted once published)
+                                          to the reduction, Arrow IPC (deleted once published)
 
 A partition directory is its hive-style path (``year=1992/month=3``) with each value
 percent-escaped (``/``, ``=`` and ``%`` always; null as ``__HIVE_DEFAULT_PARTITION__``), so
@@ -47,6 +47,10 @@ FILE_NAMES = {
     FileKind.FREQUENCIES: FREQUENCIES_FILE,
     FileKind.HISTOGRAMS: HISTOGRAMS_FILE,
 }
+HANDOFF_SUFFIX = ".arrow"
+"""Hand-off files are Arrow IPC (LZ4): read back once, by the same run, and deleted at
+publish, they are written and read several times faster than Parquet (lineitem sf1 by
+month: 1.4 ms to write and 0.5-0.8 ms to read a partition's two, against 7-8 and 4-6)."""
 UNPARTITIONED = "_all"
 LATEST = "latest.json"
 STATS_DIR_NAME = "_lakestats"
@@ -118,10 +122,10 @@ def partition_files(partition_path: str, run_id: str) -> dict[str, str]:
 def handoff_files(partition_path: str, run_id: str) -> dict[str, str]:
     """Where a run's partition task hands its frequency and histogram rows to the
     reduction (relative to the root): under the run's staging directory, deleted once the
-    version (whose parts hold the rows) is published."""
+    version (whose parts hold the rows) is published; Arrow IPC (``HANDOFF_SUFFIX``)."""
     return {
-        kind: f"_staging/{run_id}/rows/{partition_path}/{FILE_NAMES[kind]}"
-        for kind in ("frequencies", "histograms")
+        kind: f"_staging/{run_id}/rows/{partition_path}/{kind}{HANDOFF_SUFFIX}"
+        for kind in (FileKind.FREQUENCIES, FileKind.HISTOGRAMS)
     }
 
 

@@ -7,7 +7,7 @@ are their only home: a partition entry lists its ``statistics`` file (and ``valu
 ``groups``) but no ``frequencies.parquet`` or ``histograms.parquet``, whose rows the parts
 held a second copy of. An entry that does list such a file is read from it: versions of
 format 5 and before, an unpartitioned table's one partition (its files are the table
-level's), and a run's own hand-off files before its version is published.
+level's), and a run's own hand-off files (Arrow IPC) before its version is published.
 
 The rows come back as the file had them: frequencies ``column, value, frequency,
 column_index`` by column in table order, then decreasing frequency, ties by value (top-k
@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from lakestats.errors import CorruptStatisticsError
 from lakestats.stats.arrays import binary_values, column_array, int64_array, int_values, numbers
 from lakestats.stats.type_codec import parse_type
-from lakestats.store import manifest, schemas
+from lakestats.store import layout, manifest, schemas
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.part_keys import int_keys, key_width
 
@@ -120,6 +120,12 @@ class PartitionRows:
         return self.version.columns
 
     def _file(self, relative: str, columns: list[str] | None) -> pa.Table:
+        if relative.endswith(layout.HANDOFF_SUFFIX):  # a running analyze's hand-off rows
+            data = self.store.read_bytes(self.store.path(relative))  # one request
+            table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+            if columns is not None:
+                table = table.select([c for c in columns if c in set(table.schema.names)])
+            return table
         filesystem, path = self.store.resolve(self.store.path(relative))
         opener = self._open_file or (lambda f, p: f.open_input_file(p))
         parquet = pq.ParquetFile(opener(filesystem, path), pre_buffer=True)

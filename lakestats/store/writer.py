@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from lakestats import fs
 from lakestats.stats.accumulator import ColumnResult
 from lakestats.stats.value_counts import VALUES_ROW_GROUP, VALUES_SCHEMA
-from lakestats.store import schemas
+from lakestats.store import layout, schemas
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.kinds import FileKind
 from lakestats.threads import thread_map
@@ -119,6 +119,18 @@ def write_parquet(table: pa.Table, uri: str, store: StatisticsStore, **options: 
     return store.file_info(uri).size
 
 
+def write_handoff(table: pa.Table, uri: str, store: StatisticsStore) -> int:
+    """A run's hand-off rows (``layout.handoff_files``) as one Arrow IPC file, LZ4
+    buffers, written whole; returns its size."""
+    out = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression="lz4")
+    with pa.ipc.new_file(out, table.schema, options=options) as ipc:
+        ipc.write_table(table)
+    data = out.getvalue()
+    store.write_bytes_atomic(uri, data)
+    return data.size
+
+
 def write_values(table: pa.Table, uri: str, store: StatisticsStore) -> int:
     """A partition's staged full value counts (``analyze --exact``, ``stats/value_counts.py``)
     at ``uri``, one row group per column (min/max kept: the exact step cuts ranges by
@@ -182,6 +194,8 @@ def write_tables(tables: dict[FileKind, pa.Table], uris: dict[str, str],
 
     def write_frequencies() -> int:
         rows = tables[FileKind.FREQUENCIES]
+        if uris[FileKind.FREQUENCIES].endswith(layout.HANDOFF_SUFFIX):
+            return write_handoff(rows, uris[FileKind.FREQUENCIES], store)
         return write_parquet(
             rows,
             uris[FileKind.FREQUENCIES],
@@ -194,6 +208,8 @@ def write_tables(tables: dict[FileKind, pa.Table], uris: dict[str, str],
         )
 
     def write_histograms() -> int:
+        if uris[FileKind.HISTOGRAMS].endswith(layout.HANDOFF_SUFFIX):
+            return write_handoff(tables[FileKind.HISTOGRAMS], uris[FileKind.HISTOGRAMS], store)
         return write_parquet(
             tables[FileKind.HISTOGRAMS],
             uris[FileKind.HISTOGRAMS],

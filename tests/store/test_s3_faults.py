@@ -79,7 +79,7 @@ def test_transient_faults_are_retried_and_the_statistics_are_right(
         {"method": "PUT", "contains": [partitions, "/statistics.parquet"], "fault": "503",
          "times": 2},
         # a partition's frequency rows, handed to the reduction (the parts hold them)
-        {"method": "PUT", "contains": ["/transient/_staging/", "/frequencies.parquet"],
+        {"method": "PUT", "contains": ["/transient/_staging/", "/frequencies.arrow"],
          "fault": "reset", "times": 2},
         {"method": "PUT", "contains": [table_level, ".parquet"], "fault": "500", "times": 2},
         # the commit: reset before the store took it, then after (its answer lost: the retry
