@@ -243,10 +243,14 @@ class LakestatsTable(StatisticsLookups):
         return sorted(compared(pred))
 
     def _version_reader(self, snapshot_id: int | None) -> StatisticsReader:
-        if snapshot_id is None:
-            return self.reader()
+        """The reader of the version ``snapshot_id`` reads: the handle's own when its version
+        describes that snapshot (a planner asks about the current snapshot again and again;
+        no manifest is read), else the one ``version_for_snapshot`` finds."""
+        reader = self.reader()
+        if snapshot_id is None or reader.version.snapshot_id == snapshot_id:
+            return reader
         version = version_for_snapshot(self.store, self.format, snapshot_id)
-        return StatisticsReader(self.store, version.version)
+        return self._reader_of_version(version.version)
 
     @property
     def sample(self) -> SampleOperations:

@@ -235,6 +235,42 @@ def test_statistics_at_a_snapshot(spark, tmp_path: Path, capsys) -> None:
         table.statistics(snapshot=BOGUS_SNAPSHOT)
 
 
+
+@pytest.mark.spark
+def test_estimates_at_the_current_snapshot_read_no_manifest(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planner names the snapshot it reads in every question: the handle's own version
+    answers it when it describes that snapshot (no manifest read per question), an earlier
+    snapshot still gets its own version's answer; the counts are pyarrow's."""
+    from deltalake import DeltaTable, write_deltalake
+
+    from lakestats.store import manifest
+
+    path = str(tmp_path / "delta")
+    first = pa.table({"p": ["x", "x", "y"], "v": [1, None, 3]})
+    write_deltalake(path, first, partition_by=["p"])
+    table = ls.open_table(path, stats_root=str(tmp_path / "stats"))
+    table.analyze(spark=spark)
+    second = pa.table({"p": ["x", "y"], "v": pa.array([None, None], pa.int64())})
+    write_deltalake(path, second, mode="append")
+    table.analyze(spark=spark)
+    current = DeltaTable(path).version()
+    handle = ls.open_table(path, stats_root=str(tmp_path / "stats"))
+    nulls = first["v"].null_count + second["v"].null_count
+    assert handle.estimate("v IS NULL").row_count == nulls
+    loads: list[object] = []
+    load_version = manifest.load_version
+    monkeypatch.setattr(manifest, "load_version", lambda *a: loads.append(a) or load_version(*a))
+    for where in ("v IS NULL", "v IS NOT NULL", "v > 1"):
+        answer = handle.estimate_many([where], snapshot_id=current)
+        assert (answer.version, answer.snapshot_id) == (2, current)
+    assert handle.estimate("v IS NULL", snapshot_id=current).row_count == nulls
+    assert loads == []
+    earlier = handle.estimate("v IS NULL", snapshot_id=0)
+    assert (earlier.row_count, earlier.version) == (first["v"].null_count, 1)
+    assert loads  # the earlier snapshot's version was looked up
+
 # -- one name per concept ---------------------------------------------------------------
 
 
