@@ -2,7 +2,9 @@
 incremental analyze of TPC-H lineitem by month after appending to one partition.
 
 Part 1 writes 200 distinct partition file sets (100 columns: ints, floats, categorical
-strings, near-unique ids; 2,000 rows each) and builds manifests of N partitions that cycle
+strings, near-unique ids; 2,000 rows each), as a running analyze hands them to the
+reduction (each partition's ``statistics.parquet`` and its frequency and histogram rows in
+Arrow IPC hand-off files), and builds manifests of N partitions that cycle
 through them (the reduction reads N x 3 files either way; the page cache helps it as it
 would on a warm object-store client). Prints the median time of the reduction alone and
 the time per partition, so linear growth shows as a flat column; then the time of the same
@@ -65,7 +67,10 @@ def _partition_table(seed: int) -> pa.Table:
 def build_partition_files(root: Path) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Write DISTINCT_SETS partitions' files; returns their file maps and the columns."""
     marker = root / "_SUCCESS"
-    sets = [layout.partition_files(f"p={i}", "bench") for i in range(DISTINCT_SETS)]
+    sets = [
+        {**layout.partition_files(f"p={i}", "bench"), **layout.handoff_files(f"p={i}", "bench")}
+        for i in range(DISTINCT_SETS)
+    ]
     columns = [
         {"name": leaf.name, "type": str(leaf.type)}
         for leaf in leaves_of(_partition_table(0).schema)
@@ -86,7 +91,7 @@ def build_partition_files(root: Path) -> tuple[list[dict[str, str]], list[dict[s
 
 
 def reduce_scaling(spark, sizes: list[int], runs: int) -> None:  # noqa: ANN001
-    root = DATA / "reduce_partitions"
+    root = DATA / "reduce_partitions_handoff"
     sets, columns = build_partition_files(root)
     print(f"\n## table-level reduction, {COLUMNS} columns")
     print(f"{'partitions':>10s} {'median s':>9s} {'ms / partition':>15s} {'1 changed s':>12s}")
