@@ -124,7 +124,8 @@ class PartitionRows:
             data = self.store.read_bytes(self.store.path(relative))  # one request
             table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
             if columns is not None:
-                table = table.select([c for c in columns if c in set(table.schema.names)])
+                names = set(table.schema.names)
+                table = table.select([c for c in columns if c in names])
             return table
         filesystem, path = self.store.resolve(self.store.path(relative))
         opener = self._open_file or (lambda f, p: f.open_input_file(p))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -194,8 +194,6 @@ def write_tables(tables: dict[FileKind, pa.Table], uris: dict[str, str],
 
     def write_frequencies() -> int:
         rows = tables[FileKind.FREQUENCIES]
-        if uris[FileKind.FREQUENCIES].endswith(layout.HANDOFF_SUFFIX):
-            return write_handoff(rows, uris[FileKind.FREQUENCIES], store)
         return write_parquet(
             rows,
             uris[FileKind.FREQUENCIES],
@@ -208,8 +206,6 @@ def write_tables(tables: dict[FileKind, pa.Table], uris: dict[str, str],
         )
 
     def write_histograms() -> int:
-        if uris[FileKind.HISTOGRAMS].endswith(layout.HANDOFF_SUFFIX):
-            return write_handoff(tables[FileKind.HISTOGRAMS], uris[FileKind.HISTOGRAMS], store)
         return write_parquet(
             tables[FileKind.HISTOGRAMS],
             uris[FileKind.HISTOGRAMS],
@@ -220,6 +216,17 @@ def write_tables(tables: dict[FileKind, pa.Table], uris: dict[str, str],
             compression_level=schemas.HISTOGRAMS_ZSTD_LEVEL,
         )
 
+    def rows(kind: FileKind, as_parquet: Callable[[], int]) -> Callable[[], int]:
+        """The kind's writer: a run's hand-off file (``layout.handoff_files``) as Arrow
+        IPC, a published one as Parquet."""
+        if uris[kind].endswith(layout.HANDOFF_SUFFIX):
+            return lambda: write_handoff(tables[kind], uris[kind], store)
+        return as_parquet
+
     # compression and uploads overlap; on an object store the three requests do too
-    writes = [write_statistics, write_frequencies, write_histograms]
+    writes = [
+        write_statistics,
+        rows(FileKind.FREQUENCIES, write_frequencies),
+        rows(FileKind.HISTOGRAMS, write_histograms),
+    ]
     return sum(thread_map(lambda write: write(), writes))

@@ -34,6 +34,7 @@ from lakestats.compute.sample.groups import scale_groups
 from lakestats.stats.hashing import hash_binary
 from lakestats.stats.keys import encode
 from lakestats.stats.leaves import leaf_array
+from lakestats.stats.ndv.profile import profile_of_counts
 from lakestats.store import layout
 from lakestats.store.handle import StatisticsStore
 
@@ -191,7 +192,7 @@ def value_counts_of(
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
         return None
     counts = counted.field("counts").to_numpy(zero_copy_only=False).astype(np.int64)
-    profile = np.bincount(counts)[1:] if counts.size else np.zeros(0, dtype=np.int64)
+    profile = profile_of_counts(counts)
     try:
         keys = encode(counted.field("values"))
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError,

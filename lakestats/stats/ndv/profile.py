@@ -101,6 +101,12 @@ def frequency_of_frequencies(
             array = array.combine_chunks()
         array = array.drop_null()
         counts = pc.value_counts(array).field("counts").to_numpy(zero_copy_only=False)
+    return profile_of_counts(counts)
+
+
+def profile_of_counts(counts: np.ndarray) -> np.ndarray:
+    """``frequency_of_frequencies`` of values already counted (``counts``: each distinct
+    value's count)."""
     if counts.size == 0:
         return np.zeros(0, dtype=np.int64)
     return np.bincount(counts.astype(np.int64))[1:]
