@@ -176,6 +176,12 @@ class ColumnAccumulator:
                 self._custom[statistic.name] = other._custom[statistic.name]
         self._custom_invalid |= other._custom_invalid
 
+    @property
+    def values_sorted(self) -> bool:
+        """Whether ``value_counts`` gives the values in increasing order (one slice of
+        numbers: counting sorted them), so nothing needs to sort them again."""
+        return self._sorted_values
+
     def value_counts(self) -> tuple[pa.Array, np.ndarray]:
         """The exact distinct values and their counts, merged across slices."""
         if not self._values:
@@ -264,16 +270,17 @@ class ColumnAccumulator:
         make them derivable) sketches (NaN removed)."""
         if kind in ORDERED_NUMERIC:
             numeric = sketches.numeric_values(values, kind)
-            if self._sorted_values:
-                order = np.arange(len(values))
-            elif kind == Kind.DECIMAL and values.type.precision <= 18:
-                order = np.argsort(keys.unscaled_int64(values), kind="stable")
-            elif kind == Kind.DECIMAL:
-                order = pc.sort_indices(values).to_numpy(zero_copy_only=False)
+            if self.values_sorted:
+                sorted_values, sorted_counts = values, counts
             else:
-                order = np.argsort(numeric, kind="stable")
-            sorted_values = values.take(pa.array(order))
-            sorted_counts = counts[order]
+                if kind == Kind.DECIMAL and values.type.precision <= 18:
+                    order = np.argsort(keys.unscaled_int64(values), kind="stable")
+                elif kind == Kind.DECIMAL:
+                    order = pc.sort_indices(values).to_numpy(zero_copy_only=False)
+                else:
+                    order = np.argsort(numeric, kind="stable")
+                sorted_values = values.take(pa.array(order))
+                sorted_counts = counts[order]
             ends = keys.encode(sorted_values.take(pa.array([0, len(values) - 1])))
             row["min"], row["max"] = ends[0].as_py(), ends[1].as_py()
             picks = nearest_rank_indices(sorted_counts, PERCENTILES)
@@ -348,7 +355,7 @@ class ColumnAccumulator:
         if distinct > max_frequencies:
             row["frequencies_truncated"] = True
             row["frequencies_omitted"] = distinct - max_frequencies
-        order = pa.array(most_frequent(counts, values, max_frequencies))
+        order = pa.array(most_frequent(counts, values, max_frequencies, self.values_sorted))
         table = pa.table({"v": values.take(order), "c": pa.array(counts).take(order)})
         row["frequencies_count"] = table.num_rows
         row["frequencies_min"] = int(table.column("c")[-1].as_py()) if table.num_rows else None

@@ -49,13 +49,16 @@ def staged_values(accumulators: list[ColumnAccumulator], results: list[ColumnRes
         if len(values) == 0:
             continue
         encoded = keys.encode(values).cast(pa.binary())
-        order = pc.sort_indices(encoded)
+        counted = pa.array(np.asarray(counts, dtype=np.int64))
+        if not accumulator.values_sorted:  # keys keep the order of the values they encode
+            order = pc.sort_indices(encoded)
+            encoded, counted = encoded.take(order), counted.take(order)
         parts.append(
             pa.table(
                 {
                     "column_index": pa.array(np.full(len(values), index, dtype=np.int32)),
-                    "value": encoded.take(order),
-                    "count": pa.array(np.asarray(counts, dtype=np.int64)).take(order),
+                    "value": encoded,
+                    "count": counted,
                 },
                 schema=VALUES_SCHEMA,
             )

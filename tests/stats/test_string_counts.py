@@ -67,3 +67,17 @@ def test_a_slice_counts_as_its_own_values() -> None:
     assert hashes is not None
     assert (got.to_pylist(), counts.tolist()) == _arrow(values)
     assert np.array_equal(hashes, hashing.hash_binary(got))
+
+
+def test_hashes_sharing_their_top_bits_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are ordered by each hash's top bits packed with the row number; where two
+    different hashes share those bits (forced here: only the low 32 bits of each hash are
+    kept), the whole hashes order the rows, and the counts and their order stay Arrow's."""
+    values = _strings(40_000, 30_000)
+    real = hashing.hash_binary
+    monkeypatch.setattr(string_counts.hashing, "hash_binary",
+                        lambda v: real(v) & np.uint64(0xFFFFFFFF))
+    got, counts, hashes = string_counts.string_value_counts(values)
+    assert hashes is not None
+    assert (got.to_pylist(), counts.tolist()) == _arrow(values)
+    assert np.array_equal(hashes, real(got) & np.uint64(0xFFFFFFFF))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,6 +33,30 @@ def test_most_frequent_matches_a_full_sort(kind: str, k: int) -> None:
         raw = [int(x).to_bytes(3, "big") for x in distinct]
         values = pa.chunked_array([raw[:77], raw[77:]], pa.binary())
     assert most_frequent(counts, values, k).tolist() == _reference(counts, values, k)
+
+
+@pytest.mark.parametrize("k", [0, 1, 7, 50, 199, 200, 500])
+@pytest.mark.parametrize("kind", ["int", "float", "decimal", "date"])
+def test_most_frequent_of_ascending_values_matches_a_full_sort(kind: str, k: int) -> None:
+    """Values in ascending order (a partition's counted numbers) are ordered by position
+    alone, with the ties and the ones kept exactly as Arrow's sort on the values puts them
+    (floats: NaN last, as both sort it)."""
+    rng = np.random.default_rng(k + 11)
+    n = 200
+    counts = rng.integers(1, 4, n)
+    distinct = np.sort(rng.permutation(10 * n)[:n]) - 5 * n
+    if kind == "int":
+        values = pa.array(distinct, pa.int64())
+    elif kind == "float":
+        values = pa.array(np.append(distinct[:-1] / 7.0, np.nan), pa.float64())
+    elif kind == "decimal":
+        values = pa.array([decimal.Decimal(int(x)).scaleb(-2) for x in distinct],
+                          pa.decimal128(12, 2))
+    else:
+        values = pa.array(distinct.astype(np.int32)).view(pa.date32())
+    got = most_frequent(counts, values, k, ascending=True).tolist()
+    assert got == _reference(counts, values, k)
+    assert got == most_frequent(counts, values, k).tolist()
 
 
 @pytest.mark.parametrize("need_fraction", [0.02, 0.5, 0.99])

@@ -1,0 +1,46 @@
+"""A partition's staged value counts (``analyze --exact``): every value of each column whose
+frequencies are incomplete, once, with its count, in key order, against pyarrow's own
+counts and sort; a slice's counted numbers (already in order) and merged slices alike."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from lakestats.stats import keys, value_counts
+from lakestats.stats.accumulator import ColumnAccumulator
+from lakestats.stats.leaves import leaves_of
+
+
+def _table(seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    n = 40_000
+    return pa.table({
+        "id": pa.array(rng.integers(-50_000, 50_000, n)),
+        "price": pa.array(np.round(rng.normal(0, 1e4, n), 2)),
+        "day": pa.array(rng.integers(0, 20_000, n).astype(np.int32)).view(pa.date32()),
+        "note": pa.array([f"n{x}" for x in rng.integers(0, 30_000, n)]),
+    })
+
+
+@pytest.mark.parametrize("slices", [1, 3])
+def test_staged_values_are_every_value_once_in_key_order(slices: int) -> None:
+    table = _table(slices)
+    accumulators = []
+    for leaf in leaves_of(table.schema):
+        accumulator = ColumnAccumulator(leaf)
+        for piece in np.array_split(np.arange(table.num_rows), slices):
+            accumulator.observe(table.column(leaf.name).take(pa.array(piece)))
+        accumulators.append(accumulator)
+    results = [a.finalize(32, 100) for a in accumulators]
+    assert all(a.values_sorted == (slices == 1 and a.leaf.name != "note") for a in accumulators)
+    staged = value_counts.staged_values(accumulators, results)
+    for index, name in enumerate(table.column_names):
+        rows = staged.filter(pc.equal(staged["column_index"], index))
+        expected = pc.value_counts(table[name])
+        encoded = keys.encode(expected.field(0)).cast(pa.binary())
+        order = pc.sort_indices(encoded)
+        assert rows["value"].to_pylist() == encoded.take(order).to_pylist()
+        assert rows["count"].to_pylist() == expected.field(1).take(order).to_pylist()
