@@ -23,7 +23,7 @@ def most_frequent(
     """Indices of the ``k`` most frequent of ``values`` (distinct, no nulls), in order.
     ``ascending``: the values are in ascending order already (a partition's numbers, as
     counting them sorts them), so their positions order the ties and no value is compared:
-    a tenth of the time on a 70,000-value decimal column."""
+    a quarter of the time on a 70,000-value decimal column."""
     if ascending:
         chosen = np.sort(top_set(counts, values, k, ascending=True))
         return chosen[np.argsort(-counts[chosen], kind="stable")]
