@@ -64,6 +64,9 @@ class Job:
     auto_leaves: tuple[Leaf, ...] | None = None
     # frequency and histogram rows go to the run's hand-off files (a partitioned table)
     handoff: bool = True
+    # every partition file keeps its HLL and KLL sketches (a version only reduced once and
+    # deleted, ``analyze --from-sample``'s: its reduction need not rebuild them)
+    every_sketch: bool = False
 
     @property
     def has_groups(self) -> bool:
@@ -125,7 +128,8 @@ def _finalize_and_write(
     ``analyze --from-sample``'s hook scales without reading them back)."""
     thetas = job.theta_types or {}
     results = [
-        a.finalize(job.options.bins, job.options.max_frequencies, thetas.get(a.leaf.name))
+        a.finalize(job.options.bins, job.options.max_frequencies, thetas.get(a.leaf.name),
+                   job.every_sketch)
         for a in accumulators
     ]
     uris = {k: job.store.path(v) for k, v in job.files(partition).items()}
@@ -168,7 +172,9 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
             written, files = _finalize_and_write(job, partition, accumulators, groups)
             extra = None
             if job.hook is not None:
-                more, extra = job.hook.run(job, partition, table, files)  # type: ignore[attr-defined]
+                more, extra = job.hook.run(  # type: ignore[attr-defined]
+                    job, partition, table, files, accumulators
+                )
                 written += more
             del table
             summary = _summary(task_id, partition, TaskOutcome.DONE, rows, written, started)

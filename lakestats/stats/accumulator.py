@@ -199,11 +199,17 @@ class ColumnAccumulator:
         return self._values[0], self._counts[0].to_numpy(zero_copy_only=False)
 
     def finalize(
-        self, bins: int, max_frequencies: int, theta_type: str | None = None
+        self,
+        bins: int,
+        max_frequencies: int,
+        theta_type: str | None = None,
+        every_sketch: bool = False,
     ) -> ColumnResult:
         """The partition's statistics of this column. ``theta_type``: the column's Iceberg
         type, to store the theta sketch of its values where the frequencies are not
-        complete (``stats/theta.py``)."""
+        complete (``stats/theta.py``). ``every_sketch``: the HLL and KLL sketches even where
+        the complete frequencies determine them (files only reduced once, then deleted:
+        building them here is cheaper than the reduction rebuilding them from the rows)."""
         kind = self.kind
         row: dict[str, object] = {
             "column": self.leaf.name,
@@ -250,9 +256,10 @@ class ColumnAccumulator:
         )
         if len(values):
             # complete frequencies hold every value: the reduction rebuilds the sketches
-            with_sketches = not frequencies_complete(distinct, row["frequencies_count"])
+            complete = frequencies_complete(distinct, row["frequencies_count"])
+            with_sketches = every_sketch or not complete
             self._summaries(row, result, kind, values, counts_ordered, bins, with_sketches)
-            if with_sketches and theta.supported(theta_type):
+            if not complete and theta.supported(theta_type):
                 row["theta_sketch"] = theta.column_sketch(self.value_counts()[0], theta_type)
         return result
 

@@ -174,6 +174,7 @@ def _analyze(
         groups=groups,
         auto_leaves=auto,
         handoff=not (len(plans) == 1 and not plans[0].key),
+        every_sketch=not run.kept,
     )
     plan_slices(job, table, [plans[i] for i in todo])
     for local, i in enumerate(todo):

@@ -72,6 +72,17 @@ def frequency_interval(count: int, n: int, N: int) -> tuple[float, float, float]
     return p * N, max(float(count), (p - half) * N), min(float(N), (p + half) * N)
 
 
+def frequency_uppers(counts: np.ndarray, n: int, N: int) -> np.ndarray:
+    """``frequency_interval``'s upper bound for many sample counts at once (the same
+    arithmetic, element by element)."""
+    if n <= 0:
+        return np.full(len(counts), float(N))
+    p = np.asarray(counts, dtype=np.float64) / n
+    fpc = max(0.0, 1.0 - n / N) if N else 0.0
+    half = Z95 * np.sqrt(np.maximum(p * (1 - p), 0.25 / n) / n * fpc)
+    return np.minimum(float(N), (p + half) * N)
+
+
 PARTITION_REPLICATES = 20
 """Bootstrap replicates of a partition's distinct-count interval (the table's use
 ``select_estimator``'s default, 200): the replicates are evaluated at once

@@ -31,8 +31,10 @@ import pyarrow.compute as pc
 
 from lakestats.compute.sample.files import Scaling, scale_files
 from lakestats.compute.sample.groups import scale_groups
+from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.hashing import hash_binary
 from lakestats.stats.keys import encode
+from lakestats.stats.kinds import VALUE_KINDS
 from lakestats.stats.leaves import leaf_array
 from lakestats.stats.ndv.profile import profile_of_counts
 from lakestats.store import layout
@@ -74,15 +76,24 @@ class SampleHook:
     extra_schema: str = VALUE_SCHEMA
 
     def run(
-        self, job: Job, partition: int, table: pa.Table, files: dict[str, pa.Table]
+        self,
+        job: Job,
+        partition: int,
+        table: pa.Table,
+        files: dict[str, pa.Table],
+        accumulators: list[ColumnAccumulator],
     ) -> tuple[int, pa.Table]:
         """The task's extra work on its partition's rows (``files``: the three files' rows
-        the task wrote for them): bytes written, value rows."""
+        the task wrote for them; ``accumulators``: its columns' states, whose exact value
+        counts are reused): bytes written, value rows."""
         path = job.partition_paths[partition]
         profiles: dict[str, np.ndarray] = {}
         parts: list[pa.Table] = []
-        for index, leaf in enumerate(job.leaves):
-            counted = value_counts_of(leaf_array(table, leaf))
+        for index, (leaf, accumulator) in enumerate(zip(job.leaves, accumulators, strict=True)):
+            if accumulator.kind in VALUE_KINDS:  # counted already, as the partition's files say
+                counted = counts_of(*accumulator.value_counts())
+            else:
+                counted = value_counts_of(leaf_array(table, leaf))
             if counted is None:
                 continue
             profiles[leaf.name], hashed = counted
@@ -191,10 +202,18 @@ def value_counts_of(
         counted = pc.value_counts(array.drop_null())
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
         return None
-    counts = counted.field("counts").to_numpy(zero_copy_only=False).astype(np.int64)
+    counts = counted.field("counts").to_numpy(zero_copy_only=False)
+    return counts_of(counted.field("values"), counts)
+
+
+def counts_of(
+    distinct: pa.Array, counts: np.ndarray
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """``value_counts_of`` from a column's distinct values and their counts."""
+    counts = counts.astype(np.int64)
     profile = profile_of_counts(counts)
     try:
-        keys = encode(counted.field("values"))
+        keys = encode(distinct)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError,
             ValueError, NotImplementedError):
         return profile, None

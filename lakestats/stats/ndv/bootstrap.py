@@ -28,32 +28,29 @@ def resample_many(
     ``f_i`` values seen ``i`` times gets a new count ~ Poisson(i); where ``f_i`` is large, how
     many get each count is one multinomial draw over Poisson(i)'s support. Returns the
     support (frequencies >= 1, ascending) and the ``replicates x len(support)`` counts."""
-    columns: dict[int, np.ndarray] = {}
-
-    def add(k: np.ndarray, block: np.ndarray) -> None:  # block: replicates x len(k)
-        for j, kk in enumerate(k.tolist()):
-            if kk > 0 and block[:, j].any():
-                prior = columns.get(kk)
-                columns[kk] = block[:, j] if prior is None else prior + block[:, j]
-
+    blocks: list[tuple[np.ndarray, np.ndarray]] = []  # (counts k, replicates x len(k))
     many = p.counts >= 64
     for i, c in zip(p.freqs[many].tolist(), p.counts[many].astype(np.int64).tolist(), strict=True):
         top = int(i + 12 * math.sqrt(i) + 12)
         k = np.arange(top + 1)
         log_fact = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, top + 1)))))
         pmf = np.exp(k * math.log(i) - i - log_fact)
-        add(k, rng.multinomial(c, pmf / pmf.sum(), size=replicates))
+        blocks.append((k, rng.multinomial(c, pmf / pmf.sum(), size=replicates)))
     few = np.repeat(p.freqs[~many], p.counts[~many].astype(np.int64))
     if few.size:
         got = rng.poisson(few, size=(replicates, few.size))
         values, inverse = np.unique(got, return_inverse=True)
         rows = np.repeat(np.arange(replicates), few.size)
         flat = np.bincount(rows * values.size + inverse.ravel(), minlength=replicates * values.size)
-        add(values, flat.reshape(replicates, values.size))
-    support = np.array(sorted(columns), dtype=np.int64)
-    counts = np.zeros((replicates, support.size), dtype=np.float64)
-    for j, kk in enumerate(support.tolist()):
-        counts[:, j] = columns[kk]
+        blocks.append((values, flat.reshape(replicates, values.size)))
+    # one dense replicates x (largest count + 1) table; a block's counts k are distinct
+    width = max((int(k[-1]) for k, _ in blocks), default=0) + 1
+    dense = np.zeros((replicates, width), dtype=np.float64)
+    for k, block in blocks:
+        dense[:, k] += block
+    dense[:, 0] = 0.0  # values a replicate did not draw
+    support = np.flatnonzero(dense.any(axis=0)).astype(np.int64)
+    counts = dense[:, support]
     return support, counts
 
 

@@ -357,6 +357,10 @@ def ae(f: FrequencyProfile, n: int, N: int) -> Estimate:
         e = np.exp(-s / m)
         return (m - f1 - f2) - f1 * (a + m * e) / (b + s * e)
 
+    def g_at(m: float) -> float:  # one point of ``g`` in floats: the bisection's 100 steps
+        e = math.exp(-s / m)
+        return (m - f1 - f2) - f1 * (a + m * e) / (b + s * e)
+
     lo, hi = f1 + f2, float(N - p.d + f1 + f2)
     if hi <= lo:
         return _finish(p, N, float(p.d))
@@ -368,10 +372,10 @@ def ae(f: FrequencyProfile, n: int, N: int) -> Estimate:
     k = int(sign[0])
     if k == 0:
         return _finish(p, N, float(p.d))
-    left, right = grid[k - 1], grid[k]
+    left, right = float(grid[k - 1]), float(grid[k])
     for _ in range(100):
         mid = (left + right) / 2
-        if g(np.array(mid)) < 0:
+        if g_at(mid) < 0:
             left = mid
         else:
             right = mid

@@ -50,6 +50,7 @@ import numpy as np
 
 from lakestats.stats.ndv.bootstrap import choose_many, resample_many
 from lakestats.stats.ndv.estimators import (
+    DUJ2A_CUTOFF,
     HS_ALPHA1,
     HS_ALPHA2,
     Z95,
@@ -101,7 +102,9 @@ def select_estimator(
     if done:
         return "exact" if n == N else "empty", done.value, (done.lower, done.upper)
     name, value = _choose(p, n, N)
-    if replicates <= 0:
+    if replicates <= 0 or p.freqs[0] > DUJ2A_CUTOFF:
+        # every value seen more than c times: nothing unseen, and no Poisson(> c) replicate
+        # leaves a value seen 1-3 times (P < 1e-19), so every replicate and model gives d
         return name, value, (value, value)
     rng = np.random.default_rng(seed)
     support, counts = resample_many(p, rng, replicates)
