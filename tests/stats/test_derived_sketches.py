@@ -28,7 +28,6 @@ import pytest
 import lakestats.api as ls
 from lakestats.compute.reduce import ReduceJob, reduce_table
 from lakestats.compute.reduce import local as reduce_local
-from lakestats.stats import accumulator
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import Leaf
 from lakestats.stats.quantile_sketch import QuantileSketch
@@ -77,11 +76,11 @@ def _write_partition(table_dir: Path, p: int) -> None:
     pq.write_table(_partition(p, np.random.default_rng(p)), table_dir / f"p={p}" / "data.parquet")
 
 
-def _as_version_2(root3: Path, root2: Path, table_dir: Path, monkeypatch) -> None:
-    """``root3`` rewritten as the version-2 writer wrote it: every sketch stored."""
+def _as_version_2(root3: Path, root2: Path, table_dir: Path) -> None:
+    """``root3`` rewritten as the version-2 writer wrote it: every sketch stored (as a
+    version only scaled, ``analyze --from-sample``'s, stores them: ``every_sketch``)."""
     shutil.copytree(root3, root2)
     version = manifest.load_version(StatisticsStore(str(root2)))
-    monkeypatch.setattr(accumulator, "frequencies_complete", lambda *_: False)
     for entry in version.partitions:
         data = pq.read_table(table_dir / entry.path / "data.parquet")
         path = root2 / entry.files["statistics"]
@@ -95,7 +94,7 @@ def _as_version_2(root3: Path, root2: Path, table_dir: Path, monkeypatch) -> Non
                 values = pa.array([entry.values[row["column"]]] * row["row_count"]).cast(dtype)
             column = ColumnAccumulator(Leaf(row["column"], (row["column"],), dtype))
             column.observe(values)
-            result = column.finalize(1000, MAX_FREQUENCIES).row
+            result = column.finalize(1000, MAX_FREQUENCIES, every_sketch=True).row
             hll.append(result.get("hll_sketch"))
             kll.append(result.get("kll_sketch"))
         names = stored.schema.names
@@ -109,7 +108,6 @@ def _as_version_2(root3: Path, root2: Path, table_dir: Path, monkeypatch) -> Non
             row_group_size=schemas.STATISTICS_ROW_GROUP,
             write_statistics=False,
         )
-    monkeypatch.undo()
     version_file = root2 / layout.version_path(version.version)
     data = json.loads(version_file.read_text())
     data["format_version"] = 2
@@ -130,8 +128,7 @@ def roots(tmp_path_factory, spark) -> tuple[Path, Path, Path]:
     ls.open_table(str(table_dir), stats_root=str(root3)).analyze(
         max_frequencies=MAX_FREQUENCIES, spark=spark
     )
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        _as_version_2(root3, base / "v2", table_dir, monkeypatch)
+    _as_version_2(root3, base / "v2", table_dir)
     return table_dir, base / "v2", root3
 
 

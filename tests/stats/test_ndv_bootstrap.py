@@ -67,3 +67,24 @@ def test_replicates_are_poisson_bootstraps_of_the_profile():
 
     heavy = counts[:, support > 40].sum(axis=1)
     assert heavy.mean() == pytest.approx(80 * above_40(70) + 3 * above_40(40), rel=0.02)
+
+
+def test_a_profile_of_heavy_values_only_has_the_interval_every_replicate_gives():
+    """Every value seen more than 50 times: ``select_estimator`` answers ``[d, d]`` without
+    resampling; the bootstrap it skips gives ``d`` in every replicate (and no float noise
+    above it, which the stored upper bound would round up to ``d + 1``)."""
+    from lakestats.stats.ndv import select_estimator
+
+    rng = np.random.default_rng(21)
+    for _ in range(40):
+        freqs = np.unique(rng.integers(51, int(rng.choice([60, 300, 5_000])), rng.integers(1, 25)))
+        counts = rng.integers(1, 80, freqs.size)
+        p = to_profile({int(f): int(c) for f, c in zip(freqs, counts, strict=True)})
+        n = int((freqs * counts).sum())
+        big_n = n * int(rng.choice([2, 10, 100, 1_000]))
+        support, replicated = resample_many(p, np.random.default_rng(0), 200)
+        values, _, scalar = choose_many(support, replicated, big_n)
+        assert not scalar.any() and (values == p.d).all()
+        assert select_estimator(p, n, big_n, replicates=20) == (
+            "chao_katz", float(p.d), (float(p.d), float(p.d))
+        )
