@@ -88,3 +88,14 @@ def test_a_profile_of_heavy_values_only_has_the_interval_every_replicate_gives()
         assert select_estimator(p, n, big_n, replicates=20) == (
             "chao_katz", float(p.d), (float(p.d), float(p.d))
         )
+
+
+def test_one_value_seen_millions_of_times_costs_no_more_than_its_draws():
+    """A default value seen 5 million times beside singletons: the replicates' table has a
+    column per count drawn, not one per count up to 5 million."""
+    profile = to_profile({1: 1_000, 2: 50, 5_000_000: 1})
+    support, counts = resample_many(profile, np.random.default_rng(3), 200)
+    assert support.size < 300 and counts.shape == (200, support.size)
+    heavy = support > 4_000_000
+    assert (counts[:, heavy].sum(axis=1) == 1).all()  # the default value in every replicate
+    assert counts[:, ~heavy] @ support[~heavy] == pytest.approx(1_100, rel=0.2)

@@ -43,14 +43,14 @@ def resample_many(
         rows = np.repeat(np.arange(replicates), few.size)
         flat = np.bincount(rows * values.size + inverse.ravel(), minlength=replicates * values.size)
         blocks.append((values, flat.reshape(replicates, values.size)))
-    # one dense replicates x (largest count + 1) table; a block's counts k are distinct
-    width = max((int(k[-1]) for k, _ in blocks), default=0) + 1
-    dense = np.zeros((replicates, width), dtype=np.float64)
+    # one replicates x (every count drawn) table; a block's counts k are distinct
+    drawn = np.unique(np.concatenate([k for k, _ in blocks])) if blocks else np.zeros(0, np.int64)
+    table = np.zeros((replicates, drawn.size), dtype=np.float64)
     for k, block in blocks:
-        dense[:, k] += block
-    dense[:, 0] = 0.0  # values a replicate did not draw
-    support = np.flatnonzero(dense.any(axis=0)).astype(np.int64)
-    counts = dense[:, support]
+        table[:, np.searchsorted(drawn, k)] += block
+    keep = (drawn > 0) & table.any(axis=0)  # 0: values a replicate did not draw
+    support = drawn[keep].astype(np.int64)
+    counts = table[:, keep]
     return support, counts
 
 
