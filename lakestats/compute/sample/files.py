@@ -22,7 +22,7 @@ from lakestats.compute.sample.scale import (
     PARTITION_REPLICATES,
     SAMPLED_FIELDS,
     apply_bounds,
-    frequency_uppers,
+    frequency_intervals,
     scale_row,
 )
 from lakestats.store import schemas
@@ -125,7 +125,7 @@ def _scale_frequencies(
         table.schema.get_field_index("frequency"), "frequency", pa.array(estimate)
     )
     if "frequency_upper" in table.column_names:
-        upper = frequency_uppers(counts, n, N)
+        upper = frequency_intervals(counts, n, N)[2]
         position = table.schema.get_field_index("frequency_upper")
         table = table.set_column(
             position, table.schema.field(position), pa.array(np.ceil(upper).astype(np.int64))

@@ -14,7 +14,11 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from lakestats.compute.sample.scale import PARTITION_REPLICATES, frequency_interval
+from lakestats.compute.sample.scale import (
+    PARTITION_REPLICATES,
+    frequency_interval,
+    frequency_intervals,
+)
 from lakestats.stats.group_rows import GroupRow
 from lakestats.stats.ndv import select_estimator
 from lakestats.store import group_files
@@ -28,8 +32,8 @@ def scale_group(row: GroupRow, N: int, n: int) -> GroupRow:
     r = N / n
     sampled = row.listed.column("count").to_numpy(zero_copy_only=False)
     counts = [round(c * r) for c in sampled.tolist()]
-    uppers = [max(s, math.ceil(frequency_interval(c, n, N)[2]))
-              for c, s in zip(sampled.tolist(), counts, strict=True)]
+    uppers = [max(s, math.ceil(u))
+              for u, s in zip(frequency_intervals(sampled, n, N)[2].tolist(), counts, strict=True)]
     unseen = math.ceil(frequency_interval(0, n, N)[2])
     seen = row.distinct_count
     if not row.truncated and len(sampled):

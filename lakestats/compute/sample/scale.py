@@ -59,28 +59,27 @@ def _normal_quantile(q: float) -> float:
     return {0.975: Z95, 0.025: -Z95}[q]
 
 
-def frequency_interval(count: int, n: int, N: int) -> tuple[float, float, float]:
-    """``(estimate, lower, upper)`` of a value's frequency in ``N`` rows from ``count`` in a
-    uniform sample of ``n`` rows (Wald interval on the proportion with finite-population
-    correction, ``p(1 − p)`` floored at ``1/(4n)`` so a value seen once or in every row still
-    gets a width, clamped to ``[count, N]``)."""
+def frequency_intervals(
+    counts: np.ndarray, n: int, N: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(estimates, lowers, uppers)`` of values' frequencies in ``N`` rows from their
+    ``counts`` in a uniform sample of ``n`` rows (Wald interval on the proportion with
+    finite-population correction, ``p(1 − p)`` floored at ``1/(4n)`` so a value seen once or
+    in every row still gets a width, clamped to ``[count, N]``)."""
+    counts = np.asarray(counts, dtype=np.float64)
     if n <= 0:
-        return 0.0, 0.0, float(N)
-    p = count / n
-    fpc = max(0.0, 1.0 - n / N) if N else 0.0
-    half = Z95 * math.sqrt(max(p * (1 - p), 0.25 / n) / n * fpc)
-    return p * N, max(float(count), (p - half) * N), min(float(N), (p + half) * N)
-
-
-def frequency_uppers(counts: np.ndarray, n: int, N: int) -> np.ndarray:
-    """``frequency_interval``'s upper bound for many sample counts at once (the same
-    arithmetic, element by element)."""
-    if n <= 0:
-        return np.full(len(counts), float(N))
-    p = np.asarray(counts, dtype=np.float64) / n
+        zeros = np.zeros(len(counts))
+        return zeros, zeros, np.full(len(counts), float(N))
+    p = counts / n
     fpc = max(0.0, 1.0 - n / N) if N else 0.0
     half = Z95 * np.sqrt(np.maximum(p * (1 - p), 0.25 / n) / n * fpc)
-    return np.minimum(float(N), (p + half) * N)
+    return p * N, np.maximum(counts, (p - half) * N), np.minimum(float(N), (p + half) * N)
+
+
+def frequency_interval(count: int, n: int, N: int) -> tuple[float, float, float]:
+    """``frequency_intervals`` of one count."""
+    estimate, lower, upper = frequency_intervals(np.array([count]), n, N)
+    return float(estimate[0]), float(lower[0]), float(upper[0])
 
 
 PARTITION_REPLICATES = 20
