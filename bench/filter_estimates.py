@@ -84,7 +84,8 @@ def lakestats(*args: str) -> None:
 
 
 def build(base: Path, data: pa.Table) -> dict[str, dict]:
-    """The Iceberg and Delta tables, analyzed; name -> {format, path, table, warehouse}."""
+    """The Iceberg and Delta tables, analyzed; name -> {format, path, table, warehouse,
+    location}."""
     from deltalake import write_deltalake
 
     from lakestats.formats.iceberg import load_catalog
@@ -102,8 +103,10 @@ def build(base: Path, data: pa.Table) -> dict[str, dict]:
     metadata = load_catalog(warehouse=str(warehouse)).load_table("bench.correlated")
     return {
         "ice": {"format": "iceberg", "path": metadata.metadata_location.removeprefix("file://"),
-                "table": "bench.correlated", "warehouse": str(warehouse)},
-        "dlt": {"format": "delta", "path": str(delta), "table": str(delta)},
+                "table": "bench.correlated", "warehouse": str(warehouse),
+                "location": metadata.location()},
+        "dlt": {"format": "delta", "path": str(delta), "table": str(delta),
+                "location": str(delta)},
     }
 
 
@@ -140,6 +143,44 @@ def warm(url: str, tables: dict[str, dict]) -> None:
                                          headers={"Content-Type": "application/json"})
         with contextlib.suppress(OSError):  # a 404 opens the served tables just as well
             urllib.request.urlopen(request, timeout=60).close()
+
+
+def service_alone(
+    url: str, tables: dict[str, dict[str, str]], predicates: list[str], warm: int
+) -> dict[str, tuple[list[int], list[int]]]:
+    """Per timed table, microseconds per new predicate after ``warm`` of them: the planner's
+    route asked from this process (no Spark beside it), and the same estimates computed in
+    process: what a question costs the service, apart from the planner's side."""
+    import http.client
+
+    import lakestats.api as ls
+
+    host, port = url.removeprefix("http://").split(":")
+    out = {}
+    for short in TIMED:
+        table = tables[short]
+        location = table["location"]  # as the component names the table
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        asked = []
+        for where in predicates:
+            body = json.dumps({"location": location, "where": [where]})
+            started = time.perf_counter()
+            connection.request("POST", "/api/estimate", body,
+                               {"Content-Type": "application/json"})
+            answer = connection.getresponse()
+            answer.read()
+            asked.append(round((time.perf_counter() - started) * 1e6))
+            if answer.status != 200:
+                raise SystemExit(f"the service answered {answer.status} for {where!r}")
+        connection.close()
+        handle = ls.open_table(table["table"], warehouse=table.get("warehouse"))
+        computed = []
+        for where in predicates:
+            started = time.perf_counter()
+            handle.estimate_many([where])
+            computed.append(round((time.perf_counter() - started) * 1e6))
+        out[short] = (asked[warm:], computed[warm:])
+    return out
 
 
 def timed_predicates(count: int, seed: int = 11) -> list[str]:
@@ -216,6 +257,8 @@ def main() -> None:
             "debug_logger": "io.lakestats.spark.ServiceEstimates"}))
         done = subprocess.run([str(PYTHON), str(ROOT / "bench" / "interop_spark.py"), str(spec)],
                               capture_output=True, text=True, timeout=3600, check=False)
+        alone = service_alone(url, tables, timed_predicates(args.warm + args.timed, seed=29),
+                              args.warm)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -260,6 +303,12 @@ def main() -> None:
                   f"(target p99 <= 2 ms: {'met' if p99 <= 2 else 'NOT met'}); of it sending "
                   f"ahead p50 {ahead[0]:.2f} / p99 {ahead[1]:.2f} ms, the rule after push-down "
                   f"p50 {after[0]:.2f} / p99 {after[1]:.2f} ms")
+    for short, (round_trips, computed) in alone.items():
+        (a50, a99), (c50, c99) = _p50_p99(round_trips), _p50_p99(computed)
+        print(f"the service alone, {short} ({len(round_trips)} new predicates from a Python "
+              f"client, one kept-alive connection): p50 {a50:.2f} ms, p99 {a99:.2f} ms; the same "
+              f"estimates in process p50 {c50:.2f} / p99 {c99:.2f} ms (the rest is HTTP and "
+              "the service's routing)")
     plan = {w: statistics.median(v for q, v in out["plan_ms"][w].items()
                                  if q.startswith("timed")) for w in WAYS}
     print("optimizer time per timed query, median: "
