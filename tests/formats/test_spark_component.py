@@ -13,6 +13,7 @@ Spark 4 runtime that Maven Central serves here: they are tested on Spark 3.5
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import re
@@ -216,7 +217,8 @@ def seen(spark, tmp_path_factory) -> dict:
                            for f in ESTIMATED}
         groups[name] = {",".join(g): table.group_distinct(g, snapshot).distinct_count
                         for g in GROUPED}
-    app = create_app([config for config, _ in served.values()], warm_up=True)
+    asked: list[dict] = []  # every question the service got, in order
+    app = _Counted(create_app([config for config, _ in served.values()], warm_up=True), asked)
     server = uvicorn.Server(uvicorn.Config(app, port=_free_port(), **uvicorn_options()))
     slow = _Silent()
     spec = base / "spec.json"
@@ -229,6 +231,7 @@ def seen(spark, tmp_path_factory) -> dict:
                        "io.lakestats.spark.LakestatsExtensions"],
         "cases": cases,
         "joins": joins,
+        "debug_logger": "io.lakestats.spark.EarlyQuestions",
         "ways": {
             "estimates": {"spark.lakestats.estimates.url": url,
                           "spark.lakestats.estimates.timeoutMs": "10000"},  # a busy machine
@@ -246,7 +249,32 @@ def seen(spark, tmp_path_factory) -> dict:
     out = json.loads(done.stdout.strip().splitlines()[-1])
     return {"spark": out["cases"], "joins": out["joins"], "truth": truth,
             "estimates": estimates, "groups": groups, "prefixed": prefixed,
-            "slow_connections": slow.connections, "relayed": relay.answered}
+            "slow_connections": slow.connections, "relayed": relay.answered,
+            "asked": asked, "log": done.stderr,
+            "delta_current": str(base / "delta" / "current")}
+
+
+class _Counted:
+    """The service's ASGI app, each ``POST /api/estimate`` body kept in ``asked`` first."""
+
+    def __init__(self, app, asked: list[dict]) -> None:
+        self.app, self.asked = app, asked
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/api/estimate":
+            return await self.app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        self.asked.append(json.loads(body))
+
+        async def replay() -> dict:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return await self.app(scope, replay, send)
 
 
 def _free_port() -> int:
@@ -416,6 +444,22 @@ def test_filters_get_lakestats_estimate(seen: dict, case: str) -> None:
     class of filter (Spark's rewrites of them included)."""
     got = seen["spark"][case]["estimates"]["filters"]
     assert {f: got[f] for f in ESTIMATED} == seen["estimates"][case]
+
+
+def test_a_delta_filters_question_is_asked_early_and_once(seen: dict) -> None:
+    """A Delta scan's Filter questions go out during the operator optimizations (every one but
+    the table's first, whose statistics the component has not seen yet), with the
+    constraints Spark infers later: the service gets each of them once, the question the
+    rule after push-down reads the answer of (a different early question would be a second
+    one the service answers for nothing)."""
+    early = seen["log"].count("a Delta filter's question asked early")
+    delta = [q for q in seen["asked"]
+             if str(q["location"]).rstrip("/").endswith(seen["delta_current"])]
+    assert len(delta) >= len(ESTIMATED)  # the estimates way's filters on the current version
+    texts = [json.dumps([q.get("snapshot_id"), q["where"]]) for q in delta]
+    assert len(texts) == len(set(texts)), collections.Counter(texts).most_common(3)
+    # the filters after the first of the table, at least, were asked early
+    assert early >= len(ESTIMATED) - 1, early
 
 
 @pytest.mark.parametrize("case", ESTIMATED_CASES)

@@ -56,6 +56,9 @@ def main(spec_path: str) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    if spec.get("debug_logger"):  # the component's debug lines, on stderr
+        log4j = spark._jvm.org.apache.logging.log4j
+        log4j.core.config.Configurator.setLevel(spec["debug_logger"], log4j.Level.DEBUG)
     out = run_cases(spark, spec["cases"], spec.get("ways"))
     utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
     out["joins"] = {}

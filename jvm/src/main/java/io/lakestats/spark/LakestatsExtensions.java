@@ -12,7 +12,9 @@ import scala.runtime.BoxedUnit;
  * statistics for the snapshot it reads ({@link StatisticsRule}); and, when a lakestats service
  * is named ({@code spark.lakestats.estimates.url}), a rule after push-down (and in adaptive
  * execution's re-optimization) that gives each Filter over such a scan lakestats' estimate of
- * its rows ({@link ServiceEstimates}), whose question the first rule already sent ahead.
+ * its rows ({@link ServiceEstimates}), whose question the first rule already sent ahead (for a
+ * Delta scan, a rule among the operator optimizations sends it earlier still: {@link
+ * EarlyQuestions}).
  */
 public final class LakestatsExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -22,6 +24,7 @@ public final class LakestatsExtensions implements Function1<SparkSessionExtensio
       return new StatisticsRule(session);
     });
     extensions.injectRuntimeOptimizerRule(session -> new ServiceEstimates(false));
+    extensions.injectOptimizerRule(session -> new EarlyQuestions());
     return BoxedUnit.UNIT;
   }
 }

@@ -425,7 +425,7 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
     }
   }
 
-  private static List<Expression> conjuncts(Expression condition) {
+  static List<Expression> conjuncts(Expression condition) {
     List<Expression> out = new ArrayList<>();
     if (condition instanceof And) {
       out.addAll(conjuncts(((And) condition).left()));

@@ -85,7 +85,8 @@ final class StatisticsRule extends Rule<LogicalPlan> {
   private static final String ICEBERG_TABLE = "org.apache.iceberg.spark.source.SparkTable";
   private static final String ICEBERG_SCAN = "org.apache.iceberg.spark.source.SparkBatchQueryScan";
   private static final String PAIMON_TABLE = "org.apache.paimon.spark.SparkTable";
-  private static final java.util.Set<String> DELTA_INDEXES = java.util.Set.of(
+  /** Delta's file indexes: their path and version are the snapshot a scan reads. */
+  static final java.util.Set<String> DELTA_INDEXES = java.util.Set.of(
       "org.apache.spark.sql.delta.files.TahoeLogFileIndex",
       "org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex");
   /** Hudi's file index (Spark 3.5: copy-on-write, read-optimized and MOR snapshot reads). */
@@ -129,6 +130,7 @@ final class StatisticsRule extends Rule<LogicalPlan> {
           String[] origin = scan instanceof LogicalRelation ? ServiceEstimates.origin(scan)
               : icebergOrigin(filter.child());
           if (origin != null) {
+            EarlyQuestions.analyzed(origin[0], origin[1]);
             ServiceEstimates.prefetch(out, origin[0], origin[1]);
           }
           return out;
