@@ -18,15 +18,22 @@ every class). Then ``--timed`` new range predicates (each asked once, nothing ca
 the component's debug log on: the time ``ServiceEstimates`` spent per Filter (translation,
 the service's answer, the statistics built) plus what the rule before push-down spent
 sending the same question ahead, p50/p99 after ``--warm`` predicates, per table (target:
-p99 <= 2 ms), and each of the two parts' p50/p99.
+p99 <= 2 ms), and each of the two parts' p50/p99; then how much of it the planning thread
+ran on a core (its CPU time: the rest it waited, for the answer or, on a small host, for a
+core) and how many of those windows held a garbage collection of the planning JVM (the
+component's debug lines say both). The planning JVM gets ``--driver-memory`` (4g, a
+planner's heap): at Spark's default 1g, the garbage of the Spark jobs Delta runs to plan each
+scan paused it for about 10 ms every 0.2-0.3 s, on top of any filter's time.
 
     python -m bench.filter_estimates [--rows 90000] [--timed 500] [--warm 100]
+        [--driver-memory 4g]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import re
 import statistics
@@ -202,18 +209,37 @@ TIMED = ("dlt", "ice")
 before push-down saw, Iceberg's is rebuilt by push-down."""
 
 
-def planner_micros(log: str) -> list[tuple[int, int]]:
-    """Per Filter estimated with the service, in plan order: the microseconds the rule before
-    push-down spent sending its question ahead and those the rule after push-down spent on
-    it (the log lines of ``ServiceEstimates`` at debug level)."""
-    out, ahead = [], 0
-    for sent, spent in re.findall(r"lakestats: filter (?:question sent ahead in (\d+) us|"
-                                  r"estimate (?:\d+|kept Spark's) in (\d+) us)", log):
-        if sent:
-            ahead += int(sent)
+@dataclasses.dataclass(frozen=True)
+class PlannerTime:
+    """One Filter estimated with the service: the microseconds the rules before push-down
+    spent sending its question ahead and those the rule after push-down spent on it (wall
+    time), how many of them the planning thread ran on a core, and the planning JVM's
+    garbage collections inside those windows."""
+
+    ahead: int
+    after: int
+    on_core: int
+    collections: int
+
+    @property
+    def total(self) -> int:
+        return self.ahead + self.after
+
+
+def planner_micros(log: str) -> list[PlannerTime]:
+    """Per Filter estimated with the service, in plan order (the log lines of
+    ``ServiceEstimates`` at debug level)."""
+    out, ahead, on_core, collections = [], 0, 0, 0
+    for kind, wall, cpu, gc in re.findall(
+        r"lakestats: filter (question sent ahead|estimate (?:\d+|kept Spark's)) in (\d+) us "
+        r"\((\d+) us on a core, (\d+) garbage", log
+    ):
+        if kind.startswith("question"):
+            ahead, on_core = ahead + int(wall), on_core + int(cpu)
+            collections += int(gc)
         else:
-            out.append((ahead, int(spent)))
-            ahead = 0
+            out.append(PlannerTime(ahead, int(wall), on_core + int(cpu), collections + int(gc)))
+            ahead, on_core, collections = 0, 0, 0
     return out
 
 
@@ -228,6 +254,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=90_000)
     parser.add_argument("--timed", type=int, default=500)
     parser.add_argument("--warm", type=int, default=100)
+    parser.add_argument("--driver-memory", default="4g")
     args = parser.parse_args()
     require_built()
     base = Path(tempfile.mkdtemp(prefix="filter-estimates-"))
@@ -253,7 +280,7 @@ def main() -> None:
         spec.write_text(json.dumps({
             "jars": [str(p) for p in JARS], "extensions": EXTENSIONS,
             "tables": {k: {"format": v["format"], "path": v["path"]} for k, v in tables.items()},
-            "queries": queries, "ways": ways,
+            "queries": queries, "ways": ways, "driver_memory": args.driver_memory,
             "debug_logger": "io.lakestats.spark.ServiceEstimates"}))
         done = subprocess.run([str(PYTHON), str(ROOT / "bench" / "interop_spark.py"), str(spec)],
                               capture_output=True, text=True, timeout=3600, check=False)
@@ -296,13 +323,18 @@ def main() -> None:
         asked = per_filter[len(per_filter) - (len(TIMED) - i) * (args.warm + args.timed):][
             args.warm:args.warm + args.timed]
         if asked:
-            p50, p99 = _p50_p99([a + b for a, b in asked])
-            ahead, after = _p50_p99([a for a, _ in asked]), _p50_p99([b for _, b in asked])
+            p50, p99 = _p50_p99([t.total for t in asked])
+            ahead, after = _p50_p99([t.ahead for t in asked]), _p50_p99([t.after for t in asked])
             print(f"planner time per filter estimate through the component, {short} "
                   f"({len(asked)} new predicates, warm): p50 {p50:.2f} ms, p99 {p99:.2f} ms "
                   f"(target p99 <= 2 ms: {'met' if p99 <= 2 else 'NOT met'}); of it sending "
                   f"ahead p50 {ahead[0]:.2f} / p99 {ahead[1]:.2f} ms, the rule after push-down "
                   f"p50 {after[0]:.2f} / p99 {after[1]:.2f} ms")
+            paused = sum(1 for t in asked if t.collections)
+            core = _p50_p99([t.on_core for t in asked])
+            print(f"  of it on a core (the planning thread's CPU time): p50 {core[0]:.2f} ms, "
+                  f"p99 {core[1]:.2f} ms (the rest it waited: for the answer or for a core); "
+                  f"{paused} of the {len(asked)} held a garbage collection of the planning JVM")
     for short, (round_trips, computed) in alone.items():
         (a50, a99), (c50, c99) = _p50_p99(round_trips), _p50_p99(computed)
         print(f"the service alone, {short} ({len(round_trips)} new predicates from a Python "

@@ -53,6 +53,8 @@ def main(spec_path: str) -> None:
         spec = json.load(handle)
     spark = (
         SparkSession.builder.master("local[2]")
+        # the planning JVM's heap (Spark's default 1g unless the spec names one)
+        .config("spark.driver.memory", spec.get("driver_memory", "1g"))
         .config("spark.jars", ",".join(spec["jars"]))
         .config("spark.sql.extensions", ",".join(spec["extensions"]))
         .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)

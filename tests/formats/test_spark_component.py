@@ -231,7 +231,7 @@ def seen(spark, tmp_path_factory) -> dict:
                        "io.lakestats.spark.LakestatsExtensions"],
         "cases": cases,
         "joins": joins,
-        "debug_logger": "io.lakestats.spark.EarlyQuestions",
+        "debug_logger": "io.lakestats.spark",  # every rule's debug lines
         "ways": {
             "estimates": {"spark.lakestats.estimates.url": url,
                           "spark.lakestats.estimates.timeoutMs": "10000"},  # a busy machine
@@ -460,6 +460,21 @@ def test_a_delta_filters_question_is_asked_early_and_once(seen: dict) -> None:
     assert len(texts) == len(set(texts)), collections.Counter(texts).most_common(3)
     # the filters after the first of the table, at least, were asked early
     assert early >= len(ESTIMATED) - 1, early
+
+
+def test_each_filters_time_is_split_into_time_on_a_core_and_collections(seen: dict) -> None:
+    """The debug line of every Filter the service estimated (what bench/filter_estimates.py
+    reads): its wall time, the part the planning thread ran on a core (never zero: it did
+    work, and at most the wall time plus the clocks' grain) and the garbage collections inside;
+    likewise every question sent ahead."""
+    pattern = (r"lakestats: filter (question sent ahead|estimate (?:\d+|kept Spark's)) in "
+               r"(\d+) us \((\d+) us on a core, (\d+) garbage collections meanwhile\)")
+    lines = re.findall(pattern, seen["log"])
+    estimated = [line for line in lines if line[0].startswith("estimate")]
+    assert len(estimated) >= len(ESTIMATED), len(estimated)
+    assert any(line[0] == "question sent ahead" for line in lines)
+    for _, wall, on_core, _ in estimated:
+        assert 0 < int(on_core) <= int(wall) + 1_000, (wall, on_core)
 
 
 @pytest.mark.parametrize("case", ESTIMATED_CASES)

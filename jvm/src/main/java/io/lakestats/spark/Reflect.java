@@ -1,24 +1,60 @@
 package io.lakestats.spark;
 
-import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
-/** Reflection on Scala case classes and on the formats' classes (not compiled against). */
+/**
+ * Reflection on Scala case classes and on the formats' classes (not compiled against). The
+ * methods found are kept per class: the rules run for every plan, and looking a method up
+ * copies it (a Filter's statistics took about a millisecond of lookups before).
+ */
 final class Reflect {
   private Reflect() {}
 
+  /** Per class: its no-argument methods found so far, by name, made accessible. */
+  private static final ClassValue<Map<String, Method>> METHODS = new ClassValue<>() {
+    @Override
+    protected Map<String, Method> computeValue(Class<?> type) {
+      return new ConcurrentHashMap<>();
+    }
+  };
+
+  /** Per case class: how to copy it (found from its first instance copied). */
+  private static final ClassValue<Map<String, Copier>> COPIERS = new ClassValue<>() {
+    @Override
+    protected Map<String, Copier> computeValue(Class<?> type) {
+      return new ConcurrentHashMap<>(2);
+    }
+  };
+
+  /** A case class's {@code copy}, its {@code copy$default$N} in order and its field names. */
+  private record Copier(Method copy, Method[] defaults, List<String> fields) {}
+
   /** A no-argument method's result, found on the class or any superclass, accessible or not. */
   static Object call(Object target, String name) throws ReflectiveOperationException {
-    for (Class<?> c = target.getClass(); c != null; c = c.getSuperclass()) {
+    Map<String, Method> found = METHODS.get(target.getClass());
+    Method method = found.get(name);
+    if (method == null) {
+      method = declared(target.getClass(), name);
+      found.put(name, method);
+    }
+    return method.invoke(target);
+  }
+
+  private static Method declared(Class<?> type, String name) throws NoSuchMethodException {
+    for (Class<?> c = type; c != null; c = c.getSuperclass()) {
       try {
         Method method = c.getDeclaredMethod(name);
         method.setAccessible(true);
-        return method.invoke(target);
+        return method;
       } catch (NoSuchMethodException e) {
         // look further up
       }
     }
-    throw new NoSuchMethodException(target.getClass().getName() + "." + name + "()");
+    throw new NoSuchMethodException(type.getName() + "." + name + "()");
   }
 
   /**
@@ -28,6 +64,24 @@ final class Reflect {
    */
   static Object copyWith(Object value, String field, Object replacement)
       throws ReflectiveOperationException {
+    Map<String, Copier> copiers = COPIERS.get(value.getClass());
+    Copier copier = copiers.get("");
+    if (copier == null) {
+      copier = copier(value);
+      copiers.put("", copier);
+    }
+    int index = copier.fields().indexOf(field);
+    if (index < 0) {
+      throw new NoSuchFieldException(value.getClass().getName() + "." + field);
+    }
+    Object[] args = new Object[copier.defaults().length];
+    for (int i = 0; i < args.length; i++) {
+      args[i] = i == index ? replacement : copier.defaults()[i].invoke(value);
+    }
+    return copier.copy().invoke(value, args);
+  }
+
+  private static Copier copier(Object value) throws ReflectiveOperationException {
     Method copy = null;
     for (Method m : value.getClass().getMethods()) {
       if (m.getName().equals("copy")) {
@@ -37,23 +91,13 @@ final class Reflect {
     if (copy == null) {
       throw new NoSuchMethodException(value.getClass().getName() + ".copy");
     }
-    Object[] args = new Object[copy.getParameterCount()];
-    int index = -1;
-    for (int i = 0; i < args.length; i++) {
-      args[i] = value.getClass().getMethod("copy$default$" + (i + 1)).invoke(value);
-      if (fieldName(value, i).equals(field)) {
-        index = i;
-      }
+    Method[] defaults = new Method[copy.getParameterCount()];
+    List<String> fields = new ArrayList<>();
+    for (int i = 0; i < defaults.length; i++) {
+      defaults[i] = value.getClass().getMethod("copy$default$" + (i + 1));
+      fields.add(fieldName(value, i));
     }
-    if (index < 0) {
-      throw new NoSuchFieldException(value.getClass().getName() + "." + field);
-    }
-    args[index] = replacement;
-    try {
-      return copy.invoke(value, args);
-    } catch (InvocationTargetException e) {
-      throw e;
-    }
+    return new Copier(copy, defaults, List.copyOf(fields));
   }
 
   /**

@@ -1,5 +1,8 @@
 package io.lakestats.spark;
 
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.math.BigDecimal;
@@ -146,6 +149,8 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
       String token = conf.getConfString(TOKEN, "");
       Map<LogicalPlan, Statistics> found = new IdentityHashMap<>();
       for (LogicalPlan node : nodes) {
+        long collections = LOG.isDebugEnabled() ? collections() : 0;
+        long cpu = LOG.isDebugEnabled() ? cpuNanos() : 0;
         long started = System.nanoTime();
         Statistics stats = node instanceof Filter
             ? estimate((Filter) node, client, token, timeout)
@@ -154,9 +159,11 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
           found.put(node, stats);
         }
         if (LOG.isDebugEnabled()) { // what the planner spent on it (bench/filter_estimates.py)
-          LOG.debug("lakestats: {} estimate {} in {} us", node.nodeName().toLowerCase(),
-              stats == null ? "kept Spark's" : stats.rowCount().get(),
-              (System.nanoTime() - started) / 1000);
+          long wall = System.nanoTime() - started;
+          LOG.debug("lakestats: {} estimate {} in {} us ({} us on a core, {} garbage "
+              + "collections meanwhile)", node.nodeName().toLowerCase(),
+              stats == null ? "kept Spark's" : stats.rowCount().get(), wall / 1000,
+              (cpuNanos() - cpu) / 1000, collections() - collections);
         }
       }
       if (!found.isEmpty()) {
@@ -408,6 +415,8 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
     if (url.isEmpty()) {
       return;
     }
+    long collections = LOG.isDebugEnabled() ? collections() : 0;
+    long cpu = LOG.isDebugEnabled() ? cpuNanos() : 0;
     long started = System.nanoTime();
     try {
       String predicate = question(filter.condition(), new ArrayList<>());
@@ -420,9 +429,32 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
       LOG.debug("lakestats: a filter's question not sent ahead: {}", e.toString());
     }
     if (LOG.isDebugEnabled()) { // part of what the planner spends per Filter
-      LOG.debug("lakestats: filter question sent ahead in {} us",
-          (System.nanoTime() - started) / 1000);
+      long wall = System.nanoTime() - started;
+      LOG.debug("lakestats: filter question sent ahead in {} us ({} us on a core, {} garbage "
+          + "collections meanwhile)", wall / 1000, (cpuNanos() - cpu) / 1000,
+          collections() - collections);
     }
+  }
+
+  /**
+   * The planning thread's CPU time so far, or 0 where the JVM does not measure it: a debug
+   * line's time on a core against its wall time says how long the thread waited for one.
+   */
+  static long cpuNanos() {
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    return threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : 0;
+  }
+
+  /**
+   * Garbage collections of this JVM so far, every collector: a debug line's time says whether
+   * a pause (of Spark's jobs' garbage, as Delta's scan planning makes) fell inside it.
+   */
+  static long collections() {
+    long count = 0;
+    for (GarbageCollectorMXBean bean : ManagementFactory.getGarbageCollectorMXBeans()) {
+      count += Math.max(0, bean.getCollectionCount());
+    }
+    return count;
   }
 
   static List<Expression> conjuncts(Expression condition) {
