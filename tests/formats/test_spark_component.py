@@ -58,6 +58,7 @@ ESTIMATED = [
     "k BETWEEN 10 AND 20", "NOT (k < 300)", "k < 100 OR u = 'sa'",
     "k IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)", "d >= '2024-06-01'",
     "x > 0.5 AND u = 'ap'", "z <= 0.25", "u = 'eu' AND k > 600",
+    "u = 'é\"x'",  # a question whose JSON escapes a quote and carries a non-ASCII letter
 ]
 SEEDS = {"iceberg-current": 1, "iceberg-travel": 2, "delta-current": 3, "delta-travel": 4}
 GROUPED = [["u", "s"], ["u", "d"]]  # aggregates by two columns

@@ -10,11 +10,13 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.internal.SQLConf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.Option;
 
 /**
  * Sends a Filter's question over a Delta scan from the optimizer's operator optimizations,
@@ -37,6 +39,13 @@ final class EarlyQuestions extends Rule<LogicalPlan> {
   /** Snapshots (location, version) that had statistics when a Filter over them was planned. */
   private static final Set<String> ANALYZED = ConcurrentHashMap.newKeySet();
   private static final int KEEP = 10_000;
+  /**
+   * On a Filter this rule has visited: the Filter itself. The operator optimizations run to a
+   * fixed point, so this rule sees an unchanged Filter (the same instance) several times; its
+   * question is built once. A rule that rewrites the Filter copies the tag to a new instance,
+   * which is then asked again.
+   */
+  private static final TreeNodeTag<Filter> ASKED = new TreeNodeTag<>("lakestats.asked");
 
   /** Remembers that {@code snapshot} of the table at {@code location} has statistics. */
   static void analyzed(String location, String snapshot) {
@@ -62,7 +71,7 @@ final class EarlyQuestions extends Rule<LogicalPlan> {
   }
 
   private static void visit(LogicalPlan node) throws ReflectiveOperationException {
-    if (node instanceof Filter) {
+    if (node instanceof Filter && !asked((Filter) node)) {
       Filter filter = (Filter) node;
       String[] origin = deltaOrigin(filter.child());
       if (origin != null && ANALYZED.contains(origin[0] + "\n" + origin[1])) {
@@ -70,10 +79,16 @@ final class EarlyQuestions extends Rule<LogicalPlan> {
             origin[1]);
         LOG.debug("lakestats: a Delta filter's question asked early");
       }
+      filter.setTagValue(ASKED, filter);
     }
     for (LogicalPlan child : Scala.list(node.children())) {
       visit(child);
     }
+  }
+
+  private static boolean asked(Filter filter) {
+    Option<Filter> seen = filter.getTagValue(ASKED);
+    return seen.isDefined() && seen.get() == filter;
   }
 
   /** {path, version} of a Delta scan, or null for any other node. */

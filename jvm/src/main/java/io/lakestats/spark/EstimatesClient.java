@@ -1,16 +1,18 @@
 package io.lakestats.spark;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
 import java.net.SocketTimeoutException;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,7 +45,9 @@ final class EstimatesClient {
   private static final int IDLE = 8;
   private static final long IDLE_MILLIS = 2_000;
   private static final Logger LOG = LoggerFactory.getLogger(EstimatesClient.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final JsonFactory JSON = new JsonFactory();
+  private static final Pattern FILE_SCHEME = Pattern.compile("^file:(//)?");
+  private static final Pattern TRAILING_SLASHES = Pattern.compile("/+$");
   private static final Map<String, EstimatesClient> CLIENTS = new ConcurrentHashMap<>();
   /** A refused question's answer in the cache. */
   private static final double REFUSED = Double.NaN;
@@ -136,7 +140,8 @@ final class EstimatesClient {
    * than its scan), the snapshot, the kind and the question.
    */
   private static String key(String location, String snapshot, String kind, String asked) {
-    String where = location.replaceFirst("^file:(//)?", "").replaceAll("/+$", "");
+    String where = TRAILING_SLASHES.matcher(FILE_SCHEME.matcher(location).replaceFirst(""))
+        .replaceAll("");
     return where + "\n" + snapshot + "\n" + kind + "\n" + asked;
   }
 
@@ -261,43 +266,119 @@ final class EstimatesClient {
     return prefix + (kind.equals("where") ? "/api/estimate" : "/api/group-distinct");
   }
 
-  private static byte[] body(String location, String snapshot, String kind, String asked)
-      throws IOException {
-    ObjectNode body = JSON.createObjectNode();
-    body.put("location", location);
-    if (snapshot.isEmpty()) { // a Parquet directory: statistics of no snapshot
-      body.putNull("snapshot_id");
-    } else {
-      body.put("snapshot_id", Long.parseLong(snapshot));
-    }
+  /**
+   * A question's body, written by hand: a planner sends one per Filter, and a few lines of
+   * text cost less than building and serializing a JSON tree (bench/filter_estimates.py).
+   */
+  static byte[] body(String location, String snapshot, String kind, String asked) {
+    StringBuilder out = new StringBuilder(96 + asked.length());
+    out.append("{\"location\":");
+    quoted(out, location);
+    out.append(",\"snapshot_id\":");
+    // a Parquet directory: statistics of no snapshot
+    out.append(snapshot.isEmpty() ? "null" : Long.toString(Long.parseLong(snapshot)));
     if (kind.equals("where")) {
-      body.putArray("where").add(asked);
+      out.append(",\"where\":[");
+      quoted(out, asked);
+      out.append(']');
     } else {
-      com.fasterxml.jackson.databind.node.ArrayNode columns = body.putArray("columns");
-      for (String column : asked.split(",")) {
-        columns.add(column);
+      out.append(",\"columns\":[");
+      String[] columns = asked.split(",");
+      for (int i = 0; i < columns.length; i++) {
+        if (i > 0) {
+          out.append(',');
+        }
+        quoted(out, columns[i]);
+      }
+      out.append(']');
+    }
+    return out.append('}').toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** {@code text} as a JSON string (RFC 8259: quote, backslash and control characters escaped). */
+  private static void quoted(StringBuilder out, String text) {
+    out.append('"');
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (c == '"' || c == '\\') {
+        out.append('\\').append(c);
+      } else if (c < 0x20) {
+        out.append(String.format("\\u%04x", (int) c));
+      } else {
+        out.append(c);
       }
     }
-    return JSON.writeValueAsBytes(body);
+    out.append('"');
   }
 
   /** The count in an answer; NaN when the service refused the question (a 4xx). */
   private static double read(ServiceConnection.Answer response, String kind, String asked)
-      throws Exception {
+      throws IOException {
     int status = response.status();
     if (status >= 500) {
       throw new IllegalStateException("HTTP " + status);
     }
-    JsonNode answer = JSON.readTree(response.body());
     if (status != 200) {
-      LOG.debug("lakestats: no answer for {}: {}", asked, answer.path("error"));
+      LOG.debug("lakestats: no answer for {}: {}", asked,
+          new String(response.body(), StandardCharsets.UTF_8));
       return REFUSED;
     }
-    JsonNode number = kind.equals("where")
-        ? answer.path("estimates").path(0).path("row_count") : answer.path("distinct_count");
-    if (!number.isNumber() || number.asDouble() < 0) {
+    double count = kind.equals("where") ? firstRowCount(response.body())
+        : topLevelNumber(response.body(), "distinct_count");
+    if (!(count >= 0)) {
       throw new IllegalStateException("an answer without a count");
     }
-    return number.asDouble();
+    return count;
+  }
+
+  /**
+   * {@code estimates[0].row_count} of an estimate's answer, or NaN: read as a stream of tokens,
+   * without building the document's tree.
+   */
+  static double firstRowCount(byte[] body) throws IOException {
+    try (JsonParser parser = JSON.createParser(body)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) {
+        return Double.NaN;
+      }
+      while (parser.nextToken() == JsonToken.FIELD_NAME) {
+        String field = parser.currentName();
+        JsonToken value = parser.nextToken();
+        if (!field.equals("estimates")) {
+          parser.skipChildren();
+          continue;
+        }
+        if (value != JsonToken.START_ARRAY || parser.nextToken() != JsonToken.START_OBJECT) {
+          return Double.NaN;
+        }
+        while (parser.nextToken() == JsonToken.FIELD_NAME) {
+          String inner = parser.currentName();
+          JsonToken number = parser.nextToken();
+          if (inner.equals("row_count")) {
+            return number.isNumeric() ? parser.getDoubleValue() : Double.NaN;
+          }
+          parser.skipChildren();
+        }
+        return Double.NaN;
+      }
+    }
+    return Double.NaN;
+  }
+
+  /** The number at {@code field} of an answer's top level, or NaN. */
+  static double topLevelNumber(byte[] body, String field) throws IOException {
+    try (JsonParser parser = JSON.createParser(body)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) {
+        return Double.NaN;
+      }
+      while (parser.nextToken() == JsonToken.FIELD_NAME) {
+        String name = parser.currentName();
+        JsonToken value = parser.nextToken();
+        if (name.equals(field)) {
+          return value.isNumeric() ? parser.getDoubleValue() : Double.NaN;
+        }
+        parser.skipChildren();
+      }
+    }
+    return Double.NaN;
   }
 }

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Reflection on Scala case classes and on the formats' classes (not compiled against). The
@@ -23,11 +24,14 @@ final class Reflect {
     }
   };
 
-  /** Per case class: how to copy it (found from its first instance copied). */
-  private static final ClassValue<Map<String, Copier>> COPIERS = new ClassValue<>() {
+  /**
+   * Per case class: how to copy it, found from its first instance copied (Scala 2.13 names a
+   * field only through an instance, so the class alone cannot compute it).
+   */
+  private static final ClassValue<AtomicReference<Copier>> COPIERS = new ClassValue<>() {
     @Override
-    protected Map<String, Copier> computeValue(Class<?> type) {
-      return new ConcurrentHashMap<>(2);
+    protected AtomicReference<Copier> computeValue(Class<?> type) {
+      return new AtomicReference<>();
     }
   };
 
@@ -65,11 +69,11 @@ final class Reflect {
    */
   static Object copyWith(Object value, String field, Object replacement)
       throws ReflectiveOperationException {
-    Map<String, Copier> copiers = COPIERS.get(value.getClass());
-    Copier copier = copiers.get("");
+    AtomicReference<Copier> found = COPIERS.get(value.getClass());
+    Copier copier = found.get();
     if (copier == null) {
       copier = copier(value);
-      copiers.put("", copier);
+      found.set(copier);
     }
     int index = copier.fields().indexOf(field);
     if (index < 0) {

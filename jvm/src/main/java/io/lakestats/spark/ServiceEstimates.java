@@ -87,6 +87,9 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
   private static final Logger LOG = LoggerFactory.getLogger(ServiceEstimates.class);
   /** Marks a plan this rule has reordered: its batch runs rules until the plan stays put. */
   private static final TreeNodeTag<Boolean> REORDERED = new TreeNodeTag<>("lakestats.reordered");
+  private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+  private static final List<GarbageCollectorMXBean> COLLECTORS =
+      ManagementFactory.getGarbageCollectorMXBeans();
 
   /** Whether to reorder joins after the estimates: in the optimizer, not in adaptive runs. */
   private final boolean reorderJoins;
@@ -149,21 +152,16 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
       String token = conf.getConfString(TOKEN, "");
       Map<LogicalPlan, Statistics> found = new IdentityHashMap<>();
       for (LogicalPlan node : nodes) {
-        long collections = LOG.isDebugEnabled() ? collections() : 0;
-        long cpu = LOG.isDebugEnabled() ? cpuNanos() : 0;
-        long started = System.nanoTime();
+        Window window = LOG.isDebugEnabled() ? Window.open() : null;
         Statistics stats = node instanceof Filter
             ? estimate((Filter) node, client, token, timeout)
             : groups((Aggregate) node, client, token, timeout);
         if (stats != null) {
           found.put(node, stats);
         }
-        if (LOG.isDebugEnabled()) { // what the planner spent on it (bench/filter_estimates.py)
-          long wall = System.nanoTime() - started;
-          LOG.debug("lakestats: {} estimate {} in {} us ({} us on a core, {} garbage "
-              + "collections meanwhile)", node.nodeName().toLowerCase(),
-              stats == null ? "kept Spark's" : stats.rowCount().get(), wall / 1000,
-              (cpuNanos() - cpu) / 1000, collections() - collections);
+        if (window != null) { // what the planner spent on it (bench/filter_estimates.py)
+          LOG.debug("lakestats: {} estimate {} in {}", node.nodeName().toLowerCase(),
+              stats == null ? "kept Spark's" : stats.rowCount().get(), window.spent());
         }
       }
       if (!found.isEmpty()) {
@@ -415,9 +413,7 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
     if (url.isEmpty()) {
       return;
     }
-    long collections = LOG.isDebugEnabled() ? collections() : 0;
-    long cpu = LOG.isDebugEnabled() ? cpuNanos() : 0;
-    long started = System.nanoTime();
+    Window window = LOG.isDebugEnabled() ? Window.open() : null;
     try {
       String predicate = question(filter.condition(), new ArrayList<>());
       if (predicate != null) {
@@ -428,30 +424,37 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
     } catch (Exception | LinkageError e) {
       LOG.debug("lakestats: a filter's question not sent ahead: {}", e.toString());
     }
-    if (LOG.isDebugEnabled()) { // part of what the planner spends per Filter
-      long wall = System.nanoTime() - started;
-      LOG.debug("lakestats: filter question sent ahead in {} us ({} us on a core, {} garbage "
-          + "collections meanwhile)", wall / 1000, (cpuNanos() - cpu) / 1000,
-          collections() - collections);
+    if (window != null) { // part of what the planner spends per Filter
+      LOG.debug("lakestats: filter question sent ahead in {}", window.spent());
     }
   }
 
   /**
-   * The planning thread's CPU time so far, or 0 where the JVM does not measure it: a debug
-   * line's time on a core against its wall time says how long the thread waited for one.
+   * A span of the planning thread, for a debug line: its wall time, its time on a core (wall
+   * time far above it means the thread waited for one) and the garbage collections inside it
+   * (a pause of Spark's jobs' garbage, as Delta's scan planning makes, falls in some).
    */
-  static long cpuNanos() {
-    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-    return threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : 0;
+  private record Window(long started, long cpu, long collected) {
+    static Window open() {
+      return new Window(System.nanoTime(), cpuNanos(), collections());
+    }
+
+    String spent() {
+      return String.format("%d us (%d us on a core, %d garbage collections meanwhile)",
+          (System.nanoTime() - started) / 1000, (cpuNanos() - cpu) / 1000,
+          collections() - collected);
+    }
   }
 
-  /**
-   * Garbage collections of this JVM so far, every collector: a debug line's time says whether
-   * a pause (of Spark's jobs' garbage, as Delta's scan planning makes) fell inside it.
-   */
-  static long collections() {
+  /** The planning thread's CPU time so far, or 0 where the JVM does not measure it. */
+  private static long cpuNanos() {
+    return THREADS.isCurrentThreadCpuTimeSupported() ? THREADS.getCurrentThreadCpuTime() : 0;
+  }
+
+  /** Garbage collections of this JVM so far, every collector. */
+  private static long collections() {
     long count = 0;
-    for (GarbageCollectorMXBean bean : ManagementFactory.getGarbageCollectorMXBeans()) {
+    for (GarbageCollectorMXBean bean : COLLECTORS) {
       count += Math.max(0, bean.getCollectionCount());
     }
     return count;
