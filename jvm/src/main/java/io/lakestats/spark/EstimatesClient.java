@@ -337,48 +337,35 @@ final class EstimatesClient {
    */
   static double firstRowCount(byte[] body) throws IOException {
     try (JsonParser parser = JSON.createParser(body)) {
-      if (parser.nextToken() != JsonToken.START_OBJECT) {
-        return Double.NaN;
-      }
-      while (parser.nextToken() == JsonToken.FIELD_NAME) {
-        String field = parser.currentName();
-        JsonToken value = parser.nextToken();
-        if (!field.equals("estimates")) {
-          parser.skipChildren();
-          continue;
-        }
-        if (value != JsonToken.START_ARRAY || parser.nextToken() != JsonToken.START_OBJECT) {
-          return Double.NaN;
-        }
-        while (parser.nextToken() == JsonToken.FIELD_NAME) {
-          String inner = parser.currentName();
-          JsonToken number = parser.nextToken();
-          if (inner.equals("row_count")) {
-            return number.isNumeric() ? parser.getDoubleValue() : Double.NaN;
-          }
-          parser.skipChildren();
-        }
-        return Double.NaN;
-      }
+      return parser.nextToken() == JsonToken.START_OBJECT && seek(parser, "estimates")
+          && parser.currentToken() == JsonToken.START_ARRAY
+          && parser.nextToken() == JsonToken.START_OBJECT && seek(parser, "row_count")
+          ? number(parser) : Double.NaN;
     }
-    return Double.NaN;
   }
 
   /** The number at {@code field} of an answer's top level, or NaN. */
   static double topLevelNumber(byte[] body, String field) throws IOException {
     try (JsonParser parser = JSON.createParser(body)) {
-      if (parser.nextToken() != JsonToken.START_OBJECT) {
-        return Double.NaN;
-      }
-      while (parser.nextToken() == JsonToken.FIELD_NAME) {
-        String name = parser.currentName();
-        JsonToken value = parser.nextToken();
-        if (name.equals(field)) {
-          return value.isNumeric() ? parser.getDoubleValue() : Double.NaN;
-        }
-        parser.skipChildren();
-      }
+      return parser.nextToken() == JsonToken.START_OBJECT && seek(parser, field)
+          ? number(parser) : Double.NaN;
     }
-    return Double.NaN;
+  }
+
+  /** Moves from an object's start to the value of its {@code field}; false if it has none. */
+  private static boolean seek(JsonParser parser, String field) throws IOException {
+    while (parser.nextToken() == JsonToken.FIELD_NAME) {
+      String name = parser.currentName();
+      parser.nextToken();
+      if (name.equals(field)) {
+        return true;
+      }
+      parser.skipChildren();
+    }
+    return false;
+  }
+
+  private static double number(JsonParser parser) throws IOException {
+    return parser.currentToken().isNumeric() ? parser.getDoubleValue() : Double.NaN;
   }
 }
