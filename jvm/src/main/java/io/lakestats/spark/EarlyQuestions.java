@@ -55,6 +55,21 @@ final class EarlyQuestions extends Rule<LogicalPlan> {
     ANALYZED.add(location + "\n" + snapshot);
   }
 
+  /**
+   * Whether this rule asks {@code filter}'s question: a Filter over a Delta scan whose snapshot
+   * had statistics when planned before, constraint propagation on (the rule before push-down
+   * then sends none: over a Delta scan it would arrive only a millisecond before it is read).
+   */
+  static boolean asks(Filter filter) {
+    try {
+      String[] origin = deltaOrigin(filter.child());
+      return origin != null && ANALYZED.contains(origin[0] + "\n" + origin[1])
+          && SQLConf.get().constraintPropagationEnabled();
+    } catch (Exception | LinkageError e) {
+      return false;
+    }
+  }
+
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
     try { // advice only: nothing here may fail a plan

@@ -130,8 +130,12 @@ final class StatisticsRule extends Rule<LogicalPlan> {
           String[] origin = scan instanceof LogicalRelation ? ServiceEstimates.origin(scan)
               : icebergOrigin(filter.child());
           if (origin != null) {
+            // a Delta Filter's question went out earlier, from the operator optimizations
+            boolean askedEarly = EarlyQuestions.asks(filter);
             EarlyQuestions.analyzed(origin[0], origin[1]);
-            ServiceEstimates.prefetch(out, origin[0], origin[1]);
+            if (!askedEarly) {
+              ServiceEstimates.prefetch(out, origin[0], origin[1]);
+            }
           }
           return out;
         }
