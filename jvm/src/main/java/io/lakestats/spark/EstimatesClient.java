@@ -270,7 +270,7 @@ final class EstimatesClient {
    * A question's body, written by hand: a planner sends one per Filter, and a few lines of
    * text cost less than building and serializing a JSON tree (bench/filter_estimates.py).
    */
-  static byte[] body(String location, String snapshot, String kind, String asked) {
+  private static byte[] body(String location, String snapshot, String kind, String asked) {
     StringBuilder out = new StringBuilder(96 + asked.length());
     out.append("{\"location\":");
     quoted(out, location);
@@ -335,7 +335,7 @@ final class EstimatesClient {
    * {@code estimates[0].row_count} of an estimate's answer, or NaN: read as a stream of tokens,
    * without building the document's tree.
    */
-  static double firstRowCount(byte[] body) throws IOException {
+  private static double firstRowCount(byte[] body) throws IOException {
     try (JsonParser parser = JSON.createParser(body)) {
       return parser.nextToken() == JsonToken.START_OBJECT && seek(parser, "estimates")
           && parser.currentToken() == JsonToken.START_ARRAY
@@ -345,7 +345,7 @@ final class EstimatesClient {
   }
 
   /** The number at {@code field} of an answer's top level, or NaN. */
-  static double topLevelNumber(byte[] body, String field) throws IOException {
+  private static double topLevelNumber(byte[] body, String field) throws IOException {
     try (JsonParser parser = JSON.createParser(body)) {
       return parser.nextToken() == JsonToken.START_OBJECT && seek(parser, field)
           ? number(parser) : Double.NaN;

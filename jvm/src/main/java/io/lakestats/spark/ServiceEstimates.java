@@ -432,7 +432,8 @@ final class ServiceEstimates extends Rule<LogicalPlan> {
   /**
    * A span of the planning thread, for a debug line: its wall time, its time on a core (wall
    * time far above it means the thread waited for one) and the garbage collections inside it
-   * (a pause of Spark's jobs' garbage, as Delta's scan planning makes, falls in some).
+   * (a pause of Spark's jobs' garbage, as Delta's scan planning makes, falls in some; before
+   * Java 20 no collector's count includes G1's remark pauses).
    */
   private record Window(long started, long cpu, long collected) {
     static Window open() {
