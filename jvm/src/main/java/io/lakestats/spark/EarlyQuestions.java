@@ -55,6 +55,12 @@ final class EarlyQuestions extends Rule<LogicalPlan> {
     ANALYZED.add(location + "\n" + snapshot);
   }
 
+  /** {path, version} of the Delta scan under {@code filter} if its snapshot is known, or null. */
+  private static String[] analyzedDelta(Filter filter) throws ReflectiveOperationException {
+    String[] origin = deltaOrigin(filter.child());
+    return origin != null && ANALYZED.contains(origin[0] + "\n" + origin[1]) ? origin : null;
+  }
+
   /**
    * Whether this rule asks {@code filter}'s question: a Filter over a Delta scan whose snapshot
    * had statistics when planned before, constraint propagation on (the rule before push-down
@@ -62,9 +68,7 @@ final class EarlyQuestions extends Rule<LogicalPlan> {
    */
   static boolean asks(Filter filter) {
     try {
-      String[] origin = deltaOrigin(filter.child());
-      return origin != null && ANALYZED.contains(origin[0] + "\n" + origin[1])
-          && SQLConf.get().constraintPropagationEnabled();
+      return analyzedDelta(filter) != null && SQLConf.get().constraintPropagationEnabled();
     } catch (Exception | LinkageError e) {
       return false;
     }
@@ -88,8 +92,8 @@ final class EarlyQuestions extends Rule<LogicalPlan> {
   private static void visit(LogicalPlan node) throws ReflectiveOperationException {
     if (node instanceof Filter && !asked((Filter) node)) {
       Filter filter = (Filter) node;
-      String[] origin = deltaOrigin(filter.child());
-      if (origin != null && ANALYZED.contains(origin[0] + "\n" + origin[1])) {
+      String[] origin = analyzedDelta(filter);
+      if (origin != null) {
         ServiceEstimates.prefetch(new Filter(inferred(filter), filter.child()), origin[0],
             origin[1]);
         LOG.debug("lakestats: a Delta filter's question asked early");
