@@ -28,7 +28,7 @@ scan paused it for about 10 ms every 0.2-0.3 s, on top of any filter's time.
     python -m bench.filter_estimates [--rows 90000] [--timed 500] [--warm 100]
         [--driver-memory 4g] [--service-nice 19]
 
-``--service-nice`` runs the service below the planner's priority on this host. It moves the
+``--service-nice`` runs the service below the planner's priority on the planner's host. It moves the
 waits, not the p99 (2 cores, 11-30): at nice 19 a Delta Filter's p99 fell from 7.5 to 4.5 ms
 (the service a question sent ahead wakes no longer takes the planning thread's core) and
 an Iceberg Filter's rose from 8.3 to 20.3 ms (its answer, asked before Iceberg's scan
