@@ -28,13 +28,8 @@ scan paused it for about 10 ms every 0.2-0.3 s, on top of any filter's time.
     python -m bench.filter_estimates [--rows 90000] [--timed 500] [--warm 100]
         [--driver-memory 4g] [--service-nice 19]
 
-``--service-nice`` runs the service below the planner's priority on the planner's host. It moves the
-waits, not the p99 (2 cores, 11-30): at nice 19 a Delta Filter's p99 fell from 7.5 to 4.5 ms
-(the service a question sent ahead wakes no longer takes the planning thread's core) and
-an Iceberg Filter's rose from 8.3 to 20.3 ms (its answer, asked before Iceberg's scan
-planning, arrived late from a starved service); nice 5 and ``chrt -b`` (no preemption on
-wake-up) left both near 7 ms. On a host of two cores the planning thread waits for a core
-whatever the service's priority: Spark's executors and JIT share them.
+``--service-nice`` runs the service below the planner's priority on the planner's host:
+what that does to the planner's time is in docs/spark.md ("A service on the planner's host").
 """
 
 from __future__ import annotations
@@ -127,9 +122,7 @@ def build(base: Path, data: pa.Table) -> dict[str, dict]:
 
 
 def serve(base: Path, tables: dict[str, dict], nice: int = 0) -> tuple[subprocess.Popen, str]:
-    """``lakestats serve`` for ``tables``, ``nice`` steps below this process's priority: on
-    the planner's host a service at the planner's priority takes a core from the planning
-    thread whenever a question sent ahead wakes it (docs/spark.md)."""
+    """``lakestats serve`` for ``tables``, ``nice`` steps below this process's priority."""
     config = {"tables": {name: {k: v for k, v in t.items() if k in ("table", "warehouse")}
                          for name, t in tables.items()}}
     (base / "tables.json").write_text(json.dumps(config))
