@@ -25,8 +25,8 @@ class SampleReader(PartitionReader):
         tables = []
         for data in part.files:
             filesystem, path = fs.resolve(data.path, self.s3)
-            with filesystem.open_input_file(path) as handle:
-                table = pq.read_table(handle)
+            with filesystem.open_input_file(path) as handle:  # one small file: no dataset
+                table = pq.ParquetFile(handle).read(columns=columns, use_threads=False)
             tables.append(visible(table))
         table = pa.concat_tables(tables)
         return table.select(columns) if columns else table
