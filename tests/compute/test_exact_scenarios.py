@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -278,3 +279,26 @@ def test_expire_keeps_the_rank_parts(analyzed) -> None:
     assert parts and not parts & set(plan.files_removed)
     staged = [e.files["values"] for e in latest.partitions]
     assert not set(staged) & set(plan.files_removed)
+
+
+def test_an_unpartitioned_table_gets_its_ranks(spark, tmp_path) -> None:
+    """An unpartitioned table is its one partition: ``--exact`` still builds its ranks (its
+    quantiles at any ``p``) and lists every value, as on a partitioned table."""
+    root = tmp_path / "flat"
+    root.mkdir()
+    rng = np.random.default_rng(5)
+    for p in range(2):  # two files, one partition: "key" repeats across them
+        pq.write_table(_partition(p, rng), root / f"data-{p}.parquet")
+    handle = ls.open_table(str(root))
+    version = _analyze(handle, spark, {})
+    assert len(version.partitions) == 1 and "ranks" in version.table_files
+    # its staged counts served the step only: not kept, not listed
+    assert "values" not in version.partitions[0].files
+    stats = Path(str(handle.stats_root))
+    assert list(stats.rglob("ranks/index.parquet"))
+    assert not list(stats.rglob("values.parquet"))
+    scenarios = version.extra["exact"]["scenarios"]
+    assert (scenarios["seq"], scenarios["key"], scenarios["s"]) == (
+        "disjoint", "aggregate", "aggregate"
+    )
+    _check_against_duckdb(root, handle, scenarios)

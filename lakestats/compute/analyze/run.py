@@ -272,7 +272,7 @@ def _analyze(
         written += group_bytes
         clock.lap("column groups reduced")
     exact_report: dict[str, object] = {}
-    if options.exact and table_level and final and not unpartitioned:
+    if options.exact and table_level and final:  # one partition too: its ranks
         table_files, exact_bytes, exact_report = _spark_call(
             "exact table-level step failed",
             lambda: exact_table(
@@ -284,6 +284,10 @@ def _analyze(
             ),
         )
         written += exact_bytes
+        if unpartitioned and todo and "values" in final[0].files:
+            # its staged counts (this run's) served this step only: a new version of the
+            # table recomputes its one partition, so no later step subtracts them
+            stats_root.delete_file(stats_root.path(final[0].files.pop("values")))
         clock.lap("table level made exact")
     new_files = [path for i in todo for path in (entries[i].files.values())]  # type: ignore[union-attr]
     table_level_files = [*(table_files or {}).values(), *reduce_cache.values()]

@@ -156,7 +156,10 @@ def write_frequencies(
     filesystem, path = job.store.resolve(uri)
     with filesystem.open_input_file(path) as handle:
         old = pq.ParquetFile(handle).read(use_threads=False)
-    old = old.cast(schemas.TABLE_FREQUENCIES_SCHEMA)
+    for field in schemas.TABLE_FREQUENCIES_SCHEMA:  # an unpartitioned table's: a partition's
+        if field.name not in old.column_names:
+            old = old.append_column(field, pa.nulls(old.num_rows, field.type))
+    old = old.select(schemas.TABLE_FREQUENCIES_SCHEMA.names).cast(schemas.TABLE_FREQUENCIES_SCHEMA)
     old_index = int_values(old.column("column_index"))
     result: dict[int, tuple[int, int]] = {}
     options = {
