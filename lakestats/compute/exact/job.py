@@ -141,7 +141,9 @@ def exact_table(
     settings: ExactSettings | None = None,
 ) -> tuple[dict[str, str], int, dict[str, object]]:
     """Make every value column's table level exact; returns the table files (plus
-    ``ranks``), the bytes written and a report (scenario per column, ranges)."""
+    ``ranks``), the bytes written and a report (scenario per column, ranges). An
+    unpartitioned table's table files are its partition's: they are copied first, so the
+    partition level is not rewritten with the table's."""
     settings = settings or ExactSettings.from_environment()
     parallelism = max(2, default_parallelism(spark))
     if len(job.partitions) == 1 and table_files["statistics"] == job.partitions[0].files.get(
