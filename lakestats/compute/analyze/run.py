@@ -28,7 +28,7 @@ from lakestats.compute.analyze.reuse import (
     with_puffin,
 )
 from lakestats.compute.analyze.stages import compute_partitions, plan_slices, raise_errors
-from lakestats.compute.exact.job import exact_table
+from lakestats.compute.exact.job import exact_table, own_table_files
 from lakestats.compute.progress import Clock, run_with_progress
 from lakestats.compute.reduce import (
     ReduceJob,
@@ -273,12 +273,15 @@ def _analyze(
         clock.lap("column groups reduced")
     exact_report: dict[str, object] = {}
     if options.exact and table_level and final:  # one partition too: its ranks
+        exact_files = (  # the step rewrites them: not the partition's own
+            own_table_files(stats_root, table_files, run_id) if unpartitioned else table_files
+        )
         table_files, exact_bytes, exact_report = _spark_call(
             "exact table-level step failed",
             lambda: exact_table(
                 spark,
                 reduce_job,
-                table_files,
+                exact_files,
                 run_id,
                 previous=previous_exact(stats_root) if len(todo) < len(plans) else None,
             ),

@@ -55,6 +55,7 @@ from lakestats.stats.exact_histogram import grid_of
 from lakestats.stats.kinds import VALUE_KINDS, kind_of
 from lakestats.stats.value_counts import needs_staging
 from lakestats.store import frequency_layers, layout, ranks
+from lakestats.store.handle import StatisticsStore
 from lakestats.store.manifest import Version
 from lakestats.threads import leaf_map
 
@@ -73,15 +74,16 @@ def _read(job: ReduceJob, relative: str, columns: list[str] | None = None) -> pa
         return pq.ParquetFile(handle).read(columns=columns, use_threads=False)
 
 
-def _own_table_files(
-    job: ReduceJob, partition_files: dict[str, str], run_id: str
+def own_table_files(
+    store: StatisticsStore, partition_files: dict[str, str], run_id: str
 ) -> dict[str, str]:
-    """A copy of an unpartitioned table's partition files as its table files (the step
-    rewrites those in place; the partition's own stay as the partition level)."""
+    """An unpartitioned table's partition files copied as its table files: ``exact_table``
+    rewrites the table files in place, and the partition's stay its partition level."""
     own = layout.table_files(run_id)
     for kind, relative in own.items():
-        data = job.store.read_bytes(job.store.path(partition_files[kind]))
-        job.store.write_bytes_atomic(job.store.path(relative), data)
+        store.write_bytes_atomic(
+            store.path(relative), store.read_bytes(store.path(partition_files[kind]))
+        )
     kept = {k: v for k, v in partition_files.items() if k not in own and k != "values"}
     return {**kept, **own}
 
@@ -141,15 +143,11 @@ def exact_table(
     settings: ExactSettings | None = None,
 ) -> tuple[dict[str, str], int, dict[str, object]]:
     """Make every value column's table level exact; returns the table files (plus
-    ``ranks``), the bytes written and a report (scenario per column, ranges). An
-    unpartitioned table's table files are its partition's: they are copied first, so the
-    partition level is not rewritten with the table's."""
+    ``ranks``), the bytes written and a report (scenario per column, ranges).
+    ``table_files`` are rewritten in place: the table's own, never a partition's
+    (``own_table_files``)."""
     settings = settings or ExactSettings.from_environment()
     parallelism = max(2, default_parallelism(spark))
-    if len(job.partitions) == 1 and table_files["statistics"] == job.partitions[0].files.get(
-        "statistics"
-    ):  # an unpartitioned table: its table level is rewritten in files of its own
-        table_files = _own_table_files(job, table_files, run_id)
     # a few small footers and rows per partition, read by the driver's threads: a Spark
     # job for them cost ~2 s at scale 10, 50x the reads (bench/scale.py, incremental)
     summaries = leaf_map(functools.partial(_summaries, job), range(len(job.partitions)))
