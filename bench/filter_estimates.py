@@ -290,15 +290,21 @@ def main() -> None:
             "tables": {k: {"format": v["format"], "path": v["path"]} for k, v in tables.items()},
             "queries": queries, "ways": ways, "driver_memory": args.driver_memory,
             "debug_logger": "io.lakestats.spark.ServiceEstimates"}))
-        done = subprocess.run([str(PYTHON), str(ROOT / "bench" / "interop_spark.py"), str(spec)],
-                              capture_output=True, text=True, timeout=3600, check=False)
+        # the planner's log goes to a file: read from a pipe, each of its lines would wake
+        # this process, which then takes a core from the planning thread it measures
+        with (base / "spark.log").open("w+") as log:
+            done = subprocess.run(
+                [str(PYTHON), str(ROOT / "bench" / "interop_spark.py"), str(spec)],
+                stdout=subprocess.PIPE, stderr=log, text=True, timeout=3600, check=False)
+            log.seek(0)
+            spark_log = log.read()
         alone = service_alone(url, tables, timed_predicates(args.warm + args.timed, seed=29),
                               args.warm)
     finally:
         server.terminate()
         server.wait(timeout=30)
     if done.returncode != 0:
-        raise SystemExit(done.stderr[-3000:])
+        raise SystemExit(spark_log[-3000:])
     out = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"machine: {machine()}; {args.rows:,} rows, Iceberg and Delta; Spark {out['spark']}; "
           f"the service at nice {args.service_nice} beside the planner")
@@ -327,7 +333,7 @@ def main() -> None:
             print(f"  {short} {name}: " + "; ".join(summary), flush=True)
     print(f"q-error targets with the service (p90 <= 1.5, max <= 3 in every class): "
           f"{'met' if met else 'NOT met'}")
-    per_filter = planner_micros(done.stderr)
+    per_filter = planner_micros(spark_log)
     for i, short in enumerate(TIMED):  # the estimates way's timed queries come last
         asked = per_filter[len(per_filter) - (len(TIMED) - i) * (args.warm + args.timed):][
             args.warm:args.warm + args.timed]

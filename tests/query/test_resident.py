@@ -117,10 +117,12 @@ def test_estimate_many_refuses_bad_input(table) -> None:
 SIMPLE = [
     "a < 10", "a = 'x'", "a <> -5", "a != 2.5", "x_1 >= 0.05", "a = 'it''s'", "A=1",
     "a<-5", "a=-5", "  b  >=  -0.25  ", "a = ''", "a = 'x y  z'", "a = 007",
+    '"a" = 1', '"a""b" < 2', '"x.y" >= -2.5', '"select" = 1', '"A" <> \'x\'',
 ]
 NOT_SIMPLE = [
     "date = 1", "a = 'a\\b'", "a = 1 -- c", "a = 1e5", "a = .5", "a == 1", "a = TRUE",
-    "a = NULL", "`a` = 1", '"a" = 1', "a.b = 1", "a = - 5", "a IN (1)", "a = x",
+    "a = NULL", "`a` = 1", "a.b = 1", "a = - 5", "a IN (1)", "a = x", '"" = 1',
+    '"a = 1', '"a"."b" = 1', '"a" = "b"',
 ]
 
 
@@ -139,9 +141,15 @@ CONJUNCTIONS_OF_SIMPLE = [
     "a = 1", "a = 1 AND b > 2.5", "a=1 and b<=-3 AND s = 'x AND y'", "s <> 'it''s'",
     "a = 1  AND  b != 0  ", "d >= 12.34 AND a < 7 AND s > ''", "a = -0 AND b = -0.0",
     "a = 1 AND b NOT IN (1, 2)", "a = 1 AND b IN (1, NULL)",  # IN lists: ``in_list``
+    # as lakestats' Spark component writes its questions: quoted, each in parentheses
+    "(a = 1) AND b = 2", "( a = 1 ) AND (b > 2.5)", '("a" <= 451) AND ("a" >= 311)',
+    '("b" < 15.4146) AND ("b" IS NOT NULL) AND ("s" = \'ap\') AND ("s" IS NOT NULL)',
+    '("a" > 144) AND ("a" IS NOT NULL) AND ("s" IN (\'sa\', \'ap\'))', '("s" LIKE \'x%\')',
 ]
 GENERAL = ["a = 1AND b = 2", "a = 1 AND", "a = 1 AND NOT b = 2", "a = 1 OR b = 2",
-           "(a = 1) AND b = 2", "a = 1 AND s NOT LIKE 'x%'", "a IS NULL OR b IS NULL"]
+           "a = 1 AND s NOT LIKE 'x%'", "a IS NULL OR b IS NULL", "((a = 1)) AND b = 2",
+           "(a = 1 AND b = 2)", "(a = 1)AND b = 2", "(a = 1", "a = 1)", '("a" = 1) OR ("a" = 2)',
+           '(("a" = 1) OR ("a" = 2)) AND ("a" IS NOT NULL)', "(a = 1) AND (b = 2"]
 
 
 @pytest.mark.parametrize("text", CONJUNCTIONS_OF_SIMPLE)
@@ -157,7 +165,8 @@ def test_other_predicates_take_the_general_path(text: str) -> None:
 
 
 def test_simple_conjunction_errors_are_the_general_paths() -> None:
-    for text in ["a = 1 AND nope = 2", "a = 'x'", "a = 1 AND a = 99999999999999999999"]:
+    for text in ["a = 1 AND nope = 2", "a = 'x'", "a = 1 AND a = 99999999999999999999",
+                 '("a" = 1) AND ("nope" = 2)', '("a" = \'x\')', '("nope" IS NULL)']:
         with pytest.raises(LakestatsError) as fast:
             predicates.parse(text, TYPES)
         with pytest.raises(LakestatsError) as general:
@@ -183,7 +192,8 @@ SIMPLE_TYPED = [
     "a < 10", "a = -5", "a != 2", "b >= 0.05", "b < -0.25", "s = 'it''s'", "s <> ''",
     "d >= 12.34", "d = -0", "a = -0", "b = -0.0", "A = 1", "s = 1", "a = 'x'", "a = 2.5",
     "nope = 1", "a = 99999999999999999999", "d = 1.234", "b = 1e", "s > 'x AND y'",
-    "t = '2020-01-02'", "t < 'nope'", "u = 'v'",
+    "t = '2020-01-02'", "t < 'nope'", "u = 'v'", '"a" < 10', '"s" = \'x\'', '"nope" = 1',
+    '"A" = 1', '"u" = 2', '"date" = 1',
 ]
 
 
@@ -220,6 +230,8 @@ PLAIN_TYPED = [
     "t <> DATE 'nope'", "a = DATE '2020-01-01'", "z >= TIMESTAMP '2020-01-02 03:04:05'",
     "z = TIMESTAMP '2020-01-02 03:04:05+02:00'", "t != DATE '2020-02-30'",
     "date IS NULL", "u IS NULL", "u IN (1)", "A BETWEEN 1 AND 300",
+    '"a" IS NOT NULL', '"s" LIKE \'x%\'', '"a" IN (1, 2)', '"t" >= DATE \'2020-01-02\'',
+    '"a" BETWEEN 1 AND 5', '"date" IS NULL', '"a" LIKE \'x\'', '"nope" IN (1)',
 ]
 
 
@@ -252,6 +264,8 @@ def test_plain_conditions_compile_as_sqlglots_tree(text: str, negate: bool) -> N
     "t >= DATE '2020-01-02' AND s LIKE 'x%' AND a = 1",
     "a BETWEEN 1 AND 2", "a IN (1, 2) AND b IS NOT NULL", "a = 1 AND b IN (1, 2)",
     "a = 1 AND s LIKE 'x%'",
+    '("t" >= \'2020-01-02\') AND ("s" LIKE \'x%\') AND ("a" IN (1, 2))',
+    '("a" BETWEEN 1 AND 2) AND ("b" IS NULL)',
 ])
 def test_plain_conjunctions_parse_as_the_general_path(text: str) -> None:
     types = {**TYPES, "t": pa.date32()}

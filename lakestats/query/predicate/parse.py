@@ -135,7 +135,7 @@ class _Parser:
         the same order, so the same predicate or error."""
         name, op, minus, number, string = groups
         op = "<>" if op == "!=" else op
-        column, dtype = self.column_named((name,))
+        column, dtype = self.column_named(plain.name_parts(name) or (name,))
         if number is not None:
             value = typed.number(f"-{number}" if minus else number, column, dtype)
         else:
@@ -189,7 +189,7 @@ class _Parser:
         """What ``node`` makes of sqlglot's tree of a ``_plain_groups`` condition, when it
         makes a predicate; any refusal raises (the caller then asks sqlglot's path for its
         exact error)."""
-        column, dtype = self.column_named((groups[0],))
+        column, dtype = self.column_named(plain.name_parts(groups[0]) or (groups[0],))
         if form == "null":
             return t.IsNull(column, negated=negate != bool(groups[1]))
         if form == "between":

@@ -1,7 +1,9 @@
 """Conditions read without sqlglot: ``column op literal`` and the other plain forms a
 planner sends (IS [NOT] NULL, BETWEEN, IN, LIKE, typed DATE/TIMESTAMP literals; IN lists
 of any length through ``in_list``) are recognised by regular expressions, so a simple
-conjunction is split without tokenizing it."""
+conjunction is split without tokenizing it. A column may be double-quoted and a condition
+parenthesized, as lakestats' Spark component writes every question (``("k" >= 3) AND ("k"
+IS NOT NULL)``)."""
 
 from __future__ import annotations
 
@@ -12,29 +14,50 @@ from lakestats.query.predicate import keywords as sql_keywords
 from lakestats.query.predicate import text as predicate_text
 
 _AND = re.compile(r"AND\s+", re.IGNORECASE)
+_OPEN = re.compile(r"\s*\(")
+_CLOSE = re.compile(r"\s*\)\s*")
+_NAME = r'([A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")+")'
+"""A column: a plain name or a double-quoted one (``""`` a quote inside)."""
+
+
+def name_parts(name: str) -> tuple[str, ...] | None:
+    """The column reference a matched ``_NAME`` is, as sqlglot names its parts (one part:
+    a quoted ``"x.y"`` is the column named x.y); None for an unquoted sqlglot keyword, which
+    is no column name to sqlglot."""
+    if name.startswith('"'):
+        return (name[1:-1].replace('""', '"'),)
+    return None if name.upper() in sql_keywords.KEYWORDS else (name,)
 
 
 def simple_conjuncts(text: str) -> list[str] | None:
-    """The conditions of ``text`` when it is one or more ``simple_comparison``s joined
-    by AND (whitespace around each AND), else None (the general path reads it). An IN
-    list of literals (``in_list``) is one such condition, however long."""
+    """The conditions of ``text`` when it is one or more ``simple_comparison``s or other
+    plain conditions joined by AND (whitespace around each AND), each in one pair of
+    parentheses or none, else None (the general path reads it). An IN list of literals
+    (``in_list``) is one such condition, however long."""
     out: list[str] = []
     pos = 0
     while True:
-        listed = in_list.read(text, pos)
+        opened = _OPEN.match(text, pos)
+        start = opened.end() if opened is not None else pos
+        listed = in_list.read(text, start)
         if listed is not None:
-            out.append(text[pos:listed[1]].strip())
+            out.append(text[start:listed[1]].strip())
             if len(out[-1]) > 4096:  # its values are not read again
                 in_list.remember(out[-1], listed[0])
             pos = listed[1]
         else:
-            match = _SIMPLE.match(text, pos)
+            match = _SIMPLE.match(text, start)
             if match is None or simple_groups(match.group(0)) is None:
-                match = _PLAIN.match(text, pos)
+                match = _PLAIN.match(text, start)
                 if match is None or plain_groups(match.group(0)) is None:
                     return None
             out.append(match.group(0).strip())
             pos = match.end()
+        if opened is not None:
+            closed = _CLOSE.match(text, pos)
+            if closed is None:
+                return None
+            pos = closed.end()
         if pos == len(text):
             break
         joined = _AND.match(text, pos)
@@ -45,14 +68,14 @@ def simple_conjuncts(text: str) -> list[str] | None:
 
 
 _SIMPLE = re.compile(
-    r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<>|!=|<=|>=|=|<|>)\s*"
+    rf"\s*{_NAME}\s*(<>|!=|<=|>=|=|<|>)\s*"
     r"(?:(-?)(\d+(?:\.\d+)?)|'((?:[^'\\]|'')*)')\s*"
 )
 
 
 def simple_comparison(text: str):  # noqa: ANN201 - a sqlglot expression or None
-    """``column op literal`` (an unquoted name that is no keyword, a comparison, a
-    plain decimal number or a string without backslashes) as the tree
+    """``column op literal`` (a quoted name or an unquoted one that is no keyword, a
+    comparison, a plain decimal number or a string without backslashes) as the tree
     ``sqlglot.parse_one`` returns for it, built without parsing (a planner's predicates
     are mostly these); None for any other text, which sqlglot then parses."""
     groups = simple_groups(text)
@@ -68,26 +91,28 @@ def simple_comparison(text: str):  # noqa: ANN201 - a sqlglot expression or None
         value = exp.Literal.string(string.replace("''", "'"))
     kind = {"=": exp.EQ, "<>": exp.NEQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE,
             ">": exp.GT, ">=": exp.GTE}[op]
-    column = exp.Column(this=exp.Identifier(this=name, quoted=False))
+    (part,) = name_parts(name) or ("",)
+    column = exp.Column(this=exp.Identifier(this=part, quoted=name.startswith('"')))
     return kind(this=column, expression=value)
 
 
 def simple_groups(text: str) -> tuple | None:
-    """``simple_comparison``'s parts of ``text`` (name, operator, minus, number, string),
-    or None; sqlglot's keywords (``sql_keywords``) are no column name here."""
+    """``simple_comparison``'s parts of ``text`` (name as written, operator, minus,
+    number, string), or None; sqlglot's keywords (``sql_keywords``) unquoted are no column
+    name here."""
     match = _SIMPLE.fullmatch(text)
-    if match is None or match.group(1).upper() in sql_keywords.KEYWORDS:
+    if match is None or name_parts(match.group(1)) is None:
         return None
     return match.groups()
 
 
 _LIT = r"(?:-?\d+(?:\.\d+)?|'(?:[^'\\]|'')*')"
 _PLAIN_FORMS = {
-    "null": r"\s*([A-Za-z_][A-Za-z0-9_]*)\s+IS\s+(NOT\s+)?NULL\s*",
-    "between": rf"\s*([A-Za-z_][A-Za-z0-9_]*)\s+BETWEEN\s+({_LIT})\s+AND\s+({_LIT})\s*",
-    "in": rf"\s*([A-Za-z_][A-Za-z0-9_]*)\s+IN\s*\(\s*({_LIT}(?:\s*,\s*{_LIT})*)\s*\)\s*",
-    "like": r"\s*([A-Za-z_][A-Za-z0-9_]*)\s+LIKE\s+'((?:[^'\\]|'')*)'\s*",
-    "typed": r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<>|!=|<=|>=|=|<|>)\s*(DATE|TIMESTAMP)\s+"
+    "null": rf"\s*{_NAME}\s+IS\s+(NOT\s+)?NULL\s*",
+    "between": rf"\s*{_NAME}\s+BETWEEN\s+({_LIT})\s+AND\s+({_LIT})\s*",
+    "in": rf"\s*{_NAME}\s+IN\s*\(\s*({_LIT}(?:\s*,\s*{_LIT})*)\s*\)\s*",
+    "like": rf"\s*{_NAME}\s+LIKE\s+'((?:[^'\\]|'')*)'\s*",
+    "typed": rf"\s*{_NAME}\s*(<>|!=|<=|>=|=|<|>)\s*(DATE|TIMESTAMP)\s+"
              r"'((?:[^'\\]|'')*)'\s*",
 }
 _PLAIN_RE = {k: re.compile(v, re.IGNORECASE) for k, v in _PLAIN_FORMS.items()}
@@ -102,7 +127,7 @@ def plain_groups(text: str) -> tuple[str, tuple] | None:
     for form, pattern in _PLAIN_RE.items():
         match = pattern.fullmatch(text)
         if match is not None:
-            if match.group(1).upper() in sql_keywords.KEYWORDS:
+            if name_parts(match.group(1)) is None:
                 return None
             return form, match.groups()
     return None
