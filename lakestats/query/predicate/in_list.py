@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 from lakestats.query.predicate import keywords as sql_keywords
 
-_NAME = r"(?:([A-Za-z_][A-Za-z0-9_]*)|\"((?:[^\"]|\"\")+)\")"
-_HEAD = re.compile(rf"\s*{_NAME}\s+(NOT\s+)?IN\s*\(", re.IGNORECASE)
+_HEAD = re.compile(rf"\s*{sql_keywords.NAME}\s+(NOT\s+)?IN\s*\(", re.IGNORECASE)
 _STRING = r"'(?:[^'\\]|'')*'"
 _VALUE = (rf"(?:{_STRING}|-?\d+(?:\.\d+)?(?![\w.])|(?:DATE|TIMESTAMP)\s+{_STRING}"
           r"|(?:NULL|TRUE|FALSE)(?!\w))")
@@ -49,10 +48,10 @@ def read(text: str, pos: int = 0) -> tuple[InList, int] | None:
     head = _HEAD.match(text, pos)
     if head is None:
         return None
-    plain, quoted, negated = head.group(1), head.group(2), head.group(3)
-    if plain is not None and plain.upper() in sql_keywords.KEYWORDS:
+    name, negated = head.group(1), head.group(2)
+    if sql_keywords.is_keyword(name):
         return None
-    parts = (plain,) if plain is not None else (quoted.replace('""', '"'),)
+    parts = sql_keywords.name_parts(name)
     whole = _LIST.match(text, head.end())
     if whole is None:
         return None

@@ -2,7 +2,8 @@
 30.30.0) that look like a name: ``predicate.plain.simple_comparison`` leaves a
 condition on such a "column" to sqlglot, and checks it here without importing sqlglot (an
 estimate process of simple comparisons never imports it). ``tests/query/test_resident.py``
-checks the list against the installed sqlglot."""
+checks the list against the installed sqlglot. ``NAME`` is a column as the plain paths
+(``plain``, ``in_list``) read one: a plain name that is no keyword, or a double-quoted one."""
 
 _WORDS = """
 ALL ALTER ANALYZE AND ANTI ANY APPLY ARRAY AS ASC ASOF AUTOINCREMENT AUTO_INCREMENT
@@ -31,3 +32,17 @@ UNNEST UNPIVOT UPDATE USE USING UUID VACUUM VALUES VARBINARY VARCHAR VARCHAR2 VA
 VECTOR VIEW VOLATILE WHEN WHERE WINDOW WITH XOR
 """
 KEYWORDS = frozenset(_WORDS.split())
+
+NAME = r'([A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")+")'
+"""A column reference, one group: a plain name or a double-quoted one (``""`` a quote in it)."""
+
+
+def is_keyword(name: str) -> bool:
+    """Whether a matched ``NAME`` is an unquoted keyword: no column name to sqlglot."""
+    return not name.startswith('"') and name.upper() in KEYWORDS
+
+
+def name_parts(name: str) -> tuple[str, ...]:
+    """The parts sqlglot names a matched ``NAME`` by: one, unquoted (a quoted ``"x.y"`` is
+    the column named x.y)."""
+    return (name[1:-1].replace('""', '"'),) if name.startswith('"') else (name,)

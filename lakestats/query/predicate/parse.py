@@ -17,6 +17,7 @@ from lakestats.errors import (
     UnsupportedPredicateError,
 )
 from lakestats.query.predicate import in_list, plain, typed
+from lakestats.query.predicate import keywords as sql_keywords
 from lakestats.query.predicate import literal as lit
 from lakestats.query.predicate import text as predicate_text
 from lakestats.query.predicate import tree as t
@@ -135,7 +136,7 @@ class _Parser:
         the same order, so the same predicate or error."""
         name, op, minus, number, string = groups
         op = "<>" if op == "!=" else op
-        column, dtype = self.column_named(plain.name_parts(name) or (name,))
+        column, dtype = self.column_named(sql_keywords.name_parts(name))
         if number is not None:
             value = typed.number(f"-{number}" if minus else number, column, dtype)
         else:
@@ -189,7 +190,7 @@ class _Parser:
         """What ``node`` makes of sqlglot's tree of a ``_plain_groups`` condition, when it
         makes a predicate; any refusal raises (the caller then asks sqlglot's path for its
         exact error)."""
-        column, dtype = self.column_named(plain.name_parts(groups[0]) or (groups[0],))
+        column, dtype = self.column_named(sql_keywords.name_parts(groups[0]))
         if form == "null":
             return t.IsNull(column, negated=negate != bool(groups[1]))
         if form == "between":

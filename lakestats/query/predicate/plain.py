@@ -16,17 +16,6 @@ from lakestats.query.predicate import text as predicate_text
 _AND = re.compile(r"AND\s+", re.IGNORECASE)
 _OPEN = re.compile(r"\s*\(")
 _CLOSE = re.compile(r"\s*\)\s*")
-_NAME = r'([A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")+")'
-"""A column: a plain name or a double-quoted one (``""`` a quote inside)."""
-
-
-def name_parts(name: str) -> tuple[str, ...] | None:
-    """The column reference a matched ``_NAME`` is, as sqlglot names its parts (one part:
-    a quoted ``"x.y"`` is the column named x.y); None for an unquoted sqlglot keyword, which
-    is no column name to sqlglot."""
-    if name.startswith('"'):
-        return (name[1:-1].replace('""', '"'),)
-    return None if name.upper() in sql_keywords.KEYWORDS else (name,)
 
 
 def simple_conjuncts(text: str) -> list[str] | None:
@@ -68,7 +57,7 @@ def simple_conjuncts(text: str) -> list[str] | None:
 
 
 _SIMPLE = re.compile(
-    rf"\s*{_NAME}\s*(<>|!=|<=|>=|=|<|>)\s*"
+    rf"\s*{sql_keywords.NAME}\s*(<>|!=|<=|>=|=|<|>)\s*"
     r"(?:(-?)(\d+(?:\.\d+)?)|'((?:[^'\\]|'')*)')\s*"
 )
 
@@ -91,7 +80,7 @@ def simple_comparison(text: str):  # noqa: ANN201 - a sqlglot expression or None
         value = exp.Literal.string(string.replace("''", "'"))
     kind = {"=": exp.EQ, "<>": exp.NEQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE,
             ">": exp.GT, ">=": exp.GTE}[op]
-    (part,) = name_parts(name) or ("",)
+    (part,) = sql_keywords.name_parts(name)
     column = exp.Column(this=exp.Identifier(this=part, quoted=name.startswith('"')))
     return kind(this=column, expression=value)
 
@@ -101,18 +90,18 @@ def simple_groups(text: str) -> tuple | None:
     number, string), or None; sqlglot's keywords (``sql_keywords``) unquoted are no column
     name here."""
     match = _SIMPLE.fullmatch(text)
-    if match is None or name_parts(match.group(1)) is None:
+    if match is None or sql_keywords.is_keyword(match.group(1)):
         return None
     return match.groups()
 
 
 _LIT = r"(?:-?\d+(?:\.\d+)?|'(?:[^'\\]|'')*')"
 _PLAIN_FORMS = {
-    "null": rf"\s*{_NAME}\s+IS\s+(NOT\s+)?NULL\s*",
-    "between": rf"\s*{_NAME}\s+BETWEEN\s+({_LIT})\s+AND\s+({_LIT})\s*",
-    "in": rf"\s*{_NAME}\s+IN\s*\(\s*({_LIT}(?:\s*,\s*{_LIT})*)\s*\)\s*",
-    "like": rf"\s*{_NAME}\s+LIKE\s+'((?:[^'\\]|'')*)'\s*",
-    "typed": rf"\s*{_NAME}\s*(<>|!=|<=|>=|=|<|>)\s*(DATE|TIMESTAMP)\s+"
+    "null": rf"\s*{sql_keywords.NAME}\s+IS\s+(NOT\s+)?NULL\s*",
+    "between": rf"\s*{sql_keywords.NAME}\s+BETWEEN\s+({_LIT})\s+AND\s+({_LIT})\s*",
+    "in": rf"\s*{sql_keywords.NAME}\s+IN\s*\(\s*({_LIT}(?:\s*,\s*{_LIT})*)\s*\)\s*",
+    "like": rf"\s*{sql_keywords.NAME}\s+LIKE\s+'((?:[^'\\]|'')*)'\s*",
+    "typed": rf"\s*{sql_keywords.NAME}\s*(<>|!=|<=|>=|=|<|>)\s*(DATE|TIMESTAMP)\s+"
              r"'((?:[^'\\]|'')*)'\s*",
 }
 _PLAIN_RE = {k: re.compile(v, re.IGNORECASE) for k, v in _PLAIN_FORMS.items()}
@@ -127,7 +116,7 @@ def plain_groups(text: str) -> tuple[str, tuple] | None:
     for form, pattern in _PLAIN_RE.items():
         match = pattern.fullmatch(text)
         if match is not None:
-            if name_parts(match.group(1)) is None:
+            if sql_keywords.is_keyword(match.group(1)):
                 return None
             return form, match.groups()
     return None
