@@ -3,8 +3,9 @@ layered ranks' reads.
 
 Keys are order-preserving binary keys (``stats/keys.py``). Rows already strictly increasing
 skip the sort; fixed-width keys (numbers, dates, decimals) sort as big-endian words with
-NumPy's stable sort, which uses the sorted runs of concatenated sources; other keys take one
-Arrow sort; then ``add.reduceat`` over the runs of equal keys.
+NumPy's stable sort, which uses the sorted runs of concatenated sources, and come back from
+the words; other keys take one Arrow sort; then ``add.reduceat`` over the runs of equal
+keys.
 """
 
 from __future__ import annotations
@@ -19,15 +20,8 @@ from lakestats.stats.arrays import bool_array, int64_array, numbers
 def fixed_width_words(keys: pa.Array) -> np.ndarray | None:
     """Keys of one width (a multiple of 8 bytes) as rows of native ``uint64`` words whose
     order is the keys' byte order; None for keys of varying width (strings)."""
-    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=len(keys) + 1,
-                            offset=keys.offset * 4)
-    width = int(offsets[1] - offsets[0])
-    if width == 0 or width % 8 or not np.all(np.diff(offsets) == width):
-        return None
-    data = np.frombuffer(
-        keys.buffers()[2], dtype=">u8", count=len(keys) * width // 8, offset=int(offsets[0])
-    )
-    return data.reshape(len(keys), width // 8).astype(np.uint64)
+    rows = _big_endian_rows(keys)
+    return None if rows is None else rows.astype(np.uint64)
 
 
 def grouped(
@@ -40,43 +34,94 @@ def grouped(
     n = len(keys)
     if n == 0:
         return keys, counts, (counts if lower is not None else None)
+    rows = _big_endian_rows(keys) if n > 1 else None
+    if rows is not None:
+        return _grouped_words(rows, counts, lower)
     if n == 1 or pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py():
-        at = np.arange(n)
-    elif (words := fixed_width_words(keys)) is not None:
-        # numbers, dates, decimals: big-endian words; NumPy's stable sort (timsort) uses
-        # the sources' sorted runs
-        order = (
-            np.argsort(words[:, 0], kind="stable")
-            if words.shape[1] == 1
-            else np.lexsort(words.T[::-1])
-        )
-        words = words[order]
-        keys = keys.take(int64_array(order))
-        counts = counts[order]
-        lower = lower[order] if lower is not None else None
-        starts = np.ones(n, dtype=bool)
-        starts[1:] = np.any(words[1:] != words[:-1], axis=1)
-        at = np.flatnonzero(starts)
-    else:
-        order = pc.sort_indices(keys)
-        keys = keys.take(order)
-        taken = numbers(order)
-        counts = counts[taken]
-        lower = lower[taken] if lower is not None else None
-        starts = np.zeros(n, dtype=bool)
-        starts[0] = True
-        if n > 1:
-            differs = pc.not_equal(keys.slice(1), keys.slice(0, n - 1))
-            starts[1:] = numbers(differs, False)
-        at = np.flatnonzero(starts)
-    sums = np.add.reduceat(counts, at) if len(at) < n else counts
-    lower_sums = None
-    if lower is not None:
-        masked = np.where(lower, counts, 0)
-        lower_sums = np.add.reduceat(masked, at) if len(at) < n else masked
+        return keys, counts, (np.where(lower, counts, 0) if lower is not None else None)
+    order = pc.sort_indices(keys)
+    taken = numbers(order)
+    keys = keys.take(order)
+    starts = np.zeros(n, dtype=bool)
+    starts[0] = True
+    differs = pc.not_equal(keys.slice(1), keys.slice(0, n - 1))
+    starts[1:] = numbers(differs, False)
+    at = np.flatnonzero(starts)
     if len(at) < n:
         keys = keys.take(int64_array(at))
-    return keys, sums, lower_sums
+    return keys, *_sums(counts[taken], lower[taken] if lower is not None else None, at)
+
+
+def _grouped_words(
+    rows: np.ndarray, counts: np.ndarray, lower: np.ndarray | None
+) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+    """``grouped`` of fixed-width keys (numbers, dates, decimals) given as rows of
+    big-endian words: sorted by the words that vary (a decimal's leading word is its sign,
+    the same on every row) with NumPy's stable sort (timsort), which uses the sources'
+    sorted runs; the distinct keys are rebuilt from their rows (a third of the time of two
+    Arrow takes)."""
+    n = len(rows)
+    varying = []
+    for j in range(rows.shape[1]):
+        word = rows[:, j].astype(np.uint64)
+        if word.min() != word.max():
+            varying.append(word)
+    if not varying:  # every key the same
+        order, at = np.arange(n), np.zeros(1, dtype=np.int64)
+    else:
+        if len(varying) == 1 and np.all(varying[0][1:] > varying[0][:-1]):
+            order = np.arange(n)  # in key order already
+        elif len(varying) == 1:
+            order = np.argsort(varying[0], kind="stable")
+        else:
+            order = np.lexsort(varying[::-1])
+        starts = np.zeros(n, dtype=bool)
+        starts[0] = True
+        for word in varying:
+            ordered = word[order]
+            starts[1:] |= ordered[1:] != ordered[:-1]
+        at = np.flatnonzero(starts)
+    return (
+        _binary_of_rows(rows[order[at]]),
+        *_sums(counts[order], lower[order] if lower is not None else None, at),
+    )
+
+
+def _sums(
+    counts: np.ndarray, lower: np.ndarray | None, at: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The sums of the runs of equal keys starting at ``at`` (counts in key order), and of
+    the ``lower`` rows alone."""
+    whole = len(at) == len(counts)
+    sums = counts if whole else np.add.reduceat(counts, at)
+    if lower is None:
+        return sums, None
+    masked = np.where(lower, counts, 0)
+    return sums, masked if whole else np.add.reduceat(masked, at)
+
+
+def _big_endian_rows(keys: pa.Array) -> np.ndarray | None:
+    """Keys of one width (a multiple of 8 bytes) as rows of big-endian ``uint64`` words (a
+    view of the keys' buffer); None for keys of varying width (strings)."""
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=len(keys) + 1,
+                            offset=keys.offset * 4)
+    width = int(offsets[1] - offsets[0])
+    if width == 0 or width % 8 or not np.all(np.diff(offsets) == width):
+        return None
+    data = np.frombuffer(
+        keys.buffers()[2], dtype=">u8", count=len(keys) * width // 8, offset=int(offsets[0])
+    )
+    return data.reshape(len(keys), width // 8)
+
+
+def _binary_of_rows(rows: np.ndarray) -> pa.Array:
+    """Rows of big-endian words back as binary keys."""
+    n, width = rows.shape[0], 8 * rows.shape[1]
+    data = np.ascontiguousarray(rows).view(np.uint8)
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+    return pa.Array.from_buffers(
+        pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
 
 
 def merged(

@@ -21,6 +21,7 @@ import pytest
 
 from lakestats.compute.exact import frequencies, merge, ranges, sources
 from lakestats.stats import keys
+from lakestats.stats.key_sums import grouped
 from lakestats.stats.value_counts import VALUES_ROW_GROUP, VALUES_SCHEMA
 from lakestats.store import layout, ranks, schemas, writer
 from lakestats.store.handle import StatisticsStore
@@ -273,15 +274,27 @@ def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
         assert meta.row_group(g).num_rows <= schemas.FREQUENCIES_ROW_GROUP
 
 
-@pytest.mark.parametrize("width", [2, 8, 16, None])
-def test_merged_sums_equal_keys_and_drops_non_positive(width: int | None) -> None:
+@pytest.mark.parametrize("shape", ["2", "8", "16", "16 same lead", "24 same middle",
+                                   "8 one value", "8 increasing", "variable"])
+def test_merged_sums_equal_keys_and_drops_non_positive(shape: str) -> None:
     """Against pyarrow's ``group_by``: variable-width keys (Arrow sort) and fixed widths
-    of 8 and 16 bytes (NumPy words), including keys differing only in a later word."""
+    of 8, 16 and 24 bytes (NumPy words), including keys differing only in a later word, a
+    word the same on every row (a decimal's sign word), one key, keys in order already."""
     rng = np.random.default_rng(3)
     raw = rng.integers(0, 1000, 5000)
-    if width is None:
+    if shape == "variable":
         values = pa.array([b"k" * int(x % 5) + bytes([x % 7]) for x in raw], pa.binary())
+    elif shape == "16 same lead":
+        values = pa.array([b"\x80" * 8 + int(x).to_bytes(8, "big") for x in raw], pa.binary())
+    elif shape == "24 same middle":
+        values = pa.array([int(x % 3).to_bytes(8, "big") + b"\x01" * 8
+                           + int(x).to_bytes(8, "big") for x in raw], pa.binary())
+    elif shape == "8 one value":
+        values = pa.array([b"\x05" * 8] * len(raw), pa.binary())
+    elif shape == "8 increasing":
+        values = pa.array([int(i).to_bytes(8, "big") for i in range(len(raw))], pa.binary())
     else:
+        width = int(shape)
         values = pa.array([bytes([x % 7]) * (width - 1) + bytes([x % 5]) for x in raw], pa.binary())
     counts = rng.integers(-2, 4, 5000).astype(np.int64)
     got_keys, got_counts = merge.merged(values, counts)
@@ -291,6 +304,16 @@ def test_merged_sums_equal_keys_and_drops_non_positive(width: int | None) -> Non
     truth = (
         pa.table({"v": values, "c": counts}).group_by("v").aggregate([("c", "sum")]).sort_by("v")
     )
+    lower = rng.random(5000) < 0.3
+    keys, sums, lower_sums = grouped(values, counts, lower)
+    masked = np.where(lower, counts, 0)
+    both = (
+        pa.table({"v": values, "c": counts, "m": masked})
+        .group_by("v").aggregate([("c", "sum"), ("m", "sum")]).sort_by("v")
+    )
+    assert keys.to_pylist() == both.column("v").to_pylist()
+    assert sums.tolist() == both.column("c_sum").to_pylist()
+    assert lower_sums.tolist() == both.column("m_sum").to_pylist()
     truth = truth.filter(pc.greater(truth.column("c_sum"), 0))
     assert got_keys.to_pylist() == truth.column("v").to_pylist()
     assert got_counts.tolist() == truth.column("c_sum").to_pylist()
