@@ -524,3 +524,33 @@ def test_the_exact_steps_tasks_do_not_import_pandas(tmp_path) -> None:
     assert int(outlined) == outline.num_rows and int(ranged) >= len(job.tasks)
     assert int(result_rows) == 3  # the file's row, then one per rewritten column
     assert pandas == "False"
+
+
+def test_footers_are_parsed_once_bounded_and_keyed_by_size(tmp_path) -> None:
+    """A footer parsed for one task serves the next one's open of the same file (and the
+    rows read through it are the file's); the cache stays within its bytes, and a file
+    of another size at the same place is parsed anew."""
+    from pyarrow import fs
+
+    local = fs.LocalFileSystem()
+    paths = [str(tmp_path / f"s{i}.parquet") for i in range(3)]
+    for i, path in enumerate(paths):
+        pq.write_table(pa.table({"v": list(range(i * 10, i * 10 + 50))}), path,
+                       row_group_size=10)
+    footer = pq.ParquetFile(paths[0]).metadata.serialized_size
+    footers = sources.Footers(2 * footer + footer // 2)  # room for two
+    for _ in range(2):
+        with local.open_input_file(paths[0]) as handle:
+            assert footers.opened(paths[0], handle).read().equals(pq.read_table(paths[0]))
+    assert footers.parsed == 1
+    for path in paths[1:]:
+        with local.open_input_file(path) as handle:
+            footers.opened(path, handle)
+    assert len(footers) == 2 and footers.parsed == 3
+    with local.open_input_file(paths[0]) as handle:  # the first file's footer went first
+        footers.opened(paths[0], handle)
+    assert footers.parsed == 4
+    pq.write_table(pa.table({"v": list(range(7))}), paths[0])  # another size, same place
+    with local.open_input_file(paths[0]) as handle:
+        assert footers.opened(paths[0], handle).read().column("v").to_pylist() == list(range(7))
+    assert footers.parsed == 5
