@@ -12,14 +12,13 @@ default all), each timed once (the data is large; run a step again to see warm n
 * ``spark-distinct``: Spark exact ``count(DISTINCT c)``, one job per column (one query with
   every column would ``Expand`` every row once per column);
 * ``duckdb``: DuckDB ``SUMMARIZE`` (2 threads);
-* ``comment``: ``analyze --exact --columns l_comment`` (scenario #1 when its partitions are
-  all-distinct, else #2); ``comment-plain``: a plain ``groupBy(l_comment).count()``: their
-  shuffle write bytes, stage by stage;
+* ``comment``: ``analyze --exact --columns l_comment`` (scenario #2); ``comment-plain``: a
+  plain ``groupBy(l_comment).count()``: their shuffle write bytes, stage by stage;
 * ``sequence``: scenario #0: a sequence id of a table partitioned by day; the table's data
   directory is renamed away while the exact step runs, so the step provably reads 0 data
   bytes (it would fail on any data read);
-* ``near-unique``: scenario #1 where it applies (l_comment repeats within a month, so it
-  takes #2): a permuted unique id by day with 12 values per day repeated in the next day;
+* ``near-unique``: a permuted unique id by day with 12 values per day repeated in the next
+  day (all-distinct partitions whose ranges overlap: the table lists its 1,008 duplicates);
   ``near-unique-plain``: a plain ``groupBy(id).count()`` of it, for the shuffle bytes;
 * ``incremental``: one month appended to the ``lakestats`` step's table (a hard-linked copy
   under the work directory), ``analyze --exact`` again, against the full run.
@@ -429,8 +428,8 @@ class Bench:
         )
 
     def _near_unique_table(self) -> tuple[Path, int, int]:
-        """Scenario #1 where it applies (TPC-H's l_comment repeats within a month, so it is
-        #2): one id per row, unique but for ``REPEATS`` per day copied from the next day,
+        """A near-unique id: one id per row, unique but for ``REPEATS`` per day copied from
+        the next day,
         spread over the whole key space by a bijective multiplicative hash, so every
         partition is all-distinct, their ranges overlap (#0 cannot prove it) and the
         duplicates span two partitions."""
@@ -592,7 +591,7 @@ def _comment(results: dict[str, dict], meta: dict) -> None:
     print(f"l_comment {scenario}: exact step shuffle {shuffled / 1e6:.1f} MB "
           f"({shuffled / rows:.2f} B/row), plain groupBy {base / 1e6:.1f} MB "
           f"({base / rows:.2f} B/row): ours/plain = {shuffled / max(1, base):.3f} "
-          "(target <= 0.20 for #1)")
+          "(target <= 0.20)")
     for label, stages in (("exact step", ours.get("exact_step_stages")),
                           ("plain groupBy", plain["stages"])):
         for s in stages or []:
@@ -614,7 +613,7 @@ def _near_unique(results: dict[str, dict], meta: dict) -> None:
         shuffled = r["exact_step_shuffle_bytes"]
         base = results["near-unique-plain"]["shuffle_write_bytes"]
         staged = r.get("staged_bytes") or 0
-        print(f"  #1 exact step Spark shuffle {shuffled / 1e6:.1f} MB, plain groupBy "
+        print(f"  exact step Spark shuffle {shuffled / 1e6:.1f} MB, plain groupBy "
               f"{base / 1e6:.1f} MB: ours/plain = {shuffled / max(1, base):.3f} (target <= "
               f"0.20); through storage instead: {r['exact'].get('rows_read') or 0:,} staged rows "
               f"read by the range tasks (staged values {staged / 1e6:.1f} MB written by the "

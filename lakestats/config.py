@@ -175,7 +175,7 @@ class Settings:
         None,
         env=("LAKESTATS_EXACT_NEAR_UNIQUE",),
         file="exact.near_unique",
-        help="`--exact`: share of rows in all-distinct partitions for scenario #1 (0.9)",
+        help="`--exact`: unused: only repeated values are listed (kept: files stay valid)",
     )
     exact_max_candidates: int | None = setting(
         None,

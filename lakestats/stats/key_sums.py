@@ -24,21 +24,19 @@ def fixed_width_words(keys: pa.Array) -> np.ndarray | None:
     return None if rows is None else rows.astype(np.uint64)
 
 
-def grouped(
-    keys: pa.Array, counts: np.ndarray, lower: np.ndarray | None = None
-) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
-    """Distinct keys in increasing order with their summed counts and, given a ``lower``
-    row mask, the sums of the masked rows alone; nothing dropped. Rows already strictly
+def grouped(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Distinct keys in increasing order with their summed counts; nothing dropped. Rows
+    already strictly
     increasing (one sorted source, or sources in key order, as the partitions of a
     time-ordered key) skip the sort (one comparison pass finds it)."""
     n = len(keys)
     if n == 0:
-        return keys, counts, (counts if lower is not None else None)
+        return keys, counts
     rows = _big_endian_rows(keys) if n > 1 else None
     if rows is not None:
-        return _grouped_words(rows, counts, lower)
+        return _grouped_words(rows, counts)
     if n == 1 or pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py():
-        return keys, counts, (np.where(lower, counts, 0) if lower is not None else None)
+        return keys, counts
     order = pc.sort_indices(keys)
     taken = numbers(order)
     keys = keys.take(order)
@@ -49,12 +47,10 @@ def grouped(
     at = np.flatnonzero(starts)
     if len(at) < n:
         keys = keys.take(int64_array(at))
-    return keys, *_sums(counts[taken], lower[taken] if lower is not None else None, at)
+    return keys, _sums(counts[taken], at)
 
 
-def _grouped_words(
-    rows: np.ndarray, counts: np.ndarray, lower: np.ndarray | None
-) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+def _grouped_words(rows: np.ndarray, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     """``grouped`` of fixed-width keys (numbers, dates, decimals) given as rows of
     big-endian words: sorted by the words that vary (a decimal's leading word is its sign,
     the same on every row) with NumPy's stable sort (timsort), which uses the sources'
@@ -81,23 +77,12 @@ def _grouped_words(
             ordered = word[order]
             starts[1:] |= ordered[1:] != ordered[:-1]
         at = np.flatnonzero(starts)
-    return (
-        _binary_of_rows(rows[order[at]]),
-        *_sums(counts[order], lower[order] if lower is not None else None, at),
-    )
+    return _binary_of_rows(rows[order[at]]), _sums(counts[order], at)
 
 
-def _sums(
-    counts: np.ndarray, lower: np.ndarray | None, at: np.ndarray
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """The sums of the runs of equal keys starting at ``at`` (counts in key order), and of
-    the ``lower`` rows alone."""
-    whole = len(at) == len(counts)
-    sums = counts if whole else np.add.reduceat(counts, at)
-    if lower is None:
-        return sums, None
-    masked = np.where(lower, counts, 0)
-    return sums, masked if whole else np.add.reduceat(masked, at)
+def _sums(counts: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The sums of the runs of equal keys starting at ``at`` (counts in key order)."""
+    return counts if len(at) == len(counts) else np.add.reduceat(counts, at)
 
 
 def _big_endian_rows(keys: pa.Array) -> np.ndarray | None:
@@ -132,7 +117,7 @@ def merged(
     sums (no change)."""
     if len(keys) == 0:
         return keys, counts
-    keys, sums, _ = grouped(keys, counts)
+    keys, sums = grouped(keys, counts)
     kept = sums != 0 if signed else sums > 0
     if kept.all():
         return keys, sums

@@ -63,15 +63,19 @@ def layers_of(version: object, column: int) -> FrequencyLayers | None:
     return layers if layers is not None and column in layers.columns else None
 
 
-def _column_rows(handle: pq.ParquetFile, column: int, fields: list[str]) -> Iterator[pa.Table]:
+def _column_rows(
+    handle: pq.ParquetFile, column: int, fields: list[str], backwards: bool = False
+) -> Iterator[pa.Table]:
     """The column's rows of one frequencies file, row group by row group (its rows are
-    grouped by column, then by decreasing count and key)."""
+    grouped by column, then by decreasing count and key), the last group first when
+    ``backwards``."""
     import pyarrow.compute as pc
 
     names = handle.schema_arrow.names
     position = names.index("column_index")
     wanted = [f for f in fields if f in names]
-    for g in range(handle.metadata.num_row_groups):
+    groups = range(handle.metadata.num_row_groups)
+    for g in reversed(groups) if backwards else groups:
         stats = handle.metadata.row_group(g).column(position).statistics
         if stats is not None and stats.has_min_max and not stats.min <= column <= stats.max:
             continue
@@ -148,6 +152,23 @@ class MergedColumn:
             yield chunk
         if at < live.num_rows:
             yield live.slice(at)
+
+    def smallest(self) -> int:
+        """The smallest count listed over the layers (0: none): the deltas' live rows and
+        the base's rows no delta overrides, whose last row group of the column is read
+        first (its rows are by decreasing count: usually the only one read)."""
+        import pyarrow.compute as pc
+
+        live = self._live.column("frequency")
+        low = int(live[-1].as_py()) if len(live) else 0
+        for chunk in _column_rows(self._base, self.column, ["value", "frequency"], True):
+            if len(self.override_keys):
+                overridden = pc.is_in(chunk.column("value"), value_set=self.override_keys)
+                chunk = chunk.filter(pc.invert(overridden))
+            if chunk.num_rows:
+                base = int(chunk.column("frequency")[-1].as_py())
+                return base if low == 0 else min(low, base)
+        return low
 
     def count_of(self, key: bytes) -> int:
         """The value's count (0: not held)."""

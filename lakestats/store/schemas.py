@@ -21,7 +21,7 @@ import pyarrow as pa
 from lakestats.stats.percentiles import percentile_names
 from lakestats.stats.statistic_fields import STATISTIC_FIELDS
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 """On-disk format version, in each version manifest (``format_version``) and in each
 file's key-value metadata (``lakestats.format_version``). 1: the first files (no key in
 the files). 2: the key; zstd levels and encodings chosen by ``bench/size.py`` (below).
@@ -36,7 +36,10 @@ KLL before: read and converted); the same input gives the same bytes in every fi
 6: a partition's frequency and histogram rows live only in the table level's partition
 histogram parts (``store/partition_rows.py``): its entry lists no ``frequencies.parquet``
 or ``histograms.parquet`` (except an unpartitioned table's, whose files are the table's).
-Every version is read by the same code: a file without a column reads it as null."""
+7: ``analyze --exact`` lists only the repeated values (``duplicates_only``) of every column it
+rewrites, not only of scenarios #0 and #1; an incremental ``--exact`` over a version 6 root
+rewrites those columns' table frequencies whole once instead of layering over a list of
+every value. Every version is read by the same code: a file without a column reads it as null."""
 
 FORMAT_VERSION_KEY = "lakestats.format_version"
 

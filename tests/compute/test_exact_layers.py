@@ -13,6 +13,7 @@ import json
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
@@ -107,15 +108,15 @@ def test_a_large_change_compacts_at_once(spark, tmp_path) -> None:
 
 
 def _check_frequency_layers(root, handle, version: manifest.Version) -> None:
-    """The columns listing every value are read over the frequency layers: listings,
-    most frequent values, holders and table-level equality estimates equal DuckDB's, and
-    the version's own table file keeps none of their rows."""
+    """The rewritten columns' repeated values are read over the frequency layers: listings
+    (with their counts and smallest count), most frequent values, holders and table-level
+    equality estimates equal DuckDB's, and the version's own table file keeps none of
+    their rows."""
     layers = FrequencyLayers.of(version)
     names = [c["name"] for c in version.columns]
-    listing_all = {c for c, s in version.extra["exact"]["scenarios"].items()
-                   if s in ("aggregate", "batched")}
-    assert {"f", "s"} <= listing_all
-    assert layers is not None and {names[i] for i in layers.columns} == listing_all
+    rewritten = {c for c, s in version.extra["exact"]["scenarios"].items() if s != "exact"}
+    assert {"seq", "key", "f", "s"} <= rewritten
+    assert layers is not None and {names[i] for i in layers.columns} == rewritten
     assert len(layers.files) >= 2 and layers.files[0] != version.table_files["frequencies"]
     own = pq.read_table(f"{handle.stats_root}/{version.table_files['frequencies']}")
     assert not set(own.column("column_index").to_pylist()) & layers.columns
@@ -123,10 +124,22 @@ def _check_frequency_layers(root, handle, version: manifest.Version) -> None:
     con.register("t", pads.dataset(root, format="parquet", partitioning="hive").to_table())
     reader = StatisticsReader(StatisticsStore(str(handle.stats_root)))
     top = reader.most_frequent(None)
-    for column in sorted(listing_all):
+    rows = {r["column"]: r for r in reader.column_statistics(None)}
+    for column in sorted(rewritten):
         counts = dict(con.execute(
             f"SELECT {column}, count(*) FROM t WHERE {column} IS NOT NULL GROUP BY 1"
         ).fetchall())
+        repeated = {v: c for v, c in counts.items() if c > 1}
+        row = rows[column]
+        assert row["duplicates_only"] is True, column
+        assert row["frequencies_count"] == len(repeated), column
+        assert row["frequencies_omitted"] == (len(counts) - len(repeated) if repeated else 0)
+        assert row["frequencies_min"] == (
+            min(repeated.values()) if repeated and len(repeated) < len(counts) else None
+        ), column
+        if not repeated:
+            assert column not in top, column
+            continue
         value, count = top[column]
         assert count == max(counts.values()) and counts[value] == count, column
     probes = [v for v, _ in con.execute(
@@ -159,3 +172,32 @@ def _check_faces(root, handle, capsys) -> None:
         assert holders.json() == handle.partitions_containing("s", top).to_json()
         page = client.get("/tables/t")
         assert page.status_code == 200 and top in page.text
+
+
+def test_a_version_listing_every_value_is_rewritten_whole_once(spark, tmp_path) -> None:
+    """A version whose table frequencies list every value of a rewritten column (format 6
+    listed only #0's and #1's repeated values) cannot take a delta of repeated values: the
+    next incremental analyze writes a new base, and the one after it layers again."""
+    root = tmp_path / "t"
+    rng = np.random.default_rng(6)
+    for p in range(5):
+        _write(root, p, _partition(p, rng))
+    handle = ls.open_table(str(root))
+    version = _analyze(handle, spark, {})
+    path = f"{handle.stats_root}/{version.table_files['statistics']}"
+    table = pq.read_table(path)
+    flags = table.column("duplicates_only").to_pylist()
+    flags[[c["name"] for c in version.columns].index("s")] = False
+    at = table.column_names.index("duplicates_only")
+    pq.write_table(table.set_column(at, "duplicates_only", pa.array(flags)), path)
+
+    _write(root, 2, _partition(2, np.random.default_rng(99), shift=5))
+    version = _analyze(handle, spark, {})
+    assert version.extra["exact"]["rank_layers"] == "base"
+    _check_against_duckdb(root, handle, version.extra["exact"]["scenarios"])
+
+    _write(root, 5, _partition(5, np.random.default_rng(7), shift=100_000))
+    version = _analyze(handle, spark, {})
+    assert version.extra["exact"]["rank_layers"] == "delta"
+    _check_against_duckdb(root, handle, version.extra["exact"]["scenarios"])
+    _check_frequency_layers(root, handle, version)

@@ -131,8 +131,7 @@ def _files(root, name: str) -> tuple[PartitionEntry, PartitionRows]:
     return entry, PartitionRows(StatisticsStore(str(root)), None)
 
 
-@pytest.mark.parametrize("duplicates_only", [False, True])
-def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
+def test_range_merge_equals_group_by(tmp_path) -> None:
     rng = np.random.default_rng(5)
     chosen, contributions = [], []
     for p in range(4):
@@ -167,9 +166,9 @@ def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
     pieces = [p for c in sorted(groups) for p in ranges.pieces(c, groups[c], target)]
     assert sum(p.column == 0 for p in pieces) >= 4  # column 0 really is cut
     tasks = ranges.pack(pieces, target)
-    smallest = 2 if duplicates_only else 1
+    smallest = merge.LISTED_FROM  # the table frequencies list repeated values only
     job = merge.MergeJob(
-        StatisticsStore(str(tmp_path)), "run", chosen, tasks, {}, {}, {0: smallest, 1: smallest}
+        StatisticsStore(str(tmp_path)), "run", chosen, tasks, {}, {}, frozenset({0, 1})
     )
     summaries = []
     for part in range(len(tasks)):
@@ -265,6 +264,7 @@ def test_range_merge_equals_group_by(tmp_path, duplicates_only: bool) -> None:
         assert got.column("frequency").to_pylist() == want.column("count_sum").to_pylist()
         assert set(got.column("column").to_pylist()) <= {COLUMNS[column]}
         assert stored[column] == want.num_rows
+        assert sum(r["listed"] for r in summaries if r["column_index"] == column) == want.num_rows
     kept = written.filter(pc.equal(written.column("column_index"), 2))
     assert kept.to_pylist() == old.slice(1).to_pylist()
     meta = pq.ParquetFile(tmp_path / table_file).metadata
@@ -304,16 +304,9 @@ def test_merged_sums_equal_keys_and_drops_non_positive(shape: str) -> None:
     truth = (
         pa.table({"v": values, "c": counts}).group_by("v").aggregate([("c", "sum")]).sort_by("v")
     )
-    lower = rng.random(5000) < 0.3
-    keys, sums, lower_sums = grouped(values, counts, lower)
-    masked = np.where(lower, counts, 0)
-    both = (
-        pa.table({"v": values, "c": counts, "m": masked})
-        .group_by("v").aggregate([("c", "sum"), ("m", "sum")]).sort_by("v")
-    )
-    assert keys.to_pylist() == both.column("v").to_pylist()
-    assert sums.tolist() == both.column("c_sum").to_pylist()
-    assert lower_sums.tolist() == both.column("m_sum").to_pylist()
+    keys, sums = grouped(values, counts)
+    assert keys.to_pylist() == truth.column("v").to_pylist()
+    assert sums.tolist() == truth.column("c_sum").to_pylist()
     truth = truth.filter(pc.greater(truth.column("c_sum"), 0))
     assert got_keys.to_pylist() == truth.column("v").to_pylist()
     assert got_counts.tolist() == truth.column("c_sum").to_pylist()
@@ -355,13 +348,13 @@ def test_cut_points_split_interleaved_sources_evenly() -> None:
 @pytest.mark.parametrize("changed_first", [False, True])
 @pytest.mark.parametrize("layers", ["one sorted", "two overlapping"])
 @pytest.mark.parametrize("width", [8, None])
-def test_sparse_delta_equals_the_full_merge(
+def test_delta_equals_counting_every_key(
     width: int | None, layers: str, changed_first: bool
 ) -> None:
     """The delta layer's change found by looking up only the changed keys (bisection in
-    one sorted layer of one-word keys, hashing otherwise) equals the one the full merge
-    finds: changed keys, their change, old and new counts, distinct change; whether the
-    changed rows come first (``read_piece``'s order) or not."""
+    one sorted layer of one-word keys, hashing otherwise) equals the one a plain count of
+    every key finds: changed keys, their change, old and new counts, distinct change;
+    whether the changed rows come first (``read_piece``'s order) or not."""
     rng = np.random.default_rng(17)
 
     def key(i: int) -> bytes:
@@ -390,11 +383,21 @@ def test_sparse_delta_equals_the_full_merge(
     keys = pa.array(rows_k, pa.binary())
     counts = np.array(rows_c, dtype=np.int64)
     mask = np.array(lower)
-    full, sparse = merge.delta(keys, counts, mask), merge.sparse_delta(keys, counts, mask)
-    assert sparse.changed.to_pylist() == full.changed.to_pylist()
-    for field in ("by", "old", "new"):
-        assert getattr(sparse, field).tolist() == getattr(full, field).tolist(), field
-    assert sparse.distinct == full.distinct and full.distinct != 0
+    got = merge.delta(keys, counts, mask)
+    before: dict[bytes, int] = {}
+    after: dict[bytes, int] = {}
+    for k, c, low in zip(keys.to_pylist(), counts.tolist(), mask.tolist(), strict=True):
+        after[k] = after.get(k, 0) + c
+        if low:
+            before[k] = before.get(k, 0) + c
+    changed = sorted(k for k in after if after[k] != before.get(k, 0))
+    old = [max(before.get(k, 0), 0) for k in changed]
+    new = [max(after[k], 0) for k in changed]
+    assert got.changed.to_pylist() == changed
+    assert got.old.tolist() == old and got.new.tolist() == new
+    assert got.by.tolist() == [n - o for n, o in zip(new, old, strict=True)]
+    distinct = sum(c > 0 for c in after.values()) - sum(c > 0 for c in before.values())
+    assert got.distinct == distinct != 0
 
 
 def test_a_delta_range_without_changes_reads_no_layer(tmp_path) -> None:
@@ -508,7 +511,8 @@ def test_the_exact_steps_tasks_do_not_import_pandas(tmp_path) -> None:
                          r["num_rows"])
         )
     pieces = [p for c in sorted(groups) for p in ranges.pieces(c, groups[c], 3_000)]
-    job = merge.MergeJob(store, "run", chosen, ranges.pack(pieces, 3_000), {}, {}, {0: 1, 1: 2})
+    job = merge.MergeJob(store, "run", chosen, ranges.pack(pieces, 3_000), {}, {},
+                         frozenset({0, 1}))
     table_file = "table/run/frequencies.parquet"
     (tmp_path / "table" / "run").mkdir(parents=True)
     pq.write_table(schemas.TABLE_FREQUENCIES_SCHEMA.empty_table(), tmp_path / table_file)

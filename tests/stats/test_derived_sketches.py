@@ -243,7 +243,7 @@ def test_incremental_analyze_over_version_2_files_is_the_same(roots, spark, tmp_
             )
             assert (result.partitions_computed, result.partitions_reused) == (1, 4), root.name
             version = manifest.load_version(StatisticsStore(str(copy)))
-            assert version.format_version == schemas.FORMAT_VERSION == 6
+            assert version.format_version == schemas.FORMAT_VERSION == 7
             results.append(_table_files(copy, version.table_files))
     finally:
         shutil.rmtree(table_dir / "p=4")

@@ -113,7 +113,7 @@ def test_files_record_their_format_version(roots) -> None:
     assert (
         manifest.load_version(StatisticsStore(str(new))).format_version
         == schemas.FORMAT_VERSION
-        == 6
+        == 7
     )
     assert manifest.load_version(StatisticsStore(str(old))).format_version == 1
 

@@ -16,7 +16,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 import lakestats.api as ls
-from lakestats.store import manifest
+from lakestats.store import manifest, schemas
 from lakestats.store.handle import StatisticsStore
 from lakestats.store.reader import StatisticsReader
 
@@ -56,7 +56,7 @@ def _check(table: Path, stats: Path, full: Path) -> manifest.Version:
     ``full`` does; its entries list only their statistics; no hand-off file is left; the
     listed counts are DuckDB's and in the documented order."""
     version = manifest.load_version(StatisticsStore(str(stats)))
-    assert version.format_version == 6
+    assert version.format_version == schemas.FORMAT_VERSION == 7
     assert version.partition_histogram_parts
     assert all(set(e.files) == {"statistics"} for e in version.partitions)
     assert not [p for p in (stats / "_staging").rglob("*") if p.is_file()]

@@ -8,9 +8,9 @@ no key comparison: for each count ``k`` from the largest down, each run's rows o
 ``k`` (a prefix of what is left of it) are appended in range order. Every run is read
 once, front to back, one batch at a time; rows are written in row groups of
 ``FREQUENCIES_ROW_GROUP``, one column's rows never sharing a group with another's. The
-runs are deleted afterwards. Writing a frequency delta layer (``delta_file``), the columns
-whose runs hold only their changed values (``changes_only``) go to that file instead, by the
-same merge (a value no longer listed, count 0, last), and keep no rows in the table file.
+runs are deleted afterwards. Writing a frequency delta layer (``delta_file``), the runs
+hold only the changed values: every replaced column goes to that file instead, by the
+same merge (a value no longer listed, count 0, last), and keeps no rows in the table file.
 """
 
 from __future__ import annotations
@@ -38,11 +38,10 @@ class FrequencyJob:
     names: list[str]
     runs: dict[int, list[str]]  # replaced column -> its run files in key order
     runs_dir: str
-    # a frequency delta layer (store/frequency_layers.py): these columns' runs hold only
-    # their changed values, merged into ``delta_file``; the table file keeps none of
-    # their rows (a read merges the layers)
+    # a frequency delta layer (store/frequency_layers.py): the runs hold only changed
+    # values, merged into ``delta_file``; the table file keeps none of the replaced
+    # columns' rows (a read merges the layers)
     delta_file: str | None = None
-    changes_only: frozenset[int] = frozenset()
 
 
 class _Cursor:
@@ -181,7 +180,7 @@ def write_frequencies(
             )
         for column, name in enumerate(job.names):
             if column in job.runs:
-                into = delta if column in job.changes_only and delta is not None else parquet
+                into = parquet if delta is None else delta
                 rows = _Rows(into, column, name)
                 smallest = _merge_runs(job, rows, job.runs[column])
                 result[column] = (rows.written, smallest)

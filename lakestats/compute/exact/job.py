@@ -7,9 +7,9 @@ Spark shuffle of the values:
 
 1. summaries: one row per (partition, column) from the partition statistics, read by the
    driver's threads (a few small rows per partition);
-   ``scenarios.choose`` picks each column's scenario on the driver (it decides what the
-   frequencies file keeps: every value, or only the values counted more than once for
-   #0 ``disjoint`` and #1 ``near_unique``; #2 and #3 differ only in their range size);
+   ``scenarios.choose`` picks each column's scenario on the driver (#0 ``disjoint`` takes
+   its distinct count from metadata; #2 and #3 differ only in their range size); every
+   column it rewrites lists only its values counted more than once (``duplicates_only``);
 2. outlines (``sources.py``): every source's row groups per column with their first and
    last key and rows, from the footers; the sources are each partition's staged
    ``values.parquet`` (columns it did not list fully) and ``frequencies.parquet`` (columns
@@ -72,6 +72,15 @@ def _read(job: ReduceJob, relative: str, columns: list[str] | None = None) -> pa
     filesystem, path = job.store.resolve(job.store.path(relative))
     with filesystem.open_input_file(path) as handle:
         return pq.ParquetFile(handle).read(columns=columns, use_threads=False)
+
+
+def _parquet_at(job: ReduceJob):  # noqa: ANN202 - a reader of relative paths
+    """Open a statistics file by its relative path (the frequency layers' reads)."""
+
+    def parquet_at(relative: str) -> pq.ParquetFile:
+        return pq.ParquetFile(job.store.open_input_file(job.store.path(relative)))
+
+    return parquet_at
 
 
 def own_table_files(
@@ -164,17 +173,14 @@ def exact_table(
     plan = layers.plan(job, previous, report)
     chosen = plan.sources
     groups = _outlines(spark, job, chosen, frozenset(value_columns), parallelism)
-    changes_only = frozenset(
-        i for i in value_columns if scenario[i] in (Scenario.AGGREGATE, Scenario.BATCHED)
-    )
+    replaced = frozenset(i for i in value_columns if scenario[i] != Scenario.EXACT)
     layered = (
         plan.delta
         and not layers.compact(plan, groups)
         and bool(plan.frequency_files)
-        and changes_only == plan.frequency_columns
+        and replaced == plan.frequency_columns
     )
     report["rank_layers"] = "delta" if layered else "base"
-    delta_columns = changes_only if layered else frozenset()  # runs of changed values only
 
     # ranges of about equal rows; every core gets work on a small table
     total = sum(g.rows for gs in groups.values() for g in gs)
@@ -202,18 +208,8 @@ def exact_table(
         for grid in [grid_of(table_rows[i], job.dtype(i))]
         if grid is not None
     }
-    replaced = [i for i in value_columns if scenario[i] != Scenario.EXACT]
-    duplicates_only = (Scenario.DISJOINT, Scenario.NEAR_UNIQUE)
     merge_job = merge.MergeJob(
-        job.store,
-        run_id,
-        chosen,
-        tasks,
-        {i: job.dtype(i) for i in grids},
-        grids,
-        {i: 2 if scenario[i] in duplicates_only else 1 for i in replaced},
-        layered,
-        delta_columns,
+        job.store, run_id, chosen, tasks, {i: job.dtype(i) for i in grids}, grids, replaced, layered
     )
     range_rows = (
         spark.range(0, len(tasks), 1, numPartitions=max(1, len(tasks)))
@@ -250,7 +246,6 @@ def exact_table(
             runs,
             merge.runs_dir(run_id),
             frequency_layers.delta_file(run_id) if layered else None,
-            delta_columns,
         )
         counted = (
             _indexed(spark, 1, parallelism)
@@ -266,8 +261,17 @@ def exact_table(
             for r in counted
             if r["column_index"] >= 0
         }
-        if layered:  # every value listed (count >= 1): as many rows as distinct values
-            stored.update({i: (lookup.distinct_count(i), 1) for i in changes_only})
+        if layered:  # the values listed before, plus each range's change; the smallest
+            # count over the layers (the base's tail, the deltas' rows)
+            layers_now = frequency_layers.FrequencyLayers(
+                (*plan.frequency_files, frequency_layers.delta_file(run_id)), replaced
+            )
+            for i in replaced:
+                listed = plan.listed[i] + sum(
+                    r["listed"] for r in range_dicts if r["column_index"] == i
+                )
+                merged = frequency_layers.MergedColumn(_parquet_at(job), layers_now, i, [])
+                stored[i] = (listed, merged.smallest())
     histograms: dict[int, np.ndarray] = {}
     for r in range_dicts:
         if r["histogram"] is not None:
@@ -278,11 +282,6 @@ def exact_table(
     written += patch.statistics(
         job, table_files, scenario, by_column, lookup, stored, set(histograms)
     )
-    near = [i for i in value_columns if scenario[i] == Scenario.NEAR_UNIQUE]
-    if near:
-        report["near_unique_duplicates"] = {
-            job.columns[i]["name"]: stored.get(i, (0, 0))[0] for i in near
-        }
     written_parts = sorted({r["part"] for r in stored_ranges})
     files = [f"{directory}/part-{part:05d}.parquet" for part in written_parts]
     rows = sum(r["rank_rows"] for r in stored_ranges)
@@ -292,7 +291,7 @@ def exact_table(
             layers=[*plan.layers, index_file],
             layer_rows=[*plan.rows, rows],
             frequency_layers=frequency_layers.FrequencyLayers(
-                (*plan.frequency_files, frequency_layers.delta_file(run_id)), changes_only
+                (*plan.frequency_files, frequency_layers.delta_file(run_id)), replaced
             ).to_json(),
         )
         return {**table_files, "ranks": plan.layers[0]}, written, report

@@ -1,6 +1,6 @@
 """Whether an incremental exact step writes delta layers or compacts them into a new base.
 
-The ranks (``store/ranks.py``) and the frequencies of the columns listing every value
+The ranks (``store/ranks.py``) and the table frequencies of the columns the step rewrites
 (``store/frequency_layers.py``) are layers: a base and deltas merged on read. ``plan``
 names what the step merges and the layers it would write on; ``compact`` says when the
 deltas would grow too many or too large, so the step writes a new base instead.
@@ -8,7 +8,9 @@ deltas would grow too many or too large, so the step writes a new base instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import pyarrow.parquet as pq
 
 from lakestats.compute.exact import sources
 from lakestats.compute.exact.ranges import Group
@@ -18,9 +20,9 @@ from lakestats.store import frequency_layers, ranks
 from lakestats.store.manifest import Version
 from lakestats.store.partition_rows import PartitionRows
 
-LAYERED = (Scenario.AGGREGATE.value, Scenario.BATCHED.value)
-"""Scenarios whose table frequencies list every value: a delta layer keeps their changed
-values only (#0 and #1 list only the repeated values, few: their rows are rewritten)."""
+LAYERED = (Scenario.DISJOINT.value, Scenario.AGGREGATE.value, Scenario.BATCHED.value)
+"""Scenarios whose table frequencies the step rewrites (only their repeated values): a
+delta layer keeps their changed values only."""
 
 MAX_DELTA_LAYERS = 4
 """Delta layers a version's ranks may have; the next incremental analyze compacts them."""
@@ -42,10 +44,11 @@ class Plan:
     layers: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     rows: tuple[int, ...] = ()
-    # the frequency layers (store/frequency_layers.py): files, base first, and the columns
-    # whose every listed value the base file holds
+    # the frequency layers (store/frequency_layers.py): files, base first, the columns
+    # they hold (their repeated values), and each one's number of values listed
     frequency_files: tuple[str, ...] = ()
     frequency_columns: frozenset[int] = frozenset()
+    listed: dict[int, int] = field(default_factory=dict)
 
 
 def plan(job: ReduceJob, previous: Version | None, report: dict[str, object]) -> Plan:
@@ -90,7 +93,28 @@ def plan(job: ReduceJob, previous: Version | None, report: dict[str, object]) ->
         )
         base = (previous.table_files or {}).get("frequencies")
         held = frequency_layers.FrequencyLayers((base,) if base else (), columns)
-    return Plan(chosen, layered, layers, tuple(parts), rows, held.files, held.columns)
+    listed = _repeated_listed(job, previous, held.columns)
+    if listed is None:  # a version listing every value of them: rewritten whole, once
+        held, listed = frequency_layers.FrequencyLayers((), frozenset()), {}
+    return Plan(chosen, layered, layers, tuple(parts), rows, held.files, held.columns, listed)
+
+
+def _repeated_listed(
+    job: ReduceJob, previous: Version, columns: frozenset[int]
+) -> dict[int, int] | None:
+    """Each column's number of values listed in ``previous``'s table frequencies, or None
+    when one of them lists more than its repeated values (written before the table
+    frequencies of these columns listed only repeated values)."""
+    relative = (previous.table_files or {}).get("statistics")
+    if not columns or relative is None:
+        return {}
+    with job.store.open_input_file(job.store.path(relative)) as handle:
+        rows = pq.ParquetFile(handle).read(
+            columns=["duplicates_only", "frequencies_count"], use_threads=False
+        ).to_pylist()
+    if any(i >= len(rows) or not rows[i]["duplicates_only"] for i in columns):
+        return None
+    return {i: rows[i]["frequencies_count"] or 0 for i in columns}
 
 
 def compact(plan: Plan, groups: dict[int, list[Group]]) -> bool:

@@ -32,7 +32,6 @@ import pyarrow.parquet as pq
 from lakestats.compute.exact.ranges import Piece
 from lakestats.compute.exact.sources import Files, Source, read_piece
 from lakestats.stats.arrays import (
-    bool_array,
     int64_array,
     integer_array,
     numbers,
@@ -53,16 +52,21 @@ RANGE_FIELDS = [
     ("bytes", pa.int64()),
     ("histogram", pa.binary()),
     ("run_rows", pa.int64()),
+    ("listed", pa.int64()),
     ("rank_rows", pa.int64()),
 ]
 RANGE_ARROW = pa.schema(RANGE_FIELDS)
 RANGE_SCHEMA = (
     "part int, column_index int, distinct_count long, total long, "
-    "min binary, max binary, bytes long, histogram binary, run_rows long, rank_rows long"
+    "min binary, max binary, bytes long, histogram binary, run_rows long, listed long, "
+    "rank_rows long"
 )
 RUN_SCHEMA = pa.schema(
     [pa.field("value", pa.binary(), nullable=False), pa.field("frequency", pa.int64())]
 )
+LISTED_FROM = 2
+"""The smallest count the table frequencies list for the columns the exact step rewrites:
+only repeated values (``duplicates_only``); the ranks hold every value's count."""
 RUN_BATCH = 65_536
 RUN_IPC_OPTIONS = ipc.IpcWriteOptions(compression="lz4")
 """Runs live minutes (``frequencies.py`` reads each once, then deletes them): Arrow IPC
@@ -88,20 +92,15 @@ class MergeJob:
     tasks: list[list[Piece]]
     dtypes: dict[int, pa.DataType]  # the grid columns' types
     grids: dict[int, ExactGrid]  # columns whose table histogram is recounted exactly
-    frequencies: dict[int, int]  # column -> smallest count kept in its run (1 or 2)
+    frequencies: frozenset[int]  # columns whose table frequencies are rewritten (their runs)
     delta: bool = False  # write a delta layer over the rank sources (store/ranks.py)
-    # columns whose runs hold only the changed values (a frequency delta layer,
-    # store/frequency_layers.py): their new count, 0 for a value no longer listed
-    changes_only: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
 class Change:
-    """One piece merged in a delta layer: the table's values (for the runs and the
-    histogram bins) and what the layer stores (the keys whose count changed)."""
+    """One piece merged in a delta layer: what the layer stores (the keys whose count
+    changed) and their counts before and after (for the frequency run)."""
 
-    keys: pa.Array  # every value the layers and the change hold, with a positive count
-    counts: np.ndarray
     changed: pa.Array  # the keys whose count changed, in key order
     by: np.ndarray  # their signed change
     distinct: int  # the change in the number of distinct values
@@ -110,31 +109,9 @@ class Change:
 
 
 def delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
-    """The piece's rows from the layers below (``lower``) and from the changed partitions,
-    merged: the layers' own rows are not rewritten, only the change is kept."""
-    if len(keys) == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return Change(keys, empty, keys, empty, 0, empty, empty)
-    keys, sums, lower_sums = grouped(keys, counts, lower)
-    change = sums - lower_sums
-    moved = change != 0
-    positive = sums > 0
-    return Change(
-        keys.filter(bool_array(positive)),
-        sums[positive],
-        keys.filter(bool_array(moved)),
-        change[moved],
-        int(positive.sum()) - int((lower_sums > 0).sum()),
-        np.maximum(lower_sums[moved], 0),
-        np.maximum(sums[moved], 0),
-    )
-
-
-def sparse_delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Change:
-    """``delta`` without merging the layers' rows: the changed partitions' rows are merged
-    (few), and the layers' counts of just those keys are looked up, so the layers' rows are
-    read but never sorted. ``keys`` and ``counts`` of the answer are empty: a column whose
-    run lists every value needs ``delta``."""
+    """The piece's rows from the layers below (``lower``) and from the changed partitions:
+    the changed partitions' rows are merged (few), and the layers' counts of just those
+    keys are looked up, so the layers' rows are read but never sorted or rewritten."""
     empty = np.zeros(0, dtype=np.int64)
     k = len(lower) - int(np.count_nonzero(lower))
     if lower[:k].any():  # not the changed rows first (``read_piece``'s order): gather them
@@ -142,12 +119,10 @@ def sparse_delta(keys: pa.Array, counts: np.ndarray, lower: np.ndarray) -> Chang
         keys, counts, lower = keys.take(int64_array(order)), counts[order], lower[order]
     changed, by = merged(keys.slice(0, k), counts[:k], signed=True)
     if len(changed) == 0:
-        return Change(changed, empty, changed, empty, 0, empty, empty)
+        return Change(changed, empty, 0, empty, empty)
     old = np.maximum(_layer_counts(keys.slice(k), counts[k:], changed), 0)
     new = np.maximum(old + by, 0)
-    return Change(
-        changed[:0], empty, changed, new - old, int((new > 0).sum() - (old > 0).sum()), old, new
-    )
+    return Change(changed, new - old, int((new > 0).sum() - (old > 0).sum()), old, new)
 
 
 def _layer_counts(keys: pa.Array, counts: np.ndarray, changed: pa.Array) -> np.ndarray:
@@ -165,20 +140,22 @@ def _layer_counts(keys: pa.Array, counts: np.ndarray, changed: pa.Array) -> np.n
             at = np.minimum(np.searchsorted(held, want), len(held) - 1)
             return np.where(held[at] == want, counts[at], 0)
     hit = pc.is_in(keys, value_set=changed)
-    found, sums, _ = grouped(keys.filter(hit), counts[numbers(hit)])
+    found, sums = grouped(keys.filter(hit), counts[numbers(hit)])
     if len(found):
         old[numbers(pc.index_in(found, value_set=changed))] = sums
     return old
 
 
-def _write_change_run(job: MergeJob, part: int, column: int, change: Change) -> int:
+def _write_change_run(job: MergeJob, part: int, column: int, change: Change) -> tuple[int, int]:
     """The run of a frequency delta layer: the values listed now whose count changed, with
-    their new count, and the values listed before and no longer, with 0."""
-    smallest = job.frequencies[column]
-    listed_now = change.new >= smallest
-    kept = np.flatnonzero(listed_now | (change.old >= smallest))
+    their new count, and the values listed before and no longer, with 0; returns its rows
+    and the change in the number of values listed."""
+    listed_now = change.new >= LISTED_FROM
+    listed_before = change.old >= LISTED_FROM
+    kept = np.flatnonzero(listed_now | listed_before)
     counts = np.where(listed_now, change.new, 0)[kept]
-    return _write_run(job, part, column, change.changed.take(int64_array(kept)), counts, 0)
+    rows = _write_run(job, part, column, change.changed.take(int64_array(kept)), counts, 0)
+    return rows, int(listed_now.sum()) - int(listed_before.sum())
 
 
 def _write_run(
@@ -187,9 +164,8 @@ def _write_run(
     column: int,
     keys: pa.Array,
     counts: np.ndarray,
-    smallest: int | None = None,
+    smallest: int = LISTED_FROM,
 ) -> int:
-    smallest = job.frequencies[column] if smallest is None else smallest
     if smallest > 1:
         kept = np.flatnonzero(counts >= smallest)
         keys, counts = keys.take(int64_array(kept)), counts[kept]
@@ -220,7 +196,6 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
     files = Files(job.store)
     try:
         for piece in job.tasks[part]:
-            full_run = piece.column in job.frequencies and piece.column not in job.changes_only
             keys, counts, lower = read_piece(
                 job.sources,
                 piece.column,
@@ -229,13 +204,12 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                 piece.reads,
                 files,
                 # the exact histogram bins count every value: a column with a grid reads all
-                changes_only=job.delta and not full_run and piece.column not in job.grids,
+                changes_only=job.delta and piece.column not in job.grids,
             )
             change = None
             binned_keys, binned_counts = keys, counts  # bins add up over signed rows
-            if job.delta:  # a full run lists every repeated value: it needs the full merge
-                change = (delta if full_run else sparse_delta)(keys, counts, lower)
-                keys, counts = change.keys, change.counts
+            if job.delta:
+                change = delta(keys, counts, lower)
                 stored, stored_counts, distinct = change.changed, change.by, change.distinct
             else:
                 keys, counts = merged(keys, counts)
@@ -275,11 +249,11 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                 else None
             )
             if piece.column not in job.frequencies:
-                run_rows = 0
-            elif change is not None and piece.column in job.changes_only:
-                run_rows = _write_change_run(job, part, piece.column, change)
+                run_rows = listed = 0
+            elif change is not None:
+                run_rows, listed = _write_change_run(job, part, piece.column, change)
             else:
-                run_rows = _write_run(job, part, piece.column, keys, counts)
+                run_rows = listed = _write_run(job, part, piece.column, keys, counts)
             summaries.append(
                 {
                     "part": part,
@@ -291,6 +265,7 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                     "bytes": 0,
                     "histogram": binned,
                     "run_rows": run_rows,
+                    "listed": listed,
                     "rank_rows": n,
                 }
             )

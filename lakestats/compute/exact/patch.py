@@ -61,10 +61,10 @@ def statistics(
 ) -> int:
     """The table statistics rows of the columns made exact, rewritten on the driver.
 
-    Columns of scenarios #0 and #1 are ``duplicates_only``: their frequency rows are the
-    values occurring more than once; with any, the list is a truncated top list (every count
-    is >= 2, every omitted value occurs once) whose ``frequencies_omitted`` values are
-    exactly the ones occurring once."""
+    The columns whose frequencies the step rewrote (every scenario but ``EXACT``) are
+    ``duplicates_only``: their frequency rows are the values occurring more than once; with
+    any value occurring once, the list is a truncated top list (every count is >= 2, every
+    omitted value occurs once) whose ``frequencies_omitted`` values are exactly those."""
     uri = job.store.path(table_files["statistics"])
     filesystem, path = job.store.resolve(uri)
     with filesystem.open_input_file(path) as handle:
@@ -98,15 +98,14 @@ def statistics(
         if kind == Scenario.EXACT:
             continue
         count, smallest = stored.get(i, (0, 0))
-        duplicates_only = kind in (Scenario.DISJOINT, Scenario.NEAR_UNIQUE)
-        singles = distinct - count if duplicates_only and not row["all_distinct"] else 0
+        singles = 0 if row["all_distinct"] else distinct - count  # all distinct: none listed
         row.update(
             frequencies_exact=True,
             frequencies_count=count,
             frequencies_truncated=singles > 0,
-            frequencies_omitted=singles if duplicates_only else distinct - count,
+            frequencies_omitted=singles,
             frequencies_min=smallest if singles > 0 else None,
-            duplicates_only=duplicates_only,
+            duplicates_only=True,
         )
     patched = pa.Table.from_pylist(rows, schema=table.schema)
     with filesystem.open_output_stream(path) as out:

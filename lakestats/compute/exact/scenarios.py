@@ -4,12 +4,14 @@
 * ``DISJOINT`` (#0): every partition is all-distinct and no two partitions' ``[min, max]``
   overlap (a sort and sweep over the P intervals), so no value repeats: the table's
   distinct count is the sum of the partitions' non-null counts.
-* ``NEAR_UNIQUE`` (#1): at least ``near_unique`` of the non-null rows sit in all-distinct
-  partitions: the range merge counts every value (the ranks need them all), and only the
-  values counted more than once are stored (``duplicates_only``).
 * ``AGGREGATE`` (#2): the sum of partition distinct counts is at most ``threshold``: every
   (value, count) is aggregated exactly.
 * ``BATCHED`` (#3): beyond ``threshold``: the same aggregation in batches by value range.
+
+Every scenario but ``EXACT`` lists only the values counted more than once in the table
+frequencies (``duplicates_only``): the ranks hold every value's count, and a value left out
+occurs once. (Scenario #1, ``near_unique``, once told those columns apart; it is gone since
+every column lists only its repeated values.)
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from lakestats import config
 class Scenario(StrEnum):
     EXACT = "exact"
     DISJOINT = "disjoint"
-    NEAR_UNIQUE = "near_unique"
     AGGREGATE = "aggregate"
     BATCHED = "batched"
 
@@ -34,8 +35,6 @@ class ExactSettings:
 
     threshold: int = 2**32 - 1  # sum of partition distinct counts for #2
     batch_values: int = 2**32 - 1  # distinct values per batch in #3
-    near_unique: float = 0.9  # share of non-null rows in all-distinct partitions for #1
-    max_candidates: int = 1_000_000  # unused since the range merge (kept: settings stay valid)
     range_rows: int = 2_000_000  # staged value rows merged by one range task (memory bound)
 
     @classmethod
@@ -45,8 +44,6 @@ class ExactSettings:
         given = {
             "threshold": chosen.exact_threshold,
             "batch_values": chosen.exact_batch_values,
-            "near_unique": chosen.exact_near_unique,
-            "max_candidates": chosen.exact_max_candidates,
             "range_rows": chosen.exact_range_rows,
         }
         return cls(**{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
@@ -82,10 +79,6 @@ def choose(parts: list[PartitionSummary], settings: ExactSettings) -> Scenario:
         [(p.min_key, p.max_key) for p in present if p.min_key is not None]
     ):
         return Scenario.DISJOINT
-    rows = sum(p.non_null for p in present)
-    unique_rows = sum(p.non_null for p in present if p.all_distinct)
-    if rows and unique_rows >= settings.near_unique * rows:
-        return Scenario.NEAR_UNIQUE
     if sum(p.distinct for p in present) <= settings.threshold:
         return Scenario.AGGREGATE
     return Scenario.BATCHED
