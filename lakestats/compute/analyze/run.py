@@ -284,6 +284,7 @@ def _analyze(
                 exact_files,
                 run_id,
                 previous=previous_exact(stats_root) if len(todo) < len(plans) else None,
+                clock=clock,
             ),
         )
         written += exact_bytes
@@ -291,7 +292,7 @@ def _analyze(
             # its staged counts (this run's) served this step only: a new version of the
             # table recomputes its one partition, so no later step subtracts them
             stats_root.delete_file(stats_root.path(final[0].files.pop("values")))
-        clock.lap("table level made exact")
+        clock.lap("exact: histograms and statistics patched")
     new_files = [path for i in todo for path in (entries[i].files.values())]  # type: ignore[union-attr]
     table_level_files = [*(table_files or {}).values(), *reduce_cache.values()]
     sizes = verify.sizes_of(stats_root, new_files + table_level_files)

@@ -49,6 +49,7 @@ from lakestats.compute.exact.scenarios import (
     Scenario,
     choose,
 )
+from lakestats.compute.progress import Clock
 from lakestats.compute.reduce.job import ReduceJob
 from lakestats.compute.session import default_parallelism, result_schema
 from lakestats.stats.exact_histogram import grid_of
@@ -150,12 +151,14 @@ def exact_table(
     run_id: str,
     previous: Version | None = None,
     settings: ExactSettings | None = None,
+    clock: Clock | None = None,
 ) -> tuple[dict[str, str], int, dict[str, object]]:
     """Make every value column's table level exact; returns the table files (plus
     ``ranks``), the bytes written and a report (scenario per column, ranges).
     ``table_files`` are rewritten in place: the table's own, never a partition's
-    (``own_table_files``)."""
+    (``own_table_files``). ``clock`` times its stages (``LAKESTATS_TIMINGS``)."""
     settings = settings or ExactSettings.from_environment()
+    clock = clock or Clock()
     parallelism = max(2, default_parallelism(spark))
     # a few small footers and rows per partition, read by the driver's threads: a Spark
     # job for them cost ~2 s at scale 10, 50x the reads (bench/scale.py, incremental)
@@ -196,6 +199,7 @@ def exact_table(
         )
     ]
     tasks = ranges.pack(pieces, target)
+    clock.lap("exact: summaries, scenarios, outlines and ranges")
     report["ranges"] = len(pieces)
     report["range_tasks"] = len(tasks)
     report["rows_read"] = sum(p.rows for p in pieces)
@@ -222,6 +226,7 @@ def exact_table(
         else []
     )
     range_dicts = sorted((r.asDict() for r in range_rows), key=lambda r: r["part"])
+    clock.lap(f"exact: {len(tasks)} range tasks")
     directory = layout.ranks_dir(run_id)
     index_file = f"{directory}/{ranks.INDEX_FILE}"
     stored_ranges = [r for r in range_dicts if r["rank_rows"]]
@@ -272,6 +277,7 @@ def exact_table(
                 )
                 merged = frequency_layers.MergedColumn(_parquet_at(job), layers_now, i, [])
                 stored[i] = (listed, merged.smallest())
+    clock.lap("exact: table frequencies")
     histograms: dict[int, np.ndarray] = {}
     for r in range_dicts:
         if r["histogram"] is not None:
