@@ -105,7 +105,36 @@ class ReaderPartition:
             max_key=row.get("max"),
             frequencies_source=lambda: self._frequencies(column, row),
             histogram_source=lambda: self._histogram(column, row),
+            range_count=self._range_count(column) if self.table_level else None,
         )
+
+    def _range_count(self, column: str) -> Callable[[bytes, bool, bytes, bool], int | None] | None:
+        """The exact count of a key range from the version's exact ranks (``analyze
+        --exact``), opened on first use; None when the version has none."""
+        version = self.reader.version
+        table_files = version.table_files or {}
+        if table_files.get("ranks") is None:
+            return None
+        from lakestats.store import ranks  # pyarrow.compute: only for ranks
+
+        index = self.reader.column_index(column)
+        opened: list[ranks.LayeredRanks] = []
+
+        def count(low: bytes, low_inclusive: bool, high: bytes, high_inclusive: bool) -> int | None:
+            if not opened:
+                exact = version.extra.get("exact") or {}
+                opened.append(
+                    ranks.open_layers(self.reader.store, ranks.layer_indexes(table_files, exact))
+                )
+            layers = opened[0]
+            if not layers.has(index):
+                return None
+            below, equal, _ = layers.rank_of(index, high)
+            upto = below + (equal if high_inclusive else 0)
+            below, equal, _ = layers.rank_of(index, low)
+            return max(0, upto - below - (0 if low_inclusive else equal))
+
+        return count
 
     def _frequencies(self, column: str, row: dict) -> Frequencies | None:
         if self.table_level and not row.get("frequencies_exact"):

@@ -162,6 +162,7 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
                 column,
                 probe,
             )
+        _check_table_level_ranges(con, handle, column, values)
         if column == "f":
             with pytest.raises(InvalidArgumentError, match="NaN has no rank"):
                 handle.rank(column, float("nan"))
@@ -179,6 +180,32 @@ def _check_against_duckdb(root, handle, scenarios: dict[str, str]) -> None:
             ).fetchone()
             assert _norm(row["p50"]) == _norm(median), column
             _check_histogram(con, handle, row, column)
+
+
+def _literal(column: str, value: object) -> str:
+    if column == "s":
+        return f"'{value}'"
+    if column == "day":
+        return f"DATE '{value}'"
+    return str(value)
+
+
+def _check_table_level_ranges(con, handle, column: str, values: list) -> None:
+    """A table-level estimate of a range over the exact ranks is DuckDB's count, whether
+    the column's frequencies list every value or only the repeated ones."""
+    n = len(values)
+    if n < 4:
+        return
+    low, high = values[n // 5], values[(3 * n) // 5]
+    for where in (
+        f"{column} >= {_literal(column, low)} AND {column} < {_literal(column, high)}",
+        f"{column} > {_literal(column, low)} AND {column} <= {_literal(column, high)}",
+        f"{column} BETWEEN {_literal(column, values[1])} AND {_literal(column, values[-2])}",
+        f"{column} > {_literal(column, high)}",
+    ):
+        (truth,) = con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchone()
+        got = handle.estimate(where, table_level=True).to_json()
+        assert got["lower"] == got["upper"] == truth, (where, got)
 
 
 def _check_duplicates_only(con, handle, row: dict, column: str, stored: dict) -> None:
