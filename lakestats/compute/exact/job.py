@@ -69,6 +69,12 @@ SUMMARY_FIELDS = [
     "min",
     "max",
 ]
+
+MIN_RANGES = 8
+"""Key ranges a small table's values are cut into at least (``exact.range_rows`` cuts a large
+one): not the cluster's cores, so the ranks are written the same way on any cluster."""
+
+
 def _read(job: ReduceJob, relative: str, columns: list[str] | None = None) -> pa.Table:
     filesystem, path = job.store.resolve(job.store.path(relative))
     with filesystem.open_input_file(path) as handle:
@@ -185,9 +191,10 @@ def exact_table(
     )
     report["rank_layers"] = "delta" if layered else "base"
 
-    # ranges of about equal rows; every core gets work on a small table
+    # ranges of about equal rows, at least MIN_RANGES of them on a small table (so a few
+    # cores all get work), whatever the cluster: the ranks' parts are the same bytes
     total = sum(g.rows for gs in groups.values() for g in gs)
-    target = max(1, min(settings.range_rows, -(-total // (2 * parallelism))))
+    target = max(1, min(settings.range_rows, -(-total // MIN_RANGES)))
     pieces = [
         piece
         for i in value_columns
