@@ -6,7 +6,8 @@ for all, or one each, finishing in any order) and with partitions split into sli
 states (KLL, HLL, theta sketches) a second stage merges. Estimated statistics are present
 (frequencies truncated: estimated distinct counts and percentiles), and so are column
 groups, a sample (``sample create --rows``, whose allocation has ties) with the statistics
-estimated from it (``--from-sample``), and an Iceberg table's Puffin file. Tables: a
+estimated from it (``--from-sample``), and an Iceberg table's Puffin file; ``--exact``'s
+staged counts, ranks and table files on four cores and on two. Tables: a
 hive-partitioned Parquet directory of every kind of column, Delta and Iceberg.
 
 A file's path names the run that wrote it (``partitions/<p>/<run id>/``); paths are
