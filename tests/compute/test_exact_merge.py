@@ -275,11 +275,13 @@ def test_range_merge_equals_group_by(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("shape", ["2", "8", "16", "16 same lead", "24 same middle",
-                                   "8 one value", "8 increasing", "variable"])
+                                   "8 one value", "8 increasing", "8 dense signed", "variable"])
 def test_merged_sums_equal_keys_and_drops_non_positive(shape: str) -> None:
     """Against pyarrow's ``group_by``: variable-width keys (Arrow sort) and fixed widths
     of 8, 16 and 24 bytes (NumPy words), including keys differing only in a later word, a
-    word the same on every row (a decimal's sign word), one key, keys in order already."""
+    word the same on every row (a decimal's sign word), one key, keys in order already, and
+    keys varying in one word over a span of at most two values per row (counted into bins:
+    signed integers, and the decimal-like keys with a constant lead)."""
     rng = np.random.default_rng(3)
     raw = rng.integers(0, 1000, 5000)
     if shape == "variable":
@@ -291,6 +293,9 @@ def test_merged_sums_equal_keys_and_drops_non_positive(shape: str) -> None:
                            + int(x).to_bytes(8, "big") for x in raw], pa.binary())
     elif shape == "8 one value":
         values = pa.array([b"\x05" * 8] * len(raw), pa.binary())
+    elif shape == "8 dense signed":  # int64 keys around 0: counted into bins
+        signed = pa.array(raw.astype(np.int64) - 500, pa.int64())
+        values = keys.encode(signed).cast(pa.binary())
     elif shape == "8 increasing":
         values = pa.array([int(i).to_bytes(8, "big") for i in range(len(raw))], pa.binary())
     else:
@@ -304,8 +309,8 @@ def test_merged_sums_equal_keys_and_drops_non_positive(shape: str) -> None:
     truth = (
         pa.table({"v": values, "c": counts}).group_by("v").aggregate([("c", "sum")]).sort_by("v")
     )
-    keys, sums = grouped(values, counts)
-    assert keys.to_pylist() == truth.column("v").to_pylist()
+    distinct, sums = grouped(values, counts)
+    assert distinct.to_pylist() == truth.column("v").to_pylist()
     assert sums.tolist() == truth.column("c_sum").to_pylist()
     truth = truth.filter(pc.greater(truth.column("c_sum"), 0))
     assert got_keys.to_pylist() == truth.column("v").to_pylist()
