@@ -71,12 +71,14 @@ FREQUENCIES_SCHEMA = pa.schema(
 FREQUENCIES_ROW_GROUP = 8192
 """Rows per row group; the index in the file's metadata maps a column to its groups."""
 
-FREQUENCY_VALUE_ENCODING = {"value": "DELTA_BYTE_ARRAY"}
-"""How every ``frequencies.parquet`` (partition, table level, sample) encodes its keys:
-neighbouring keys share their leading bytes (order-preserving big-endian keys, by value
-within a column where the rows are sorted), which DELTA_BYTE_ARRAY stores once; a fifth
-smaller than plain + zstd on bench/size.py's tables. Readers decode any
-encoding: no format version change."""
+FREQUENCY_VALUE_ENCODING = {"value": "DELTA_BYTE_ARRAY", "frequency": "DELTA_BINARY_PACKED"}
+"""How every ``frequencies.parquet`` (partition, table level, sample) encodes its keys and
+counts: neighbouring keys share their leading bytes (order-preserving big-endian keys, by
+value within a column where the rows are sorted), which DELTA_BYTE_ARRAY stores once; a
+fifth smaller than plain + zstd on bench/size.py's tables. Counts, in decreasing order,
+differ little from row to row: DELTA_BINARY_PACKED bit-packs the differences (the exact
+step's table frequencies at scale 10: 17 % smaller and 15 % faster to write than plain +
+zstd). Readers decode any encoding: no format version change."""
 
 PARTITION_COUNTS_ENCODING = {"partition_counts.list.element": "DELTA_BINARY_PACKED"}
 """The table-level ``frequencies.parquet``'s per-partition counts: small numbers, bit-packed
