@@ -21,6 +21,7 @@ from lakestats.errors import StatisticsNotFoundError
 from lakestats.query.source import PartitionStatistics
 from lakestats.stats.arrays import int64_array, numbers
 from lakestats.stats.column_summary import ColumnSummary, Frequencies, Histogram
+from lakestats.stats.key_ranges import KeyRange
 from lakestats.stats.selectivity import storage_number
 from lakestats.stats.selectivity_vector import Vectors
 from lakestats.stats.type_codec import parse_type
@@ -108,7 +109,7 @@ class ReaderPartition:
             range_count=self._range_count(column) if self.table_level else None,
         )
 
-    def _range_count(self, column: str) -> Callable[[bytes, bool, bytes, bool], int | None] | None:
+    def _range_count(self, column: str) -> Callable[[KeyRange], int | None] | None:
         """The exact count of a key range from the version's exact ranks (``analyze
         --exact``), opened on first use; None when the version has none."""
         version = self.reader.version
@@ -120,7 +121,10 @@ class ReaderPartition:
         index = self.reader.column_index(column)
         opened: list[ranks.LayeredRanks] = []
 
-        def count(low: bytes, low_inclusive: bool, high: bytes, high_inclusive: bool) -> int | None:
+        def count(r: KeyRange) -> int | None:
+            (low, low_inclusive), (high, high_inclusive) = r.lower, r.upper
+            if low is None or high is None:  # bounded by min and max when asked
+                return None
             if not opened:
                 exact = version.extra.get("exact") or {}
                 opened.append(

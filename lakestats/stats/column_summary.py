@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakestats.stats import keys
+from lakestats.stats.key_ranges import KeyRange
 from lakestats.stats.kinds import Kind, kind_of
 
 
@@ -110,9 +111,9 @@ class ColumnSummary:
     frequencies_source: Frequencies | Loader | None = None
     histogram_source: Histogram | Loader | None = None
     percentiles: dict[str, bytes] | None = field(default=None)
-    # the exact number of non-null, non-NaN rows with a key in [low, high] (each end
-    # inclusive or not), from the table level's exact ranks; None: no ranks (answers None)
-    range_count: Callable[[bytes, bool, bytes, bool], int | None] | None = None
+    # the exact number of non-null, non-NaN rows with a key in a bounded key range, from
+    # the table level's exact ranks; None: no ranks (answers None)
+    range_count: Callable[[KeyRange], int | None] | None = None
 
     @_cached
     def frequencies(self) -> Frequencies | None:

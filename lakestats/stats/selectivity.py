@@ -341,12 +341,9 @@ def _ordered_part(s: ColumnSummary, r: kr.KeyRange) -> Estimate:
     r = clipped[0]
     if r == span[0]:
         return Estimate.count(m, "min/max")
-    if s.range_count is not None and r.point is None:  # exact ranks: two lookups
-        (low, low_inclusive), (high, high_inclusive) = r.lower, r.upper
-        if low is not None and high is not None:
-            counted = s.range_count(low, low_inclusive, high, high_inclusive)
-            if counted is not None:
-                return Estimate.count(counted, "ranks")
+    counted = s.range_count(r) if s.range_count is not None and r.point is None else None
+    if counted is not None:  # the exact ranks: two lookups
+        return Estimate.count(counted, "ranks")
     freq = s.frequencies
     listed, counts = _listed(s)
     listed_in = _listed_in(s, r)

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakestats.stats.arrays import binary_scalar, int64_array, integer_array
+from lakestats.stats.arrays import int64_array, integer_array
 
 ORDER = [("frequency", "descending"), ("value", "ascending")]
 
@@ -169,20 +169,6 @@ class MergedColumn:
                 base = int(chunk.column("frequency")[-1].as_py())
                 return base if low == 0 else min(low, base)
         return low
-
-    def count_of(self, key: bytes) -> int:
-        """The value's count (0: not held)."""
-        import pyarrow.compute as pc
-
-        if len(self.override_keys):
-            at = pc.index(self.override_keys, binary_scalar(key)).as_py()
-            if at >= 0:
-                return int(self.overrides.column("frequency")[at].as_py())
-        for chunk in _column_rows(self._base, self.column, ["value", "frequency"]):
-            at = pc.index(chunk.column("value"), binary_scalar(key)).as_py()
-            if at >= 0:
-                return int(chunk.column("frequency")[at].as_py())
-        return 0
 
 
 def _first_occurrences(values: pa.Array) -> np.ndarray:

@@ -169,10 +169,7 @@ class StatisticsReader:
         if isinstance(dtype, Opaque):
             raise InvalidArgumentError(f"column {column!r} has no frequencies")
         key = keys.encode_value(value, dtype)
-        merged = self.merged_frequencies(index, ["value", "frequency"])
-        if merged is not None:  # no holders recorded
-            if not merged.count_of(key) and not self._only_repeated(column):
-                return []  # every value listed: this one occurs nowhere
+        if layers_of(self.version, index) is not None:  # layered: no holders recorded
             return self._partitions_holding(column, index, key, value)
         metadata = handle.metadata
         position = handle.schema_arrow.get_field_index("column_index")
@@ -198,11 +195,6 @@ class StatisticsReader:
             if complete and not row["all_distinct"]:  # all distinct: none are stored
                 return []  # every value is stored: this one occurs nowhere
         return self._partitions_holding(column, index, key, value)
-
-    def _only_repeated(self, column: str) -> bool:
-        """Whether the table frequencies of ``column`` list only its repeated values."""
-        row = self.statistics_table(None, [column], fields=["duplicates_only"]).to_pylist()[0]
-        return bool(row["duplicates_only"])
 
     def merged_frequencies(self, index: int, fields: list[str]) -> MergedColumn | None:
         """The table-level frequencies of column ``index`` merged over the version's
