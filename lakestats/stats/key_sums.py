@@ -27,9 +27,8 @@ def fixed_width_words(keys: pa.Array) -> np.ndarray | None:
 
 def grouped(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     """Distinct keys in increasing order with their summed counts; nothing dropped. Rows
-    already strictly
-    increasing (one sorted source, or sources in key order, as the partitions of a
-    time-ordered key) skip the sort (one comparison pass finds it)."""
+    already strictly increasing (one sorted source, or sources in key order, as the
+    partitions of a time-ordered key) skip the sort (one comparison pass finds it)."""
     n = len(keys)
     if n == 0:
         return keys, counts
