@@ -254,8 +254,8 @@ group holds ``PARTITION_HISTOGRAMS_GROUP_ROWS // partitions`` whole columns of t
 partitions (at least one; at most that many rows, a longer column is split), and only
 ``column_index`` and ``member`` have row-group statistics.
 Counts are int32, or int64 in a part where some count does not fit; counts are written
-BYTE_STREAM_SPLIT (part format 4), ``frequency_ints`` DELTA_BINARY_PACKED, frequency values
-(sorted keys) DELTA_BYTE_ARRAY at zstd level 9, no dictionaries, zstd."""
+BYTE_STREAM_SPLIT (part format 4) at zstd level 1, ``frequency_ints`` DELTA_BINARY_PACKED,
+frequency values (sorted keys) DELTA_BYTE_ARRAY at zstd level 9, no dictionaries, zstd."""
 
 PARTITION_HISTOGRAMS_GROUP_ROWS = 1024
 """Rows per row group of a part, and over the table's partitions, of one column's row

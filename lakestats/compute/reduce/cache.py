@@ -90,11 +90,12 @@ merge."""
 INDEX_FORMAT = 1
 """Part of the index entries' keys: bump it when ``index_part``'s rows change."""
 
-PARTITION_HISTOGRAMS_FORMAT = 4
+PARTITION_HISTOGRAMS_FORMAT = 5
 """Part of the partition histograms entries' keys: bump it when a part's rows or encoding
 change. 2: the entries are the published Parquet parts (int32 counts), not Arrow IPC.
 3: string, binary and boolean columns are held too (a directory says which kinds).
-4: decimal keys of int64 values as ints, counts BYTE_STREAM_SPLIT, values at zstd 9."""
+4: decimal keys of int64 values as ints, counts BYTE_STREAM_SPLIT, values at zstd 9.
+5: counts at zstd level 1."""
 
 
 PARTS_PREFIX = "phist-"
