@@ -18,6 +18,14 @@ class DataFile:
     path: str  # URI
     size_bytes: int
     record_count: int | None = None
+    # when the file was last written (ns since the epoch): set where a path can be rewritten
+    # in place (a plain Parquet directory), so the same name and size still read as a change
+    modified_ns: int | None = None
+
+    def identity(self) -> str:
+        """The line a fingerprint hashes for this file: changes whenever the file does."""
+        modified = "" if self.modified_ns is None else f"|{self.modified_ns}"
+        return f"{self.path}|{self.size_bytes}|{self.record_count}{modified}\n"
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,7 @@ class PartitionPlan:
         for f in sorted(self.data_files, key=lambda f: f.path) + sorted(
             self.delete_files, key=lambda f: f.path
         ):
-            digest.update(f"{f.path}|{f.size_bytes}|{f.record_count}\n".encode())
+            digest.update(f.identity().encode())
         return digest.hexdigest()[:32]
 
 
@@ -88,7 +96,7 @@ class SampleUnit:
         )
         digest = hashlib.sha256()
         for f in sorted(piece.files, key=lambda f: f.path) + sorted(deletes, key=lambda f: f.path):
-            digest.update(f"{f.path}|{f.size_bytes}|{f.record_count}\n".encode())
+            digest.update(f.identity().encode())
         return cls(",".join(names), digest.hexdigest()[:32], piece)
 
 

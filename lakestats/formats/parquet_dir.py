@@ -367,7 +367,9 @@ class ParquetTableFormat(PathTable):
                 dtype = self._partition_schema.field(name).type
                 values[name] = _partition_value(raw, dtype)
             files = tuple(
-                DataFile(_uri(self._uri, self._path, info.path), info.size) for info in infos
+                DataFile(_uri(self._uri, self._path, info.path), info.size,
+                         modified_ns=info.mtime_ns)
+                for info in infos
             )
             plans.append(PartitionPlan(key=key, values=values, data_files=files))
         return plans

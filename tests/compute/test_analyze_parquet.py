@@ -4,6 +4,7 @@ every partition's statistics looked up and compared with DuckDB."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -283,3 +284,35 @@ def test_extreme_decimals_and_dotted_names(
     code, out, err = _run(capsys, "show", str(root), "--columns", "x.y,`x.y`", "--json")
     assert code == 0, err
     assert [c["name"] for c in json.loads(out)["columns"]] == ["x.y", "`x.y`"]
+
+
+def test_a_file_rewritten_in_place_with_the_same_size_is_a_change(spark, tmp_path: Path) -> None:
+    """A plain Parquet directory can rewrite a file under the same name: one with the same
+    byte size (fixed-width values, no compression) is still seen as changed by its
+    modification time, and its partition is recomputed from the new rows."""
+    root = tmp_path / "rewritten"
+    for part, start in (("a", 0), ("b", 100)):
+        (root / f"p={part}").mkdir(parents=True)
+        _fixed_size_file(root / f"p={part}" / "data.parquet", start)
+    table = ls.open_table(str(root))
+    assert table.analyze(spark=spark).partitions_computed == 2
+    target = root / "p=a" / "data.parquet"
+    size, modified = target.stat().st_size, target.stat().st_mtime_ns
+    _fixed_size_file(target, 5000)
+    assert target.stat().st_size == size  # the name and the size alike: only the time differs
+    os.utime(target, ns=(modified + 10**9, modified + 10**9))
+    again = ls.open_table(str(root)).analyze(spark=spark)
+    assert (again.partitions_computed, again.partitions_reused) == (1, 1)
+    reader = StatisticsReader(StatisticsStore(str(root / "_lakestats")))
+    check_partition(  # the new rows, checked against the file itself
+        pq.read_table(target),
+        reader.column_statistics("p=a"),
+        lambda column: reader.frequencies("p=a", column),
+        lambda column: reader.histogram("p=a", column),
+    )
+
+
+def _fixed_size_file(path: Path, start: int) -> None:
+    values = pa.array(range(start, start + 50), pa.int64())
+    pq.write_table(pa.table({"v": values}), path, compression="none", use_dictionary=False,
+                   write_statistics=False)
