@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from lakestats.stats import hashing
 from lakestats.stats.hashing import hash_binary
 
 _M = (1 << 64) - 1
@@ -30,8 +31,12 @@ def _reference(value: bytes) -> int:
     return _splitmix64(state ^ ((len(value) * _STEP) & _M))
 
 
+@pytest.mark.parametrize("chunk_rows", [7, hashing.CHUNK_ROWS])
 @pytest.mark.parametrize("dtype", [pa.binary(), pa.large_binary(), "sliced", "string"])
-def test_hash_binary_matches_the_reference(dtype: object) -> None:
+def test_hash_binary_matches_the_reference(
+    dtype: object, chunk_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hashing, "CHUNK_ROWS", chunk_rows)  # 7: values hashed in many chunks
     rng = np.random.default_rng(3)
     for n in (0, 1, 17, 400):
         raw = [
