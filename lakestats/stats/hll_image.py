@@ -88,16 +88,27 @@ def words_of(values: np.ndarray) -> np.ndarray:
 def registers_of(values: np.ndarray, lg_k: int) -> np.ndarray:
     """The HLL registers (one uint8 per slot) after updating with every value: each slot's
     largest coupon (``np.maximum.at``, a fifth of the time of marking a slot-by-coupon grid
-    and finding each row's highest mark)."""
+    and finding each row's highest mark), ``CHUNK_ROWS`` values at a time."""
+    registers = np.zeros(1 << lg_k, dtype=np.uint8)
+    for begin in range(0, len(values), CHUNK_ROWS):
+        _update(registers, values[begin : begin + CHUNK_ROWS], lg_k)
+    return registers
+
+
+CHUNK_ROWS = 32768
+"""Values hashed together: the hash's passes then stay in the CPU's caches (700,000 distinct
+integers: 4.1 ms in chunks, 10.0 ms at once)."""
+
+
+def _update(registers: np.ndarray, values: np.ndarray, lg_k: int) -> None:
+    """``registers`` updated with ``values``, in place."""
     h1, h2 = murmur3_words(words_of(values))
     h1 &= np.uint64((1 << lg_k) - 1)
     slots = h1.view(np.int64)
     coupons = 64 - _bit_length(h2)  # leading zeros
     np.minimum(coupons, _MAX_VALUE - 1, out=coupons)
     coupons += 1  # 1..63
-    registers = np.zeros(1 << lg_k, dtype=np.uint8)
     np.maximum.at(registers, slots, coupons.astype(np.uint8))
-    return registers
 
 
 def hll8_image(values: np.ndarray, lg_k: int) -> bytes:
