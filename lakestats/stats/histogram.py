@@ -62,14 +62,34 @@ def integer_histogram(values: np.ndarray, counts: np.ndarray, bins: int) -> Hist
         return None
     lo, hi = int(values.min()), int(values.max())
     offsets = values.view(np.uint64) - np.uint64(lo & ((1 << 64) - 1))
-    step = int(np.gcd.reduce(offsets)) or 1
+    # the gcd of all offsets divides that of the first ones: most columns' first ones
+    # already give 1, and the rest need not be read
+    step = int(np.gcd.reduce(offsets[:GCD_FIRST])) or 1
+    if step > 1 and len(offsets) > GCD_FIRST:
+        step = int(np.gcd.reduce(offsets, initial=np.uint64(step))) or 1
     points = (hi - lo) // step + 1
     width = exact_width(step * max(1, -(-points // bins)))
     nbins = (hi - lo) // width + 1
     index = (offsets // np.uint64(width)).astype(np.int64)
-    return Histogram(
-        lo, float(width), np.bincount(index, weights=counts, minlength=nbins).astype(np.int64)
+    return Histogram(lo, float(width), _bin_sums(index, counts, nbins))
+
+
+GCD_FIRST = 1024
+"""Offsets whose gcd is taken first (``integer_histogram``)."""
+
+
+def _bin_sums(index: np.ndarray, counts: np.ndarray, bins: int) -> np.ndarray:
+    """Each bin's sum of ``counts`` (``index``: each value's bin): where the values come in
+    order (a partition's counted numbers do), the bins are runs summed in one pass (a
+    third of the weighted ``np.bincount``'s time, exact at any count)."""
+    if len(index) > 1 and not (index[1:] >= index[:-1]).all():
+        return np.bincount(index, weights=counts, minlength=bins).astype(np.int64)
+    starts = np.flatnonzero(np.diff(index)) + 1
+    out = np.zeros(bins, dtype=np.int64)
+    out[index[np.concatenate([[0], starts])]] = np.add.reduceat(
+        np.asarray(counts, dtype=np.int64), np.concatenate([[0], starts])
     )
+    return out
 
 
 def wide_integer_histogram(values: list[int], counts: np.ndarray, bins: int) -> Histogram | None:

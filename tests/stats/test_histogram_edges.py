@@ -354,3 +354,22 @@ def test_rebin_point_mass_on_a_grid_edge_lands_in_the_bin_it_opens() -> None:
     row = {"histogram_lower": point, "histogram_width": 0.0, "histogram_bins": 1, "max": point}
     spread = rebin(row, np.array([5]), grid, pa.float64())
     assert spread[300] == 5
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_integer_histogram_counts_every_value_in_its_reported_bin(order: str) -> None:
+    """Values on a lattice of 6 but one (past the first offsets the gcd is taken from), in
+    order (the bins summed as runs) and shuffled (the weighted tally): each bin holds the
+    weight of exactly the values inside its reported edges (NumPy over the edges)."""
+    rng = np.random.default_rng(8)
+    values = np.unique(rng.integers(0, 20_000, 3000) * 6)
+    values = np.append(values, values[-1] + 1)  # the off-lattice value makes the gcd 1
+    if order == "shuffled":
+        values = rng.permutation(values)
+    counts = rng.integers(1, 1_000, len(values))
+    built = hist.integer_histogram(values.astype(np.int64), counts, 64)
+    span = int(values.max()) - int(values.min()) + 1  # gcd 1: the width is the span's 64th
+    assert built is not None and built.width == float(-(-span // 64))
+    edges = built.lower + np.arange(len(built.counts) + 1) * built.width
+    expected, _ = np.histogram(values, bins=edges, weights=counts)
+    assert built.counts.tolist() == expected.astype(np.int64).tolist()
