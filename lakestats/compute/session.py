@@ -93,6 +93,18 @@ def quiet_jvm() -> Iterator[str]:
         yield f"-Dlog4j2.configurationFile=file:{_log4j2_config(_log_path)}"
 
 
+WORKER_ALLOCATOR = {
+    "MALLOC_MMAP_THRESHOLD_": str(256 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(512 << 20),
+}
+"""The Python workers' C allocator (glibc; others ignore these): NumPy's temporary arrays
+of a partition's columns (megabytes each) come from its heap instead of freshly mapped
+pages faulted in one by one, and up to 512 MiB freed stays for the next (a scale-10
+lineitem partition's statistics: 183 -> 157 ms; its partition-level analyze 13.3-13.9 ->
+12.4-12.7 s). Set on the sessions lakestats starts, as executor environment; a cluster's
+own sessions can set the same (``--spark-conf spark.executorEnv.MALLOC_MMAP_THRESHOLD_=…``)."""
+
+
 def get_spark(master: str | None = None, remote: str | None = None) -> SparkSession:
     """The active session, or a local one (setting ``spark_master``, default local[*]).
 
@@ -164,6 +176,8 @@ def local_session(
             .config("spark.python.unix.domain.socket.enabled", str(os.name == "posix").lower())
             .config("spark.driver.extraJavaOptions", f"{java_options} {quiet}".strip())
         )
+        for key, value in WORKER_ALLOCATOR.items():
+            builder = builder.config(f"spark.executorEnv.{key}", value)
         for key, value in [*(settings or {}).items(), *chosen.spark_conf]:
             builder = builder.config(key, value)
         if hive:

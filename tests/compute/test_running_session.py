@@ -5,6 +5,7 @@ session."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -38,3 +39,29 @@ def test_analyze_without_a_session_argument_reuses_it(
     result = ls.open_table(str(tmp_path / "t")).analyze()
     assert result.partitions_computed == 1
     assert ls.open_table(str(tmp_path / "t")).statistics(None)[0]["row_count"] == 10
+
+
+def _allocator_settings(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    import os
+
+    with open(f"/proc/{os.getppid()}/environ", "rb") as environ:
+        daemon = environ.read().split(b"\0")
+    for _ in batches:
+        yield pa.RecordBatch.from_pydict({
+            "key": list(session.WORKER_ALLOCATOR),
+            "worker": [os.environ.get(k) for k in session.WORKER_ALLOCATOR],
+            "daemon": [next((e.split(b"=", 1)[1].decode() for e in daemon
+                             if e.startswith(k.encode() + b"=")), None)
+                       for k in session.WORKER_ALLOCATOR],
+        })
+
+
+def test_python_workers_start_with_the_allocator_settings(spark) -> None:
+    """The Python workers of lakestats' own session, and the daemon they are forked from
+    (whose C allocator reads the settings when it starts), have ``WORKER_ALLOCATOR``."""
+    rows = spark.range(1).mapInArrow(
+        _allocator_settings, "key string, worker string, daemon string"
+    ).collect()
+    assert {r["key"]: (r["worker"], r["daemon"]) for r in rows} == {
+        k: (v, v) for k, v in session.WORKER_ALLOCATOR.items()
+    }
