@@ -223,6 +223,14 @@ def unique(values: object) -> np.ndarray:
     return ordered[keep]
 
 
+CHUNK_ROWS = 8192
+"""Values an element-wise NumPy kernel (``hashing.hash_binary``, ``hll_image.registers_of``)
+takes at a time: its passes then stay in the CPU's caches, and its temporary arrays (64 KiB)
+below the size from which the C allocator maps fresh pages for each (774,721 ``l_comment``
+values at scale 10 hashed in 25 ms, 72 ms at once; 700,000 integers' HLL registers 5.3 ms,
+10.5 ms at once)."""
+
+
 def byte_words(values: pa.Array, order: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A string or binary array's bytes for word-at-a-time kernels: a uint64 view (``order``
     ``"<u8"`` or ``">u8"``) starting at every byte offset of the values' data, zero-padded

@@ -84,11 +84,9 @@ def _bin_sums(index: np.ndarray, counts: np.ndarray, bins: int) -> np.ndarray:
     third of the weighted ``np.bincount``'s time, exact at any count)."""
     if len(index) > 1 and not (index[1:] >= index[:-1]).all():
         return np.bincount(index, weights=counts, minlength=bins).astype(np.int64)
-    starts = np.flatnonzero(np.diff(index)) + 1
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(index)) + 1])
     out = np.zeros(bins, dtype=np.int64)
-    out[index[np.concatenate([[0], starts])]] = np.add.reduceat(
-        np.asarray(counts, dtype=np.int64), np.concatenate([[0], starts])
-    )
+    out[index[starts]] = np.add.reduceat(np.asarray(counts, dtype=np.int64), starts)
     return out
 
 

@@ -17,6 +17,8 @@ import struct
 
 import numpy as np
 
+from lakestats.stats.arrays import CHUNK_ROWS
+
 SEED = np.uint64(9001)  # DataSketches' DEFAULT_SEED
 _C1 = np.uint64(0x87C37B91114253D5)
 _C2 = np.uint64(0x4CF5AD432745937F)
@@ -93,12 +95,6 @@ def registers_of(values: np.ndarray, lg_k: int) -> np.ndarray:
     for begin in range(0, len(values), CHUNK_ROWS):
         _update(registers, values[begin : begin + CHUNK_ROWS], lg_k)
     return registers
-
-
-CHUNK_ROWS = 8192
-"""Values hashed together: the hash's passes then stay in the CPU's caches and its
-temporary arrays (64 KiB) below the size from which the C allocator maps fresh pages for
-each (700,000 distinct integers: 5.3 ms in chunks, 10.5 ms at once; 70,000: 0.5, 1.4 ms)."""
 
 
 def _update(registers: np.ndarray, values: np.ndarray, lg_k: int) -> None:
