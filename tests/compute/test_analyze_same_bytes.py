@@ -303,3 +303,20 @@ def test_exact_on_four_cores_and_on_two_writes_the_same_bytes(
     table = pq.read_table(cli_root / "table" / runs["run1"] / "statistics.parquet")
     assert any(table.column("duplicates_only").to_pylist())  # some column was rewritten
     _assert_same(written, _statistics_files(api_root))
+    _assert_compressed(cli_root)
+
+
+def _assert_compressed(root: Path) -> None:
+    """Every column chunk of every Parquet file under ``root`` is compressed (a codec given
+    per column leaves a column path it does not name uncompressed), and the keys of the
+    staged values and rank parts with zstd."""
+    parquet = [p for p in root.rglob("*") if p.is_file() and p.read_bytes()[:4] == b"PAR1"]
+    assert any(PART.fullmatch(p.name) for p in parquet)
+    for path in parquet:
+        metadata = pq.ParquetFile(path).metadata
+        for group in range(metadata.num_row_groups):
+            for index in range(metadata.num_columns):
+                chunk = metadata.row_group(group).column(index)
+                assert chunk.compression in ("ZSTD", "SNAPPY"), (path, chunk.path_in_schema)
+                if chunk.path_in_schema == "value":
+                    assert chunk.compression == "ZSTD", path
