@@ -16,8 +16,6 @@ fewer bins than rows is padded with nulls. Bin edges come from ``histogram_lower
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 import pyarrow as pa
 
 from lakestats.stats.percentiles import percentile_names
@@ -111,25 +109,6 @@ is built, then abandoned), staged values 24 % smaller and written 2.3x faster.""
 def sorted_keys_encoding(schema: pa.Schema) -> dict[str, str]:
     """``SORTED_KEYS_ENCODING`` for the columns ``schema`` has."""
     return {k: v for k, v in SORTED_KEYS_ENCODING.items() if k in schema.names}
-
-
-SMALL_COLUMNS_CODEC = "snappy"
-"""Codec of the small columns (column index, counts, bounds) of the files cut into many row
-groups: staged ``values.parquet`` and rank parts (8,192 keys per group), partition histogram
-parts (a column per group). Arrow's zstd sets up a new context for every column chunk (10-20
-us each); snappy writes these in about the time of no compression, at nearly zstd's size (a
-scale-10 partition's staged values: written in 147 ms instead of 161, read in 43 ms
-instead of 54, 1.6 % more bytes)."""
-
-
-def column_codecs(schema: pa.Schema, zstd: Collection[str]) -> dict[str, str]:
-    """Each leaf column's codec (by its Parquet path: ``name``, ``name.list.element``):
-    zstd for the fields named in ``zstd``, ``SMALL_COLUMNS_CODEC`` for the others."""
-    return {
-        f"{f.name}.list.element" if pa.types.is_list(f.type) else f.name:
-        "zstd" if f.name in zstd else SMALL_COLUMNS_CODEC
-        for f in schema
-    }
 
 TABLE_FREQUENCIES_SCHEMA = pa.schema(
     [

@@ -105,8 +105,7 @@ def parquet_buffer(
 
 @contextlib.contextmanager
 def _writer(out: object, schema: pa.Schema, options: dict) -> Iterator[pq.ParquetWriter]:
-    options = {"compression": "zstd", **options}
-    with pq.ParquetWriter(out, schema, store_schema=False, **options) as w:
+    with pq.ParquetWriter(out, schema, compression="zstd", store_schema=False, **options) as w:
         yield w
         w.add_key_value_metadata({schemas.FORMAT_VERSION_KEY: str(schemas.FORMAT_VERSION)})
 
@@ -142,7 +141,6 @@ def write_values(table: pa.Table, uri: str, store: StatisticsStore) -> int:
         "write_statistics": ["column_index", "value"],
         "use_dictionary": False,
         "column_encoding": schemas.sorted_keys_encoding(VALUES_SCHEMA),
-        "compression": schemas.column_codecs(VALUES_SCHEMA, zstd={"value"}),
     }
     with parquet_output(uri, store, VALUES_SCHEMA, **options) as parquet:
         for start, stop in itertools.pairwise(cuts):

@@ -223,7 +223,7 @@ def _range_task(job: MergeJob, part: int) -> list[dict]:
                 writer = pq.ParquetWriter(
                     out,
                     ranks.RANKS_SCHEMA,
-                    compression=schemas.column_codecs(ranks.RANKS_SCHEMA, zstd={"value"}),
+                    compression="zstd",
                     store_schema=False,
                     use_dictionary=False,
                     column_encoding=schemas.sorted_keys_encoding(ranks.RANKS_SCHEMA),
