@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pat
 
-from lakestats.stats.arrays import byte_words
+from lakestats.stats.arrays import leading_words
 
 
 def most_frequent(
@@ -93,20 +93,6 @@ def _arrow_smallest(values: pa.Array, need: int) -> np.ndarray:
         ).to_numpy()
     # a heap's comparisons cost more than sorting them all
     return pc.sort_indices(values).to_numpy()[:need]
-
-
-# _PREFIX_MASKS[n]: the leading n bytes of a big-endian word
-_PREFIX_MASKS = np.array(
-    [((1 << (8 * n)) - 1) << (8 * (8 - n)) for n in range(9)], dtype=np.uint64
-)
-
-
-def leading_words(values: pa.Array) -> np.ndarray:
-    """The first 8 bytes of each value (zero-padded) as a big-endian uint64: an order
-    consistent with the byte order Arrow sorts text and binary by (a < b implies
-    word(a) <= word(b)), so a cut on the words never separates values wrongly."""
-    words, starts, lengths = byte_words(values, ">u8")
-    return words[starts].astype(np.uint64) & _PREFIX_MASKS[np.minimum(lengths, 8)]
 
 
 def kth_largest(counts: np.ndarray, k: int) -> int:

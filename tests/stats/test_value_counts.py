@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from lakestats.stats import keys, value_counts
+from lakestats.stats import key_sums, keys, value_counts
 from lakestats.stats.accumulator import ColumnAccumulator
 from lakestats.stats.leaves import leaves_of
 
@@ -44,3 +44,23 @@ def test_staged_values_are_every_value_once_in_key_order(slices: int) -> None:
         order = pc.sort_indices(encoded)
         assert rows["value"].to_pylist() == encoded.take(order).to_pylist()
         assert rows["count"].to_pylist() == expected.field(1).take(order).to_pylist()
+
+
+@pytest.mark.parametrize("kind", ["text", "integers", "decimals"])
+def test_distinct_order_is_arrows_key_order(kind: str) -> None:
+    """Keys sharing their first 8 bytes, differing past them, by a trailing zero byte or
+    in length; fixed-width keys of one and two words: in the order Arrow's sort gives."""
+    rng = np.random.default_rng(7)
+    if kind == "text":
+        stems = [b"", b"a", b"abcdefgh", b"abcdefg\x00", b"abcdefghij", b"\xff" * 9]
+        raw = {s + bytes(rng.integers(0, 3, rng.integers(0, 4)).astype(np.uint8))
+               for s in stems for _ in range(40)}
+        encoded = pa.array(sorted(raw, key=lambda _: rng.random()), pa.binary())
+    elif kind == "integers":
+        encoded = keys.encode(pa.array(rng.permutation(np.arange(-5_000, 5_000) * 7919)))
+    else:
+        ints = rng.permutation(np.arange(-3_000, 3_000) * 104_729)
+        encoded = keys.encode(pa.array([int(x) for x in ints], pa.int64()).cast(
+            pa.decimal128(38, 2)))
+    order = key_sums.distinct_order(encoded)
+    assert encoded.take(pa.array(order)).equals(encoded.take(pc.sort_indices(encoded)))
