@@ -161,7 +161,8 @@ def run_slice(job: Job, task_id: int) -> dict[str, object]:
             from lakestats.query.predicate_eval import matching_rows
 
             table = matching_rows(job.row_filter, table)
-        accumulators = [ColumnAccumulator(leaf, list(job.statistics)) for leaf in job.leaves]
+        accumulators = [ColumnAccumulator(leaf, list(job.statistics), key_order=job.options.exact)
+                        for leaf in job.leaves]
         for accumulator in accumulators:
             accumulator.observe(leaf_array(table, accumulator.leaf))
         groups = job.group_accumulators()

@@ -5,6 +5,7 @@ pieces of state per column: the row/null counts and the **exact value counts** (
 distinct non-null value with its number of occurrences). Distinct count, min, max,
 percentiles, moments, lengths, frequencies, histogram and sketches are all computed
 from the value counts at ``finalize``, so slices of a large partition merge exactly.
+Over 400 lines on purpose: observing, merging and finalizing share one column's state.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from lakestats.stats.kinds import MOMENT_KINDS, ORDERED_NUMERIC, VALUE_KINDS, Ki
 from lakestats.stats.leaves import Leaf
 from lakestats.stats.percentiles import PERCENTILES, nearest_rank_indices, percentile_names
 from lakestats.stats.registry import SummaryStatistic
-from lakestats.stats.string_counts import string_value_counts
+from lakestats.stats.string_counts import sorted_string_counts, string_value_counts
 from lakestats.stats.top_values import most_frequent
 
 
@@ -52,6 +53,7 @@ class ColumnAccumulator:
     _custom_invalid: set[str] = field(default_factory=set)
     _sorted_values: bool = False  # value counts are in increasing value order
     slices: int = 0
+    key_order: bool = False  # text counted in key order (``analyze --exact`` stages it so)
 
     @property
     def kind(self) -> Kind:
@@ -140,12 +142,14 @@ class ColumnAccumulator:
             self._sorted_values = not self._values
         else:
             non_null = non_null.cast(sketches.value_type(dtype))  # large types narrowed
-            if kind in (Kind.STRING, Kind.BINARY):
-                values, counts, hashes = string_value_counts(non_null)
+            text = kind in (Kind.STRING, Kind.BINARY)
+            in_order = sorted_string_counts(non_null) if text and self.key_order else None
+            if text:
+                values, counts, hashes = in_order or string_value_counts(non_null)
             else:
                 counted = pc.value_counts(non_null)
                 values, counts = counted.field(0), counted.field(1)
-            self._sorted_values = False
+            self._sorted_values = in_order is not None and not self._values
         self._values.append(values)
         self._hashes.append(hashes)
         self._counts.append(
@@ -179,7 +183,8 @@ class ColumnAccumulator:
     @property
     def values_sorted(self) -> bool:
         """Whether ``value_counts`` gives the values in increasing order (one slice of
-        numbers: counting sorted them), so nothing needs to sort them again."""
+        numbers, or text with ``key_order``: counting sorted them), so nothing needs to sort
+        them again."""
         return self._sorted_values
 
     def value_counts(self) -> tuple[pa.Array, np.ndarray]:

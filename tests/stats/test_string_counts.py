@@ -1,5 +1,7 @@
 """Counting mostly-distinct strings by their hashes gives Arrow's ``value_counts`` exactly:
-the same values in the same order, the same counts, and the sketch's hash of each."""
+the same values in the same order, the same counts, and the sketch's hash of each; counting
+them in key order (``analyze --exact``) gives the same counts in Arrow's sort order, and the
+same partition statistics."""
 
 from __future__ import annotations
 
@@ -81,3 +83,39 @@ def test_hashes_sharing_their_top_bits_are_told_apart(monkeypatch: pytest.Monkey
     assert hashes is not None
     assert (got.to_pylist(), counts.tolist()) == _arrow(values)
     assert np.array_equal(hashes, real(got) & np.uint64(0xFFFFFFFF))
+
+
+@pytest.mark.parametrize(("rows", "distinct"), [(40_000, 40_000_000), (40_000, 30_000)])
+def test_counts_in_key_order_are_arrows_sorted(rows: int, distinct: int) -> None:
+    """``sorted_string_counts`` (``analyze --exact``): Arrow's counts with the values in
+    Arrow's sort order, sliced input included, and the sketch's hash of each."""
+    values = _strings(rows + 3_000, distinct).slice(3_000, rows)
+    got, counts, hashes = string_counts.sorted_string_counts(values)
+    expected = pc.value_counts(values)
+    order = pc.sort_indices(expected.field(0))
+    assert got.to_pylist() == expected.field(0).take(order).to_pylist()
+    assert counts.tolist() == expected.field(1).take(order).to_pylist()
+    assert np.array_equal(hashes, hashing.hash_binary(got))
+    assert string_counts.sorted_string_counts(_strings(40_000, 200)) is None
+
+
+@pytest.mark.parametrize("typed", [pa.string(), pa.binary(), pa.large_string()])
+def test_counting_in_key_order_gives_the_same_statistics(typed: pa.DataType) -> None:
+    """A partition's statistics row, frequency rows and staged values are the same whether
+    its text was counted in key order (``--exact``) or hashed in order of appearance."""
+    from lakestats.stats import value_counts
+
+    table = pa.table({"c": _strings(60_000, 45_000).cast(typed)})
+    leaf = leaves_of(table.schema)[0]
+    results, staged = [], []
+    for key_order in (False, True):
+        accumulator = ColumnAccumulator(leaf, key_order=key_order)
+        accumulator.observe(table.column("c"))
+        assert accumulator.values_sorted == key_order
+        result = accumulator.finalize(100, 1000)
+        results.append(result)
+        staged.append(value_counts.staged_values([accumulator], [result]))
+    assert results[0].row == results[1].row
+    assert results[0].frequency_keys.equals(results[1].frequency_keys)
+    assert np.array_equal(results[0].frequency_counts, results[1].frequency_counts)
+    assert staged[0].equals(staged[1]) and staged[0].num_rows > 30_000
