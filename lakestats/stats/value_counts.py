@@ -19,7 +19,7 @@ import pyarrow as pa
 from lakestats.stats import keys
 from lakestats.stats.accumulator import ColumnAccumulator, ColumnResult
 from lakestats.stats.arrays import int64_array
-from lakestats.stats.key_sums import distinct_order
+from lakestats.stats.key_sums import sort_order
 from lakestats.stats.kinds import VALUE_KINDS
 
 VALUES_SCHEMA = pa.schema(
@@ -52,7 +52,7 @@ def staged_values(accumulators: list[ColumnAccumulator], results: list[ColumnRes
         encoded = keys.encode(values).cast(pa.binary())
         counted = pa.array(np.asarray(counts, dtype=np.int64))
         if not accumulator.values_sorted:  # keys keep the order of the values they encode
-            order = int64_array(distinct_order(encoded))
+            order = int64_array(sort_order(encoded))
             encoded, counted = encoded.take(order), counted.take(order)
         parts.append(
             pa.table(
