@@ -40,14 +40,17 @@ def grouped(keys: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     order = pc.sort_indices(keys)
     taken = numbers(order)
     keys = keys.take(order)
-    starts = np.zeros(n, dtype=bool)
-    starts[0] = True
-    differs = pc.not_equal(keys.slice(1), keys.slice(0, n - 1))
-    starts[1:] = numbers(differs, False)
-    at = np.flatnonzero(starts)
+    at = run_starts(keys)
     if len(at) < n:
         keys = keys.take(int64_array(at))
     return keys, _sums(counts[taken], at)
+
+
+def run_starts(ordered: pa.Array) -> np.ndarray:
+    """Where each run of equal values of ``ordered`` (sorted, not empty) starts."""
+    starts = np.ones(len(ordered), dtype=bool)
+    starts[1:] = numbers(pc.not_equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1)), False)
+    return np.flatnonzero(starts)
 
 
 def sort_order(keys: pa.Array) -> np.ndarray:

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.stats import hashing
-from lakestats.stats.arrays import int64_array, numbers
-from lakestats.stats.key_sums import sort_order
+from lakestats.stats.arrays import int64_array
+from lakestats.stats.key_sums import run_starts, sort_order
 
 SAMPLE_ROWS = 8192
 """Rows looked at (evenly spaced) to guess the share of distinct values."""
@@ -46,12 +46,9 @@ def sorted_string_counts(values: pa.Array) -> tuple[pa.Array, np.ndarray, np.nda
     if len(values) < 2 * SAMPLE_ROWS or not _mostly_distinct(values):
         return None
     ordered = values.take(int64_array(sort_order(values)))
-    n = len(ordered)
-    starts = np.ones(n, dtype=bool)
-    starts[1:] = numbers(pc.not_equal(ordered.slice(1), ordered.slice(0, n - 1)), False)
-    at = np.flatnonzero(starts)
-    distinct = ordered.take(int64_array(at)) if len(at) < n else ordered
-    return distinct, np.diff(np.append(at, n)), hashing.hash_binary(distinct)
+    at = run_starts(ordered)
+    distinct = ordered.take(int64_array(at)) if len(at) < len(ordered) else ordered
+    return distinct, np.diff(np.append(at, len(ordered))), hashing.hash_binary(distinct)
 
 
 def _mostly_distinct(values: pa.Array) -> bool:
